@@ -1,0 +1,249 @@
+"""Typed configuration of a search, parsed from `key=value` overrides.
+
+Each field's docstring is its `--help` line. Cross-field checks live in `__post_init__` and speak in
+CLI terms. This module imports neither Ray nor torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import inspect
+import os
+import re
+import textwrap
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from search.errors import UsageError
+
+
+def default_data_root() -> str:
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+    return os.path.join(cache, "search", "datasets")
+
+
+@dataclass
+class DataConfig:
+    root: str = field(default_factory=default_data_root)
+    """Folder holding the dataset in torchvision's layout (e.g. MNIST/raw/...)."""
+    limit: int = 0
+    """Cap on training samples, for quick runs (0: all)."""
+    val_limit: int = 0
+    """Cap on validation samples (0: all)."""
+    download: bool = True
+    """Download a missing dataset into data.root (needs internet)."""
+
+    def __post_init__(self):
+        _require(self.limit >= 0, f"data.limit={self.limit}: must be >= 0 (0 means all samples)")
+        _require(self.val_limit >= 0, f"data.val_limit={self.val_limit}: must be >= 0 (0 means all samples)")
+
+
+@dataclass
+class RunConfig:
+    space: str = ""
+    """Search space: a name from `python -m search spaces`, a .py file or a module path."""
+    name: str = ""
+    """Experiment name, the folder under storage (default: <space>-<date>-<time>)."""
+    storage: str = "./runs"
+    """Folder (or URI) that receives every experiment."""
+    trials: int = 8
+    """Number of trials (hyperparameter configurations) to run."""
+    epochs: int = 3
+    """Maximum epochs per trial."""
+    grace: int = 1
+    """ASHA grace period: epochs every trial runs before it may be stopped."""
+    reduction: float = 2.0
+    """ASHA reduction factor: at each rung only the best 1/reduction go on."""
+    workers: int = 2
+    """Distributed (DDP) training workers per trial."""
+    cpus: float = 1.0
+    """CPUs per training worker."""
+    gpus: float | None = None
+    """GPUs per training worker (default: 1 when CUDA is visible, else 0)."""
+    concurrency: int = 0
+    """Trials running side by side (0: as many as the cluster fits)."""
+    seed: int = 0
+    """Seed of the searcher (Optuna TPE) and of every trial's training."""
+    time_budget: float = 0.0
+    """Stop starting and running trials after this many seconds (0: no limit)."""
+    address: str = ""
+    """Existing Ray cluster to use (default: start a local one in-process)."""
+    checkpoints: int = 2
+    """Checkpoints kept per trial, the best ones by the metric."""
+    max_failures: int = 0
+    """Times a trial restarts its worker group after a worker dies."""
+    data: DataConfig = field(default_factory=DataConfig)
+    fixed: dict = field(default_factory=dict, metadata={"cli": False})
+    """Hyperparameters of the space fixed with key=value (removed from the search)."""
+
+    def __post_init__(self):
+        _require(self.trials >= 1, f"trials={self.trials}: must be >= 1")
+        _require(self.epochs >= 1, f"epochs={self.epochs}: must be >= 1")
+        _require(1 <= self.grace <= self.epochs, f"grace={self.grace}: must be between 1 and epochs={self.epochs}")
+        _require(self.reduction > 1, f"reduction={self.reduction:g}: must be > 1")
+        _require(self.workers >= 1, f"workers={self.workers}: must be >= 1")
+        _require(self.cpus > 0, f"cpus={self.cpus:g}: must be > 0")
+        _require(self.gpus is None or self.gpus >= 0, f"gpus={self.gpus}: must be >= 0")
+        _require(self.concurrency >= 0, f"concurrency={self.concurrency}: must be >= 0 (0: as many as fit)")
+        _require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
+        _require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")
+        _require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
+        _require(
+            self.name == "" or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name) is not None,
+            f"name={self.name}: use letters, digits, '.', '_' and '-' only",
+        )
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "RunConfig":
+        values = dict(values)
+        values["data"] = DataConfig(**values.get("data", {}))
+        return cls(**values)
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise UsageError(message)
+
+
+# ---------------------------------------------------------------- parsing key=value overrides
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def parse_scalar(key: str, text: str, kind: type) -> Any:
+    """Convert `text` to `kind` or raise a UsageError naming `key` and what is allowed."""
+    try:
+        if kind is bool:
+            lowered = text.lower()
+            if lowered in _TRUE | _FALSE:
+                return lowered in _TRUE
+            raise ValueError
+        if kind is int:
+            return int(text)
+        if kind is float:
+            return float(text)
+        return text
+    except ValueError:
+        allowed = {bool: "true or false", int: "an integer", float: "a number"}[kind]
+        raise UsageError(f"{key}={text}: expected {allowed}") from None
+
+
+def _field_kinds(cls) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.metadata.get("cli", True)}
+
+
+def _scalar_kind(hint) -> tuple[type, bool]:
+    """(base type, accepts 'auto' for None) of a field's annotation."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if args:
+        return args[0], True
+    return hint, False
+
+
+def config_keys() -> dict[str, tuple[type, bool]]:
+    """Every CLI key (`data.root` style for nested sections) with its scalar kind."""
+    keys = {}
+    for name, hint in _field_kinds(RunConfig).items():
+        if dataclasses.is_dataclass(hint):
+            for sub, sub_hint in _field_kinds(hint).items():
+                keys[f"{name}.{sub}"] = _scalar_kind(sub_hint)
+        else:
+            keys[name] = _scalar_kind(hint)
+    return keys
+
+
+def split_override(arg: str) -> tuple[str, str]:
+    if "=" not in arg or arg.startswith("="):
+        raise UsageError(f"{arg}: expected key=value (see --help)")
+    key, value = arg.split("=", 1)
+    return key.strip(), value
+
+
+def parse_overrides(args: list[str], hyperparameters: typing.Mapping[str, typing.Callable[[str], Any]] = {}):
+    """Parse `key=value` words into a RunConfig.
+
+    `hyperparameters` maps each hyperparameter name of the chosen space to a parser of its value;
+    those keys become fixed hyperparameters of the search.
+    """
+    keys = config_keys()
+    top: dict[str, Any] = {}
+    data: dict[str, Any] = {}
+    fixed: dict[str, Any] = {}
+    for arg in args:
+        key, text = split_override(arg)
+        if key in keys:
+            kind, nullable = keys[key]
+            value = None if nullable and text == "auto" else parse_scalar(key, text, kind)
+            section, _, sub = key.partition(".")
+            (data if sub else top)[sub or section] = value
+        elif key in hyperparameters:
+            fixed[key] = hyperparameters[key](text)
+        else:
+            raise UsageError(_unknown_key_message(key, list(keys) + list(hyperparameters)))
+    return RunConfig(**top, data=DataConfig(**data), fixed=fixed)
+
+
+def _unknown_key_message(key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]}?" if close else "; see `python -m search run --help`"
+    return f"{key}: unknown key{hint}"
+
+
+# ---------------------------------------------------------------- help text from field docstrings
+
+
+def field_docs(cls) -> dict[str, str]:
+    """The docstring under each field of a dataclass (the attribute-docstring convention)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for node, following in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant):
+                docs[node.target.id] = " ".join(str(following.value.value).split())
+    return docs
+
+
+def _default_text(value: Any) -> str:
+    if value is None:
+        return "auto"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def help_rows() -> list[tuple[str, str, str]]:
+    """(key, default, help) for every CLI key, in declaration order."""
+    rows = []
+    docs = field_docs(RunConfig)
+    data_docs = field_docs(DataConfig)
+    for f in dataclasses.fields(RunConfig):
+        if not f.metadata.get("cli", True):
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if dataclasses.is_dataclass(default):
+            for sub in dataclasses.fields(default):
+                rows.append((f"{f.name}.{sub.name}", _default_text(getattr(default, sub.name)), data_docs[sub.name]))
+        else:
+            rows.append((f.name, _default_text(default), docs[f.name]))
+    return rows
+
+
+def format_help(rows: list[tuple[str, str, str]]) -> str:
+    width = max(len(f"{k}={d}") for k, d, _ in rows) + 2
+    return "\n".join(f"  {f'{k}={d}':<{width}}{h}" for k, d, h in rows)
+
+
+def experiment_dir(config: RunConfig) -> Path:
+    return Path(config.storage).expanduser().resolve() / config.name

@@ -1,0 +1,180 @@
+"""Runs a search on Ray Tune: Optuna (TPE) proposes, ASHA stops, every trial is a TorchTrainer run.
+
+With `trainables.driver`, this is the only place in `search/` that imports Ray.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+import ray
+import ray.tune
+from optuna.samplers import TPESampler
+from ray.tune.schedulers import ASHAScheduler
+from ray.tune.search.optuna import OptunaSearch
+
+from search.config import RunConfig
+from search.errors import SearchFailed
+from search.resources import TrialShape, local_cpu_count, plan_concurrency
+from search.space import Space
+from search.summary import SUMMARY_FILE, TrialRecord, summarize, write_json_atomically
+from trainables.driver import DRIVER_RESOURCES, train_trial
+
+TRIAL_DIR_PREFIX = "trial_"
+LOG_FILE = "search.log"
+
+# Keys Tune adds to every result; the summary keeps only what the training loop reported.
+_TUNE_BOOKKEEPING = {
+    "timestamp", "done", "training_iteration", "trial_id", "date", "time_this_iter_s", "pid", "hostname",
+    "node_ip", "time_since_restore", "iterations_since_restore", "checkpoint_dir_name", "should_checkpoint",
+}  # fmt: skip
+
+
+def run_search(config: RunConfig, space: Space, experiment: Path) -> dict:
+    """Run the whole search and write `summary.json`; returns the summary."""
+    experiment.mkdir(parents=True)
+    quiet_terminal(experiment / LOG_FILE)
+    started_here = connect(config)
+    try:
+        concurrency = plan_concurrency(alive_nodes(), TrialShape.of(config), config.concurrency)
+        print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, log in {experiment / LOG_FILE}")
+        results = build_tuner(config, space, experiment, concurrency).fit()
+        records = [trial_record(result) for result in results]
+    finally:
+        if started_here:
+            ray.shutdown()
+    summary = summarize(space.name, space.metric, space.mode, config.epochs, records)
+    if summary["best"] is None:
+        write_json_atomically(experiment / SUMMARY_FILE, summary)
+        raise SearchFailed(f"no trial produced a checkpoint; see {experiment / LOG_FILE} and the trials' error.txt")
+    write_json_atomically(experiment / SUMMARY_FILE, summary)
+    return summary
+
+
+def quiet_terminal(log_file: Path) -> None:
+    """Ray's, Tune's and Optuna's log lines go to the experiment's log file, not the user's terminal."""
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # the legacy reporter is really silent at verbose=0
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for name in ("ray", "py.warnings", "optuna"):
+        logger = logging.getLogger(name)
+        logger.handlers = [handler]
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    logging.captureWarnings(True)
+
+
+def connect(config: RunConfig) -> bool:
+    """Join `address` or start a local Ray instance; True when this process started it."""
+    common = dict(log_to_driver=False, logging_level=logging.INFO)
+    if config.address:
+        ray.init(address=config.address, **common)
+        return False
+    context = ray.init(
+        address="local",
+        num_cpus=local_cpu_count(),
+        include_dashboard=True,
+        dashboard_host="127.0.0.1",
+        **common,
+    )
+    logging.getLogger("ray").info("search started a local Ray instance, session %s", context.address_info["session_dir"])
+    return True
+
+
+def alive_nodes() -> list[dict]:
+    return [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+
+
+def build_tuner(config: RunConfig, space: Space, experiment: Path, concurrency: int) -> ray.tune.Tuner:
+    trainable = ray.tune.with_parameters(
+        train_trial, run=config.to_dict(), experiment_dir=str(experiment), metric=space.metric, mode=space.mode
+    )
+    return ray.tune.Tuner(
+        ray.tune.with_resources(trainable, DRIVER_RESOURCES),
+        param_space={**space.constants, **config.fixed},
+        tune_config=ray.tune.TuneConfig(
+            metric=space.metric,
+            mode=space.mode,
+            search_alg=build_searcher(config, space),
+            scheduler=ASHAScheduler(
+                time_attr="epoch",
+                max_t=config.epochs,
+                grace_period=config.grace,
+                reduction_factor=config.reduction,
+            ),
+            num_samples=config.trials,
+            max_concurrent_trials=concurrency,
+            time_budget_s=config.time_budget or None,
+            trial_name_creator=lambda trial: trial.trial_id,
+            trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.trial_id}",
+        ),
+        run_config=ray.tune.RunConfig(
+            name=experiment.name,
+            storage_path=str(experiment.parent),
+            verbose=0,
+            callbacks=[ProgressPrinter(config.epochs, space.metric)],
+        ),
+    )
+
+
+def build_searcher(config: RunConfig, space: Space) -> OptunaSearch | None:
+    searched = {k: v for k, v in space.hyperparameters.items() if k not in config.fixed}
+    if not searched:
+        return None  # everything fixed: Tune repeats the one configuration `trials` times
+    return OptunaSearch(space=searched, metric=space.metric, mode=space.mode, sampler=TPESampler(seed=config.seed))
+
+
+def trial_record(result) -> TrialRecord:
+    frame = result.metrics_dataframe
+    rows = frame.to_dict("records") if frame is not None else []
+    return TrialRecord(
+        trial_id=Path(result.path).name.removeprefix(TRIAL_DIR_PREFIX),
+        config=dict(result.config or {}),
+        history=[_clean_row(row) for row in rows],
+        error=short_error(result.error) if result.error else None,
+    )
+
+
+def _clean_row(row: dict) -> dict:
+    cleaned = {}
+    for key, value in row.items():
+        if key in _TUNE_BOOKKEEPING or key.startswith("config/"):
+            continue
+        if isinstance(value, float) and math.isnan(value):
+            value = None
+        elif hasattr(value, "item"):
+            value = value.item()
+        cleaned[key] = value
+    return cleaned
+
+
+def short_error(error: BaseException) -> str:
+    """The last line of a (possibly wrapped) remote error: usually `Type: message` of the root cause."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
+class ProgressPrinter(ray.tune.Callback):
+    """One line per reported epoch and per failed trial, on the user's terminal."""
+
+    def __init__(self, epochs: int, metric: str):
+        self.epochs, self.metric = epochs, metric
+        self.start = time.monotonic()
+
+    def _say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.start:6.0f}s] {text}", flush=True)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        value = result.get(self.metric)
+        shown = f"{value:.4f}" if isinstance(value, (int, float)) else "-"
+        self._say(
+            f"trial {trial.trial_id} epoch {result.get('epoch')}/{self.epochs} "
+            f"{self.metric} {shown} ({result.get('images_per_s', 0):.0f} img/s)"
+        )
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._say(f"trial {trial.trial_id} failed; see {trial.path}/error.txt")

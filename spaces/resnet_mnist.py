@@ -1,0 +1,28 @@
+"""ResNet-18 on MNIST, 1-channel conv1, SGD with momentum (the Ray Train ResNet-18/MNIST tutorial)."""
+
+from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+from search.space import Space
+
+
+def build_model(hp: dict):
+    from trainables.models import resnet18
+
+    return resnet18(in_channels=1, num_classes=10)
+
+
+SPACE = Space(
+    name="resnet_mnist",
+    description="ResNet-18 (1-channel conv1) on MNIST",
+    build_model=build_model,
+    dataset="mnist",
+    hyperparameters={
+        "lr": FloatDistribution(1e-3, 0.3, log=True),
+        "momentum": FloatDistribution(0.5, 0.99),
+        "weight_decay": FloatDistribution(1e-6, 1e-2, log=True),
+        "batch_size": CategoricalDistribution([32, 64, 128, 256]),
+    },
+    constants={"optimizer": "sgd"},
+    metric="val_acc",
+    mode="max",
+)

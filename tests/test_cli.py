@@ -1,0 +1,64 @@
+"""The CLI refuses bad input with one line and exit code 2, before Ray starts."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import MNIST_MINI, REPO
+
+
+def run_cli(*args, cwd=REPO, timeout=120):
+    return subprocess.run([sys.executable, "-m", "search", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["space=nope"], "space=nope: unknown space; known spaces: resnet_mnist"),
+        (["trials=2"], "space= is required"),
+        (["space=resnet_mnist", "epochz=2"], "epochz: unknown key; did you mean epochs?"),
+        (["space=resnet_mnist", "trials=many"], "trials=many: expected an integer"),
+        (["space=resnet_mnist", "batch_size=100"], "batch_size=100: allowed values are 32, 64, 128, 256"),
+        (["space=resnet_mnist", "optimizer=rmsprop"], "optimizer=rmsprop: allowed values are sgd, adam, adamw"),
+        (["space=resnet_mnist", "grace=5", "epochs=2"], "grace=5: must be between 1 and epochs=2"),
+        (
+            ["space=resnet_mnist", "workers=16", "gpus=0", f"data.root={MNIST_MINI}"],
+            "workers=16 x (1 CPU): one trial needs 16 CPUs but the cluster has",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
+    result = run_cli("run", f"storage={tmp_path}", *args)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [f"error: {result.stderr.strip()[7:]}"]
+    assert fragment in result.stderr
+    assert not any(tmp_path.iterdir()), "nothing may be written for refused input"
+
+
+def test_missing_dataset_names_files_and_remedy(tmp_path):
+    result = run_cli("run", "space=resnet_mnist", f"data.root={tmp_path / 'empty'}", "data.download=false",
+                     f"storage={tmp_path / 'runs'}")
+    assert result.returncode == 2
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert "MNIST/raw/train-images-idx3-ubyte" in line and "t10k-labels-idx1-ubyte" in line
+    assert "data.download=true" in line
+
+
+def test_unknown_command():
+    result = run_cli("frobnicate")
+    assert result.returncode == 2 and "frobnicate: unknown command" in result.stderr
+
+
+def test_help_lists_every_key():
+    result = run_cli("run", "--help")
+    assert result.returncode == 0
+    for key in ["space=", "trials=8", "storage=./runs", "data.root=", "data.limit=0", "address=", "gpus=auto"]:
+        assert key in result.stdout
+
+
+def test_spaces_lists_ranges():
+    result = run_cli("spaces")
+    assert result.returncode == 0
+    assert "resnet_mnist" in result.stdout and "lr" in result.stdout and "log scale" in result.stdout

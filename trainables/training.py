@@ -1,0 +1,136 @@
+"""Plain PyTorch pieces of a trial: batches from memory, one training epoch, evaluation, checkpoints.
+
+Nothing here knows about Ray; the worker loop in `trainables.worker` wires these to Ray Train, and
+tests and benchmarks call them directly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+OPTIMIZER_NAMES = ("sgd", "adam", "adamw")
+
+MODEL_FILE = "model.pt"
+OPTIMIZER_FILE = "optimizer.pt"
+STATE_FILE = "state.json"
+
+
+class NonFiniteLoss(RuntimeError):
+    """The training loss became NaN or infinite: the trial cannot recover."""
+
+
+@dataclass
+class Split:
+    """One split in memory: uint8 images [N, C, H, W] and int64 labels, on the training device."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    mean: torch.Tensor
+    std: torch.Tensor
+
+    @classmethod
+    def from_arrays(cls, images, labels, mean, std, device) -> "Split":
+        shape = (1, len(mean), 1, 1)
+        return cls(
+            images=torch.from_numpy(images.copy()).to(device),
+            labels=torch.from_numpy(labels.copy()).to(device),
+            mean=torch.tensor(mean, device=device).view(shape),
+            std=torch.tensor(std, device=device).view(shape),
+        )
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def batch(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        images = self.images[index].float().div_(255.0)
+        return (images - self.mean) / self.std, self.labels[index]
+
+
+def shard_indices(n: int, rank: int, world_size: int, seed: int | None) -> torch.Tensor:
+    """This rank's share of `n` samples: the same (seeded) permutation on every rank, then every
+    world_size-th sample. Training shards (seed given) are cut to equal length so every rank runs
+    the same number of steps, as DDP requires; evaluation shards (seed None) cover every sample once."""
+    if seed is None:
+        return torch.arange(rank, n, world_size)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n, generator=generator)
+    per_rank = n // world_size
+    return order[rank::world_size][:per_rank]
+
+
+def make_optimizer(hp: dict, model: nn.Module) -> torch.optim.Optimizer:
+    name = hp.get("optimizer", "sgd")
+    lr, weight_decay = hp["lr"], hp.get("weight_decay", 0.0)
+    if name == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=hp.get("momentum", 0.0), weight_decay=weight_decay)
+    if name == "adam":
+        return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    if name == "adamw":
+        return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    raise ValueError(f"optimizer={name}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
+
+
+def per_rank_batch_size(batch_size: int, world_size: int) -> int:
+    """`batch_size` is the global batch; each rank takes its share (at least one sample)."""
+    return max(1, batch_size // world_size)
+
+
+def train_one_epoch(model, optimizer, split: Split, index: torch.Tensor, batch_size: int) -> dict:
+    """One pass over this rank's shard. Returns the summed loss, sample count and seconds spent."""
+    model.train()
+    device = split.labels.device
+    loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+    start = time.perf_counter()
+    for batch_index in index.to(device).split(batch_size):
+        images, labels = split.batch(batch_index)
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        loss_sum += loss.detach().double() * len(batch_index)
+    seconds = time.perf_counter() - start
+    return {"loss_sum": loss_sum, "count": len(index), "seconds": seconds}
+
+
+@torch.no_grad()
+def evaluate(model, split: Split, index: torch.Tensor, batch_size: int = 512) -> dict:
+    """Summed loss and correct predictions over `index` (sums, so shards can be reduced across ranks)."""
+    model.eval()
+    device = split.labels.device
+    loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+    correct = torch.zeros((), device=device, dtype=torch.float64)
+    for batch_index in index.to(device).split(batch_size):
+        images, labels = split.batch(batch_index)
+        logits = model(images)
+        loss_sum += F.cross_entropy(logits, labels, reduction="sum").double()
+        correct += (logits.argmax(dim=1) == labels).sum().double()
+    return {"loss_sum": loss_sum, "correct": correct, "count": len(index)}
+
+
+def save_checkpoint(directory: str | Path, model: nn.Module, optimizer, epoch: int, metrics: dict, hp: dict) -> None:
+    directory = Path(directory)
+    torch.save(model.state_dict(), directory / MODEL_FILE)
+    torch.save(optimizer.state_dict(), directory / OPTIMIZER_FILE)
+    state = {"epoch": epoch, "metrics": metrics, "hyperparameters": hp}
+    (directory / STATE_FILE).write_text(json.dumps(state, indent=2, default=str))
+
+
+def read_checkpoint_state(directory: str | Path) -> dict:
+    return json.loads((Path(directory) / STATE_FILE).read_text())
+
+
+def load_model_weights(directory: str | Path, model: nn.Module) -> None:
+    state_dict = torch.load(Path(directory) / MODEL_FILE, map_location="cpu", weights_only=True)
+    model.load_state_dict(state_dict)
+
+
+def load_optimizer_state(directory: str | Path, optimizer) -> None:
+    state = torch.load(Path(directory) / OPTIMIZER_FILE, map_location="cpu", weights_only=True)
+    optimizer.load_state_dict(state)
