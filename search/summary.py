@@ -75,6 +75,8 @@ def summarize(space: str, metric: str, mode: str, epochs: int, records: list[Tri
                 "epochs_run": epochs_run(record),
                 metric: row[metric] if row else None,
                 "best_epoch": row["epoch"] if row else None,
+                "training_s": round(sum(r.get("epoch_s") or 0.0 for r in record.history), 3),
+                "life_s": round(max((r.get("time_total_s") or 0.0 for r in record.history), default=0.0), 3),
                 "error": record.error or divergence(record),
             }
         )

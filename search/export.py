@@ -1,0 +1,220 @@
+"""Export a trial's best checkpoint as a model that restores without this project, and restore it.
+
+An export folder holds:
+- `model.safetensors`: the network's weights (no pickle);
+- `model.json`: how to rebuild and feed it (architecture, classes, input, normalization, hyperparameters,
+  metric, trial, versions);
+- `model.pt2`: a `torch.export` program that plain PyTorch loads with `torch.export.load`; its input is a float
+  tensor [N, C, H, W] in [0, 1] (normalization is inside), its output the class logits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from search.config import RunConfig
+from search.errors import SearchFailed, UsageError
+from search.space import Space, load_space
+from search.summary import SUMMARY_FILE, read_summary
+from trainables.data import get_dataset
+from trainables.training import Split, evaluate, load_model_weights, shard_indices
+
+WEIGHTS_FILE = "model.safetensors"
+META_FILE = "model.json"
+PROGRAM_FILE = "model.pt2"
+
+
+class NormalizedClassifier(nn.Module):
+    """A network with its input normalization: takes images as floats in [0, 1], returns logits."""
+
+    def __init__(self, network: nn.Module, mean, std):
+        super().__init__()
+        self.network = network
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.network((images - self.mean) / self.std)
+
+
+def project_version() -> str:
+    try:
+        return version("search")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def pick_trial(summary: dict, trial_id: str | None) -> tuple[dict, str, int]:
+    """(config, checkpoint, epoch) of the best trial, or of `trial_id`'s best epoch."""
+    if trial_id is None:
+        best = summary["best"]
+        if best is None:
+            raise UsageError("this experiment has no trial with a checkpoint to export")
+        return best["config"], best["checkpoint"], best["epoch"]
+    for trial in summary["trials"]:
+        if trial["trial_id"] == trial_id:
+            if not trial.get("checkpoint"):
+                raise UsageError(f"trial={trial_id}: this trial has no checkpoint ({trial['status']})")
+            return trial["config"], trial["checkpoint"], trial["best_epoch"]
+    known = ", ".join(t["trial_id"] for t in summary["trials"])
+    raise UsageError(f"trial={trial_id}: no such trial; trials: {known}")
+
+
+def model_metadata(space: Space, summary: dict, config: dict, epoch: int, trial_id: str, value: float) -> dict:
+    dataset = get_dataset(space.dataset)
+    return {
+        "format": 1,
+        "space": space.name,
+        "architecture": space.architecture,
+        "architecture_args": space.architecture_args,
+        "num_classes": dataset.num_classes,
+        "class_names": list(dataset.class_names),
+        "input": {
+            "channels": dataset.in_channels,
+            "height": dataset.image_size,
+            "width": dataset.image_size,
+            "program_input": "float32 [N, C, H, W] in [0, 1]; model.pt2 normalizes inside",
+        },
+        "normalization": {"mean": list(dataset.mean), "std": list(dataset.std)},
+        "hyperparameters": config,
+        "metric": {"name": summary["metric"], "mode": summary["mode"], "value": value},
+        "trial_id": trial_id,
+        "epoch": epoch,
+        "versions": {"torch": torch.__version__, "search": project_version()},
+    }
+
+
+def export_experiment(experiment: Path, out: Path | None = None, trial_id: str | None = None) -> dict:
+    """Write the export folder atomically and verify it; returns its model.json content."""
+    if not (experiment / SUMMARY_FILE).is_file():
+        raise UsageError(f"{experiment}: not a finished experiment (no {SUMMARY_FILE})")
+    summary = read_summary(experiment)
+    run = RunConfig.from_dict(summary["run"])
+    space = load_space(run.space)
+    config, checkpoint, epoch = pick_trial(summary, trial_id)
+    chosen = trial_id or summary["best"]["trial_id"]
+    reported = next(t for t in summary["trials"] if t["trial_id"] == chosen)[summary["metric"]]
+    out = (out or experiment / "export").resolve()
+
+    classifier = classifier_from_checkpoint(space, config, checkpoint)
+    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        meta = model_metadata(space, summary, config, epoch, chosen, reported)
+        write_export(staging, classifier, meta)
+        meta["verified"] = verify_export(staging, run, space, summary["metric"], reported)
+        (staging / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+        publish(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return meta
+
+
+def classifier_from_checkpoint(space: Space, config: dict, checkpoint: str) -> NormalizedClassifier:
+    dataset = get_dataset(space.dataset)
+    network = space.build_model(config)
+    load_model_weights(checkpoint, network)  # torch.load(weights_only=True)
+    return NormalizedClassifier(network, dataset.mean, dataset.std).eval()
+
+
+def write_export(folder: Path, classifier: NormalizedClassifier, meta: dict) -> None:
+    weights = {k: v.contiguous() for k, v in classifier.network.state_dict().items()}
+    save_file(weights, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    shape = meta["input"]
+    example = torch.rand(2, shape["channels"], shape["height"], shape["width"])
+    batch = torch.export.Dim("batch", min=1, max=65536)
+    program = torch.export.export(classifier, (example,), dynamic_shapes={"images": {0: batch}})
+    torch.export.save(program, str(folder / PROGRAM_FILE))
+
+
+def verify_export(folder: Path, run: RunConfig, space: Space, metric: str, reported: float) -> dict:
+    """Re-evaluate the exported program and the exported weights on the trial's validation split."""
+    if metric != "val_acc":
+        raise SearchFailed(f"export can only verify val_acc, not {metric}")
+    split = validation_split(space, run)
+    program = torch.export.load(str(folder / PROGRAM_FILE)).module()
+    rebuilt = load_model(folder)
+    figures = {}
+    for label, model in (("program", program), ("weights", rebuilt)):
+        figures[label] = accuracy_like_training(model, split, run.workers)
+    # Same data, preprocessing and shards as the trial: at most one sample may flip on float noise.
+    tolerance = 1.0 / len(split) + 1e-12
+    for label, value in figures.items():
+        if abs(value - reported) > tolerance:
+            raise SearchFailed(
+                f"export verification failed: {label} gives val_acc={value:.6f} but the trial reported {reported:.6f}"
+            )
+    return {"val_acc": figures["program"], "reported": reported, "samples": len(split)}
+
+
+def validation_split(space: Space, run: RunConfig) -> Split:
+    dataset = get_dataset(space.dataset)
+    images, labels = dataset.load(run.data.root, train=False, limit=run.data.val_limit)
+    return Split.from_arrays(images, labels, (0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels, "cpu")
+
+
+def accuracy_like_training(model, split: Split, world_size: int) -> float:
+    """Accuracy over the same per-rank shards and batches the trial evaluated."""
+    correct = 0.0
+    wrapped = _FromUnitRange(model)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in a training worker
+    try:
+        for rank in range(world_size):
+            correct += evaluate(wrapped, split, shard_indices(len(split), rank, world_size, None))["correct"].item()
+    finally:
+        torch.set_num_threads(threads)
+    return correct / len(split)
+
+
+class _FromUnitRange(nn.Module):
+    """`evaluate` feeds (x - 0) / 1 of the unit-range split: images in [0, 1], as the export expects."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, images):
+        return self.model(images)
+
+    def eval(self):
+        return self  # torch.export programs refuse train()/eval() switches; they are already in eval mode
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Move the finished folder into place; an older export there is replaced only once the new one is whole."""
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        os.replace(out, old)
+        os.replace(staging, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, out)
+
+
+def load_model(path: str | Path) -> NormalizedClassifier:
+    """Restore an exported model as an eval-mode module taking float images in [0, 1] of the recorded size.
+
+    `model.class_names` and `model.meta` (the content of model.json) come with it.
+    """
+    folder = Path(path)
+    meta = json.loads((folder / META_FILE).read_text())
+    from trainables.models import MODELS
+
+    network = MODELS[meta["architecture"]](**meta["architecture_args"])
+    network.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+    norm = meta["normalization"]
+    model = NormalizedClassifier(network, norm["mean"], norm["std"]).eval()
+    model.class_names = meta["class_names"]
+    model.meta = meta
+    return model

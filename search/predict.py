@@ -1,0 +1,107 @@
+"""Predict with an exported model: image files (PNG/JPEG) and MNIST IDX files.
+
+Each input is read and converted to the model's recorded input (channels, size, [0, 1] range); one that cannot
+be read or converted gets an error naming it, and the other inputs are still predicted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from trainables.data import read_idx
+
+
+class InputError(ValueError):
+    """An input that cannot be turned into the model's input; the message names it."""
+
+
+@dataclass
+class Prediction:
+    input: str
+    class_index: int | None = None
+    class_name: str | None = None
+    probability: float | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict:
+        if self.error:
+            return {"input": self.input, "error": self.error}
+        return {"input": self.input, "class": self.class_index, "class_name": self.class_name,
+                "probability": self.probability}  # fmt: skip
+
+    def as_line(self) -> str:
+        if self.error:
+            return f"{self.input}: error: {self.error}"
+        return f"{self.input}: {self.class_name} (class {self.class_index}, p={self.probability:.4f})"
+
+
+def read_inputs(path: str, channels: int, height: int, width: int) -> list[tuple[str, np.ndarray]]:
+    """(name, uint8 [C, H, W]) for each image the file holds: one for an image file, N for an IDX file."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"{path}: no such file")
+    head = file.read_bytes()[:4]
+    if len(head) == 4 and head[:2] == b"\x00\x00":
+        return read_idx_images(file, channels, height, width)
+    return [(path, read_image(file, channels, height, width))]
+
+
+def read_idx_images(file: Path, channels: int, height: int, width: int) -> list[tuple[str, np.ndarray]]:
+    try:
+        array = read_idx(file)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if array.ndim != 3 or array.dtype != np.uint8:
+        raise InputError(f"{file}: IDX holds {array.dtype} of shape {array.shape}, not uint8 images [N, H, W]")
+    if array.shape[1:] != (height, width) or channels != 1:
+        raise InputError(f"{file}: IDX images are {array.shape[1]}x{array.shape[2]} with 1 channel; "
+                         f"the model takes {height}x{width} with {channels}")  # fmt: skip
+    return [(f"{file}[{i}]", image[None]) for i, image in enumerate(array)]
+
+
+def read_image(file: Path, channels: int, height: int, width: int) -> np.ndarray:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(file) as image:
+            image.load()
+            mode = {1: "L", 3: "RGB"}.get(channels)
+            if mode is None:
+                raise InputError(f"{file}: the model takes {channels} channels; only 1 or 3 can be read from images")
+            converted = image.convert(mode)
+            if converted.size != (width, height):
+                converted = converted.resize((width, height), Image.BILINEAR)
+            array = np.asarray(converted, dtype=np.uint8)
+    except (UnidentifiedImageError, OSError) as exc:
+        raise InputError(f"{file}: not a readable image ({type(exc).__name__})") from None
+    return array[None] if array.ndim == 2 else array.transpose(2, 0, 1)
+
+
+def predict_files(model, paths: list[str]) -> list[Prediction]:
+    shape = model.meta["input"]
+    predictions = []
+    for path in paths:
+        try:
+            items = read_inputs(path, shape["channels"], shape["height"], shape["width"])
+        except InputError as exc:
+            predictions.append(Prediction(input=path, error=str(exc)))
+            continue
+        predictions.extend(classify(model, items))
+    return predictions
+
+
+@torch.no_grad()
+def classify(model, items: list[tuple[str, np.ndarray]], batch_size: int = 256) -> list[Prediction]:
+    predictions = []
+    for start in range(0, len(items), batch_size):
+        chunk = items[start : start + batch_size]
+        images = torch.from_numpy(np.stack([array for _, array in chunk])).float().div_(255.0)
+        probabilities = torch.softmax(model(images), dim=1)
+        best, index = probabilities.max(dim=1)
+        for (name, _), p, i in zip(chunk, best.tolist(), index.tolist()):
+            predictions.append(Prediction(name, i, model.class_names[i], round(p, 6)))
+    return predictions
