@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from search.commands import cmd_run, cmd_spaces
-from search.errors import SearchFailed, UsageError
+from search.commands import cmd_export, cmd_predict, cmd_resume, cmd_run, cmd_spaces
+from search.errors import SearchFailed, SearchInterrupted, UsageError
 
 COMMANDS = {
     "run": (cmd_run, "run a hyperparameter search: run space=NAME [key=value ...]"),
+    "resume": (cmd_resume, "continue an interrupted search: resume EXPERIMENT_DIR"),
+    "export": (cmd_export, "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID]"),
+    "predict": (cmd_predict, "classify images or IDX files: predict EXPORT_DIR INPUT... [--json]"),
     "spaces": (cmd_spaces, "list the search spaces and what each searches"),
 }
 
@@ -29,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in COMMANDS:
             raise UsageError(f"{name}: unknown command; commands: {', '.join(COMMANDS)}")
         return COMMANDS[name][0](args)
-    except (UsageError, SearchFailed) as error:
+    except (UsageError, SearchFailed, SearchInterrupted) as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
 

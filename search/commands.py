@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import time
 from pathlib import Path
 
 from search.config import RunConfig, experiment_dir, format_help, help_rows, parse_overrides, split_override
-from search.errors import UsageError
+from search.errors import SearchInterrupted, UsageError
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
 from search.space import Space, builtin_space_names, coerce_hyperparameter, describe_distribution, load_space
-from search.summary import format_table
+from search.summary import SUMMARY_FILE, format_table
 
 RUN_USAGE = "usage: python -m search run space=NAME [key=value ...]"
 
@@ -26,14 +27,94 @@ def cmd_run(args: list[str]) -> int:
     preflight(config, space)
     from search.tuner import run_search  # Ray is imported only once the input is known to be good
 
-    summary = run_search(config, space, experiment_dir(config))
+    experiment = experiment_dir(config)
+    try:
+        summary = run_search(config, space, experiment)
+    except KeyboardInterrupt:
+        raise SearchInterrupted(experiment) from None
+    print_result(summary, experiment)
+    return 0
+
+
+def print_result(summary: dict, experiment: Path) -> None:
     print()
     print(format_table(summary))
     best = summary["best"]
     print(f"\nbest: trial {best['trial_id']} epoch {best['epoch']} {summary['metric']}={best['metrics'][summary['metric']]:.4f}")
     print(f"best checkpoint: {best['checkpoint']}")
-    print(f"summary: {experiment_dir(config) / 'summary.json'}")
+    print(f"summary: {experiment / SUMMARY_FILE}")
+
+
+def cmd_resume(args: list[str]) -> int:
+    if len(args) != 1:
+        raise UsageError("usage: python -m search resume EXPERIMENT_DIR")
+    experiment = Path(args[0]).expanduser().resolve()
+    from search.tuner import SEARCH_FILE
+
+    if not (experiment / SEARCH_FILE).is_file():
+        raise UsageError(f"{args[0]}: not an experiment folder (no {SEARCH_FILE}); give the folder `run` created")
+    if (experiment / SUMMARY_FILE).is_file():
+        print(f"{experiment}: this search already finished; its result is {experiment / SUMMARY_FILE}")
+        return 0
+    from search.tuner import resume_search
+
+    try:
+        summary = resume_search(experiment)
+    except KeyboardInterrupt:
+        raise SearchInterrupted(experiment) from None
+    print_result(summary, experiment)
     return 0
+
+
+def split_options(args: list[str], allowed: set[str]) -> tuple[list[str], dict[str, str], set[str]]:
+    """(positional words, key=value options, --flags), refusing keys and flags not in `allowed`."""
+    positional, options, flags = [], {}, set()
+    for arg in args:
+        if arg.startswith("--"):
+            flags.add(arg)
+        elif "=" in arg and not os.path.exists(arg):
+            key, value = split_override(arg)
+            options[key] = value
+        else:
+            positional.append(arg)
+    for name in [*options, *flags]:
+        if name not in allowed:
+            raise UsageError(f"{name}: unknown option; allowed: {', '.join(sorted(allowed))}")
+    return positional, options, flags
+
+
+def cmd_export(args: list[str]) -> int:
+    positional, options, _ = split_options(args, {"out", "trial"})
+    if len(positional) != 1:
+        raise UsageError("usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID]")
+    from search.export import export_experiment
+
+    out = Path(options["out"]).expanduser() if "out" in options else None
+    meta = export_experiment(Path(positional[0]).expanduser().resolve(), out, options.get("trial"))
+    verified = meta["verified"]
+    print(f"exported trial {meta['trial_id']} epoch {meta['epoch']} to {meta['folder']}")
+    print(f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
+          f"(trial reported {verified['reported']:.4f})")  # fmt: skip
+    return 0
+
+
+def cmd_predict(args: list[str]) -> int:
+    positional, _, flags = split_options(args, {"--json"})
+    if len(positional) < 2:
+        raise UsageError("usage: python -m search predict EXPORT_DIR INPUT... [--json]")
+    folder, inputs = Path(positional[0]), positional[1:]
+    from search.export import META_FILE, load_model
+    from search.predict import predict_files
+
+    if not (folder / META_FILE).is_file():
+        raise UsageError(f"{folder}: not an export folder (no {META_FILE}); create one with `python -m search export`")
+    predictions = predict_files(load_model(folder), inputs)
+    if "--json" in flags:
+        print(json.dumps([p.as_dict() for p in predictions], indent=2))
+    else:
+        for prediction in predictions:
+            print(prediction.as_line())
+    return 1 if any(p.error for p in predictions) else 0
 
 
 def parse_run(args: list[str]) -> tuple[RunConfig, Space]:

@@ -11,3 +11,12 @@ class SearchFailed(Exception):
     """The search ran but could not produce its result: printed as one line, exit code 1."""
 
     exit_code = 1
+
+
+class SearchInterrupted(Exception):
+    """The search stopped before it finished (Ctrl-C): it can be resumed. Exit code 130, as for SIGINT."""
+
+    exit_code = 130
+
+    def __init__(self, experiment):
+        super().__init__(f"search interrupted; resume it with: python -m search resume {experiment}")

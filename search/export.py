@@ -74,7 +74,7 @@ def model_metadata(space: Space, summary: dict, config: dict, epoch: int, trial_
         "format": 1,
         "space": space.name,
         "architecture": space.architecture,
-        "architecture_args": space.architecture_args,
+        "architecture_args": space.model_args(config),
         "num_classes": dataset.num_classes,
         "class_names": list(dataset.class_names),
         "input": {
@@ -116,7 +116,7 @@ def export_experiment(experiment: Path, out: Path | None = None, trial_id: str |
         publish(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return meta
+    return {**meta, "folder": str(out)}
 
 
 def classifier_from_checkpoint(space: Space, config: dict, checkpoint: str) -> NormalizedClassifier:
@@ -209,9 +209,9 @@ def load_model(path: str | Path) -> NormalizedClassifier:
     """
     folder = Path(path)
     meta = json.loads((folder / META_FILE).read_text())
-    from trainables.models import MODELS
+    from trainables.models import build_model
 
-    network = MODELS[meta["architecture"]](**meta["architecture_args"])
+    network = build_model(meta["architecture"], meta["architecture_args"])
     network.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
     norm = meta["normalization"]
     model = NormalizedClassifier(network, norm["mean"], norm["std"]).eval()

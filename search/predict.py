@@ -35,7 +35,7 @@ class Prediction:
 
     def as_line(self) -> str:
         if self.error:
-            return f"{self.input}: error: {self.error}"
+            return f"error: {self.error}" if self.error.startswith(self.input) else f"{self.input}: error: {self.error}"
         return f"{self.input}: {self.class_name} (class {self.class_index}, p={self.probability:.4f})"
 
 

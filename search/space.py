@@ -31,8 +31,10 @@ class Space:
     """Short name, as given to `space=`."""
     description: str
     """One line for `python -m search spaces`."""
-    build_model: Callable[[dict], Any]
-    """Builds the `nn.Module` from the trial's hyperparameters (imports torch itself)."""
+    architecture: str
+    """Model builder: a name in `trainables.models.MODELS`."""
+    model_args: Callable[[dict], dict]
+    """The builder's keyword arguments, from the trial's hyperparameters (recorded in exports)."""
     dataset: str
     """Name of the dataset loader in `trainables.data` (e.g. "mnist")."""
     hyperparameters: dict[str, BaseDistribution]
@@ -50,6 +52,12 @@ class Space:
         overlap = set(self.hyperparameters) & set(self.constants)
         if overlap:
             raise UsageError(f"space {self.name}: {sorted(overlap)} are both searched and constant")
+
+    def build_model(self, hp: dict):
+        """The `nn.Module` for a trial's hyperparameters (imports torch on first use)."""
+        from trainables.models import build_model
+
+        return build_model(self.architecture, self.model_args(hp))
 
     def hyperparameter_names(self) -> list[str]:
         return list(self.hyperparameters) + list(self.constants)

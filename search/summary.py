@@ -62,7 +62,8 @@ def trial_status(record: TrialRecord, epochs: int) -> str:
     return "completed" if epochs_run(record) >= epochs else "stopped_early"
 
 
-def summarize(space: str, metric: str, mode: str, epochs: int, records: list[TrialRecord]) -> dict:
+def summarize(space: str, metric: str, mode: str, run: dict, records: list[TrialRecord]) -> dict:
+    epochs = run["epochs"]
     trials = []
     best_trial, best_row = None, None
     for record in records:
@@ -75,6 +76,7 @@ def summarize(space: str, metric: str, mode: str, epochs: int, records: list[Tri
                 "epochs_run": epochs_run(record),
                 metric: row[metric] if row else None,
                 "best_epoch": row["epoch"] if row else None,
+                "checkpoint": row[CHECKPOINT_KEY] if row else None,
                 "training_s": round(sum(r.get("epoch_s") or 0.0 for r in record.history), 3),
                 "life_s": round(max((r.get("time_total_s") or 0.0 for r in record.history), default=0.0), 3),
                 "error": record.error or divergence(record),
@@ -92,7 +94,7 @@ def summarize(space: str, metric: str, mode: str, epochs: int, records: list[Tri
             "epoch": best_row["epoch"],
             "checkpoint": best_row[CHECKPOINT_KEY],
         }
-    return {"space": space, "metric": metric, "mode": mode, "epochs": epochs, "best": best, "trials": trials}
+    return {"space": space, "metric": metric, "mode": mode, "run": run, "best": best, "trials": trials}
 
 
 def _sort_key(value, mode: str):

@@ -5,6 +5,7 @@ With `trainables.driver`, this is the only place in `search/` that imports Ray.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -18,14 +19,16 @@ from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from search.config import RunConfig
-from search.errors import SearchFailed
+from search.errors import SearchFailed, SearchInterrupted
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
-from search.space import Space
+from search.space import Space, load_space
 from search.summary import SUMMARY_FILE, TrialRecord, summarize, write_json_atomically
 from trainables.driver import DRIVER_RESOURCES, train_trial
 
 TRIAL_DIR_PREFIX = "trial_"
 LOG_FILE = "search.log"
+SEARCH_FILE = "search.json"  # the search's config, written before the first trial: marks an experiment folder
+SCHEDULER_FILE = "scheduler-state.pkl"  # Tune saves the searcher's state but not the scheduler's
 
 # Keys Tune adds to every result; the summary keeps only what the training loop reported.
 _TUNE_BOOKKEEPING = {
@@ -37,22 +40,51 @@ _TUNE_BOOKKEEPING = {
 def run_search(config: RunConfig, space: Space, experiment: Path) -> dict:
     """Run the whole search and write `summary.json`; returns the summary."""
     experiment.mkdir(parents=True)
+    write_json_atomically(experiment / SEARCH_FILE, {"run": config.to_dict()})
+    return drive(config, space, experiment, lambda concurrency: build_tuner(config, space, experiment, concurrency))
+
+
+def resume_search(experiment: Path) -> dict:
+    """Continue an interrupted search: finished trials are kept, unfinished ones continue from their checkpoints."""
+    config = RunConfig.from_dict(json.loads((experiment / SEARCH_FILE).read_text())["run"])
+    space = load_space(config.space)
+
+    def restore(concurrency: int) -> ray.tune.Tuner:
+        return ray.tune.Tuner.restore(
+            str(experiment),
+            trainable=build_trainable(config, space, experiment),
+            resume_unfinished=True,
+            resume_errored=True,
+        )
+
+    return drive(config, space, experiment, restore)
+
+
+def drive(config: RunConfig, space: Space, experiment: Path, make_tuner) -> dict:
+    """Connect to Ray, fit the tuner, always release Ray, then write the summary of a finished search."""
     quiet_terminal(experiment / LOG_FILE)
     started_here = connect(config)
     try:
         concurrency = plan_concurrency(alive_nodes(), TrialShape.of(config), config.concurrency)
         print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, log in {experiment / LOG_FILE}")
-        results = build_tuner(config, space, experiment, concurrency).fit()
+        results = make_tuner(concurrency).fit()
+        if not search_finished(results, config):
+            raise SearchInterrupted(experiment)
         records = [trial_record(result) for result in results]
     finally:
         if started_here:
             ray.shutdown()
-    summary = summarize(space.name, space.metric, space.mode, config.epochs, records)
-    if summary["best"] is None:
-        write_json_atomically(experiment / SUMMARY_FILE, summary)
-        raise SearchFailed(f"no trial produced a checkpoint; see {experiment / LOG_FILE} and the trials' error.txt")
+    summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records)
     write_json_atomically(experiment / SUMMARY_FILE, summary)
+    if summary["best"] is None:
+        raise SearchFailed(f"no trial produced a checkpoint; see {experiment / LOG_FILE} and the trials' error.txt")
     return summary
+
+
+def search_finished(results, config: RunConfig) -> bool:
+    """False when Tune returned early because it was interrupted (Ctrl-C): trials left unfinished or unstarted."""
+    unfinished = len(results) - results.num_terminated - results.num_errors
+    return unfinished == 0 and (len(results) >= config.trials or bool(config.time_budget))
 
 
 def quiet_terminal(log_file: Path) -> None:
@@ -89,23 +121,28 @@ def alive_nodes() -> list[dict]:
     return [node["Resources"] for node in ray.nodes() if node.get("Alive")]
 
 
-def build_tuner(config: RunConfig, space: Space, experiment: Path, concurrency: int) -> ray.tune.Tuner:
+def build_trainable(config: RunConfig, space: Space, experiment: Path):
     trainable = ray.tune.with_parameters(
         train_trial, run=config.to_dict(), experiment_dir=str(experiment), metric=space.metric, mode=space.mode
     )
+    return ray.tune.with_resources(trainable, DRIVER_RESOURCES)
+
+
+def build_tuner(config: RunConfig, space: Space, experiment: Path, concurrency: int) -> ray.tune.Tuner:
+    scheduler = ASHAScheduler(
+        time_attr="epoch",
+        max_t=config.epochs,
+        grace_period=config.grace,
+        reduction_factor=config.reduction,
+    )
     return ray.tune.Tuner(
-        ray.tune.with_resources(trainable, DRIVER_RESOURCES),
+        build_trainable(config, space, experiment),
         param_space={**space.constants, **config.fixed},
         tune_config=ray.tune.TuneConfig(
             metric=space.metric,
             mode=space.mode,
             search_alg=build_searcher(config, space),
-            scheduler=ASHAScheduler(
-                time_attr="epoch",
-                max_t=config.epochs,
-                grace_period=config.grace,
-                reduction_factor=config.reduction,
-            ),
+            scheduler=scheduler,
             num_samples=config.trials,
             max_concurrent_trials=concurrency,
             time_budget_s=config.time_budget or None,
@@ -116,7 +153,7 @@ def build_tuner(config: RunConfig, space: Space, experiment: Path, concurrency: 
             name=experiment.name,
             storage_path=str(experiment.parent),
             verbose=0,
-            callbacks=[ProgressPrinter(config.epochs, space.metric)],
+            callbacks=[ProgressPrinter(config.epochs, space.metric), SchedulerState(scheduler, experiment / SCHEDULER_FILE)],
         ),
     )
 
@@ -176,5 +213,33 @@ class ProgressPrinter(ray.tune.Callback):
             f"{self.metric} {shown} ({result.get('images_per_s', 0):.0f} img/s)"
         )
 
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._say(f"trial {trial.trial_id} finished")
+
     def on_trial_error(self, iteration, trials, trial, **info):
         self._say(f"trial {trial.trial_id} failed; see {trial.path}/error.txt")
+
+
+class SchedulerState(ray.tune.Callback):
+    """Keeps ASHA's rungs on disk so that `resume` goes on with the same early-stopping decisions.
+
+    Pickled into the experiment together with the scheduler, so after `Tuner.restore` it still
+    refers to the restored scheduler, whose rungs it reloads before the first trial resumes."""
+
+    def __init__(self, scheduler, path: Path):
+        self.scheduler, self.path = scheduler, Path(path)
+
+    def setup(self, **info):
+        if self.path.is_file():
+            self.scheduler.restore(str(self.path))
+
+    def _save(self) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        self.scheduler.save(str(tmp))
+        os.replace(tmp, self.path)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        self._save()
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._save()

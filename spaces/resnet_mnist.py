@@ -4,17 +4,11 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution
 
 from search.space import Space
 
-
-def build_model(hp: dict):
-    from trainables.models import resnet18
-
-    return resnet18(in_channels=1, num_classes=10)
-
-
 SPACE = Space(
     name="resnet_mnist",
     description="ResNet-18 (1-channel conv1) on MNIST",
-    build_model=build_model,
+    architecture="resnet18",
+    model_args=lambda hp: {"in_channels": 1, "num_classes": 10},
     dataset="mnist",
     hyperparameters={
         "lr": FloatDistribution(1e-3, 0.3, log=True),

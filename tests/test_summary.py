@@ -31,7 +31,7 @@ def test_summary_statuses_and_best(tmp_path):
         TrialRecord("t3", {"lr": 9.0}, [{"epoch": 1, "val_acc": 0.1, "diverged": True}]),
         TrialRecord("t4", {"lr": 0.3}, [], error="RuntimeError: boom"),
     ]
-    summary = summarize("resnet_mnist", "val_acc", "max", 3, records)
+    summary = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, records)
     by_id = {t["trial_id"]: t for t in summary["trials"]}
     assert by_id["t1"]["status"] == "completed"
     assert by_id["t2"]["status"] == "stopped_early" and by_id["t2"]["epochs_run"] == 1
@@ -40,6 +40,7 @@ def test_summary_statuses_and_best(tmp_path):
     assert [t["trial_id"] for t in summary["trials"]][:2] == ["t1", "t2"]
     assert summary["best"]["trial_id"] == "t1" and summary["best"]["epoch"] == 3
     assert summary["best"]["checkpoint"].endswith("t1/checkpoint_epoch_0003")
+    assert by_id["t2"]["checkpoint"].endswith("t2/checkpoint_epoch_0001") and by_id["t4"]["checkpoint"] is None
     table = format_table(summary)
     assert table.splitlines()[1].startswith("t1")
 

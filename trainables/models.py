@@ -16,3 +16,9 @@ def resnet18(in_channels: int, num_classes: int) -> nn.Module:
 
 
 MODELS = {"resnet18": resnet18}
+
+
+def build_model(architecture: str, args: dict) -> nn.Module:
+    if architecture not in MODELS:
+        raise ValueError(f"unknown architecture {architecture!r}; known: {', '.join(MODELS)}")
+    return MODELS[architecture](**args)
