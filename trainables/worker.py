@@ -67,6 +67,7 @@ def train_fn_per_worker(config: dict) -> None:
         val_stats = evaluate(unwrap(model), val_split, val_index)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
         metrics.update(epoch=epoch, lr=optimizer.param_groups[0]["lr"], epoch_s=time.perf_counter() - epoch_start)
+        metrics["resumed_from"] = first_epoch - 1  # the checkpoint's epoch this run continued from (0: none)
         metrics["diverged"] = not all(map(math.isfinite, (metrics["train_loss"], metrics["val_loss"])))
 
         # 4. Every rank reports (a barrier); rank 0 attaches the checkpoint of this epoch.

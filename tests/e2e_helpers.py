@@ -1,0 +1,129 @@
+"""Shared pieces of the end-to-end tests: run the real CLI, find and stop only the processes it started."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MNIST_MINI, REPO
+
+WORKERS = 2
+VAL_LIMIT = 400
+
+
+def run_search(log_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run `python -m search run ...`, with everything it prints in a log file."""
+    with open(log_path, "w") as log:
+        return subprocess.run(
+            [sys.executable, "-m", "search", "run", *args],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True, timeout=900,
+        )
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "search", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def ray_processes_of(session_dir: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if session_dir in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def session_dir_of(experiment: Path) -> str:
+    for line in (experiment / "search.log").read_text().splitlines():
+        if "started a local Ray instance, session" in line:
+            return line.rsplit(" ", 1)[-1]
+    raise AssertionError("search.log does not name the Ray session")
+
+
+def main_search(tmp_path_factory) -> dict:
+    """The shared search of the end-to-end tests: 6 trials, 4 epochs, ASHA grace 1, 2 workers per trial."""
+    if not (MNIST_MINI / "MNIST" / "raw").is_dir():
+        pytest.skip("../shared/datasets/mnist-mini is missing")
+    storage = tmp_path_factory.mktemp("runs")
+    log = storage / "cli.log"
+    result = run_search(
+        log, "space=resnet_mnist", f"data.root={MNIST_MINI}", f"storage={storage}", "name=e2e",
+        "trials=6", "epochs=4", "grace=1", f"workers={WORKERS}", "data.limit=256", f"data.val_limit={VAL_LIMIT}",
+        "seed=1",
+    )
+    output = log.read_text()
+    assert result.returncode == 0, output[-4000:]
+    experiment = storage / "e2e"
+    return {"experiment": experiment, "output": output, "summary": json.loads((experiment / "summary.json").read_text())}
+
+
+def start_search(log_path: Path, *args: str, command: str = "run") -> subprocess.Popen:
+    """Start `python -m search <command> ...` in the background, its output going to a log file."""
+    log = open(log_path, "w")
+    return subprocess.Popen([sys.executable, "-m", "search", command, *args], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for_line(log_path: Path, pattern: str, process: subprocess.Popen, timeout: float = 300) -> re.Match:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        match = re.search(pattern, log_path.read_text())
+        if match:
+            return match
+        if process.poll() is not None:
+            raise AssertionError(f"search ended (rc {process.returncode}) before {pattern!r}:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.2)
+    raise AssertionError(f"no {pattern!r} within {timeout}s:\n{log_path.read_text()[-3000:]}")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, grandchildren, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def process_title(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def kill_pids(pids: list[int], timeout: float = 30) -> None:
+    """SIGKILL exactly these pids (processes this test started) and wait until they are gone."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in pids):
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

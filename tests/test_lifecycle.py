@@ -1,0 +1,111 @@
+"""Real processes, real signals: a Train worker killed mid-trial, a search driver killed and resumed."""
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests.conftest import MNIST_MINI
+from tests.e2e_helpers import descendants, kill_pids, process_title, run_cli, start_search, wait_for_line
+
+pytestmark = pytest.mark.e2e
+
+COMMON = ["space=resnet_mnist", f"data.root={MNIST_MINI}", "workers=2", "data.val_limit=200", "seed=3"]
+
+
+def result_rows(experiment, trial_id):
+    return [json.loads(line) for line in (experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()]
+
+
+def test_killed_worker_restarts_from_checkpoint_and_the_trial_finishes(tmp_path, mnist_root):
+    log = tmp_path / "cli.log"
+    process = start_search(log, *COMMON, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
+                           "data.limit=2048", "max_failures=1")
+    try:
+        wait_for_line(log, r"epoch 1/3", process)
+        workers = [pid for pid in descendants(process.pid) if "ray::RayTrainWorker" in process_title(pid)]
+        assert len(workers) == 2, [process_title(p) for p in descendants(process.pid)]
+        kill_pids(workers[:1])
+        assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            kill_pids([process.pid, *descendants(process.pid)])
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    (trial,) = summary["trials"]
+    assert trial["status"] == "completed" and trial["epochs_run"] == 3
+    rows = result_rows(tmp_path / "w", trial["trial_id"])
+    assert [row["epoch"] for row in rows] == [1, 2, 3]
+    assert rows[0]["resumed_from"] == 0 and rows[-1]["resumed_from"] >= 1  # continued from a checkpoint
+
+
+def test_worker_failures_beyond_the_bound_fail_the_trial_with_the_cause(tmp_path, mnist_root):
+    log = tmp_path / "cli.log"
+    process = start_search(log, *COMMON, f"storage={tmp_path}", "name=f", "trials=1", "epochs=3",
+                           "data.limit=2048", "max_failures=0")
+    try:
+        wait_for_line(log, r"epoch 1/3", process)
+        kill_pids([pid for pid in descendants(process.pid) if "ray::RayTrainWorker" in process_title(pid)][:1])
+        assert process.wait(timeout=600) == 0, log.read_text()[-3000:]  # its epoch-1 checkpoint still counts
+    finally:
+        if process.poll() is None:
+            kill_pids([process.pid, *descendants(process.pid)])
+    summary = json.loads((tmp_path / "f" / "summary.json").read_text())
+    (trial,) = summary["trials"]
+    assert trial["status"] == "failed" and trial["epochs_run"] == 1
+    assert "died" in trial["error"] or "Error" in trial["error"], trial["error"]
+    print(trial["error"])
+
+
+def test_sigkilled_search_resumes_without_rerunning_finished_trials(tmp_path, mnist_root):
+    log = tmp_path / "run.log"
+    args = [*COMMON, f"storage={tmp_path}", "name=r", "trials=3", "epochs=3", "grace=3", "data.limit=1024"]
+    process = start_search(log, *args)
+    try:
+        first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
+        second = wait_for_line(log, rf"trial (?!{first})(\w+) epoch 1/3", process).group(1)
+        kill_pids([*descendants(process.pid), process.pid])  # the driver and every Ray process it started
+    finally:
+        if process.poll() is None:
+            kill_pids([process.pid, *descendants(process.pid)])
+    experiment = tmp_path / "r"
+    assert not (experiment / "summary.json").exists()
+    first_rows = result_rows(experiment, first)
+
+    resumed = run_cli("resume", str(experiment))
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    summary = json.loads((experiment / "summary.json").read_text())
+    assert len(summary["trials"]) == 3
+    assert all(t["status"] == "completed" for t in summary["trials"])
+    assert result_rows(experiment, first) == first_rows, "a finished trial ran again"
+    second_rows = result_rows(experiment, second)
+    assert second_rows[-1]["epoch"] == 3
+    assert all(row["resumed_from"] >= 1 for row in second_rows if row["epoch"] >= 2), second_rows
+
+    again = run_cli("resume", str(experiment))
+    assert again.returncode == 0 and "already finished" in again.stdout
+
+
+def test_resume_refuses_a_folder_that_is_not_an_experiment(tmp_path):
+    result = run_cli("resume", str(tmp_path))
+    assert result.returncode == 2 and "not an experiment folder" in result.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, mnist_root):
+    log = tmp_path / "run.log"
+    process = start_search(log, *COMMON, f"storage={tmp_path}", "name=c", "trials=2", "epochs=3", "data.limit=1024")
+    try:
+        wait_for_line(log, r"epoch 1/3", process)
+        ray_pids = descendants(process.pid)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == 130, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            kill_pids([process.pid, *descendants(process.pid)])
+    assert f"python -m search resume {tmp_path / 'c'}" in log.read_text()
+    assert not (tmp_path / "c" / "summary.json").exists()
+    deadline = time.monotonic() + 20  # ray.shutdown() returns while its processes are still exiting
+    while (leftover := {pid: process_title(pid) for pid in ray_pids if process_title(pid)}) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    kill_pids(list(leftover))
+    assert leftover == {}, "the local Ray instance must be shut down"
