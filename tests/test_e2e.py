@@ -201,3 +201,19 @@ def test_export_refuses_what_is_not_an_experiment(tmp_path):
 
     result = run_cli("export", str(tmp_path))
     assert result.returncode == 2 and "not a finished experiment" in result.stderr
+
+
+def test_export_that_fails_verification_exits_1_and_leaves_no_folder(search, tmp_path):
+    """A summary whose reported value disagrees with the checkpoint: export must refuse, writing nothing."""
+    from tests.e2e_helpers import run_cli
+
+    summary = json.loads(json.dumps(search["summary"]))
+    best_id = summary["best"]["trial_id"]
+    for trial in summary["trials"]:
+        if trial["trial_id"] == best_id:
+            trial["val_acc"] = 0.999 if trial["val_acc"] < 0.9 else 0.001
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    result = run_cli("export", str(tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "export verification failed" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]

@@ -1,6 +1,7 @@
 """Real processes, real signals: a Train worker killed mid-trial, a search driver killed and resumed."""
 
 import json
+import pickle
 import signal
 import time
 
@@ -70,6 +71,9 @@ def test_sigkilled_search_resumes_without_rerunning_finished_trials(tmp_path, mn
             kill_pids([process.pid, *descendants(process.pid)])
     experiment = tmp_path / "r"
     assert not (experiment / "summary.json").exists()
+    with open(experiment / "scheduler-state.pkl", "rb") as saved:  # ASHA's rungs, kept for the resume
+        rungs = str(pickle.load(saved)["_brackets"][0]._rungs)
+    assert first in rungs
     first_rows = result_rows(experiment, first)
 
     resumed = run_cli("resume", str(experiment))

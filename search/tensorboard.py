@@ -1,0 +1,115 @@
+"""TensorBoard: per-trial event files written by the search driver, and a server for one experiment.
+
+Event files live in each trial's folder (`trial_<id>/events.out.tfevents.*`), so `tensorboard --logdir <experiment>`
+shows one run per trial: the per-epoch scalars, and an HParams summary that lets TensorBoard's HParams tab compare
+every trial of a search, including trials stopped early and failed ones.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from search.errors import UsageError
+
+SCALARS = ("train_loss", "val_loss", "val_acc", "lr", "images_per_s", "epoch_s")
+EVENT_GLOB = "**/events.out.tfevents.*"
+
+
+def hparam_value(value):
+    """HParams take numbers, strings and booleans; anything else is shown as text."""
+    return value if isinstance(value, (bool, int, float, str)) else str(value)
+
+
+class TrialEventWriter:
+    """One trial's event file: scalars per epoch, then the HParams summary when the trial ends."""
+
+    def __init__(self, folder: Path):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(log_dir=str(folder))
+
+    def epoch(self, result: dict) -> None:
+        step = int(result["epoch"])
+        for key in SCALARS:
+            value = result.get(key)
+            if isinstance(value, (int, float)):
+                self.writer.add_scalar(key, value, global_step=step)
+        self.writer.flush()
+
+    def end(self, config: dict, outcome: dict) -> None:
+        """`outcome`: best metric, epochs run, status and stopped_early flag of the finished trial."""
+        from torch.utils.tensorboard.summary import hparams
+
+        metric_dict = {f"hparams/{k}": v for k, v in outcome.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        hparam_dict = {k: hparam_value(v) for k, v in config.items()}
+        hparam_dict["status"] = outcome["status"]
+        hparam_dict["stopped_early"] = bool(outcome["stopped_early"])
+        experiment, session_start, session_end = hparams(hparam_dict, metric_dict)
+        file_writer = self.writer._get_file_writer()
+        for summary in (experiment, session_start, session_end):
+            file_writer.add_summary(summary)
+        for key, value in metric_dict.items():
+            self.writer.add_scalar(key, value)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+# ---------------------------------------------------------------- the `tensorboard` command
+
+
+def event_files(experiment: Path) -> list[Path]:
+    return sorted(experiment.glob(EVENT_GLOB))
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def start_server(experiment: Path, port: int, host: str = "127.0.0.1") -> tuple[subprocess.Popen, str]:
+    """Start TensorBoard for `experiment` on host:port and wait until it answers; returns (process, url)."""
+    if not experiment.is_dir():
+        raise UsageError(f"{experiment}: no such folder")
+    if not event_files(experiment):
+        raise UsageError(f"{experiment}: holds no TensorBoard event files (is it an experiment folder of `run`?)")
+    if port == 0:
+        port = free_port(host)
+    elif not port_is_free(port, host):
+        raise UsageError(f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)")
+    command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(experiment), "--host", host,
+               "--port", str(port), "--reload_interval", "5"]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://{host}:{port}/"
+    wait_until_up(server, url)
+    return server, url
+
+
+def wait_until_up(server: subprocess.Popen, url: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise UsageError(f"TensorBoard exited with code {server.returncode}: {server.stderr.read().strip()[-300:]}")
+        try:
+            with urllib.request.urlopen(url + "data/environment", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    server.kill()
+    raise UsageError(f"TensorBoard did not answer on {url} within {timeout:.0f}s")
