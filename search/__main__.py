@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from search.commands import cmd_export, cmd_predict, cmd_resume, cmd_run, cmd_spaces
+from search.commands import cmd_export, cmd_predict, cmd_report, cmd_resume, cmd_run, cmd_spaces, cmd_tensorboard
 from search.errors import SearchFailed, SearchInterrupted, UsageError
 
 COMMANDS = {
@@ -12,6 +12,8 @@ COMMANDS = {
     "resume": (cmd_resume, "continue an interrupted search: resume EXPERIMENT_DIR"),
     "export": (cmd_export, "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID]"),
     "predict": (cmd_predict, "classify images or IDX files: predict EXPORT_DIR INPUT... [--json]"),
+    "tensorboard": (cmd_tensorboard, "serve an experiment's TensorBoard on 127.0.0.1: tensorboard EXPERIMENT_DIR [port=N]"),
+    "report": (cmd_report, "trial table, early-stopping savings and plots: report EXPERIMENT_DIR"),
     "spaces": (cmd_spaces, "list the search spaces and what each searches"),
 }
 

@@ -168,3 +168,41 @@ def cmd_spaces(args: list[str]) -> int:
         for key, value in space.constants.items():
             print(f"    {key:<14} fixed at {value} (override with {key}=...)")
     return 0
+
+
+def cmd_tensorboard(args: list[str]) -> int:
+    positional, options, _ = split_options(args, {"port"})
+    if len(positional) != 1:
+        raise UsageError("usage: python -m search tensorboard EXPERIMENT_DIR [port=N]")
+    from search.config import parse_scalar
+    from search.tensorboard import start_server
+
+    port = parse_scalar("port", options.get("port", "6006"), int)
+    if not 0 <= port <= 65535:
+        raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
+    server, url = start_server(Path(positional[0]).expanduser().resolve(), port)
+    print(f"TensorBoard for {positional[0]} at {url} (Ctrl-C stops it)", flush=True)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def cmd_report(args: list[str]) -> int:
+    if len(args) != 1:
+        raise UsageError("usage: python -m search report EXPERIMENT_DIR")
+    from search.report import PLOTS, build_report, savings_line
+
+    report = build_report(Path(args[0]).expanduser().resolve())
+    print(report["table"])
+    print()
+    print(savings_line(report["savings"]))
+    if report["importances"]:
+        ranked = ", ".join(f"{k} {v:.2f}" for k, v in report["importances"].items())
+        print(f"hyperparameter importance: {ranked}")
+    print(f"plots: {', '.join(PLOTS)} and index.html in {report['folder']}")
+    return 0

@@ -76,6 +76,8 @@ class RunConfig:
     """Checkpoints kept per trial, the best ones by the metric."""
     max_failures: int = 0
     """Times a trial restarts its worker group after a worker dies."""
+    verbose: int = 0
+    """1: also show Ray's and Tune's own log lines (always in <experiment>/search.log)."""
     data: DataConfig = field(default_factory=DataConfig)
     fixed: dict = field(default_factory=dict, metadata={"cli": False})
     """Hyperparameters of the space fixed with key=value (removed from the search)."""
@@ -92,6 +94,7 @@ class RunConfig:
         _require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
         _require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")
         _require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
+        _require(self.verbose in (0, 1), f"verbose={self.verbose}: must be 0 or 1")
         _require(
             self.name == "" or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name) is not None,
             f"name={self.name}: use letters, digits, '.', '_' and '-' only",

@@ -11,7 +11,6 @@ An export folder holds:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -22,6 +21,7 @@ from torch import nn
 
 from search.config import RunConfig
 from search.errors import SearchFailed, UsageError
+from search.files import publish_folder, staging_folder
 from search.space import Space, load_space
 from search.summary import SUMMARY_FILE, read_summary
 from trainables.data import get_dataset
@@ -105,15 +105,13 @@ def export_experiment(experiment: Path, out: Path | None = None, trial_id: str |
     out = (out or experiment / "export").resolve()
 
     classifier = classifier_from_checkpoint(space, config, checkpoint)
-    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    staging = staging_folder(out)
     try:
         meta = model_metadata(space, summary, config, epoch, chosen, reported)
         write_export(staging, classifier, meta)
         meta["verified"] = verify_export(staging, run, space, summary["metric"], reported)
         (staging / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
-        publish(staging, out)
+        publish_folder(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {**meta, "folder": str(out)}
@@ -189,17 +187,6 @@ class _FromUnitRange(nn.Module):
 
     def eval(self):
         return self  # torch.export programs refuse train()/eval() switches; they are already in eval mode
-
-
-def publish(staging: Path, out: Path) -> None:
-    """Move the finished folder into place; an older export there is replaced only once the new one is whole."""
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        os.replace(out, old)
-        os.replace(staging, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staging, out)
 
 
 def load_model(path: str | Path) -> NormalizedClassifier:

@@ -103,13 +103,6 @@ def _sort_key(value, mode: str):
     return (0, -value if mode == "max" else value)
 
 
-def write_json_atomically(path: Path, payload: dict) -> None:
-    """Readers see either no file or the whole file, never a half-written one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
-
-
 def read_summary(experiment: str | Path) -> dict:
     return json.loads((Path(experiment) / SUMMARY_FILE).read_text())
 

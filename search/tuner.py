@@ -15,14 +15,17 @@ from pathlib import Path
 import ray
 import ray.tune
 from optuna.samplers import TPESampler
+from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.optuna import OptunaSearch
 
+from search.callbacks import ProgressView, SchedulerState, TensorBoardEvents, TrialOutcomes
 from search.config import RunConfig
 from search.errors import SearchFailed, SearchInterrupted
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
 from search.space import Space, load_space
-from search.summary import SUMMARY_FILE, TrialRecord, summarize, write_json_atomically
+from search.files import write_json_atomically
+from search.summary import SUMMARY_FILE, TrialRecord, summarize
 from trainables.driver import DRIVER_RESOURCES, train_trial
 
 TRIAL_DIR_PREFIX = "trial_"
@@ -62,7 +65,7 @@ def resume_search(experiment: Path) -> dict:
 
 def drive(config: RunConfig, space: Space, experiment: Path, make_tuner) -> dict:
     """Connect to Ray, fit the tuner, always release Ray, then write the summary of a finished search."""
-    quiet_terminal(experiment / LOG_FILE)
+    route_logs(experiment / LOG_FILE, config.verbose)
     started_here = connect(config)
     try:
         concurrency = plan_concurrency(alive_nodes(), TrialShape.of(config), config.concurrency)
@@ -87,14 +90,16 @@ def search_finished(results, config: RunConfig) -> bool:
     return unfinished == 0 and (len(results) >= config.trials or bool(config.time_budget))
 
 
-def quiet_terminal(log_file: Path) -> None:
-    """Ray's, Tune's and Optuna's log lines go to the experiment's log file, not the user's terminal."""
+def route_logs(log_file: Path, verbose: int) -> None:
+    """Ray's, Tune's and Optuna's log lines go to the experiment's log file (and the terminal if verbose)."""
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # the legacy reporter is really silent at verbose=0
-    handler = logging.FileHandler(log_file)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"  # our own TensorBoard events replace Tune's
+    handlers = [logging.FileHandler(log_file)] + ([logging.StreamHandler()] if verbose else [])
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     for name in ("ray", "py.warnings", "optuna"):
         logger = logging.getLogger(name)
-        logger.handlers = [handler]
+        logger.handlers = list(handlers)
         logger.setLevel(logging.INFO)
         logger.propagate = False
     logging.captureWarnings(True)
@@ -102,7 +107,7 @@ def quiet_terminal(log_file: Path) -> None:
 
 def connect(config: RunConfig) -> bool:
     """Join `address` or start a local Ray instance; True when this process started it."""
-    common = dict(log_to_driver=False, logging_level=logging.INFO)
+    common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
     if config.address:
         ray.init(address=config.address, **common)
         return False
@@ -153,9 +158,20 @@ def build_tuner(config: RunConfig, space: Space, experiment: Path, concurrency: 
             name=experiment.name,
             storage_path=str(experiment.parent),
             verbose=0,
-            callbacks=[ProgressPrinter(config.epochs, space.metric), SchedulerState(scheduler, experiment / SCHEDULER_FILE)],
+            callbacks=driver_callbacks(config, space, experiment, scheduler, concurrency),
         ),
     )
+
+
+def driver_callbacks(config: RunConfig, space: Space, experiment: Path, scheduler, concurrency: int) -> list:
+    outcomes = TrialOutcomes(config.epochs, space.metric, space.mode)
+    return [
+        CSVLoggerCallback(),
+        JsonLoggerCallback(),  # each trial's result.json: every epoch's metrics
+        TensorBoardEvents(outcomes),
+        ProgressView(outcomes, config.trials, concurrency),
+        SchedulerState(scheduler, experiment / SCHEDULER_FILE),
+    ]
 
 
 def build_searcher(config: RunConfig, space: Space) -> OptunaSearch | None:
@@ -193,53 +209,3 @@ def short_error(error: BaseException) -> str:
     """The last line of a (possibly wrapped) remote error: usually `Type: message` of the root cause."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[-1] if lines else type(error).__name__
-
-
-class ProgressPrinter(ray.tune.Callback):
-    """One line per reported epoch and per failed trial, on the user's terminal."""
-
-    def __init__(self, epochs: int, metric: str):
-        self.epochs, self.metric = epochs, metric
-        self.start = time.monotonic()
-
-    def _say(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.start:6.0f}s] {text}", flush=True)
-
-    def on_trial_result(self, iteration, trials, trial, result, **info):
-        value = result.get(self.metric)
-        shown = f"{value:.4f}" if isinstance(value, (int, float)) else "-"
-        self._say(
-            f"trial {trial.trial_id} epoch {result.get('epoch')}/{self.epochs} "
-            f"{self.metric} {shown} ({result.get('images_per_s', 0):.0f} img/s)"
-        )
-
-    def on_trial_complete(self, iteration, trials, trial, **info):
-        self._say(f"trial {trial.trial_id} finished")
-
-    def on_trial_error(self, iteration, trials, trial, **info):
-        self._say(f"trial {trial.trial_id} failed; see {trial.path}/error.txt")
-
-
-class SchedulerState(ray.tune.Callback):
-    """Keeps ASHA's rungs on disk so that `resume` goes on with the same early-stopping decisions.
-
-    Pickled into the experiment together with the scheduler, so after `Tuner.restore` it still
-    refers to the restored scheduler, whose rungs it reloads before the first trial resumes."""
-
-    def __init__(self, scheduler, path: Path):
-        self.scheduler, self.path = scheduler, Path(path)
-
-    def setup(self, **info):
-        if self.path.is_file():
-            self.scheduler.restore(str(self.path))
-
-    def _save(self) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        self.scheduler.save(str(tmp))
-        os.replace(tmp, self.path)
-
-    def on_trial_result(self, iteration, trials, trial, result, **info):
-        self._save()
-
-    def on_trial_complete(self, iteration, trials, trial, **info):
-        self._save()

@@ -93,6 +93,9 @@ def test_diverging_trials_fail_with_reason_and_the_search_goes_on(tmp_path, mnis
     assert [t["status"] for t in summary["trials"]] == ["failed", "failed"]
     assert all("non-finite" in t["error"] for t in summary["trials"])
     assert all(t["config"]["lr"] == 10000 for t in summary["trials"])
+    for trial in summary["trials"]:  # failed trials are in TensorBoard's HParams too
+        _, hparams = event_data(tmp_path / "nan" / f"trial_{trial['trial_id']}")
+        assert hparams["status"] == "failed"
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +220,107 @@ def test_export_that_fails_verification_exits_1_and_leaves_no_folder(search, tmp
     assert result.returncode == 1, result.stdout + result.stderr
     assert "export verification failed" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+# ---------------------------------------------------------------- TensorBoard and report
+
+
+def event_data(trial_dir: Path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    accumulator = EventAccumulator(str(trial_dir))
+    accumulator.Reload()
+    hparams = {}
+    for content in accumulator.PluginTagToContent("hparams").values():
+        data = plugin_data_pb2.HParamsPluginData.FromString(content)
+        if data.HasField("session_start_info"):
+            for key, value in data.session_start_info.hparams.items():
+                hparams[key] = value.string_value or value.number_value
+    return accumulator, hparams
+
+
+def test_tensorboard_events_once_per_trial_with_scalars_and_hparams(search):
+    experiment, summary = search["experiment"], search["summary"]
+    for trial in summary["trials"]:
+        trial_dir = experiment / f"trial_{trial['trial_id']}"
+        assert len(list(trial_dir.glob("events.out.tfevents.*"))) == 1, "one event file per trial, not per worker"
+        accumulator, hparams = event_data(trial_dir)
+        rows = [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines()]
+        for key in ("train_loss", "val_loss", "val_acc", "lr", "images_per_s", "epoch_s"):
+            events = accumulator.Scalars(key)
+            assert [e.step for e in events] == [r["epoch"] for r in rows]
+            assert [e.value for e in events] == pytest.approx([r[key] for r in rows], rel=1e-6)
+        assert accumulator.Scalars("hparams/best_val_acc")[-1].value == pytest.approx(trial["val_acc"], rel=1e-6)
+        assert accumulator.Scalars("hparams/epochs_run")[-1].value == trial["epochs_run"]
+        assert hparams["status"] == trial["status"]
+        assert hparams["stopped_early"] == (trial["status"] == "stopped_early")
+        assert hparams["lr"] == pytest.approx(trial["config"]["lr"]) and hparams["optimizer"] == "sgd"
+
+
+def test_tensorboard_server_serves_the_scalars_on_loopback(search, tmp_path):
+    import urllib.parse
+    import urllib.request
+
+    from search.tensorboard import free_port
+    from tests.e2e_helpers import descendants, kill_pids, start_search, wait_for_line
+
+    port = free_port()
+    log = tmp_path / "tb.log"
+    process = start_search(log, str(search["experiment"]), f"port={port}", command="tensorboard")
+    try:
+        wait_for_line(log, rf"at http://127\.0\.0\.1:{port}/", process, timeout=120)
+        best = search["summary"]["best"]
+        query = urllib.parse.urlencode({"run": f"trial_{best['trial_id']}", "tag": "val_acc"})
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{query}", timeout=30) as reply:
+            points = json.loads(reply.read())
+        assert max(value for _, _, value in points) == pytest.approx(best["metrics"]["val_acc"], rel=1e-6)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/runs", timeout=30) as reply:
+            runs = json.loads(reply.read())
+        assert {f"trial_{t['trial_id']}" for t in search["summary"]["trials"]} <= set(runs)
+        server_pids = descendants(process.pid)
+        process.send_signal(__import__("signal").SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            kill_pids([*descendants(process.pid), process.pid])
+    kill_pids(server_pids)
+
+
+def test_tensorboard_refuses_a_taken_port_and_an_empty_folder(search, tmp_path):
+    import socket
+
+    from tests.e2e_helpers import run_cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("tensorboard", str(search["experiment"]), f"port={port}")
+    assert result.returncode == 2 and f"port={port}: already in use" in result.stderr
+    empty = run_cli("tensorboard", str(tmp_path))
+    assert empty.returncode == 2 and "holds no TensorBoard event files" in empty.stderr
+
+
+def test_report_table_savings_and_plots(search):
+    from PIL import Image
+
+    from tests.e2e_helpers import run_cli
+
+    experiment, summary = search["experiment"], search["summary"]
+    result = run_cli("report", str(experiment))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    table = lines[1 : 1 + len(summary["trials"])]
+    for line, trial in zip(table, summary["trials"]):
+        trial_id, status, epochs, value = line.split()[:4]
+        assert (trial_id, status, int(epochs)) == (trial["trial_id"], trial["status"], trial["epochs_run"])
+        assert float(value) == pytest.approx(trial["val_acc"], abs=5e-5)
+    run = sum(t["epochs_run"] for t in summary["trials"])
+    assert f"early stopping: {run} epochs run of {4 * len(summary['trials'])}" in result.stdout
+    for name in ("optimization_history.png", "learning_curves.png", "importance.png"):
+        path = experiment / "report" / name
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        with Image.open(path) as image:
+            image.verify()
+    assert "<img src=\"learning_curves.png\"" in (experiment / "report" / "index.html").read_text()

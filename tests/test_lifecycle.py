@@ -64,7 +64,7 @@ def test_sigkilled_search_resumes_without_rerunning_finished_trials(tmp_path, mn
     process = start_search(log, *args)
     try:
         first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
-        second = wait_for_line(log, rf"trial (?!{first})(\w+) epoch 1/3", process).group(1)
+        second = wait_for_line(log, rf"(?m)^\s+(?!{first})(\w+)\s+epoch 1/3", process).group(1)
         kill_pids([*descendants(process.pid), process.pid])  # the driver and every Ray process it started
     finally:
         if process.poll() is None:

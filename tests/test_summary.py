@@ -1,6 +1,7 @@
 import json
 
-from search.summary import TrialRecord, best_epoch_row, format_table, summarize, write_json_atomically
+from search.files import write_json_atomically
+from search.summary import TrialRecord, best_epoch_row, format_table, summarize
 
 
 def _rows(tmp_path, trial, values):

@@ -1,0 +1,184 @@
+"""Tune callbacks that run in the search driver: live progress, TensorBoard events, ASHA state on disk."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import ray.tune
+
+from search.tensorboard import TrialEventWriter
+
+RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"
+WIDTH = 100  # the view fits a 100-column terminal
+
+
+def _number(value) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
+
+
+class TrialOutcomes:
+    """Per-trial facts the callbacks share: epochs run, best metric, and whether the loss diverged."""
+
+    def __init__(self, epochs: int, metric: str, mode: str):
+        self.epochs, self.metric, self.mode = epochs, metric, mode
+
+    def best(self, trial) -> float | None:
+        return _number(trial.metric_analysis.get(self.metric, {}).get(self.mode))
+
+    def epochs_run(self, trial) -> int:
+        return int((trial.last_result or {}).get("epoch") or 0)
+
+    def status(self, trial) -> str:
+        if trial.status == ERROR or (trial.last_result or {}).get("diverged"):
+            return "failed"
+        if trial.status == TERMINATED:
+            return self.status_at_end(trial)
+        return trial.status.lower()
+
+    def status_at_end(self, trial) -> str:
+        """Status of a trial that just ended (Tune calls back before it marks the trial TERMINATED)."""
+        if (trial.last_result or {}).get("diverged"):
+            return "failed"
+        return "completed" if self.epochs_run(trial) >= self.epochs else "stopped_early"
+
+
+class ProgressView(ray.tune.Callback):
+    """A compact view (under 100 columns) printed on every reported epoch and at every trial's end: each running
+    trial's epoch, metric and images/s; counts of running, finished, stopped early and failed trials; the best so
+    far; elapsed time and an estimate of the time left once a trial has finished."""
+
+    def __init__(self, outcomes: TrialOutcomes, total_trials: int, concurrency: int):
+        self.outcomes, self.total, self.concurrency = outcomes, total_trials, concurrency
+        self.start = time.monotonic()
+
+    def __getstate__(self):
+        return {**self.__dict__, "start": None}
+
+    def setup(self, **info):
+        self.start = time.monotonic()
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        self._show(trials, latest={trial.trial_id: result})  # Tune stores `result` in the trial after this call
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._show(trials, f"trial {trial.trial_id} finished: {self.outcomes.status_at_end(trial)}", ended=trial)
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._show(trials, f"trial {trial.trial_id} failed; see {trial.path}/error.txt", ended=trial)
+
+    def _show(self, trials, event: str | None = None, latest: dict | None = None, ended=None) -> None:
+        lines = self.render(trials, time.monotonic() - self.start, event, latest or {}, ended)
+        print("\n".join(lines), flush=True)
+
+    def render(self, trials, elapsed: float, event=None, latest: dict | None = None, ended=None) -> list[str]:
+        o, latest = self.outcomes, latest or {}
+        statuses = [o.status(t) if t is not ended else ("failed" if t.status == ERROR else o.status_at_end(t)) for t in trials]
+        running = [t for t in trials if t.status == RUNNING and t is not ended]
+        finished = statuses.count("completed") + statuses.count("stopped_early")
+        lines = [f"[{_clock(elapsed)}] {event}"] if event else []
+        for trial in running[:8]:
+            last = latest.get(trial.trial_id) or trial.last_result or {}
+            value = _number(last.get(o.metric))
+            lines.append(
+                f"  {trial.trial_id:<12} epoch {int(last.get('epoch') or 0)}/{o.epochs}  "
+                f"{o.metric} {_fmt(value)}  {_number(last.get('images_per_s')) or 0:.0f} img/s"
+            )
+        if len(running) > 8:
+            lines.append(f"  ... and {len(running) - 8} more running")
+        best = self._best(trials, latest)
+        best_text = f"best {o.metric} {_fmt(best[0])} {best[1]}" if best else f"best {o.metric} -"
+        counts = (
+            f"[{_clock(elapsed)}] {len(running)} running, {finished}/{self.total} done, "
+            f"{statuses.count('stopped_early')} early-stopped, {statuses.count('failed')} failed"
+        )
+        status = f"{counts} | {best_text}{self._eta(trials, elapsed, finished)}"
+        lines += [status] if len(status) <= WIDTH else [f"{counts}{self._eta(trials, elapsed, finished)}", f"  {best_text}"]
+        return lines
+
+    def _best(self, trials, latest: dict):
+        scored = [(self.outcomes.best(t), t.trial_id) for t in trials if self.outcomes.best(t) is not None]
+        scored += [(_number(r.get(self.outcomes.metric)), tid) for tid, r in latest.items() if _number(r.get(self.outcomes.metric)) is not None]
+        if not scored:
+            return None
+        pick = max if self.outcomes.mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0])
+
+    def _eta(self, trials, elapsed: float, finished: int) -> str:
+        done = finished + sum(1 for t in trials if self.outcomes.status(t) == "failed")
+        if done == 0 or done >= self.total:
+            return ""
+        per_trial = elapsed / done  # wall time per finished trial so far, concurrency included
+        return f" | ~{_clock(per_trial * (self.total - done)).strip()} left"
+
+
+class TensorBoardEvents(ray.tune.Callback):
+    """Writes each trial's TensorBoard events once (here, in the search driver, never once per worker)."""
+
+    def __init__(self, outcomes: TrialOutcomes):
+        self.outcomes = outcomes
+        self.writers: dict[str, TrialEventWriter] = {}
+
+    def __getstate__(self):
+        return {**self.__dict__, "writers": {}}
+
+    def _writer(self, trial) -> TrialEventWriter:
+        if trial.trial_id not in self.writers:
+            self.writers[trial.trial_id] = TrialEventWriter(Path(trial.path))
+        return self.writers[trial.trial_id]
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if "epoch" in result:
+            self._writer(trial).epoch(result)
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._end(trial, self.outcomes.status_at_end(trial))
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._end(trial, "failed")
+
+    def _end(self, trial, status: str) -> None:
+        o = self.outcomes
+        outcome = {f"best_{o.metric}": o.best(trial), "epochs_run": o.epochs_run(trial), "status": status,
+                   "stopped_early": status == "stopped_early"}  # fmt: skip
+        writer = self._writer(trial)
+        writer.end(dict(trial.config), outcome)
+        writer.close()
+        self.writers.pop(trial.trial_id, None)
+
+
+class SchedulerState(ray.tune.Callback):
+    """Keeps ASHA's rungs on disk so that `resume` goes on with the same early-stopping decisions.
+
+    Pickled into the experiment together with the scheduler, so after `Tuner.restore` it still
+    refers to the restored scheduler, whose rungs it reloads before the first trial resumes."""
+
+    def __init__(self, scheduler, path: Path):
+        self.scheduler, self.path = scheduler, Path(path)
+
+    def setup(self, **info):
+        if self.path.is_file():
+            self.scheduler.restore(str(self.path))
+
+    def _save(self) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        self.scheduler.save(str(tmp))
+        os.replace(tmp, self.path)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        self._save()
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._save()
+
+
+def _fmt(value) -> str:
+    return f"{value:.4f}" if value is not None else "-"
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60:2d}m{seconds % 60:02d}s"

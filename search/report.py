@@ -1,0 +1,184 @@
+"""`python -m search report`: the trials, what early stopping saved, and plots (PNG, plus an HTML page)."""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from pathlib import Path
+
+from search.config import RunConfig
+from search.errors import UsageError
+from search.files import publish_folder, staging_folder
+from search.space import load_space
+from search.summary import SUMMARY_FILE, format_table, read_summary
+
+REPORT_FOLDER = "report"
+PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
+
+
+def trial_histories(experiment: Path, summary: dict) -> dict[str, list[dict]]:
+    """Every epoch each trial reported, from Tune's result.json in its folder."""
+    histories = {}
+    for trial in summary["trials"]:
+        result_file = experiment / f"trial_{trial['trial_id']}" / "result.json"
+        rows = [json.loads(line) for line in result_file.read_text().splitlines()] if result_file.is_file() else []
+        histories[trial["trial_id"]] = [row for row in rows if "epoch" in row]
+    return histories
+
+
+def start_order(summary: dict, histories: dict[str, list[dict]]) -> list[dict]:
+    """Trials in the order they started (Tune's timestamps), for the optimization history."""
+
+    def started(trial):
+        rows = histories[trial["trial_id"]]
+        return rows[0]["timestamp"] - rows[0].get("time_total_s", 0) if rows else float("inf")
+
+    return sorted(summary["trials"], key=started)
+
+
+def early_stopping_savings(summary: dict) -> dict:
+    epochs = summary["run"]["epochs"]
+    run = sum(t["epochs_run"] for t in summary["trials"])
+    full = epochs * len(summary["trials"])
+    return {"epochs_run": run, "epochs_if_all_ran": full, "saved": full - run,
+            "saved_fraction": (full - run) / full if full else 0.0}  # fmt: skip
+
+
+def savings_line(savings: dict) -> str:
+    return (
+        f"early stopping: {savings['epochs_run']} epochs run of {savings['epochs_if_all_ran']} if every trial had "
+        f"run to the end; {savings['saved']} saved ({savings['saved_fraction']:.0%})"
+    )
+
+
+def build_report(experiment: Path) -> dict:
+    """Write <experiment>/report/ (plots and index.html) and return what it found."""
+    if not (experiment / SUMMARY_FILE).is_file():
+        raise UsageError(f"{experiment}: not a finished experiment (no {SUMMARY_FILE})")
+    summary = read_summary(experiment)
+    histories = trial_histories(experiment, summary)
+    savings = early_stopping_savings(summary)
+    out = experiment / REPORT_FOLDER
+    staging = staging_folder(out)
+    try:
+        plot_optimization_history(summary, histories, staging / PLOTS[0])
+        plot_learning_curves(summary, histories, staging / PLOTS[1])
+        importances = hyperparameter_importance(summary)
+        plot_importance(importances, staging / PLOTS[2])
+        table = format_table(summary, limit=len(summary["trials"]))
+        (staging / "index.html").write_text(render_html(summary, table, savings, importances))
+        publish_folder(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {"table": table, "savings": savings, "importances": importances, "folder": str(out)}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_optimization_history(summary: dict, histories: dict, path: Path) -> None:
+    plt = _pyplot()
+    metric, mode = summary["metric"], summary["mode"]
+    ordered = start_order(summary, histories)
+    xs, ys, best, best_so_far = [], [], [], None
+    for index, trial in enumerate(ordered, start=1):
+        value = trial[metric]
+        if value is None:
+            continue
+        xs.append(index)
+        ys.append(value)
+        better = best_so_far is None or (value > best_so_far if mode == "max" else value < best_so_far)
+        best_so_far = value if better else best_so_far
+        best.append(best_so_far)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.scatter(xs, ys, label=f"trial's best {metric}")
+    ax.step(xs, best, where="post", color="tab:red", label="best so far")
+    ax.set_xlabel("trial (in start order)")
+    ax.set_ylabel(metric)
+    ax.set_title("Optimization history")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+def plot_learning_curves(summary: dict, histories: dict, path: Path) -> None:
+    plt = _pyplot()
+    metric = summary["metric"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for trial in summary["trials"]:
+        rows = [r for r in histories[trial["trial_id"]] if isinstance(r.get(metric), (int, float))]
+        if not rows:
+            continue
+        epochs = [r["epoch"] for r in rows]
+        values = [r[metric] for r in rows]
+        style = {"completed": "-", "stopped_early": "--", "failed": ":"}.get(trial["status"], "-")
+        (line,) = ax.plot(epochs, values, style, marker="o", markersize=3, label=f"{trial['trial_id']} ({trial['status']})")
+        if trial["status"] != "completed":
+            ax.plot(epochs[-1], values[-1], "x", color=line.get_color(), markersize=9)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(metric)
+    ax.set_title("Learning curves (x: stopped early or failed)")
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+def hyperparameter_importance(summary: dict) -> dict[str, float]:
+    """Optuna PED-ANOVA importance of each searched hyperparameter for the metric ({} when it cannot be computed)."""
+    import optuna
+
+    run = RunConfig.from_dict(summary["run"])
+    space = load_space(run.space)
+    searched = {k: d for k, d in space.hyperparameters.items() if k not in run.fixed}
+    scored = [t for t in summary["trials"] if t[summary["metric"]] is not None]
+    if len(scored) < 2 or not searched:
+        return {}
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize" if summary["mode"] == "max" else "minimize")
+    for trial in scored:
+        params = {k: trial["config"][k] for k in searched}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=searched, value=trial[summary["metric"]]))
+    try:
+        return dict(optuna.importance.get_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator()))
+    except (RuntimeError, ValueError):
+        return {}
+
+
+def plot_importance(importances: dict[str, float], path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    if importances:
+        names = list(importances)[::-1]
+        ax.barh(names, [importances[n] for n in names])
+        ax.set_xlabel("importance (PED-ANOVA)")
+    else:
+        ax.text(0.5, 0.5, "not enough scored trials to estimate importance", ha="center", va="center")
+        ax.set_axis_off()
+    ax.set_title("Hyperparameter importance")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+def render_html(summary: dict, table: str, savings: dict, importances: dict) -> str:
+    images = "\n".join(f'<p><img src="{name}" alt="{name}"></p>' for name in PLOTS)
+    best = summary["best"]
+    best_line = f"best: trial {best['trial_id']} epoch {best['epoch']}, checkpoint {best['checkpoint']}" if best else ""
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>search report</title></head><body>"
+        f"<h1>{html.escape(summary['space'])}: {html.escape(summary['metric'])} ({summary['mode']})</h1>"
+        f"<p>{html.escape(best_line)}</p><p>{html.escape(savings_line(savings))}</p>"
+        f"<pre>{html.escape(table)}</pre>{images}</body></html>\n"
+    )

@@ -1,0 +1,44 @@
+"""The live progress view, rendered from stand-in trials (pure logic; Ray is imported, never started)."""
+
+from types import SimpleNamespace
+
+from search.callbacks import ProgressView, TrialOutcomes
+
+
+def trial(trial_id, status, epoch, value, images_per_s=480.0, diverged=False):
+    last = {"epoch": epoch, "val_acc": value, "images_per_s": images_per_s, "diverged": diverged} if epoch else {}
+    analysis = {"val_acc": {"max": value}} if value is not None else {}
+    return SimpleNamespace(trial_id=trial_id, status=status, last_result=last, metric_analysis=analysis, path="/x")
+
+
+def test_view_counts_best_and_estimate_fit_100_columns():
+    view = ProgressView(TrialOutcomes(epochs=4, metric="val_acc", mode="max"), total_trials=6, concurrency=2)
+    trials = [
+        trial("aaaa0001", "TERMINATED", 4, 0.97),
+        trial("aaaa0002", "TERMINATED", 1, 0.40),
+        trial("aaaa0003", "ERROR", 1, 0.10),
+        trial("aaaa0004", "RUNNING", 2, 0.95, images_per_s=512),
+        trial("aaaa0005", "RUNNING", 1, 0.80),
+        trial("aaaa0006", "PENDING", 0, None),
+    ]
+    lines = view.render(trials, elapsed=300, latest={"aaaa0005": {"epoch": 2, "val_acc": 0.99, "images_per_s": 300}})
+    assert all(len(line) <= 100 for line in lines)
+    assert lines[0].split() == ["aaaa0004", "epoch", "2/4", "val_acc", "0.9500", "512", "img/s"]
+    assert lines[1].split()[:4] == ["aaaa0005", "epoch", "2/4", "val_acc"]
+    status = lines[-1]
+    assert "2 running, 2/6 done, 1 early-stopped, 1 failed" in status
+    assert "best val_acc 0.9900 aaaa0005" in status
+    assert "~5m00s left" in status  # 3 trials ended in 300 s, 3 to go
+
+
+def test_no_estimate_before_a_trial_ended():
+    view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=2, concurrency=1)
+    lines = view.render([trial("b1", "RUNNING", 1, 0.5), trial("b2", "PENDING", 0, None)], elapsed=20)
+    assert "left" not in lines[-1] and "0/2 done" in lines[-1]
+
+
+def test_long_status_wraps_instead_of_overflowing():
+    view = ProgressView(TrialOutcomes(epochs=4, metric="val_acc", mode="max"), total_trials=600, concurrency=2)
+    trials = [trial("aaaa0001", "TERMINATED", 4, 0.97), trial("aaaa0003", "ERROR", 1, 0.10)]
+    lines = view.render(trials, elapsed=30000)
+    assert all(len(line) <= 100 for line in lines) and lines[-1].strip() == "best val_acc 0.9700 aaaa0001"
