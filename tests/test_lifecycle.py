@@ -19,21 +19,27 @@ def result_rows(experiment, trial_id):
     return [json.loads(line) for line in (experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()]
 
 
-def test_killed_worker_restarts_from_checkpoint_and_the_trial_finishes(tmp_path, mnist_root):
+def search_with_a_killed_worker(tmp_path, max_failures: int) -> dict:
+    """A one-trial search whose first Train worker is SIGKILLed after epoch 1; returns the trial's summary entry."""
     log = tmp_path / "cli.log"
     process = start_search(log, *COMMON, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
-                           "data.limit=2048", "max_failures=1")
+                           "data.limit=2048", f"max_failures={max_failures}")
     try:
         wait_for_line(log, r"epoch 1/3", process)
         workers = [pid for pid in descendants(process.pid) if "ray::RayTrainWorker" in process_title(pid)]
         assert len(workers) == 2, [process_title(p) for p in descendants(process.pid)]
         kill_pids(workers[:1])
+        # exit 0 either way: a failed trial's epoch-1 checkpoint still counts as a result
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
-    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
-    (trial,) = summary["trials"]
+    (trial,) = json.loads((tmp_path / "w" / "summary.json").read_text())["trials"]
+    return trial
+
+
+def test_killed_worker_restarts_from_checkpoint_and_the_trial_finishes(tmp_path, mnist_root):
+    trial = search_with_a_killed_worker(tmp_path, max_failures=1)
     assert trial["status"] == "completed" and trial["epochs_run"] == 3
     rows = result_rows(tmp_path / "w", trial["trial_id"])
     assert [row["epoch"] for row in rows] == [1, 2, 3]
@@ -41,21 +47,9 @@ def test_killed_worker_restarts_from_checkpoint_and_the_trial_finishes(tmp_path,
 
 
 def test_worker_failures_beyond_the_bound_fail_the_trial_with_the_cause(tmp_path, mnist_root):
-    log = tmp_path / "cli.log"
-    process = start_search(log, *COMMON, f"storage={tmp_path}", "name=f", "trials=1", "epochs=3",
-                           "data.limit=2048", "max_failures=0")
-    try:
-        wait_for_line(log, r"epoch 1/3", process)
-        kill_pids([pid for pid in descendants(process.pid) if "ray::RayTrainWorker" in process_title(pid)][:1])
-        assert process.wait(timeout=600) == 0, log.read_text()[-3000:]  # its epoch-1 checkpoint still counts
-    finally:
-        if process.poll() is None:
-            kill_pids([process.pid, *descendants(process.pid)])
-    summary = json.loads((tmp_path / "f" / "summary.json").read_text())
-    (trial,) = summary["trials"]
+    trial = search_with_a_killed_worker(tmp_path, max_failures=0)
     assert trial["status"] == "failed" and trial["epochs_run"] == 1
     assert "died" in trial["error"] or "Error" in trial["error"], trial["error"]
-    print(trial["error"])
 
 
 def test_sigkilled_search_resumes_without_rerunning_finished_trials(tmp_path, mnist_root):
