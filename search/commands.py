@@ -175,7 +175,7 @@ def cmd_tensorboard(args: list[str]) -> int:
     if len(positional) != 1:
         raise UsageError("usage: python -m search tensorboard EXPERIMENT_DIR [port=N]")
     from search.config import parse_scalar
-    from search.tensorboard import start_server
+    from search.tensorboard import start_server, stop_server
 
     port = parse_scalar("port", options.get("port", "6006"), int)
     if not 0 <= port <= 65535:
@@ -187,9 +187,7 @@ def cmd_tensorboard(args: list[str]) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        if server.poll() is None:
-            server.terminate()
-            server.wait(timeout=30)
+        stop_server(server)
 
 
 def cmd_report(args: list[str]) -> int:

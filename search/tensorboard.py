@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -95,21 +96,33 @@ def start_server(experiment: Path, port: int, host: str = "127.0.0.1") -> tuple[
         raise UsageError(f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)")
     command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(experiment), "--host", host,
                "--port", str(port), "--reload_interval", "5"]  # fmt: skip
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # TensorBoard's own messages go to a file: an undrained pipe would fill up and stall the server.
+    log = tempfile.NamedTemporaryFile("w+", prefix="search-tensorboard-", suffix=".log", delete=False)
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
     url = f"http://{host}:{port}/"
-    wait_until_up(server, url)
+    wait_until_up(server, url, Path(log.name))
     return server, url
 
 
-def wait_until_up(server: subprocess.Popen, url: str, timeout: float = 120) -> None:
+def stop_server(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def wait_until_up(server: subprocess.Popen, url: str, log: Path, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise UsageError(f"TensorBoard exited with code {server.returncode}: {server.stderr.read().strip()[-300:]}")
+            raise UsageError(f"TensorBoard exited with code {server.returncode}: {log.read_text().strip()[-300:]}")
         try:
             with urllib.request.urlopen(url + "data/environment", timeout=2):
                 return
         except OSError:
             time.sleep(0.3)
-    server.kill()
+    stop_server(server)
     raise UsageError(f"TensorBoard did not answer on {url} within {timeout:.0f}s")

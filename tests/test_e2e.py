@@ -280,7 +280,7 @@ def test_tensorboard_server_serves_the_scalars_on_loopback(search, tmp_path):
         assert {f"trial_{t['trial_id']}" for t in search["summary"]["trials"]} <= set(runs)
         server_pids = descendants(process.pid)
         process.send_signal(__import__("signal").SIGINT)
-        assert process.wait(timeout=30) == 0
+        assert process.wait(timeout=60) == 0
     finally:
         if process.poll() is None:
             kill_pids([*descendants(process.pid), process.pid])
