@@ -135,10 +135,11 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
 
 def preflight(config: RunConfig, space: Space) -> None:
     """Everything that can be refused before Ray starts."""
-    from trainables.data import ensure_dataset
+    from trainables.data import get_dataset
     from trainables.training import OPTIMIZER_NAMES
 
-    optimizer = {**space.constants, **config.fixed}.get("optimizer")
+    hp = {**space.constants, **config.fixed}
+    optimizer = hp.get("optimizer")
     if optimizer is not None and optimizer not in OPTIMIZER_NAMES:
         raise UsageError(f"optimizer={optimizer}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
     if experiment_dir(config).exists():
@@ -148,7 +149,30 @@ def preflight(config: RunConfig, space: Space) -> None:
     if not config.address:
         local_node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
         plan_concurrency([local_node], TrialShape.of(config), config.concurrency)
-    ensure_dataset(space.dataset, config.data.root, config.data.download)
+    dataset = get_dataset(space.dataset)
+    config.data.skip = dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
+    config.model.weights = resolve_weights(config.model.weights, space, hp)
+
+
+def resolve_weights(weights: str, space: Space, hp: dict) -> str:
+    """The pretrained weights file every worker loads: `model.weights=`, or torchvision's download for
+    `pretrained=true`; never a silent random initialization."""
+    if weights:
+        path = Path(weights).expanduser().resolve()
+        if not path.is_file():
+            raise UsageError(f"model.weights={weights}: no such file")
+        return str(path)
+    if not hp.get("pretrained"):
+        return ""
+    from trainables.models import download_pretrained
+
+    try:
+        return download_pretrained(space.architecture)
+    except Exception as exc:  # offline, or no pretrained weights for this architecture
+        raise UsageError(
+            f"pretrained=true: give model.weights=PATH (a state_dict file), or run online for torchvision's "
+            f"download ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}), or set pretrained=false"
+        ) from None
 
 
 def local_gpu_count() -> int:
@@ -164,9 +188,9 @@ def cmd_spaces(args: list[str]) -> int:
         space = load_space(name)
         print(f"{name}: {space.description}  (metric {space.metric}, {space.mode})")
         for key, dist in space.hyperparameters.items():
-            print(f"    {key:<14} {describe_distribution(dist)}")
+            print(f"    {key:<16} {describe_distribution(dist)}")
         for key, value in space.constants.items():
-            print(f"    {key:<14} fixed at {value} (override with {key}=...)")
+            print(f"    {key:<16} fixed at {value} (override with {key}=...)")
     return 0
 
 

@@ -36,10 +36,23 @@ class DataConfig:
     """Cap on validation samples (0: all)."""
     download: bool = True
     """Download a missing dataset into data.root (needs internet)."""
+    workers: int = 2
+    """DataLoader processes decoding images (image-folder spaces)."""
+    strict: bool = False
+    """Fail when an image cannot be decoded (default: report and skip it)."""
+    skip: list = field(default_factory=list, metadata={"cli": False})
+    """Unreadable images found before the search started, left out of every trial."""
 
     def __post_init__(self):
         _require(self.limit >= 0, f"data.limit={self.limit}: must be >= 0 (0 means all samples)")
         _require(self.val_limit >= 0, f"data.val_limit={self.val_limit}: must be >= 0 (0 means all samples)")
+        _require(self.workers >= 0, f"data.workers={self.workers}: must be >= 0 (0: decode in the training process)")
+
+
+@dataclass
+class ModelConfig:
+    weights: str = ""
+    """Pretrained weights: a local state_dict file, loaded into every layer of matching shape."""
 
 
 @dataclass
@@ -79,6 +92,7 @@ class RunConfig:
     verbose: int = 0
     """1: also show Ray's and Tune's own log lines (always in <experiment>/search.log)."""
     data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
     fixed: dict = field(default_factory=dict, metadata={"cli": False})
     """Hyperparameters of the space fixed with key=value (removed from the search)."""
 
@@ -107,6 +121,7 @@ class RunConfig:
     def from_dict(cls, values: dict) -> "RunConfig":
         values = dict(values)
         values["data"] = DataConfig(**values.get("data", {}))
+        values["model"] = ModelConfig(**values.get("model", {}))
         return cls(**values)
 
 
@@ -179,7 +194,7 @@ def parse_overrides(args: list[str], hyperparameters: typing.Mapping[str, typing
     """
     keys = config_keys()
     top: dict[str, Any] = {}
-    data: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {"data": {}, "model": {}}
     fixed: dict[str, Any] = {}
     for arg in args:
         key, text = split_override(arg)
@@ -187,12 +202,12 @@ def parse_overrides(args: list[str], hyperparameters: typing.Mapping[str, typing
             kind, nullable = keys[key]
             value = None if nullable and text == "auto" else parse_scalar(key, text, kind)
             section, _, sub = key.partition(".")
-            (data if sub else top)[sub or section] = value
+            (sections[section] if sub else top)[sub or section] = value
         elif key in hyperparameters:
             fixed[key] = hyperparameters[key](text)
         else:
             raise UsageError(_unknown_key_message(key, list(keys) + list(hyperparameters)))
-    return RunConfig(**top, data=DataConfig(**data), fixed=fixed)
+    return RunConfig(**top, data=DataConfig(**sections["data"]), model=ModelConfig(**sections["model"]), fixed=fixed)
 
 
 def _unknown_key_message(key: str, known: list[str]) -> str:
@@ -230,14 +245,15 @@ def help_rows() -> list[tuple[str, str, str]]:
     """(key, default, help) for every CLI key, in declaration order."""
     rows = []
     docs = field_docs(RunConfig)
-    data_docs = field_docs(DataConfig)
     for f in dataclasses.fields(RunConfig):
         if not f.metadata.get("cli", True):
             continue
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         if dataclasses.is_dataclass(default):
+            section_docs = field_docs(type(default))
             for sub in dataclasses.fields(default):
-                rows.append((f"{f.name}.{sub.name}", _default_text(getattr(default, sub.name)), data_docs[sub.name]))
+                if sub.metadata.get("cli", True):
+                    rows.append((f"{f.name}.{sub.name}", _default_text(getattr(default, sub.name)), section_docs[sub.name]))
         else:
             rows.append((f.name, _default_text(default), docs[f.name]))
     return rows

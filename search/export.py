@@ -10,6 +10,7 @@ An export folder holds:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from importlib.metadata import PackageNotFoundError, version
@@ -25,7 +26,7 @@ from search.files import publish_folder, staging_folder
 from search.space import Space, load_space
 from search.summary import SUMMARY_FILE, read_summary
 from trainables.data import get_dataset
-from trainables.training import Split, evaluate, load_model_weights, shard_indices
+from trainables.training import evaluate, load_model_weights
 
 WEIGHTS_FILE = "model.safetensors"
 META_FILE = "model.json"
@@ -68,22 +69,22 @@ def pick_trial(summary: dict, trial_id: str | None) -> tuple[dict, str, int]:
     raise UsageError(f"trial={trial_id}: no such trial; trials: {known}")
 
 
-def model_metadata(space: Space, summary: dict, config: dict, epoch: int, trial_id: str, value: float) -> dict:
-    dataset = get_dataset(space.dataset)
+def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, trial_id: str, value: float) -> dict:
     return {
         "format": 1,
         "space": space.name,
         "architecture": space.architecture,
-        "architecture_args": space.model_args(config),
-        "num_classes": dataset.num_classes,
-        "class_names": list(dataset.class_names),
+        "architecture_args": space.builder_args(config, info),
+        "num_classes": info.num_classes,
+        "class_names": list(info.class_names),
         "input": {
-            "channels": dataset.in_channels,
-            "height": dataset.image_size,
-            "width": dataset.image_size,
+            "channels": info.in_channels,
+            "height": info.image_size,
+            "width": info.image_size,
             "program_input": "float32 [N, C, H, W] in [0, 1]; model.pt2 normalizes inside",
         },
-        "normalization": {"mean": list(dataset.mean), "std": list(dataset.std)},
+        "preprocessing": preprocessing(space, info),
+        "normalization": {"mean": list(info.mean), "std": list(info.std)},
         "hyperparameters": config,
         "metric": {"name": summary["metric"], "mode": summary["mode"], "value": value},
         "trial_id": trial_id,
@@ -104,12 +105,13 @@ def export_experiment(experiment: Path, out: Path | None = None, trial_id: str |
     reported = next(t for t in summary["trials"] if t["trial_id"] == chosen)[summary["metric"]]
     out = (out or experiment / "export").resolve()
 
-    classifier = classifier_from_checkpoint(space, config, checkpoint)
+    info = get_dataset(space.dataset).info(run.data.root, config)
+    classifier = classifier_from_checkpoint(space, info, config, checkpoint)
     staging = staging_folder(out)
     try:
-        meta = model_metadata(space, summary, config, epoch, chosen, reported)
+        meta = model_metadata(space, info, summary, config, epoch, chosen, reported)
         write_export(staging, classifier, meta)
-        meta["verified"] = verify_export(staging, run, space, summary["metric"], reported)
+        meta["verified"] = verify_export(staging, run, space, config, summary["metric"], reported)
         (staging / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
         publish_folder(staging, out)
     finally:
@@ -117,11 +119,20 @@ def export_experiment(experiment: Path, out: Path | None = None, trial_id: str |
     return {**meta, "folder": str(out)}
 
 
-def classifier_from_checkpoint(space: Space, config: dict, checkpoint: str) -> NormalizedClassifier:
-    dataset = get_dataset(space.dataset)
-    network = space.build_model(config)
+def preprocessing(space: Space, info) -> dict:
+    """How `predict` turns an image file into the model's input (what the trial's validation did)."""
+    from trainables.data import FolderDataset
+    from trainables.feeds import eval_resize
+
+    if isinstance(get_dataset(space.dataset), FolderDataset):
+        return {"resize_shorter_side": eval_resize(info.image_size), "center_crop": info.image_size}
+    return {"resize": [info.image_size, info.image_size]}
+
+
+def classifier_from_checkpoint(space: Space, info, config: dict, checkpoint: str) -> NormalizedClassifier:
+    network = space.build_model(config, info)
     load_model_weights(checkpoint, network)  # torch.load(weights_only=True)
-    return NormalizedClassifier(network, dataset.mean, dataset.std).eval()
+    return NormalizedClassifier(network, info.mean, info.std).eval()
 
 
 def write_export(folder: Path, classifier: NormalizedClassifier, meta: dict) -> None:
@@ -135,44 +146,42 @@ def write_export(folder: Path, classifier: NormalizedClassifier, meta: dict) -> 
     torch.export.save(program, str(folder / PROGRAM_FILE))
 
 
-def verify_export(folder: Path, run: RunConfig, space: Space, metric: str, reported: float) -> dict:
+def verify_export(folder: Path, run: RunConfig, space: Space, config: dict, metric: str, reported: float) -> dict:
     """Re-evaluate the exported program and the exported weights on the trial's validation split."""
     if metric != "val_acc":
         raise SearchFailed(f"export can only verify val_acc, not {metric}")
-    split = validation_split(space, run)
     program = torch.export.load(str(folder / PROGRAM_FILE)).module()
     rebuilt = load_model(folder)
-    figures = {}
+    figures, samples = {}, 0
     for label, model in (("program", program), ("weights", rebuilt)):
-        figures[label] = accuracy_like_training(model, split, run.workers)
+        figures[label], samples = accuracy_like_training(_FromUnitRange(model), space, run, config)
     # Same data, preprocessing and shards as the trial: at most one sample may flip on float noise.
-    tolerance = 1.0 / len(split) + 1e-12
+    tolerance = 1.0 / samples + 1e-12
     for label, value in figures.items():
         if abs(value - reported) > tolerance:
             raise SearchFailed(
                 f"export verification failed: {label} gives val_acc={value:.6f} but the trial reported {reported:.6f}"
             )
-    return {"val_acc": figures["program"], "reported": reported, "samples": len(split)}
+    return {"val_acc": figures["program"], "reported": reported, "samples": samples}
 
 
-def validation_split(space: Space, run: RunConfig) -> Split:
-    dataset = get_dataset(space.dataset)
-    images, labels = dataset.load(run.data.root, train=False, limit=run.data.val_limit)
-    return Split.from_arrays(images, labels, (0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels, "cpu")
+def accuracy_like_training(model, space: Space, run: RunConfig, config: dict) -> tuple[float, int]:
+    """Accuracy over the same per-rank shards and batches the trial evaluated, images in [0, 1]."""
+    from trainables.feeds import make_feed
 
-
-def accuracy_like_training(model, split: Split, world_size: int) -> float:
-    """Accuracy over the same per-rank shards and batches the trial evaluated."""
-    correct = 0.0
-    wrapped = _FromUnitRange(model)
+    run = dataclasses.replace(run, data=dataclasses.replace(run.data, workers=0))  # decode in this process
+    correct, count = 0.0, 0
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as in a training worker
     try:
-        for rank in range(world_size):
-            correct += evaluate(wrapped, split, shard_indices(len(split), rank, world_size, None))["correct"].item()
+        for rank in range(run.workers):
+            feed = make_feed(space, run, config, rank, run.workers, torch.device("cpu"), normalize=False,
+                             skip=run.data.skip)  # fmt: skip
+            stats = evaluate(model, feed.val_batches(), torch.device("cpu"))
+            correct, count = correct + stats["correct"].item(), count + stats["count"]
     finally:
         torch.set_num_threads(threads)
-    return correct / len(split)
+    return correct / count, count
 
 
 class _FromUnitRange(nn.Module):

@@ -39,7 +39,7 @@ class Prediction:
         return f"{self.input}: {self.class_name} (class {self.class_index}, p={self.probability:.4f})"
 
 
-def read_inputs(path: str, channels: int, height: int, width: int) -> list[tuple[str, np.ndarray]]:
+def read_inputs(path: str, channels: int, height: int, width: int, preprocessing: dict | None = None):
     """(name, uint8 [C, H, W]) for each image the file holds: one for an image file, N for an IDX file."""
     file = Path(path)
     if not file.is_file():
@@ -47,7 +47,7 @@ def read_inputs(path: str, channels: int, height: int, width: int) -> list[tuple
     head = file.read_bytes()[:4]
     if len(head) == 4 and head[:2] == b"\x00\x00":
         return read_idx_images(file, channels, height, width)
-    return [(path, read_image(file, channels, height, width))]
+    return [(path, read_image(file, channels, height, width, preprocessing or {}))]
 
 
 def read_idx_images(file: Path, channels: int, height: int, width: int) -> list[tuple[str, np.ndarray]]:
@@ -63,7 +63,7 @@ def read_idx_images(file: Path, channels: int, height: int, width: int) -> list[
     return [(f"{file}[{i}]", image[None]) for i, image in enumerate(array)]
 
 
-def read_image(file: Path, channels: int, height: int, width: int) -> np.ndarray:
+def read_image(file: Path, channels: int, height: int, width: int, preprocessing: dict) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -72,21 +72,33 @@ def read_image(file: Path, channels: int, height: int, width: int) -> np.ndarray
             mode = {1: "L", 3: "RGB"}.get(channels)
             if mode is None:
                 raise InputError(f"{file}: the model takes {channels} channels; only 1 or 3 can be read from images")
-            converted = image.convert(mode)
-            if converted.size != (width, height):
-                converted = converted.resize((width, height), Image.BILINEAR)
+            converted = fit_image(image.convert(mode), height, width, preprocessing)
             array = np.asarray(converted, dtype=np.uint8)
     except (UnidentifiedImageError, OSError) as exc:
         raise InputError(f"{file}: not a readable image ({type(exc).__name__})") from None
     return array[None] if array.ndim == 2 else array.transpose(2, 0, 1)
 
 
+def fit_image(image, height: int, width: int, preprocessing: dict):
+    """The recorded preprocessing: resize the shorter side then center-crop (image folders), or plain resize."""
+    from PIL import Image
+
+    shorter = preprocessing.get("resize_shorter_side")
+    if shorter:
+        scale = shorter / min(image.size)
+        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))), Image.BILINEAR)
+        left, top = (image.width - width) // 2, (image.height - height) // 2
+        return image.crop((left, top, left + width, top + height))
+    return image if image.size == (width, height) else image.resize((width, height), Image.BILINEAR)
+
+
 def predict_files(model, paths: list[str]) -> list[Prediction]:
     shape = model.meta["input"]
+    preprocessing = model.meta.get("preprocessing", {})
     predictions = []
     for path in paths:
         try:
-            items = read_inputs(path, shape["channels"], shape["height"], shape["width"])
+            items = read_inputs(path, shape["channels"], shape["height"], shape["width"], preprocessing)
         except InputError as exc:
             predictions.append(Prediction(input=path, error=str(exc)))
             continue

@@ -32,13 +32,13 @@ class Space:
     description: str
     """One line for `python -m search spaces`."""
     architecture: str
-    """Model builder: a name in `trainables.models.MODELS`."""
-    model_args: Callable[[dict], dict]
-    """The builder's keyword arguments, from the trial's hyperparameters (recorded in exports)."""
+    """Model builder: a name in `trainables.models.MODELS`, or "path/to/file.py:function" / "module:function"."""
     dataset: str
-    """Name of the dataset loader in `trainables.data` (e.g. "mnist")."""
+    """Name of the dataset in `trainables.data.DATASETS` (mnist, fashion_mnist, imagefolder, imagefolder_split)."""
     hyperparameters: dict[str, BaseDistribution]
     """The searched hyperparameters as Optuna distributions."""
+    model_args: Callable[[dict, Any], dict] | None = None
+    """The builder's keyword arguments from (hyperparameters, DataInfo); default: in_channels and num_classes."""
     constants: dict[str, Any] = field(default_factory=dict)
     """Hyperparameters the training loop reads that are not searched (overridable with key=value)."""
     metric: str = "val_acc"
@@ -53,11 +53,16 @@ class Space:
         if overlap:
             raise UsageError(f"space {self.name}: {sorted(overlap)} are both searched and constant")
 
-    def build_model(self, hp: dict):
-        """The `nn.Module` for a trial's hyperparameters (imports torch on first use)."""
+    def builder_args(self, hp: dict, info) -> dict:
+        if self.model_args is not None:
+            return self.model_args(hp, info)
+        return {"in_channels": info.in_channels, "num_classes": info.num_classes}
+
+    def build_model(self, hp: dict, info):
+        """The `nn.Module` for a trial's hyperparameters and data (imports torch on first use)."""
         from trainables.models import build_model
 
-        return build_model(self.architecture, self.model_args(hp))
+        return build_model(self.architecture, self.builder_args(hp, info))
 
     def hyperparameter_names(self) -> list[str]:
         return list(self.hyperparameters) + list(self.constants)
@@ -126,12 +131,25 @@ def _import_file(path: Path):
         raise UsageError(f"space={path}: no such file")
     spec = importlib.util.spec_from_file_location(f"user_space_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except UsageError:
+        raise
+    except Exception as exc:  # the user's module: say what broke, in one line
+        raise UsageError(f"space={path}: the module failed to load: {type(exc).__name__}: {exc}") from None
     return module
+
+
+REQUIRED = "name, description, architecture, dataset, hyperparameters"
 
 
 def _space_of(module, ref: str) -> Space:
     space = getattr(module, "SPACE", None)
+    if space is None:
+        raise UsageError(f"space={ref}: the module defines no SPACE; add SPACE = search.space.Space({REQUIRED}, ...)")
     if not isinstance(space, Space):
-        raise UsageError(f"space={ref}: the module must define SPACE = search.space.Space(...)")
+        raise UsageError(f"space={ref}: SPACE is a {type(space).__name__}, not a search.space.Space({REQUIRED}, ...)")
+    for key, dist in space.hyperparameters.items():
+        if not isinstance(dist, BaseDistribution):
+            raise UsageError(f"space={ref}: hyperparameter {key} must be an optuna distribution, not {dist!r}")
     return space

@@ -8,7 +8,6 @@ SPACE = Space(
     name="resnet_mnist",
     description="ResNet-18 (1-channel conv1) on MNIST",
     architecture="resnet18",
-    model_args=lambda hp: {"in_channels": 1, "num_classes": 10},
     dataset="mnist",
     hyperparameters={
         "lr": FloatDistribution(1e-3, 0.3, log=True),

@@ -15,7 +15,7 @@ def run_cli(*args, cwd=REPO, timeout=120):
 @pytest.mark.parametrize(
     "args, fragment",
     [
-        (["space=nope"], "space=nope: unknown space; known spaces: resnet_mnist"),
+        (["space=nope"], "space=nope: unknown space; known spaces: cnn_mnist, mlp_mnist, resnet50_transfer"),
         (["trials=2"], "space= is required"),
         (["space=resnet_mnist", "epochz=2"], "epochz: unknown key; did you mean epochs?"),
         (["space=resnet_mnist", "trials=many"], "trials=many: expected an integer"),

@@ -45,7 +45,8 @@ def test_sharded_evaluation_sums_to_the_whole():
     labels = torch.randint(0, 3, (50,), generator=generator).numpy()
     split = Split.from_arrays(images, labels, (0.5,), (0.5,), torch.device("cpu"))
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3))
-    whole = evaluate(model, split, torch.arange(50))
-    parts = [evaluate(model, split, shard_indices(50, r, 2, None)) for r in range(2)]
+    cpu = torch.device("cpu")
+    whole = evaluate(model, split.batches(torch.arange(50), 512), cpu)
+    parts = [evaluate(model, split.batches(shard_indices(50, r, 2, None), 7), cpu) for r in range(2)]
     assert sum(p["correct"] for p in parts) == whole["correct"]
     assert torch.isclose(sum(p["loss_sum"] for p in parts), whole["loss_sum"])

@@ -65,12 +65,14 @@ def test_best_is_the_best_epoch_of_the_best_trial(search):
 def test_best_checkpoint_reproduces_reported_val_acc(search):
     best = search["summary"]["best"]
     space = load_space("resnet_mnist")
-    model = space.build_model(best["config"])
+    model = space.build_model(best["config"], MNIST.info(MNIST_MINI, {}))
     load_model_weights(best["checkpoint"], model)  # torch.load(weights_only=True)
     images, labels = MNIST.load(MNIST_MINI, train=False, limit=VAL_LIMIT)
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
     torch.set_num_threads(1)
-    shards = [evaluate(model, split, shard_indices(len(split), rank, WORKERS, None)) for rank in range(WORKERS)]
+    cpu = torch.device("cpu")
+    shards = [evaluate(model, split.batches(shard_indices(len(split), rank, WORKERS, None), 512), cpu)
+              for rank in range(WORKERS)]  # fmt: skip
     accuracy = sum(s["correct"] for s in shards).item() / len(split)
     assert accuracy == pytest.approx(best["metrics"]["val_acc"], abs=1.5 / len(split))
 
@@ -141,7 +143,7 @@ def test_program_loads_in_plain_pytorch_and_matches_the_checkpoint(exported, sea
     from_program = torch.load(tmp_path / "pred.pt", weights_only=True)
 
     best = search["summary"]["best"]
-    model = load_space("resnet_mnist").build_model(best["config"]).eval()
+    model = load_space("resnet_mnist").build_model(best["config"], MNIST.info(MNIST_MINI, {})).eval()
     load_model_weights(best["checkpoint"], model)
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
     with torch.no_grad():

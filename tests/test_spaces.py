@@ -46,23 +46,58 @@ def test_search_space_samples_in_range(name):
             assert dist._contains(dist.to_internal_repr(trial.params[key]))
 
 
+def example_info(space, hp):
+    """The data a space's model is built for: the dataset's own for IDX data, 3 classes for image folders."""
+    from trainables.data import DataInfo, FolderDataset, get_dataset
+
+    dataset = get_dataset(space.dataset)
+    if isinstance(dataset, FolderDataset):
+        return DataInfo(("a", "b", "c"), 3, int(hp["image_size"]), dataset.mean, dataset.std)
+    return dataset.info("", hp)
+
+
 @pytest.mark.parametrize("name", SPACES)
 def test_model_output_shape(name):
     import torch
 
-    from trainables.data import get_dataset
-
     space = load_space(name)
-    dataset = get_dataset(space.dataset)
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
     hp = {**space.constants, **study.ask(space.hyperparameters).params}
-    model = space.build_model(hp).eval()
-    images = torch.zeros(2, dataset.in_channels, dataset.image_size, dataset.image_size)
+    info = example_info(space, hp)
+    model = space.build_model(hp, info).eval()
+    images = torch.zeros(2, info.in_channels, info.image_size, info.image_size)
     with torch.no_grad():
-        assert model(images).shape == (2, dataset.num_classes)
+        assert model(images).shape == (2, info.num_classes)
 
 
 def test_resnet_mnist_is_resnet18_with_one_channel_conv1():
-    model = load_space("resnet_mnist").build_model({})
+    space = load_space("resnet_mnist")
+    model = space.build_model({}, example_info(space, {}))
     assert model.conv1.in_channels == 1 and model.fc.out_features == 10
     assert type(model).__name__ == "ResNet" and len(model.layer1) == 2
+
+
+def test_frozen_backbone_trains_only_the_head():
+    space = load_space("resnet50_transfer")
+    hp = {**space.constants, "freeze_backbone": True}
+    model = space.build_model(hp, example_info(space, hp))
+    trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+    assert trainable == {"fc.weight", "fc.bias"} and model.fc.out_features == 3
+
+
+def test_user_space_breaking_the_contract_says_what_is_missing(tmp_path):
+    from search.errors import UsageError
+
+    no_space = tmp_path / "empty_space.py"
+    no_space.write_text("X = 1\n")
+    with pytest.raises(UsageError, match="defines no SPACE"):
+        load_space(str(no_space))
+    missing = tmp_path / "missing_space.py"
+    missing.write_text("from search.space import Space\nSPACE = Space(name='m', description='d', architecture='cnn')\n")
+    with pytest.raises(UsageError, match="missing 2 required positional arguments: 'dataset' and 'hyperparameters'"):
+        load_space(str(missing))
+    wrong = tmp_path / "wrong_space.py"
+    wrong.write_text("from search.space import Space\nSPACE = Space(name='w', description='d', architecture='cnn', "
+                     "dataset='mnist', hyperparameters={'lr': (0.1, 1.0)})\n")
+    with pytest.raises(UsageError, match="hyperparameter lr must be an optuna distribution"):
+        load_space(str(wrong))

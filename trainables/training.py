@@ -52,6 +52,11 @@ class Split:
         images = self.images[index].float().div_(255.0)
         return (images - self.mean) / self.std, self.labels[index]
 
+    def batches(self, index: torch.Tensor, batch_size: int):
+        """(images, labels) of `index`, `batch_size` at a time, straight from memory."""
+        for chunk in index.to(self.labels.device).split(batch_size):
+            yield self.batch(chunk)
+
 
 def shard_indices(n: int, rank: int, world_size: int, seed: int | None) -> torch.Tensor:
     """This rank's share of `n` samples: the same (seeded) permutation on every rank, then every
@@ -77,41 +82,64 @@ def make_optimizer(hp: dict, model: nn.Module) -> torch.optim.Optimizer:
     raise ValueError(f"optimizer={name}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
 
 
+def make_lr_scheduler(hp: dict, optimizer):
+    """`lr_schedule=plateau`: ReduceLROnPlateau on the validation loss (the transfer-learning tutorial's)."""
+    if hp.get("lr_schedule", "none") == "plateau":
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=0.1, patience=1)
+    return None
+
+
+def load_matching_weights(model: nn.Module, path: str | Path) -> list[str]:
+    """Load pretrained weights (weights_only=True) into every layer whose shape matches; returns the keys skipped
+    (typically the classifier head, which has another number of classes)."""
+    state = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
+        state = state["state_dict"]
+    own = model.state_dict()
+    usable = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
+    if not usable:
+        raise ValueError(f"{path}: no tensor in this file matches the model (is it a state_dict of the same network?)")
+    model.load_state_dict(usable, strict=False)
+    return sorted(set(own) - set(usable))
+
+
 def per_rank_batch_size(batch_size: int, world_size: int) -> int:
     """`batch_size` is the global batch; each rank takes its share (at least one sample)."""
     return max(1, batch_size // world_size)
 
 
-def train_one_epoch(model, optimizer, split: Split, index: torch.Tensor, batch_size: int) -> dict:
-    """One pass over this rank's shard. Returns the summed loss, sample count and seconds spent."""
+def train_one_epoch(model, optimizer, batches, device) -> dict:
+    """One pass over this rank's batches. Returns the summed loss, sample count and seconds spent."""
     model.train()
-    device = split.labels.device
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+    count = 0
     start = time.perf_counter()
-    for batch_index in index.to(device).split(batch_size):
-        images, labels = split.batch(batch_index)
+    for images, labels in batches:
+        images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
         optimizer.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
-        loss_sum += loss.detach().double() * len(batch_index)
+        loss_sum += loss.detach().double() * len(labels)
+        count += len(labels)
     seconds = time.perf_counter() - start
-    return {"loss_sum": loss_sum, "count": len(index), "seconds": seconds}
+    return {"loss_sum": loss_sum, "count": count, "seconds": seconds}
 
 
 @torch.no_grad()
-def evaluate(model, split: Split, index: torch.Tensor, batch_size: int = 512) -> dict:
-    """Summed loss and correct predictions over `index` (sums, so shards can be reduced across ranks)."""
+def evaluate(model, batches, device) -> dict:
+    """Summed loss and correct predictions (sums, so shards can be reduced across ranks)."""
     model.eval()
-    device = split.labels.device
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     correct = torch.zeros((), device=device, dtype=torch.float64)
-    for batch_index in index.to(device).split(batch_size):
-        images, labels = split.batch(batch_index)
+    count = 0
+    for images, labels in batches:
+        images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
         logits = model(images)
         loss_sum += F.cross_entropy(logits, labels, reduction="sum").double()
         correct += (logits.argmax(dim=1) == labels).sum().double()
-    return {"loss_sum": loss_sum, "correct": correct, "count": len(index)}
+        count += len(labels)
+    return {"loss_sum": loss_sum, "correct": correct, "count": count}
 
 
 def save_checkpoint(directory: str | Path, model: nn.Module, optimizer, epoch: int, metrics: dict, hp: dict) -> None:

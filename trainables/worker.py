@@ -14,16 +14,16 @@ import torch.distributed as dist
 from search.config import RunConfig
 from search.space import load_space
 from trainables.data import get_dataset
+from trainables.feeds import make_feed
 from trainables.training import (
-    Split,
     evaluate,
+    load_matching_weights,
     load_model_weights,
     load_optimizer_state,
+    make_lr_scheduler,
     make_optimizer,
-    per_rank_batch_size,
     read_checkpoint_state,
     save_checkpoint,
-    shard_indices,
     train_one_epoch,
 )
 
@@ -39,8 +39,10 @@ def train_fn_per_worker(config: dict) -> None:
     device = ray.train.torch.get_device()
 
     torch.manual_seed(run.seed)
-    train_split, val_split = load_splits(space.dataset, run, device)
-    model = space.build_model(hp)
+    feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
+    model = space.build_model(hp, get_dataset(space.dataset).info(run.data.root, hp))
+    if run.model.weights:
+        load_matching_weights(model, run.model.weights)
 
     # 2. After a worker failure Ray Train restarts the group from the latest checkpoint.
     checkpoint = ray.train.get_checkpoint()
@@ -53,22 +55,22 @@ def train_fn_per_worker(config: dict) -> None:
     # 3. Move the model to the device and wrap it in DistributedDataParallel.
     model = ray.train.torch.prepare_model(model)
     optimizer = make_optimizer(hp, model)
+    lr_scheduler = make_lr_scheduler(hp, optimizer)
     if checkpoint:
         with checkpoint.as_directory() as directory:
             load_optimizer_state(directory, optimizer)
 
-    batch_size = per_rank_batch_size(hp["batch_size"], world_size)
-    val_index = shard_indices(len(val_split), rank, world_size, seed=None)
     for epoch in range(first_epoch, run.epochs + 1):
         epoch_start = time.perf_counter()
-        train_index = shard_indices(len(train_split), rank, world_size, seed=run.seed * 100_003 + epoch)
-        train_stats = train_one_epoch(model, optimizer, train_split, train_index, batch_size)
+        train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device)
         broadcast_buffers_from_rank0(model)
-        val_stats = evaluate(unwrap(model), val_split, val_index)
+        val_stats = evaluate(unwrap(model), feed.val_batches(), device)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
         metrics.update(epoch=epoch, lr=optimizer.param_groups[0]["lr"], epoch_s=time.perf_counter() - epoch_start)
         metrics["resumed_from"] = first_epoch - 1  # the checkpoint's epoch this run continued from (0: none)
         metrics["diverged"] = not all(map(math.isfinite, (metrics["train_loss"], metrics["val_loss"])))
+        if lr_scheduler is not None and not metrics["diverged"]:
+            lr_scheduler.step(metrics["val_loss"])
 
         # 4. Every rank reports (a barrier); rank 0 attaches the checkpoint of this epoch.
         with tempfile.TemporaryDirectory() as directory:
@@ -79,15 +81,6 @@ def train_fn_per_worker(config: dict) -> None:
             ray.train.report(metrics, checkpoint=epoch_checkpoint, checkpoint_dir_name=f"checkpoint_epoch_{epoch:04d}")
         if metrics["diverged"]:
             return  # the trial driver turns this into a failed trial with the reason
-
-
-def load_splits(dataset_name: str, run: RunConfig, device: torch.device) -> tuple[Split, Split]:
-    dataset = get_dataset(dataset_name)
-    splits = []
-    for train, limit in ((True, run.data.limit), (False, run.data.val_limit)):
-        images, labels = dataset.load(run.data.root, train=train, limit=limit)
-        splits.append(Split.from_arrays(images, labels, dataset.mean, dataset.std, device))
-    return splits[0], splits[1]
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:

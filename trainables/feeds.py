@@ -1,0 +1,131 @@
+"""Batches for one rank: IDX datasets straight from memory, image folders through DataLoader workers."""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from trainables.data import FolderDataset, IdxDataset, get_dataset
+from trainables.training import Split, per_rank_batch_size, shard_indices
+
+EVAL_BATCH = 512
+
+
+def train_seed(seed: int, epoch: int) -> int:
+    """The shuffle of an epoch: the same on every rank, so their shards stay disjoint."""
+    return seed * 100_003 + epoch
+
+
+class MemoryFeed:
+    """A decoded uint8 split in (GPU) memory, sharded per rank; no per-sample transform."""
+
+    def __init__(self, dataset: IdxDataset, run, hp: dict, rank: int, world_size: int, device, normalize: bool = True):
+        self.rank, self.world_size, self.seed = rank, world_size, run.seed
+        self.batch_size = per_rank_batch_size(hp["batch_size"], world_size)
+        mean, std = (dataset.mean, dataset.std) if normalize else ((0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels)
+        self.splits = {}
+        for name, train, limit in (("train", True, run.data.limit), ("val", False, run.data.val_limit)):
+            images, labels = dataset.load(run.data.root, train=train, limit=limit)
+            self.splits[name] = Split.from_arrays(images, labels, mean, std, device)
+
+    def train_batches(self, epoch: int):
+        split = self.splits["train"]
+        index = shard_indices(len(split), self.rank, self.world_size, seed=train_seed(self.seed, epoch))
+        return split.batches(index, self.batch_size)
+
+    def val_batches(self):
+        split = self.splits["val"]
+        return split.batches(shard_indices(len(split), self.rank, self.world_size, seed=None), EVAL_BATCH)
+
+
+class FolderImages(Dataset):
+    """(path, label) pairs decoded with PIL and transformed, in DataLoader worker processes."""
+
+    def __init__(self, samples: list[tuple[str, int]], transform):
+        self.samples, self.transform = samples, transform
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int):
+        from PIL import Image
+
+        path, label = self.samples[i]
+        with Image.open(path) as image:
+            return self.transform(image.convert("RGB")), label
+
+
+class ShardSampler(Sampler):
+    """This rank's share of a dataset, reshuffled each epoch (training) or in order (evaluation)."""
+
+    def __init__(self, size: int, rank: int, world_size: int, seed: int | None):
+        self.size, self.rank, self.world_size, self.seed = size, rank, world_size, seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self):
+        seed = None if self.seed is None else train_seed(self.seed, self.epoch)
+        return iter(shard_indices(self.size, self.rank, self.world_size, seed=seed).tolist())
+
+    def __len__(self) -> int:
+        return len(shard_indices(self.size, self.rank, self.world_size, seed=None if self.seed is None else 0))
+
+
+def folder_transforms(image_size: int, mean, std, train: bool, normalize: bool):
+    from torchvision import transforms
+
+    steps = (
+        [transforms.RandomResizedCrop(image_size), transforms.RandomHorizontalFlip()]
+        if train
+        else [transforms.Resize(eval_resize(image_size)), transforms.CenterCrop(image_size)]
+    )
+    steps.append(transforms.ToTensor())
+    if normalize:
+        steps.append(transforms.Normalize(mean, std))
+    return transforms.Compose(steps)
+
+
+def eval_resize(image_size: int) -> int:
+    """Shorter side before the center crop (224 -> 256, as in the torchvision recipes)."""
+    return int(round(image_size / 0.875))
+
+
+class FolderFeed:
+    """An ImageFolder tree decoded by `data.workers` DataLoader processes, pinned memory on GPU."""
+
+    def __init__(self, dataset: FolderDataset, run, hp: dict, rank: int, world_size: int, device, normalize=True,
+                 skip=()):  # fmt: skip
+        index = dataset.index(run.data.root, hp, run.seed, skip)
+        train, val = index.train, index.val
+        if run.data.limit:
+            train = train[: run.data.limit]
+        if run.data.val_limit:
+            val = val[: run.data.val_limit]
+        size = int(hp["image_size"])
+        pin = torch.device(device).type == "cuda"
+        workers = run.data.workers
+
+        def loader(samples, is_train, batch_size):
+            sampler = ShardSampler(len(samples), rank, world_size, run.seed if is_train else None)
+            images = FolderImages(samples, folder_transforms(size, dataset.mean, dataset.std, is_train, normalize))
+            return DataLoader(images, batch_size=batch_size, sampler=sampler, num_workers=workers, pin_memory=pin,
+                              persistent_workers=workers > 0)  # fmt: skip
+
+        self.train_loader = loader(train, True, per_rank_batch_size(hp["batch_size"], world_size))
+        self.val_loader = loader(val, False, EVAL_BATCH)
+
+    def train_batches(self, epoch: int):
+        self.train_loader.sampler.set_epoch(epoch)
+        return self.train_loader
+
+    def val_batches(self):
+        return self.val_loader
+
+
+def make_feed(space, run, hp: dict, rank: int, world_size: int, device, normalize: bool = True, skip=()):
+    dataset = get_dataset(space.dataset)
+    if isinstance(dataset, FolderDataset):
+        return FolderFeed(dataset, run, hp, rank, world_size, device, normalize, skip)
+    return MemoryFeed(dataset, run, hp, rank, world_size, device, normalize)
