@@ -1,0 +1,88 @@
+"""Image-folder datasets: layout checks and unreadable images, on real photos (linked from ../shared)."""
+
+import pytest
+
+from search.errors import UsageError
+from tests.conftest import REPO
+from trainables.data import IMAGEFOLDER, IMAGEFOLDER_SPLIT
+
+HYMENOPTERA = (REPO / ".." / "shared" / "datasets" / "hymenoptera").resolve()
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A small train/val tree of real photos (symlinks into ../shared), 3 per class."""
+    if not HYMENOPTERA.is_dir():
+        pytest.skip("../shared/datasets/hymenoptera is missing")
+    for split in ("train", "val"):
+        for name in ("ants", "bees"):
+            folder = tmp_path / "tree" / split / name
+            folder.mkdir(parents=True)
+            for source in sorted((HYMENOPTERA / split / name).iterdir())[:3]:
+                (folder / source.name).symlink_to(source)
+    return tmp_path / "tree"
+
+
+def test_real_tree_passes_and_indexes(tree):
+    assert IMAGEFOLDER.check(tree, {"image_size": 32}, False, False, 0) == []
+    index = IMAGEFOLDER.index(tree, {}, 0)
+    assert index.class_names == ("ants", "bees") and len(index.train) == 6 and len(index.val) == 6
+    assert IMAGEFOLDER.info(tree, {"image_size": 32}).num_classes == 2
+
+
+def test_split_by_train_pct_is_stratified_and_seeded():
+    if not HYMENOPTERA.is_dir():
+        pytest.skip("../shared/datasets/hymenoptera is missing")
+    first = IMAGEFOLDER_SPLIT.index(HYMENOPTERA / "train", {"train_pct": 0.8}, seed=1)
+    again = IMAGEFOLDER_SPLIT.index(HYMENOPTERA / "train", {"train_pct": 0.8}, seed=1)
+    assert first.train == again.train and not set(first.train) & set(first.val)
+    assert len(first.train) + len(first.val) == 245 and abs(len(first.train) - 196) <= 2
+    assert {label for _, label in first.val} == {0, 1}
+
+
+def test_empty_class_folder_is_an_error(tree):
+    (tree / "train" / "wasps").mkdir()
+    (tree / "val" / "wasps").mkdir()
+    with pytest.raises(UsageError, match="class folder train/wasps holds no images"):
+        IMAGEFOLDER.check(tree, {}, False, False, 0)
+
+
+def test_one_class_is_an_error(tree):
+    for path in (tree / "val" / "bees").iterdir():
+        path.unlink()
+    (tree / "val" / "bees").rmdir()
+    with pytest.raises(UsageError, match="val/ has 1 class folder"):
+        IMAGEFOLDER.check(tree, {}, False, False, 0)
+
+
+def test_unreadable_image_is_reported_and_skipped_or_fails_when_strict(tree, capsys):
+    broken = tree / "train" / "ants" / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8\xff not really a jpeg")
+    assert IMAGEFOLDER.check(tree, {}, False, False, 0) == [str(broken)]
+    assert str(broken) in capsys.readouterr().err
+    assert str(broken) not in {path for path, _ in IMAGEFOLDER.index(tree, {}, 0, skip=[str(broken)]).train}
+    with pytest.raises(UsageError, match="cannot be decoded.*data.strict=true"):
+        IMAGEFOLDER.check(tree, {}, False, True, 0)
+
+
+def test_missing_layout_names_what_is_expected(tmp_path):
+    with pytest.raises(UsageError, match="expected <root>/train/<class>/<image>"):
+        IMAGEFOLDER.check(tmp_path, {}, False, False, 0)
+
+
+def test_pretrained_without_weights_offline_is_a_clear_error(monkeypatch):
+    """The offline branch of resolve_weights; the download itself is replaced: tests never reach the internet."""
+    import trainables.models
+    from search.commands import resolve_weights
+    from search.space import load_space
+
+    def offline(architecture):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(trainables.models, "download_pretrained", offline)
+    space = load_space("resnet50_transfer")
+    with pytest.raises(UsageError, match="pretrained=true: give model.weights=PATH"):
+        resolve_weights("", space, {"pretrained": True})
+    with pytest.raises(UsageError, match="model.weights=/nope.pt: no such file"):
+        resolve_weights("/nope.pt", space, {"pretrained": True})
+    assert resolve_weights("", space, {"pretrained": False}) == ""

@@ -1,0 +1,108 @@
+"""Every registered space through the whole chain on real data: search, best checkpoint, export, TensorBoard.
+
+Parametrized over the registry, so a new space is tested by being added (its dataset needs an entry in
+`data_args`)."""
+
+import json
+import os
+
+import pytest
+
+from search.space import builtin_space_names, load_space
+from tests.conftest import MNIST_MINI, REPO
+from tests.e2e_helpers import run_cli
+
+HYMENOPTERA = (REPO / ".." / "shared" / "datasets" / "hymenoptera").resolve()
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def random_resnet50_weights(tmp_path_factory):
+    """A local state_dict file standing in for downloaded ImageNet weights (no network here)."""
+    import torch
+    import torchvision
+
+    path = tmp_path_factory.mktemp("weights") / "resnet50.pt"
+    torch.save(torchvision.models.resnet50().state_dict(), path)
+    return path
+
+
+def fashion_mnist_root(tmp_path):
+    """FashionMNIST's torchvision layout, filled with the MNIST-mini IDX files (same format; linked, not copied)."""
+    raw = tmp_path / "fashion" / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name in os.listdir(MNIST_MINI / "MNIST" / "raw"):
+        (raw / name).symlink_to(MNIST_MINI / "MNIST" / "raw" / name)
+    return raw.parents[1]
+
+
+def data_args(dataset: str, tmp_path, weights) -> list[str]:
+    if dataset == "mnist":
+        return [f"data.root={MNIST_MINI}"]
+    if dataset == "fashion_mnist":
+        return [f"data.root={fashion_mnist_root(tmp_path)}"]
+    if dataset == "imagefolder":
+        return [f"data.root={HYMENOPTERA}", "image_size=64"]
+    if dataset == "imagefolder_split":
+        return [f"data.root={HYMENOPTERA / 'train'}", "image_size=64", f"model.weights={weights}"]
+    raise AssertionError(f"no test data for dataset {dataset}")
+
+
+@pytest.mark.parametrize("name", builtin_space_names())
+def test_space_runs_exports_and_logs(name, tmp_path, random_resnet50_weights):
+    if not HYMENOPTERA.is_dir() or not MNIST_MINI.is_dir():
+        pytest.skip("../shared/datasets is missing")
+    space = load_space(name)
+    args = data_args(space.dataset, tmp_path, random_resnet50_weights)
+    result = run_cli("run", f"space={name}", *args, f"storage={tmp_path}", "name=s", "trials=1", "epochs=1",
+                     "workers=2", "data.limit=256", "data.val_limit=200", "data.workers=1")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    experiment = tmp_path / "s"
+    summary = json.loads((experiment / "summary.json").read_text())
+    best = summary["best"]
+    assert best and os.path.isdir(best["checkpoint"]) and summary["space"] == name
+    assert list((experiment / f"trial_{best['trial_id']}").glob("events.out.tfevents.*"))
+
+    exported = run_cli("export", str(experiment))
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert "verified: val_acc=" in exported.stdout
+    meta = json.loads((experiment / "export" / "model.json").read_text())
+    assert meta["architecture"] == space.architecture and meta["space"] == name
+
+
+USER_SPACE = '''
+"""A user's own space: a tiny conv net of the user's, on MNIST."""
+from optuna.distributions import FloatDistribution
+from torch import nn  # a user's space may import torch; the built-in ones do not
+
+from search.space import Space
+
+
+def tiny_net(in_channels, num_classes, width):
+    return nn.Sequential(nn.Conv2d(in_channels, width, 3, 2), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(width, num_classes))
+
+
+SPACE = Space(
+    name="tiny",
+    description="a user's tiny conv net",
+    architecture=__file__ + ":tiny_net",
+    model_args=lambda hp, data: {"in_channels": data.in_channels, "num_classes": data.num_classes, "width": 8},
+    dataset="mnist",
+    hyperparameters={"lr": FloatDistribution(0.01, 0.5, log=True)},
+    constants={"optimizer": "sgd", "batch_size": 64, "momentum": 0.9},
+)
+'''
+
+
+def test_user_defined_space_from_a_file(tmp_path):
+    space_file = tmp_path / "my_space.py"
+    space_file.write_text(USER_SPACE)
+    result = run_cli("run", f"space={space_file}", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=u",
+                     "trials=2", "epochs=1", "workers=2", "data.limit=256", "data.val_limit=200")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads((tmp_path / "u" / "summary.json").read_text())
+    assert summary["space"] == "tiny" and len(summary["trials"]) == 2
+    exported = run_cli("export", str(tmp_path / "u"))
+    assert exported.returncode == 0, exported.stdout + exported.stderr
