@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -206,12 +207,17 @@ def cmd_tensorboard(args: list[str]) -> int:
         raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
     server, url = start_server(Path(positional[0]).expanduser().resolve(), port)
     print(f"TensorBoard for {positional[0]} at {url} (Ctrl-C stops it)", flush=True)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         return server.wait()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         return 0
     finally:
         stop_server(server)
+
+
+def _stop_on_sigterm(signum, frame):
+    raise SystemExit(0)  # unwinds through cmd_tensorboard's finally, which stops the server
 
 
 def cmd_report(args: list[str]) -> int:

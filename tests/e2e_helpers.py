@@ -69,7 +69,16 @@ def main_search(tmp_path_factory) -> dict:
 def start_search(log_path: Path, *args: str, command: str = "run") -> subprocess.Popen:
     """Start `python -m search <command> ...` in the background, its output going to a log file."""
     log = open(log_path, "w")
-    return subprocess.Popen([sys.executable, "-m", "search", command, *args], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "search", command, *args], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+        preexec_fn=_like_a_terminal,
+    )
+
+
+def _like_a_terminal() -> None:
+    """Ctrl-C reaches the command as in a terminal, even when this test runs in a background job (which
+    starts its children with SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_line(log_path: Path, pattern: str, process: subprocess.Popen, timeout: float = 300) -> re.Match:
