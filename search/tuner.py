@@ -9,7 +9,6 @@ import json
 import logging
 import math
 import os
-import time
 from pathlib import Path
 
 import ray
