@@ -1,6 +1,6 @@
 """Runs a search on Ray Tune: Optuna (TPE) proposes, ASHA stops, every trial is a TorchTrainer run.
 
-With `trainables.driver`, this is the only place in `search/` that imports Ray.
+Ray is imported here, in `search.callbacks` (Tune callbacks) and in `trainables` (driver and worker loop) only.
 """
 
 from __future__ import annotations
