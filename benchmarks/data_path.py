@@ -1,0 +1,83 @@
+"""Data path benchmark: this project's in-memory feed against the tutorials' torchvision Dataset + DataLoader with
+per-sample ToTensor/Normalize, on the same MNIST files, batch size and model, in one process.
+
+    python benchmarks/data_path.py [--root ../shared/datasets/mnist-mini] [--batch 128] [--out data_path.json]
+
+Prints epoch times of both paths (data only, and a full ResNet-18 training epoch) and their ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from search.config import RunConfig
+from search.space import load_space
+from trainables.data import MNIST
+from trainables.feeds import MemoryFeed
+from trainables.training import make_optimizer, train_one_epoch
+
+
+def tutorial_loader(root: str, batch: int):
+    from torchvision import datasets, transforms
+
+    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MNIST.mean, MNIST.std)])
+    dataset = datasets.MNIST(root=root, train=True, download=False, transform=transform)
+    return torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=0)
+
+
+def memory_feed(root: str, batch: int):
+    run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root}})
+    return MemoryFeed(MNIST, run, {"batch_size": batch}, rank=0, world_size=1, device=torch.device("cpu"))
+
+
+def time_data_only(batches) -> float:
+    start = time.perf_counter()
+    for images, labels in batches:
+        images.sum()  # touch the batch
+    return time.perf_counter() - start
+
+
+def time_training_epoch(batches, seed: int = 0) -> float:
+    torch.manual_seed(seed)
+    space = load_space("resnet_mnist")
+    model = space.build_model({}, MNIST.info("", {}))
+    optimizer = make_optimizer({"lr": 0.05, "momentum": 0.9}, model)
+    return train_one_epoch(model, optimizer, batches, torch.device("cpu"))["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=str(Path(__file__).resolve().parents[1].parent / "shared/datasets/mnist-mini"))
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--out", default="data_path.json")
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # as one training worker on a 2-core machine
+
+    feed = memory_feed(args.root, args.batch)
+    loader = tutorial_loader(args.root, args.batch)
+    figures = {
+        "data_only_s": {"memory_feed": time_data_only(feed.train_batches(1)), "tutorial": time_data_only(loader)},
+        "training_epoch_s": {
+            "memory_feed": time_training_epoch(feed.train_batches(1)),
+            "tutorial": time_training_epoch(loader),
+        },
+    }
+    for figure in figures.values():
+        figure["tutorial_over_memory_feed"] = figure["tutorial"] / figure["memory_feed"]
+    report = {"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
+              "torch": torch.__version__, "batch": args.batch, "threads": 1, **figures}  # fmt: skip
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(f"{'':<18}{'memory feed':>14}{'tutorial path':>16}{'ratio':>8}")
+    for name, figure in figures.items():
+        print(f"{name:<18}{figure['memory_feed']:>13.2f}s{figure['tutorial']:>15.2f}s"
+              f"{figure['tutorial_over_memory_feed']:>7.1f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
