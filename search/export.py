@@ -185,7 +185,8 @@ def accuracy_like_training(model, space: Space, run: RunConfig, config: dict) ->
 
 
 class _FromUnitRange(nn.Module):
-    """`evaluate` feeds (x - 0) / 1 of the unit-range split: images in [0, 1], as the export expects."""
+    """Lets `evaluate` run an exported program: its `eval()` switch is a no-op, since torch.export programs refuse
+    train()/eval() switches and are already in eval mode. The feed gives images in [0, 1], as the export expects."""
 
     def __init__(self, model):
         super().__init__()
@@ -195,7 +196,7 @@ class _FromUnitRange(nn.Module):
         return self.model(images)
 
     def eval(self):
-        return self  # torch.export programs refuse train()/eval() switches; they are already in eval mode
+        return self
 
 
 def load_model(path: str | Path) -> NormalizedClassifier:
