@@ -1,7 +1,7 @@
 """Data path benchmark: this project's in-memory feed against the tutorials' torchvision Dataset + DataLoader with
 per-sample ToTensor/Normalize, on the same MNIST files, batch size and model, in one process.
 
-    python benchmarks/data_path.py [--root ../shared/datasets/mnist-mini] [--batch 128] [--out data_path.json]
+    python -m benchmarks.data_path [--root ../shared/datasets/mnist-mini] [--batch 128] [--out data_path.json]
 
 Prints epoch times of both paths (data only, and a full ResNet-18 training epoch) and their ratios.
 """
@@ -9,13 +9,12 @@ Prints epoch times of both paths (data only, and a full ResNet-18 training epoch
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import time
 from pathlib import Path
 
 import torch
 
+from benchmarks.report import write_report
 from search.config import RunConfig
 from search.space import load_space
 from trainables.data import MNIST
@@ -70,9 +69,7 @@ def main() -> None:
     }
     for figure in figures.values():
         figure["tutorial_over_memory_feed"] = figure["tutorial"] / figure["memory_feed"]
-    report = {"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
-              "torch": torch.__version__, "batch": args.batch, "threads": 1, **figures}  # fmt: skip
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(args.out, {"batch": args.batch, "threads": 1, **figures})
     print(f"{'':<18}{'memory feed':>14}{'tutorial path':>16}{'ratio':>8}")
     for name, figure in figures.items():
         print(f"{name:<18}{figure['memory_feed']:>13.2f}s{figure['tutorial']:>15.2f}s"

@@ -1,6 +1,6 @@
 """Trial throughput and fixed overhead against a bare single-process PyTorch loop, in one script.
 
-    python benchmarks/throughput.py [--root ../shared/datasets/mnist-mini] [--limit 2048] [--epochs 3] [--batch 128]
+    python -m benchmarks.throughput [--root ../shared/datasets/mnist-mini] [--limit 2048] [--epochs 3] [--batch 128]
 
 1. Bare loop: one process using every core, the same ResNet-18, data, batch size and device, steady-state images/s
    (epochs after the first).
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from benchmarks.report import write_report
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -81,10 +82,8 @@ def main() -> None:
     bare = bare_loop(args.root, args.limit, args.epochs, args.batch)
     with tempfile.TemporaryDirectory() as storage:
         trials = {w: trial(args.root, args.limit, args.epochs, args.batch, w, Path(storage)) for w in (1, 2)}
-    report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-              "torch": torch.__version__, "batch": args.batch, "train_images": args.limit, "epochs": args.epochs,
-              "bare_loop_images_per_s": bare, "trials": {f"workers={w}": t for w, t in trials.items()}}  # fmt: skip
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(args.out, {"batch": args.batch, "train_images": args.limit, "epochs": args.epochs,
+                            "bare_loop_images_per_s": bare, "trials": {f"workers={w}": t for w, t in trials.items()}})
     print(f"bare single-process loop: {bare:.0f} images/s")
     print(f"{'trial':<11}{'images/s':>9}{'vs bare':>9}{'start->1st epoch':>18}{'overhead':>10}{'life':>8}{'CLI wall':>10}")
     for workers, t in trials.items():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import ray.tune
 
+from search.summary import outcome
 from search.tensorboard import TrialEventWriter
 
 RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"
@@ -30,18 +31,12 @@ class TrialOutcomes:
     def epochs_run(self, trial) -> int:
         return int((trial.last_result or {}).get("epoch") or 0)
 
-    def status(self, trial) -> str:
-        if trial.status == ERROR or (trial.last_result or {}).get("diverged"):
-            return "failed"
-        if trial.status == TERMINATED:
-            return self.status_at_end(trial)
+    def status(self, trial, ended: bool = False) -> str:
+        """`ended`: the trial this callback is about (Tune calls back before it marks the trial TERMINATED)."""
+        if trial.status == TERMINATED or ended or trial.status == ERROR:
+            diverged = bool((trial.last_result or {}).get("diverged"))
+            return outcome(trial.status == ERROR or diverged, self.epochs_run(trial), self.epochs)
         return trial.status.lower()
-
-    def status_at_end(self, trial) -> str:
-        """Status of a trial that just ended (Tune calls back before it marks the trial TERMINATED)."""
-        if (trial.last_result or {}).get("diverged"):
-            return "failed"
-        return "completed" if self.epochs_run(trial) >= self.epochs else "stopped_early"
 
 
 class ProgressView(ray.tune.Callback):
@@ -63,7 +58,7 @@ class ProgressView(ray.tune.Callback):
         self._show(trials, latest={trial.trial_id: result})  # Tune stores `result` in the trial after this call
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self._show(trials, f"trial {trial.trial_id} finished: {self.outcomes.status_at_end(trial)}", ended=trial)
+        self._show(trials, f"trial {trial.trial_id} finished: {self.outcomes.status(trial, ended=True)}", ended=trial)
 
     def on_trial_error(self, iteration, trials, trial, **info):
         self._show(trials, f"trial {trial.trial_id} failed; see {trial.path}/error.txt", ended=trial)
@@ -74,7 +69,7 @@ class ProgressView(ray.tune.Callback):
 
     def render(self, trials, elapsed: float, event=None, latest: dict | None = None, ended=None) -> list[str]:
         o, latest = self.outcomes, latest or {}
-        statuses = [o.status(t) if t is not ended else ("failed" if t.status == ERROR else o.status_at_end(t)) for t in trials]
+        statuses = [o.status(t, ended=t is ended) for t in trials]
         running = [t for t in trials if t.status == RUNNING and t is not ended]
         finished = statuses.count("completed") + statuses.count("stopped_early")
         lines = [f"[{_clock(elapsed)}] {event}"] if event else []
@@ -133,7 +128,7 @@ class TensorBoardEvents(ray.tune.Callback):
             self._writer(trial).epoch(result)
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self._end(trial, self.outcomes.status_at_end(trial))
+        self._end(trial, self.outcomes.status(trial, ended=True))
 
     def on_trial_error(self, iteration, trials, trial, **info):
         self._end(trial, "failed")

@@ -20,6 +20,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 
+from search.config import parse_scalar
 from search.errors import UsageError
 
 
@@ -83,8 +84,6 @@ def describe_distribution(dist: BaseDistribution) -> str:
 
 def coerce_hyperparameter(space: Space, key: str, text: str) -> Any:
     """Parse `key=text` for a hyperparameter of `space` into a value of the right type."""
-    from search.config import parse_scalar
-
     if key in space.constants:
         return parse_scalar(key, text, type(space.constants[key]))
     dist = space.hyperparameters[key]

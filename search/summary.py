@@ -54,12 +54,17 @@ def divergence(record: TrialRecord) -> str | None:
     return None
 
 
-def trial_status(record: TrialRecord, epochs: int) -> str:
-    if record.error or divergence(record):
+def outcome(failed: bool, epochs_run: int, epochs: int) -> str:
+    """The status word of an ended trial, shared by summary.json, the live view and TensorBoard."""
+    if failed:
         return "failed"
-    if epochs_run(record) == 0:
+    if epochs_run == 0:
         return "not_started"
-    return "completed" if epochs_run(record) >= epochs else "stopped_early"
+    return "completed" if epochs_run >= epochs else "stopped_early"
+
+
+def trial_status(record: TrialRecord, epochs: int) -> str:
+    return outcome(bool(record.error or divergence(record)), epochs_run(record), epochs)
 
 
 def summarize(space: str, metric: str, mode: str, run: dict, records: list[TrialRecord]) -> dict:

@@ -52,6 +52,7 @@ def resume_search(experiment: Path) -> dict:
     space = load_space(config.space)
 
     def restore(concurrency: int) -> ray.tune.Tuner:
+        # Tune keeps the scheduler, searcher and max_concurrent_trials it pickled when the search started.
         return ray.tune.Tuner.restore(
             str(experiment),
             trainable=build_trainable(config, space, experiment),

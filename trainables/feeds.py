@@ -70,7 +70,9 @@ class ShardSampler(Sampler):
         return iter(shard_indices(self.size, self.rank, self.world_size, seed=seed).tolist())
 
     def __len__(self) -> int:
-        return len(shard_indices(self.size, self.rank, self.world_size, seed=None if self.seed is None else 0))
+        if self.seed is None:
+            return len(range(self.rank, self.size, self.world_size))
+        return self.size // self.world_size
 
 
 def folder_transforms(image_size: int, mean, std, train: bool, normalize: bool):
