@@ -1,20 +1,15 @@
 """Data path benchmark: this project's in-memory feed against the tutorials' torchvision Dataset + DataLoader with
 per-sample ToTensor/Normalize, on the same MNIST files, batch size and model, in one process.
 
-    python -m benchmarks.data_path [--root ../shared/datasets/mnist-mini] [--batch 128] [--out data_path.json]
-
-Prints epoch times of both paths (data only, and a full ResNet-18 training epoch) and their ratios.
+Part of `python -m benchmarks`: epoch times of both paths (data only, and a full ResNet-18 training epoch).
 """
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 import torch
 
-from benchmarks.report import write_report
 from search.config import RunConfig
 from search.space import load_space
 from trainables.data import MNIST
@@ -50,16 +45,11 @@ def time_training_epoch(batches, seed: int = 0) -> float:
     return train_one_epoch(model, optimizer, batches, torch.device("cpu"))["seconds"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=str(Path(__file__).resolve().parents[1].parent / "shared/datasets/mnist-mini"))
-    parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--out", default="data_path.json")
-    args = parser.parse_args()
-    torch.set_num_threads(1)  # as one training worker on a 2-core machine
-
-    feed = memory_feed(args.root, args.batch)
-    loader = tutorial_loader(args.root, args.batch)
+def measure(root: str, batch: int) -> dict:
+    """Both paths, one thread (as one training worker on a 2-core machine): data alone, then a training epoch."""
+    torch.set_num_threads(1)
+    feed = memory_feed(root, batch)
+    loader = tutorial_loader(root, batch)
     figures = {
         "data_only_s": {"memory_feed": time_data_only(feed.train_batches(1)), "tutorial": time_data_only(loader)},
         "training_epoch_s": {
@@ -69,12 +59,4 @@ def main() -> None:
     }
     for figure in figures.values():
         figure["tutorial_over_memory_feed"] = figure["tutorial"] / figure["memory_feed"]
-    write_report(args.out, {"batch": args.batch, "threads": 1, **figures})
-    print(f"{'':<18}{'memory feed':>14}{'tutorial path':>16}{'ratio':>8}")
-    for name, figure in figures.items():
-        print(f"{name:<18}{figure['memory_feed']:>13.2f}s{figure['tutorial']:>15.2f}s"
-              f"{figure['tutorial_over_memory_feed']:>7.1f}x")  # fmt: skip
-
-
-if __name__ == "__main__":
-    main()
+    return figures

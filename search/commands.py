@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+from search.cluster import is_uri, resolve_address
 from search.config import RunConfig, experiment_dir, format_help, help_rows, parse_overrides, split_override
 from search.errors import SearchInterrupted, UsageError
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
@@ -130,7 +131,13 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
         config.space = str(Path(config.space).resolve())
     config.name = config.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     config.data.root = str(Path(config.data.root).expanduser().resolve())
+    if is_uri(config.storage):
+        raise UsageError(
+            f"storage={config.storage}: URIs are not supported yet; give a folder (on a multi-node cluster, "
+            f"one every node mounts, e.g. NFS at /mnt/cluster_storage)"
+        )
     config.storage = str(Path(config.storage).expanduser().resolve())
+    config.address = resolve_address(config.address, os.environ)
     return config, space
 
 
@@ -145,9 +152,9 @@ def preflight(config: RunConfig, space: Space) -> None:
         raise UsageError(f"optimizer={optimizer}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
     if experiment_dir(config).exists():
         raise UsageError(f"name={config.name}: {experiment_dir(config)} already exists; choose another name=")
-    if config.gpus is None:
-        config.gpus = 1.0 if local_gpu_count() else 0.0
-    if not config.address:
+    if not config.address:  # on a cluster, gpus=auto and the fit check wait for the cluster's own figures
+        if config.gpus is None:
+            config.gpus = 1.0 if local_gpu_count() else 0.0
         local_node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
         plan_concurrency([local_node], TrialShape.of(config), config.concurrency)
     dataset = get_dataset(space.dataset)

@@ -62,7 +62,7 @@ class RunConfig:
     name: str = ""
     """Experiment name, the folder under storage (default: <space>-<date>-<time>)."""
     storage: str = "./runs"
-    """Folder (or URI) that receives every experiment."""
+    """Folder that receives every experiment (on a multi-node cluster: one every node mounts)."""
     trials: int = 8
     """Number of trials (hyperparameter configurations) to run."""
     epochs: int = 3
@@ -84,7 +84,7 @@ class RunConfig:
     time_budget: float = 0.0
     """Stop starting and running trials after this many seconds (0: no limit)."""
     address: str = ""
-    """Existing Ray cluster to use (default: start a local one in-process)."""
+    """Ray cluster to join: auto, host:port or ray://host:port (default: $RAY_ADDRESS, else a local instance)."""
     checkpoints: int = 2
     """Checkpoints kept per trial, the best ones by the metric."""
     max_failures: int = 0

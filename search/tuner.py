@@ -9,6 +9,8 @@ import json
 import logging
 import math
 import os
+import secrets
+import shutil
 from pathlib import Path
 
 import ray
@@ -17,15 +19,18 @@ from optuna.samplers import TPESampler
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.optuna import OptunaSearch
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from search.callbacks import ProgressView, SchedulerState, TensorBoardEvents, TrialOutcomes
+from search.cluster import check_every_node_sees, paths_every_node_needs, project_runtime_env, refuse_unreachable
 from search.config import RunConfig
-from search.errors import SearchFailed, SearchInterrupted
+from search.errors import SearchFailed, SearchInterrupted, UsageError
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
 from search.space import Space, load_space
 from search.files import write_json_atomically
 from search.summary import SUMMARY_FILE, TrialRecord, summarize
-from trainables.driver import DRIVER_RESOURCES, train_trial
+from search.tensorboard import free_port
+from trainables.driver import DRIVER_RESOURCES, alive_node_resources, train_trial
 
 TRIAL_DIR_PREFIX = "trial_"
 LOG_FILE = "search.log"
@@ -43,7 +48,11 @@ def run_search(config: RunConfig, space: Space, experiment: Path) -> dict:
     """Run the whole search and write `summary.json`; returns the summary."""
     experiment.mkdir(parents=True)
     write_json_atomically(experiment / SEARCH_FILE, {"run": config.to_dict()})
-    return drive(config, space, experiment, lambda concurrency: build_tuner(config, space, experiment, concurrency))
+    try:
+        return drive(config, space, experiment, lambda concurrency: build_tuner(config, space, experiment, concurrency))
+    except UsageError:
+        shutil.rmtree(experiment)  # refused before any trial ran: leave nothing that looks like an experiment
+        raise
 
 
 def resume_search(experiment: Path) -> dict:
@@ -66,17 +75,20 @@ def resume_search(experiment: Path) -> dict:
 def drive(config: RunConfig, space: Space, experiment: Path, make_tuner) -> dict:
     """Connect to Ray, fit the tuner, always release Ray, then write the summary of a finished search."""
     route_logs(experiment / LOG_FILE, config.verbose)
-    started_here = connect(config)
+    connect(config)
     try:
-        concurrency = plan_concurrency(alive_nodes(), TrialShape.of(config), config.concurrency)
+        nodes = alive_node_resources()
+        if config.gpus is None:  # gpus=auto on a cluster: what the cluster has, not what this machine has
+            config.gpus = 1.0 if any(node.get("GPU", 0) for node in nodes) else 0.0
+        concurrency = plan_concurrency(nodes, TrialShape.of(config), config.concurrency)
+        check_paths_on_every_node(config)
         print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, log in {experiment / LOG_FILE}")
         results = make_tuner(concurrency).fit()
         if not search_finished(results, config):
             raise SearchInterrupted(experiment)
         records = [trial_record(result) for result in results]
     finally:
-        if started_here:
-            ray.shutdown()
+        ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
     summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records)
     write_json_atomically(experiment / SUMMARY_FILE, summary)
     if summary["best"] is None:
@@ -105,25 +117,73 @@ def route_logs(log_file: Path, verbose: int) -> None:
     logging.captureWarnings(True)
 
 
-def connect(config: RunConfig) -> bool:
-    """Join `address` or start a local Ray instance; True when this process started it."""
+def connect(config: RunConfig) -> None:
+    """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance."""
     common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
     if config.address:
-        ray.init(address=config.address, **common)
-        return False
+        refuse_unreachable(config.address, bootstrap_address(config.address))
+        context = ray.init(address=config.address, runtime_env=project_runtime_env({}), **common)
+        logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
+        return
     context = ray.init(
         address="local",
         num_cpus=local_cpu_count(),
         include_dashboard=True,
         dashboard_host="127.0.0.1",
+        dashboard_port=free_port(),  # a Ray instance that just shut down may still hold the default port
         **common,
     )
     logging.getLogger("ray").info("search started a local Ray instance, session %s", context.address_info["session_dir"])
-    return True
 
 
-def alive_nodes() -> list[dict]:
-    return [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+def bootstrap_address(address: str) -> str:
+    """The host:port Ray will really dial for `address` (auto: the cluster this machine started last)."""
+    if address.startswith("ray://"):
+        return address
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        return canonicalize_bootstrap_address(address) or address
+    except (ConnectionError, ValueError) as exc:
+        raise UsageError(f"address={address}: {exc}") from None
+
+
+@ray.remote(num_cpus=0)
+def _paths_this_node_sees(paths: dict[str, str], marker: str, token: str) -> dict[str, bool]:
+    seen = {label: os.path.exists(path) for label, path in paths.items()}
+    try:
+        seen["storage"] = Path(marker).read_text() == token
+    except OSError:
+        seen["storage"] = False
+    return seen
+
+
+def check_paths_on_every_node(config: RunConfig, timeout_s: float = 120.0) -> None:
+    """On a multi-node cluster, ask every node whether it sees storage (a file written here), the data and the
+    other files a trial opens; refuse the search before it starts when one does not."""
+    nodes = [node for node in ray.nodes() if node.get("Alive")]
+    if len(nodes) < 2:
+        return
+    paths = paths_every_node_needs(config)
+    token = secrets.token_hex(8)
+    storage = Path(config.storage)
+    storage.mkdir(parents=True, exist_ok=True)
+    marker = storage / f".search-probe-{token}"
+    marker.write_text(token)
+    try:
+        probes = {
+            f"{node['NodeManagerAddress']} {node['NodeID'][:8]}": _paths_this_node_sees.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+            ).remote(paths, str(marker), token)
+            for node in nodes
+        }
+        try:
+            answers = dict(zip(probes, ray.get(list(probes.values()), timeout=timeout_s)))
+        except ray.exceptions.GetTimeoutError:
+            raise SearchFailed(f"a node of the cluster did not answer within {timeout_s:g} s; see `ray status`") from None
+    finally:
+        marker.unlink(missing_ok=True)
+    check_every_node_sees(answers, paths)
 
 
 def build_trainable(config: RunConfig, space: Space, experiment: Path):

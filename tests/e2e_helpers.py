@@ -66,12 +66,12 @@ def main_search(tmp_path_factory) -> dict:
     return {"experiment": experiment, "output": output, "summary": json.loads((experiment / "summary.json").read_text())}
 
 
-def start_search(log_path: Path, *args: str, command: str = "run") -> subprocess.Popen:
+def start_search(log_path: Path, *args: str, command: str = "run", env: dict | None = None) -> subprocess.Popen:
     """Start `python -m search <command> ...` in the background, its output going to a log file."""
     log = open(log_path, "w")
     return subprocess.Popen(
         [sys.executable, "-m", "search", command, *args], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-        preexec_fn=_like_a_terminal,
+        preexec_fn=_like_a_terminal, env=env,
     )
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import ray.train
 import ray.tune
 from ray.train.torch import TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
 from search.config import RunConfig
+from search.resources import TrialShape, plan_concurrency
 from trainables.training import NonFiniteLoss
 from trainables.worker import train_fn_per_worker
 
@@ -21,6 +24,11 @@ def train_run_name(trial_id: str) -> str:
     return f"train_{trial_id}"
 
 
+def alive_node_resources() -> list[dict]:
+    """Total resources of every node of the cluster that is alive now."""
+    return [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+
+
 def worker_resources(run: RunConfig) -> dict:
     resources = {"CPU": run.cpus}
     if run.gpus:
@@ -29,11 +37,14 @@ def worker_resources(run: RunConfig) -> dict:
 
 
 def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str) -> None:
+    started_at = time.time()
     settings = RunConfig.from_dict(run)
     trial_id = ray.tune.get_context().get_trial_id()
+    # Nodes may have left since the search started; Ray Train would wait for them forever.
+    plan_concurrency(alive_node_resources(), TrialShape.of(settings), 1)
     trainer = TorchTrainer(
         train_fn_per_worker,
-        train_loop_config={"hp": hp, "run": run},
+        train_loop_config={"hp": hp, "run": run, "driver_started_at": started_at},
         scaling_config=ray.train.ScalingConfig(
             num_workers=settings.workers,
             use_gpu=bool(settings.gpus),
@@ -47,7 +58,10 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
                 checkpoint_score_attribute=metric,
                 checkpoint_score_order=mode,
             ),
-            failure_config=ray.train.FailureConfig(max_failures=settings.max_failures),
+            # The worker group's start (waiting for resources) is retried as often as a worker failure, not forever.
+            failure_config=ray.train.FailureConfig(
+                max_failures=settings.max_failures, controller_failure_limit=settings.max_failures
+            ),
             callbacks=[TuneReportCallback()],
         ),
     )

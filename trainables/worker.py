@@ -29,6 +29,7 @@ from trainables.training import (
 
 
 def train_fn_per_worker(config: dict) -> None:
+    clock = SetupClock(config.get("driver_started_at"))
     run = RunConfig.from_dict(config["run"])
     hp = config["hp"]
     space = load_space(run.space)
@@ -37,12 +38,17 @@ def train_fn_per_worker(config: dict) -> None:
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
     device = ray.train.torch.get_device()
+    if device.type == "cpu":
+        torch.set_num_threads(max(1, int(run.cpus)))  # the worker's CPUs are its intra-op threads, no more
 
+    clock.figures["worker_nodes"] = node_of_every_rank()
     torch.manual_seed(run.seed)
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
+    clock.lap("data")
     model = space.build_model(hp, get_dataset(space.dataset).info(run.data.root, hp))
     if run.model.weights:
         load_matching_weights(model, run.model.weights)
+    clock.lap("model")
 
     # 2. After a worker failure Ray Train restarts the group from the latest checkpoint.
     checkpoint = ray.train.get_checkpoint()
@@ -59,15 +65,19 @@ def train_fn_per_worker(config: dict) -> None:
     if checkpoint:
         with checkpoint.as_directory() as directory:
             load_optimizer_state(directory, optimizer)
+    clock.lap("ddp")
 
     for epoch in range(first_epoch, run.epochs + 1):
         epoch_start = time.perf_counter()
+        started_at = time.time()
         train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device)
         broadcast_buffers_from_rank0(model)
         val_stats = evaluate(unwrap(model), feed.val_batches(), device)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
         metrics.update(epoch=epoch, lr=optimizer.param_groups[0]["lr"], epoch_s=time.perf_counter() - epoch_start)
         metrics["resumed_from"] = first_epoch - 1  # the checkpoint's epoch this run continued from (0: none)
+        metrics["started_at"] = started_at  # wall clock, for overhead measurements across trials
+        metrics.update(clock.take())  # the run's start-up figures, on its first report only
         metrics["diverged"] = not all(map(math.isfinite, (metrics["train_loss"], metrics["val_loss"])))
         if lr_scheduler is not None and not metrics["diverged"]:
             lr_scheduler.step(metrics["val_loss"])
@@ -76,11 +86,42 @@ def train_fn_per_worker(config: dict) -> None:
         with tempfile.TemporaryDirectory() as directory:
             epoch_checkpoint = None
             if rank == 0 and not metrics["diverged"]:
+                saving = time.perf_counter()
                 save_checkpoint(directory, unwrap(model), optimizer, epoch, metrics, hp)
+                metrics["checkpoint_s"] = time.perf_counter() - saving
                 epoch_checkpoint = ray.train.Checkpoint.from_directory(directory)
             ray.train.report(metrics, checkpoint=epoch_checkpoint, checkpoint_dir_name=f"checkpoint_epoch_{epoch:04d}")
         if metrics["diverged"]:
             return  # the trial driver turns this into a failed trial with the reason
+
+
+class SetupClock:
+    """Where a run's start-up goes: `launch_s` from the trial driver's start to this function (Train's controller,
+    worker group and process group), then the data, model and DDP steps; and the node of every rank.
+    Reported once, with the run's first epoch."""
+
+    def __init__(self, driver_started_at: float | None):
+        self.last = time.time()
+        self.figures = {"launch_s": self.last - driver_started_at} if driver_started_at else {}
+
+    def lap(self, step: str) -> None:
+        now = time.time()
+        self.figures[f"setup_{step}_s"] = now - self.last
+        self.last = now
+
+    def take(self) -> dict:
+        figures, self.figures = self.figures, {}
+        return figures
+
+
+def node_of_every_rank() -> list[str]:
+    """The Ray node id each rank runs on, in rank order (a trial's workers may span nodes)."""
+    own = ray.get_runtime_context().get_node_id()
+    if not (dist.is_available() and dist.is_initialized()):
+        return [own]
+    nodes = [None] * dist.get_world_size()
+    dist.all_gather_object(nodes, own)
+    return nodes
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:

@@ -1,0 +1,154 @@
+"""Search performance on this machine, in one run: trial overhead, throughput against a bare loop, the data path,
+ASHA's savings and memory over a 20-trial search.
+
+    python -m benchmarks [--out benchmarks.json] [--only overhead,data,asha,memory]
+
+Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from benchmarks import data_path, overhead, throughput
+from benchmarks.report import write_report
+from benchmarks.search_runs import DEFAULT_ROOT, FIXED_HP, run_search, summary_of, trial_rows
+
+PARTS = ("overhead", "data", "asha", "memory")
+SHAPES = {"workers=1 cpus=2": ("workers=1", "cpus=2"), "workers=2 cpus=1": ("workers=2", "cpus=1")}
+
+
+def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int = 5) -> dict:
+    """Three fixed-configuration trials one after another, per trial shape: throughput and overhead breakdown.
+    This machine's speed drifts (shared cores), so the bare loop runs right before and right after each search."""
+    cores = len(os.sched_getaffinity(0))
+    figures = {"bare_loop_threads": cores, "epochs": epochs, "train_images": limit, "batch": batch, "shapes": {}}
+    for label, shape in SHAPES.items():
+        overrides = ["space=resnet_mnist", f"data.root={root}", f"data.limit={limit}", "data.val_limit=500",
+                     f"batch_size={batch}", "trials=3", "concurrency=1", f"epochs={epochs}", f"grace={epochs}",
+                     *shape, *FIXED_HP]  # fmt: skip
+        before = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
+        run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides)
+        after = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
+        trials = trial_rows(run["experiment"])
+        rate = sum(map(throughput.steady_images_per_s, trials)) / len(trials)
+        bare = (before + after) / 2
+        figures["shapes"][label] = {
+            "images_per_s": rate,
+            "bare_loop_images_per_s": {"before": before, "after": after},
+            "vs_bare_loop": rate / bare,
+            "search_wall_s": run["wall_s"],
+            **overhead.breakdown(trials),
+        }
+    return figures
+
+
+def measure_asha(root: str, storage: Path, trials: int, epochs: int) -> dict:
+    """The same trials (TPE's first 10 proposals are seeded random draws, whatever the results) with ASHA and with
+    every trial run to `epochs`."""
+    common = ["space=resnet_mnist", f"data.root={root}", "data.limit=1024", "data.val_limit=500", f"trials={trials}",
+              f"epochs={epochs}", "workers=1", "cpus=1", "concurrency=2", "seed=0"]  # fmt: skip
+    runs = {}
+    for label, grace in (("asha", 1), ("full", epochs)):
+        run = run_search(storage, f"asha-{label}", [*common, f"grace={grace}"])
+        summary = summary_of(run["experiment"])
+        runs[label] = {
+            "epochs_run": sum(len(t["history"]) for t in summary["trials"]),
+            "best_value": summary["best"]["value"],
+            "best_config": summary["best"]["config"],
+            "configs": sorted(repr(sorted(t["config"].items())) for t in summary["trials"]),
+            "wall_s": run["wall_s"],
+        }
+    asha, full = runs["asha"], runs["full"]
+    return {
+        "trials": trials,
+        "epochs": epochs,
+        "same_configurations": asha["configs"] == full["configs"],
+        "epochs_run": {"asha": asha["epochs_run"], "full": full["epochs_run"]},
+        "epochs_ratio": asha["epochs_run"] / full["epochs_run"],
+        "best_value": {"asha": asha["best_value"], "full": full["best_value"]},
+        "same_best_configuration": asha["best_config"] == full["best_config"],
+        "points_behind_full": 100 * (full["best_value"] - asha["best_value"]),
+        "wall_s": {"asha": asha["wall_s"], "full": full["wall_s"]},
+    }
+
+
+def measure_memory(root: str, storage: Path, trials: int) -> dict:
+    """A `trials`-trial search of 2-worker ResNet-18 trials, with every process's memory sampled from /proc."""
+    overrides = ["space=resnet_mnist", f"data.root={root}", "data.limit=512", "data.val_limit=256", f"trials={trials}",
+                 "concurrency=1", "epochs=1", "grace=1", "workers=2", "cpus=1", *FIXED_HP]  # fmt: skip
+    run = run_search(storage, "memory", overrides, sample_memory=True)
+    sampler, trial_list = run["memory"], trial_rows(run["experiment"])
+    after_second = overhead.last_report_at(trial_list[1])
+    after_last = overhead.last_report_at(trial_list[-1])
+    early, late = sampler.rss_at(after_second), sampler.rss_at(after_last)
+    drivers, workers = sampler.peaks_by_role("trial driver"), sampler.peaks_by_role("training worker")
+    return {
+        "trials": trials,
+        "peak_rss_mib": {
+            "trial_driver": {"first": drivers[0], "last": drivers[-1], "max": max(drivers), "count": len(drivers)},
+            "training_worker": {"first": workers[0], "last": workers[-1], "max": max(workers), "count": len(workers)},
+            "train_controller_max": max(sampler.peaks_by_role("train controller"), default=0.0),
+        },
+        "long_lived_rss_mib": {
+            role: {"after_trial_2": early.get(role, 0.0), "after_last_trial": late.get(role, 0.0),
+                   "growth": late.get(role, 0.0) - early.get(role, 0.0)}
+            for role in sorted(set(early) | set(late))
+        },  # fmt: skip
+    }
+
+
+def print_tables(report: dict) -> None:
+    if "trials" in report:
+        t = report["trials"]
+        print(f"{'trial shape':<18}{'images/s':>9}{'bare before/after':>18}{'vs bare':>8}{'launch':>8}{'setup':>7}"
+              f"{'handoff':>8}{'overhead':>9}")  # fmt: skip
+        for label, s in t["shapes"].items():
+            m, b = s["mean_after_first"], s["bare_loop_images_per_s"]
+            setup = sum(m[k] for k in overhead.SETUP_STEPS)
+            print(f"{label:<18}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}"
+                  f"{m['launch_s']:>7.1f}s{setup:>6.1f}s{m.get('handoff_s', 0):>7.1f}s{m['fixed_overhead_s']:>8.1f}s")  # fmt: skip
+    if "data_path" in report:
+        for name, f in report["data_path"].items():
+            print(f"data path, {name}: memory feed {f['memory_feed']:.2f}s, tutorial {f['tutorial']:.2f}s "
+                  f"({f['tutorial_over_memory_feed']:.1f}x)")  # fmt: skip
+    if "asha" in report:
+        a = report["asha"]
+        print(f"ASHA: {a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
+              f"{a['best_value']['asha']:.4f} vs {a['best_value']['full']:.4f} with every epoch; "
+              f"same configuration: {a['same_best_configuration']}")  # fmt: skip
+    if "memory" in report:
+        m = report["memory"]
+        d, w = m["peak_rss_mib"]["trial_driver"], m["peak_rss_mib"]["training_worker"]
+        print(f"memory over {m['trials']} trials: driver peak {d['first']:.0f} -> {d['last']:.0f} MiB (max {d['max']:.0f}),"
+              f" worker peak {w['first']:.0f} -> {w['last']:.0f} MiB (max {w['max']:.0f})")  # fmt: skip
+        for role, r in m["long_lived_rss_mib"].items():
+            print(f"  {role}: {r['after_trial_2']:.0f} MiB after trial 2, {r['after_last_trial']:.0f} MiB at the end")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=DEFAULT_ROOT)
+    parser.add_argument("--out", default="benchmarks.json")
+    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
+    parser.add_argument("--memory-trials", type=int, default=20)
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    figures = {}
+    with tempfile.TemporaryDirectory() as storage:
+        if "overhead" in parts:
+            figures["trials"] = measure_trials(args.root, Path(storage), batch=128, limit=2048)
+        if "data" in parts:
+            figures["data_path"] = data_path.measure(args.root, batch=128)
+        if "asha" in parts:
+            figures["asha"] = measure_asha(args.root, Path(storage), trials=8, epochs=4)
+        if "memory" in parts:
+            figures["memory"] = measure_memory(args.root, Path(storage), trials=args.memory_trials)
+    print_tables(write_report(args.out, figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Run `python -m search run` as a user would and read back what each trial reported, in start order."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.process_memory import MemorySampler
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_ROOT = str(REPO.parent / "shared/datasets/mnist-mini")
+FIXED_HP = ("lr=0.02", "momentum=0.9", "weight_decay=0.0001")  # resnet_mnist with nothing searched
+
+
+def run_search(storage: Path, name: str, overrides: list[str], sample_memory: bool = False) -> dict:
+    """Run one search to completion; returns its experiment folder, wall time and (optionally) memory samples."""
+    command = [sys.executable, "-m", "search", "run", f"storage={storage}", f"name={name}", *overrides]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sampler = MemorySampler(process.pid) if sample_memory else None
+    if sampler:
+        sampler.start()
+    _, stderr = process.communicate()
+    if sampler:
+        sampler.stop()
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {stderr.strip()[-2000:]}")
+    return {"experiment": storage / name, "wall_s": time.perf_counter() - start, "memory": sampler}
+
+
+def trial_rows(experiment: Path) -> list[list[dict]]:
+    """Every trial's result rows (one per epoch), trials ordered by when their first epoch started."""
+    summary = json.loads((experiment / "summary.json").read_text())
+    trials = []
+    for entry in summary["trials"]:
+        lines = (experiment / f"trial_{entry['trial_id']}" / "result.json").read_text().splitlines()
+        trials.append([json.loads(line) for line in lines])
+    return sorted(trials, key=lambda rows: rows[0]["started_at"])
+
+
+def summary_of(experiment: Path) -> dict:
+    return json.loads((experiment / "summary.json").read_text())

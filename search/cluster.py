@@ -1,0 +1,76 @@
+"""Running on an existing Ray cluster: which address, what code to ship, which paths every node must see.
+
+Pure logic, no Ray import: `search.tuner` asks the cluster and hands the answers here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+from pathlib import Path
+
+from search.errors import UsageError
+
+PROJECT_PACKAGES = ("search", "trainables", "spaces")
+LOCAL = "local"
+
+
+def resolve_address(address: str, environ: dict) -> str:
+    """`address=` wins; else RAY_ADDRESS; `local` (or nothing) means: start a Ray instance in this process."""
+    chosen = address or environ.get("RAY_ADDRESS", "")
+    return "" if chosen == LOCAL else chosen
+
+
+def refuse_unreachable(address: str, host_port: str, timeout_s: float = 10.0) -> None:
+    """Ray retries a cluster that does not answer forever; check the head's port first and refuse in one line."""
+    host, _, port = host_port.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return
+    except (OSError, ValueError) as exc:
+        raise UsageError(
+            f"address={address}: no Ray cluster answers at {host_port} ({exc}); start one with `ray start --head` "
+            f"or give the head's address (host:port, ray://host:port or auto)"
+        ) from None
+
+
+def is_uri(storage: str) -> bool:
+    return "://" in storage
+
+
+def project_runtime_env(env_vars: dict) -> dict:
+    """Ship this project's packages to every worker of the job, so the cluster needs only Ray, torch and
+    torchvision installed (Ray's `py_modules`)."""
+    modules = [str(Path(importlib.util.find_spec(name).submodule_search_locations[0])) for name in PROJECT_PACKAGES]
+    return {"py_modules": modules, "env_vars": dict(env_vars)}
+
+
+def paths_every_node_needs(config) -> dict[str, str]:
+    """Paths a trial may open on whichever node its workers land: labelled by the key that names them."""
+    paths = {"storage": config.storage, "data.root": config.data.root}
+    if Path(config.space).suffix == ".py":
+        paths["space"] = config.space
+    if config.model.weights:
+        paths["model.weights"] = config.model.weights
+    return paths
+
+
+def unseen_paths_message(answers: dict[str, dict[str, bool]], paths: dict[str, str]) -> str | None:
+    """One line naming the first path some node cannot see, or None when every node sees every path.
+    `answers`: node (ip and id) -> label -> whether that node sees the path (storage: sees the file written here)."""
+    for label, path in paths.items():
+        blind = sorted(node for node, seen in answers.items() if not seen.get(label, False))
+        if not blind:
+            continue
+        nodes = f"{len(blind)} of {len(answers)} nodes ({', '.join(blind)})"
+        if label == "storage":
+            return (f"storage={path}: {nodes} cannot see files written here; on a multi-node cluster storage must be "
+                    f"a folder every node mounts (NFS-style) or a URI such as s3://bucket/prefix")  # fmt: skip
+        return f"{label}={path}: not found on {nodes}; put it on storage every node mounts"
+    return None
+
+
+def check_every_node_sees(answers: dict[str, dict[str, bool]], paths: dict[str, str]) -> None:
+    message = unseen_paths_message(answers, paths)
+    if message:
+        raise UsageError(message)

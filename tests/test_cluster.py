@@ -1,0 +1,111 @@
+"""A search on an existing multi-node Ray cluster: a head and a second node started here as separate Ray processes
+(ray.cluster_utils), one CPU each, so a trial's two workers must land on two different nodes; the experiment lives
+on a folder both nodes see (the shared storage)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.e2e_helpers import run_cli, start_search
+
+pytestmark = pytest.mark.e2e
+
+ONE_CPU = {"num_cpus": 1}
+
+
+@pytest.fixture
+def two_nodes():
+    """Head + one more node on this machine (dashboard on 127.0.0.1); torn down, only these processes, also when a
+    test fails."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={**ONE_CPU, "dashboard_host": "127.0.0.1"})
+    try:
+        second = cluster.add_node(**ONE_CPU)
+        cluster.wait_for_nodes()
+        yield cluster, second
+    finally:
+        cluster.shutdown()
+
+
+def search_args(mnist_root, storage: Path, name: str, *extra: str) -> list[str]:
+    return ["space=resnet_mnist", f"data.root={mnist_root}", f"storage={storage}", f"name={name}", "workers=2",
+            "cpus=1", "data.limit=256", "data.val_limit=200", "lr=0.02", "momentum=0.9", *extra]  # fmt: skip
+
+
+def first_rows(experiment: Path) -> dict[str, dict]:
+    rows = {}
+    for trial_dir in experiment.glob("trial_*"):
+        lines = (trial_dir / "result.json").read_text().splitlines() if (trial_dir / "result.json").exists() else []
+        if lines:
+            rows[trial_dir.name] = json.loads(lines[0])
+    return rows
+
+
+def test_search_spans_two_nodes_and_exports_from_shared_storage(tmp_path, mnist_root, two_nodes):
+    cluster, second = two_nodes
+    shared = tmp_path / "cluster_storage"
+    log = tmp_path / "cli.log"
+    result = subprocess.run(
+        [sys.executable, "-m", "search", "run", *search_args(mnist_root, shared, "on-cluster", "trials=2", "epochs=2",
+                                                               "grace=2", f"address={cluster.address}")],
+        cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT, timeout=600,
+    )  # fmt: skip
+    output = log.read_text()
+    assert result.returncode == 0, output[-3000:]
+    assert "2 trials of resnet_mnist, 1 at a time" in output  # the whole cluster (2 CPUs) holds one 2-worker trial
+
+    experiment = shared / "on-cluster"
+    summary = json.loads((experiment / "summary.json").read_text())
+    assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
+    both_nodes = {cluster.head_node.node_id, second.node_id}
+    for trial, row in first_rows(experiment).items():
+        assert set(row["worker_nodes"]) == both_nodes, f"{trial}: ranks ran on {row['worker_nodes']}"
+    best = Path(summary["best"]["checkpoint"])
+    assert best.is_relative_to(experiment) and (best / "model.pt").is_file()
+
+    # The project's code reached the cluster through the job's runtime_env, not through this checkout.
+    session = Path(cluster.head_node.get_session_dir_path())
+    shipped = list((session / "runtime_resources").rglob("trainables/worker.py"))
+    assert shipped, "trainables was not shipped with py_modules"
+
+    # The search only disconnected: the cluster is still up.
+    assert cluster.remaining_processes_alive()
+
+    exported = run_cli("export", str(experiment), f"out={tmp_path / 'export'}")
+    assert exported.returncode == 0, exported.stderr
+    assert (tmp_path / "export" / "model.safetensors").is_file()
+
+
+def test_a_lost_node_fails_its_trial_and_the_search_still_finishes(tmp_path, mnist_root, two_nodes):
+    cluster, second = two_nodes
+    shared = tmp_path / "cluster_storage"
+    log = tmp_path / "cli.log"
+    args = search_args(mnist_root, shared, "drill", "trials=2", "epochs=30", "grace=30", "max_failures=0")
+    process = start_search(log, *args, env={**os.environ, "RAY_ADDRESS": cluster.address})
+    experiment = shared / "drill"
+    try:
+        deadline = time.monotonic() + 300
+        while not first_rows(experiment):  # a trial is training, with a worker on each node
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+        second.kill_raylet()  # the second node goes away under a running trial
+        assert process.wait(timeout=420) in (0, 1), log.read_text()[-3000:]  # finishes: no hang
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+    summary = json.loads((experiment / "summary.json").read_text())
+    statuses = [t["status"] for t in summary["trials"]]
+    assert statuses == ["failed", "failed"], summary["trials"]
+    first, second_trial = summary["trials"]
+    assert len(first["history"]) < 30 and first["error"]
+    assert second_trial["error"]  # started on the one node left: refused or given up, with the reason recorded
+    assert cluster.head_node.remaining_processes_alive()

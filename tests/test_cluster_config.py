@@ -1,0 +1,77 @@
+"""Pure logic of running on an existing cluster: the address, the code shipped, the paths every node must see."""
+
+from pathlib import Path
+
+import pytest
+
+from search.cluster import project_runtime_env, resolve_address, unseen_paths_message
+from search.commands import parse_run
+from search.errors import UsageError
+
+
+@pytest.mark.parametrize(
+    "key, environ, expected",
+    [
+        ("", {}, ""),  # start a local Ray instance
+        ("", {"RAY_ADDRESS": "10.0.0.5:6379"}, "10.0.0.5:6379"),
+        ("auto", {"RAY_ADDRESS": "10.0.0.5:6379"}, "auto"),  # the key wins
+        ("ray://head:10001", {}, "ray://head:10001"),
+        ("local", {"RAY_ADDRESS": "10.0.0.5:6379"}, ""),  # explicitly local, whatever the environment says
+    ],
+)
+def test_address_comes_from_the_key_then_ray_address(key, environ, expected):
+    assert resolve_address(key, environ) == expected
+
+
+def test_run_reads_ray_address_from_the_environment(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6380")
+    config, _ = parse_run(["space=resnet_mnist"])
+    assert config.address == "127.0.0.1:6380"
+
+
+def test_the_shipped_code_is_the_three_project_packages():
+    env = project_runtime_env({"A": "1"})
+    assert [Path(m).name for m in env["py_modules"]] == ["search", "trainables", "spaces"]
+    assert all((Path(m) / "__init__.py").is_file() for m in env["py_modules"])
+    assert env["env_vars"] == {"A": "1"}
+
+
+PATHS = {"storage": "/home/me/runs", "data.root": "/data/mnist"}
+
+
+def test_every_node_seeing_every_path_passes():
+    answers = {"10.0.0.1 aa": {"storage": True, "data.root": True}, "10.0.0.2 bb": {"storage": True, "data.root": True}}
+    assert unseen_paths_message(answers, PATHS) is None
+
+
+def test_a_node_that_cannot_see_local_storage_is_named_with_the_remedy():
+    answers = {"10.0.0.1 aa": {"storage": True, "data.root": True}, "10.0.0.2 bb": {"storage": False, "data.root": True}}
+    message = unseen_paths_message(answers, PATHS)
+    assert message.startswith("storage=/home/me/runs: 1 of 2 nodes (10.0.0.2 bb) cannot see files written here")
+    assert "s3://" in message and "\n" not in message
+
+
+def test_missing_data_on_a_node_names_the_key():
+    answers = {"10.0.0.1 aa": {"storage": True, "data.root": True}, "10.0.0.2 bb": {"storage": True, "data.root": False}}
+    assert unseen_paths_message(answers, PATHS).startswith("data.root=/data/mnist: not found on 1 of 2 nodes")
+
+
+def test_a_refused_cluster_check_is_a_usage_error():
+    from search.cluster import check_every_node_sees
+
+    with pytest.raises(UsageError):
+        check_every_node_sees({"n": {"storage": False}}, {"storage": "/x"})
+
+
+def test_a_storage_uri_is_refused_rather_than_taken_for_a_local_folder():
+    with pytest.raises(UsageError, match=r"^storage=s3://bucket/prefix: URIs are not supported yet"):
+        parse_run(["space=resnet_mnist", "storage=s3://bucket/prefix"])
+
+
+def test_an_address_where_no_cluster_answers_is_refused_in_one_line():
+    from search.cluster import refuse_unreachable
+    from search.tensorboard import free_port
+
+    port = free_port()  # nothing listens there
+    with pytest.raises(UsageError, match=rf"^address=127.0.0.1:{port}: no Ray cluster answers at 127.0.0.1:{port}"):
+        refuse_unreachable(f"127.0.0.1:{port}", f"127.0.0.1:{port}", timeout_s=2)
