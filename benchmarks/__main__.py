@@ -56,8 +56,8 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int) -> dict:
         run = run_search(storage, f"asha-{label}", [*common, f"grace={grace}"])
         summary = summary_of(run["experiment"])
         runs[label] = {
-            "epochs_run": sum(len(t["history"]) for t in summary["trials"]),
-            "best_value": summary["best"]["value"],
+            "epochs_run": sum(t["epochs_run"] for t in summary["trials"]),
+            "best_value": summary["best"]["metrics"][summary["metric"]],
             "best_config": summary["best"]["config"],
             "configs": sorted(repr(sorted(t["config"].items())) for t in summary["trials"]),
             "wall_s": run["wall_s"],
@@ -137,17 +137,20 @@ def main() -> None:
     parser.add_argument("--memory-trials", type=int, default=20)
     args = parser.parse_args()
     parts = set(args.only.split(","))
+    measures = {
+        "overhead": ("trials", lambda storage: measure_trials(args.root, storage, batch=128, limit=2048)),
+        "data": ("data_path", lambda storage: data_path.measure(args.root, batch=128)),
+        "asha": ("asha", lambda storage: measure_asha(args.root, storage, trials=8, epochs=4)),
+        "memory": ("memory", lambda storage: measure_memory(args.root, storage, trials=args.memory_trials)),
+    }
     figures = {}
     with tempfile.TemporaryDirectory() as storage:
-        if "overhead" in parts:
-            figures["trials"] = measure_trials(args.root, Path(storage), batch=128, limit=2048)
-        if "data" in parts:
-            figures["data_path"] = data_path.measure(args.root, batch=128)
-        if "asha" in parts:
-            figures["asha"] = measure_asha(args.root, Path(storage), trials=8, epochs=4)
-        if "memory" in parts:
-            figures["memory"] = measure_memory(args.root, Path(storage), trials=args.memory_trials)
-    print_tables(write_report(args.out, figures))
+        for part in PARTS:
+            if part in parts:
+                key, measure = measures[part]
+                figures[key] = measure(Path(storage))
+                write_report(args.out, {**figures, "complete": False})  # what is measured so far survives a crash
+    print_tables(write_report(args.out, {**figures, "complete": True}))
 
 
 if __name__ == "__main__":

@@ -18,19 +18,25 @@ LOCAL = "local"
 def resolve_address(address: str, environ: dict) -> str:
     """`address=` wins; else RAY_ADDRESS; `local` (or nothing) means: start a Ray instance in this process."""
     chosen = address or environ.get("RAY_ADDRESS", "")
+    if chosen.startswith("ray://"):
+        raise UsageError(
+            f"address={chosen}: Ray Client is not supported, the search's driver must run on the cluster; submit it "
+            f"as a job (ray job submit --address http://HEAD:8265 -- python -m search run ...) or give the head's "
+            f"host:port"
+        )
     return "" if chosen == LOCAL else chosen
 
 
 def refuse_unreachable(address: str, host_port: str, timeout_s: float = 10.0) -> None:
     """Ray retries a cluster that does not answer forever; check the head's port first and refuse in one line."""
-    host, _, port = host_port.removeprefix("ray://").rpartition(":")
+    host, _, port = host_port.rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s):
             return
     except (OSError, ValueError) as exc:
         raise UsageError(
             f"address={address}: no Ray cluster answers at {host_port} ({exc}); start one with `ray start --head` "
-            f"or give the head's address (host:port, ray://host:port or auto)"
+            f"or give the head's address (host:port or auto)"
         ) from None
 
 

@@ -138,8 +138,6 @@ def connect(config: RunConfig) -> None:
 
 def bootstrap_address(address: str) -> str:
     """The host:port Ray will really dial for `address` (auto: the cluster this machine started last)."""
-    if address.startswith("ray://"):
-        return address
     try:
         from ray._private.services import canonicalize_bootstrap_address
 

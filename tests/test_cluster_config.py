@@ -15,7 +15,6 @@ from search.errors import UsageError
         ("", {}, ""),  # start a local Ray instance
         ("", {"RAY_ADDRESS": "10.0.0.5:6379"}, "10.0.0.5:6379"),
         ("auto", {"RAY_ADDRESS": "10.0.0.5:6379"}, "auto"),  # the key wins
-        ("ray://head:10001", {}, "ray://head:10001"),
         ("local", {"RAY_ADDRESS": "10.0.0.5:6379"}, ""),  # explicitly local, whatever the environment says
     ],
 )
@@ -75,3 +74,9 @@ def test_an_address_where_no_cluster_answers_is_refused_in_one_line():
     port = free_port()  # nothing listens there
     with pytest.raises(UsageError, match=rf"^address=127.0.0.1:{port}: no Ray cluster answers at 127.0.0.1:{port}"):
         refuse_unreachable(f"127.0.0.1:{port}", f"127.0.0.1:{port}", timeout_s=2)
+
+
+@pytest.mark.parametrize("key, environ", [("ray://head:10001", {}), ("", {"RAY_ADDRESS": "ray://head:10001"})])
+def test_ray_client_addresses_are_refused_with_the_job_alternative(key, environ):
+    with pytest.raises(UsageError, match=r"^address=ray://head:10001: Ray Client is not supported.*ray job submit"):
+        resolve_address(key, environ)
