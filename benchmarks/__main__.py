@@ -1,7 +1,7 @@
 """Search performance on this machine, in one run: trial overhead, throughput against a bare loop, the data path,
-ASHA's savings and memory over a 20-trial search.
+DDP without Ray, ASHA's savings and memory over a 20-trial search.
 
-    python -m benchmarks [--out benchmarks.json] [--only overhead,data,asha,memory]
+    python -m benchmarks [--out benchmarks.json] [--only overhead,ddp,data,asha,memory]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
 """
@@ -13,11 +13,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from benchmarks import data_path, overhead, throughput
+from benchmarks import data_path, ddp_ceiling, overhead, throughput
 from benchmarks.report import write_report
 from benchmarks.search_runs import DEFAULT_ROOT, FIXED_HP, run_search, summary_of, trial_rows
 
-PARTS = ("overhead", "data", "asha", "memory")
+PARTS = ("overhead", "ddp", "data", "asha", "memory")
 SHAPES = {"workers=1 cpus=2": ("workers=1", "cpus=2"), "workers=2 cpus=1": ("workers=2", "cpus=1")}
 
 
@@ -46,11 +46,11 @@ def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int
     return figures
 
 
-def measure_asha(root: str, storage: Path, trials: int, epochs: int) -> dict:
+def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float) -> dict:
     """The same trials (TPE's first 10 proposals are seeded random draws, whatever the results) with ASHA and with
     every trial run to `epochs`."""
     common = ["space=resnet_mnist", f"data.root={root}", "data.limit=1024", "data.val_limit=500", f"trials={trials}",
-              f"epochs={epochs}", "workers=1", "cpus=1", "concurrency=2", "seed=0"]  # fmt: skip
+              f"epochs={epochs}", f"reduction={reduction:g}", "workers=1", "cpus=1", "concurrency=2", "seed=0"]  # fmt: skip
     runs = {}
     for label, grace in (("asha", 1), ("full", epochs)):
         run = run_search(storage, f"asha-{label}", [*common, f"grace={grace}"])
@@ -66,6 +66,7 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int) -> dict:
     return {
         "trials": trials,
         "epochs": epochs,
+        "reduction": reduction,
         "same_configurations": asha["configs"] == full["configs"],
         "epochs_run": {"asha": asha["epochs_run"], "full": full["epochs_run"]},
         "epochs_ratio": asha["epochs_run"] / full["epochs_run"],
@@ -111,13 +112,18 @@ def print_tables(report: dict) -> None:
             setup = sum(m[k] for k in overhead.SETUP_STEPS)
             print(f"{label:<18}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}"
                   f"{m['launch_s']:>7.1f}s{setup:>6.1f}s{m.get('handoff_s', 0):>7.1f}s{m['fixed_overhead_s']:>8.1f}s")  # fmt: skip
+    if "ddp_without_ray" in report:
+        d = report["ddp_without_ray"]
+        print(f"without Ray, images/s: one process 2 threads {d['one_process_2_threads']:.0f} (again "
+              f"{d['one_process_2_threads_again']:.0f}), two processes no gradient exchange "
+              f"{d['two_processes_no_gradient_exchange']:.0f}, two processes DDP/gloo {d['two_processes_ddp_gloo']:.0f}")
     if "data_path" in report:
         for name, f in report["data_path"].items():
             print(f"data path, {name}: memory feed {f['memory_feed']:.2f}s, tutorial {f['tutorial']:.2f}s "
                   f"({f['tutorial_over_memory_feed']:.1f}x)")  # fmt: skip
     if "asha" in report:
         a = report["asha"]
-        print(f"ASHA: {a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
+        print(f"ASHA (reduction {a['reduction']:g}): {a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
               f"{a['best_value']['asha']:.4f} vs {a['best_value']['full']:.4f} with every epoch; "
               f"same configuration: {a['same_best_configuration']}")  # fmt: skip
     if "memory" in report:
@@ -135,12 +141,16 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks.json")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
     parser.add_argument("--memory-trials", type=int, default=20)
+    parser.add_argument("--reduction", type=float, default=3.0, help="ASHA reduction factor of the ASHA part")
+    parser.add_argument("--asha-trials", type=int, default=10, help="at most 10: TPE's seeded random start")
+    parser.add_argument("--asha-epochs", type=int, default=8)
     args = parser.parse_args()
     parts = set(args.only.split(","))
     measures = {
         "overhead": ("trials", lambda storage: measure_trials(args.root, storage, batch=128, limit=2048)),
+        "ddp": ("ddp_without_ray", lambda storage: ddp_ceiling.measure(args.root)),
         "data": ("data_path", lambda storage: data_path.measure(args.root, batch=128)),
-        "asha": ("asha", lambda storage: measure_asha(args.root, storage, trials=8, epochs=4)),
+        "asha": ("asha", lambda storage: measure_asha(args.root, storage, args.asha_trials, args.asha_epochs, args.reduction)),
         "memory": ("memory", lambda storage: measure_memory(args.root, storage, trials=args.memory_trials)),
     }
     figures = {}

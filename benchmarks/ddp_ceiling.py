@@ -1,0 +1,68 @@
+"""What two training processes can reach on this machine without Ray: side by side with no gradient exchange,
+and as DDP over gloo, against one process using every core. Separates Ray's cost from DDP's own.
+
+Part of `python -m benchmarks` (part `ddp`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from benchmarks import throughput
+from search.config import RunConfig
+from search.space import load_space
+from search.tensorboard import free_port
+from trainables.data import MNIST
+from trainables.feeds import MemoryFeed
+from trainables.training import make_optimizer, train_one_epoch
+
+
+def _rank_rate(rank: int, world_size: int, port: int, ddp: bool, root: str, limit: int, epochs: int, batch: int,
+               results) -> None:  # fmt: skip
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root, "limit": limit}})
+    feed = MemoryFeed(MNIST, run, {"batch_size": batch}, rank=rank, world_size=world_size, device=torch.device("cpu"))
+    model = load_space("resnet_mnist").build_model({}, MNIST.info(root, {}))
+    if ddp:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
+    rates = []
+    for epoch in range(1, epochs + 1):
+        stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), torch.device("cpu"))
+        rates.append(stats["count"] / stats["seconds"])
+    rate = torch.tensor([sum(rates[2:]) / len(rates[2:])])
+    dist.all_reduce(rate)  # images/s of the pair
+    if rank == 0:
+        results.put(rate.item())
+    dist.destroy_process_group()
+
+
+def two_processes(root: str, limit: int, epochs: int, batch: int, ddp: bool) -> float:
+    context = mp.get_context("spawn")
+    results, port = context.Queue(), free_port()
+    args = (2, port, ddp, root, limit, epochs, batch, results)
+    processes = [context.Process(target=_rank_rate, args=(rank, *args)) for rank in range(2)]
+    for process in processes:
+        process.start()
+    rate = results.get(timeout=600)
+    for process in processes:
+        process.join()
+    return rate
+
+
+def measure(root: str, limit: int = 2048, epochs: int = 5, batch: int = 128) -> dict:
+    """images/s: one process with 2 threads; two 1-thread processes (batch/2 each) without and with DDP."""
+    figures = {
+        "one_process_2_threads": throughput.bare_loop(root, limit, epochs, batch, threads=2),
+        "two_processes_no_gradient_exchange": two_processes(root, limit, epochs, batch, ddp=False),
+        "two_processes_ddp_gloo": two_processes(root, limit, epochs, batch, ddp=True),
+    }
+    figures["one_process_2_threads_again"] = throughput.bare_loop(root, limit, epochs, batch, threads=2)
+    return figures
