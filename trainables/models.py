@@ -8,20 +8,22 @@ from pathlib import Path
 
 from torch import nn
 
-from trainables import resnet
-
 
 def resnet18(in_channels: int, num_classes: int) -> nn.Module:
-    """torchvision's ResNet-18 with `conv1` replaced for `in_channels` (as the Ray Train MNIST tutorials do)."""
-    model = resnet.resnet18(num_classes=num_classes)
+    """torchvision ResNet-18 with `conv1` replaced for `in_channels` (as the Ray Train MNIST tutorials do)."""
+    from torchvision.models import resnet18 as tv_resnet18
+
+    model = tv_resnet18(num_classes=num_classes)
     if in_channels != 3:
         model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)
     return model
 
 
 def resnet50(in_channels: int, num_classes: int, freeze_backbone: bool = False) -> nn.Module:
-    """torchvision's ResNet-50 with a new `num_classes` head; pretrained weights are loaded afterwards, by shape."""
-    model = resnet.resnet50(num_classes=num_classes)
+    """torchvision ResNet-50 with a new `num_classes` head; pretrained weights are loaded afterwards, by shape."""
+    from torchvision.models import resnet50 as tv_resnet50
+
+    model = tv_resnet50(num_classes=num_classes)
     if freeze_backbone:
         for name, parameter in model.named_parameters():
             parameter.requires_grad = name.startswith("fc.")
