@@ -109,3 +109,13 @@ def test_a_lost_node_fails_its_trial_and_the_search_still_finishes(tmp_path, mni
     assert first["epochs_run"] < 30 and first["error"]
     assert second_trial["error"]  # started on the one node left: refused or given up, with the reason recorded
     assert cluster.head_node.remaining_processes_alive()
+
+
+def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(tmp_path, mnist_root, two_nodes):
+    shared = tmp_path / "cluster_storage"
+    result = run_cli("run", *search_args(mnist_root, shared, "too-big", "workers=3", "address=auto"), timeout=300)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1] == ("error: workers=3 x (1 CPU): one trial needs 3 CPUs but the cluster has 2 CPUs and 0 GPUs on "
+                         "2 nodes; lower workers=, cpus= or gpus=, or add nodes")  # fmt: skip
+    assert not (shared / "too-big").exists()  # refused before anything was left behind
