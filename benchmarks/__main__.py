@@ -86,12 +86,11 @@ def measure_memory(root: str, storage: Path, trials: int) -> dict:
     after_second = overhead.last_report_at(trial_list[1])
     after_last = overhead.last_report_at(trial_list[-1])
     early, late = sampler.rss_at(after_second), sampler.rss_at(after_last)
-    drivers, workers = sampler.peaks_by_role("trial driver"), sampler.peaks_by_role("training worker")
     return {
         "trials": trials,
         "peak_rss_mib": {
-            "trial_driver": {"first": drivers[0], "last": drivers[-1], "max": max(drivers), "count": len(drivers)},
-            "training_worker": {"first": workers[0], "last": workers[-1], "max": max(workers), "count": len(workers)},
+            "trial_driver": first_last_max(sampler.peaks_by_role("trial driver")),
+            "training_worker": first_last_max(sampler.peaks_by_role("training worker")),
             "train_controller_max": max(sampler.peaks_by_role("train controller"), default=0.0),
         },
         "long_lived_rss_mib": {
@@ -100,6 +99,11 @@ def measure_memory(root: str, storage: Path, trials: int) -> dict:
             for role in sorted(set(early) | set(late))
         },  # fmt: skip
     }
+
+
+def first_last_max(peaks: list[float]) -> dict:
+    """Peaks of the processes of one role, in start order: does the last trial's differ from the first's?"""
+    return {"first": peaks[0], "last": peaks[-1], "max": max(peaks), "count": len(peaks)}
 
 
 def print_tables(report: dict) -> None:

@@ -75,9 +75,8 @@ class MemorySampler(threading.Thread):
                 role = _role(pid, self.root)
                 if role is None:
                     continue
-                peak = _status_kb(pid, "VmHWM")
-                first_seen = self.peaks.get(pid, (role, 0, now))[2]
-                self.peaks[pid] = (role, max(peak, self.peaks.get(pid, (role, 0, now))[1]), first_seen)
+                first_seen = self.peaks[pid][2] if pid in self.peaks else now
+                self.peaks[pid] = (role, _status_kb(pid, "VmHWM"), first_seen)  # VmHWM: the kernel's high-water mark
                 if role in LONG_LIVED:
                     current[role] = current.get(role, 0) + _status_kb(pid, "VmRSS")
             except (OSError, ValueError):

@@ -33,9 +33,8 @@ def run_search(storage: Path, name: str, overrides: list[str], sample_memory: bo
 
 def trial_rows(experiment: Path) -> list[list[dict]]:
     """Every trial's result rows (one per epoch), trials ordered by when their first epoch started."""
-    summary = json.loads((experiment / "summary.json").read_text())
     trials = []
-    for entry in summary["trials"]:
+    for entry in summary_of(experiment)["trials"]:
         lines = (experiment / f"trial_{entry['trial_id']}" / "result.json").read_text().splitlines()
         trials.append([json.loads(line) for line in lines])
     return sorted(trials, key=lambda rows: rows[0]["started_at"])

@@ -44,11 +44,11 @@ def is_uri(storage: str) -> bool:
     return "://" in storage
 
 
-def project_runtime_env(env_vars: dict) -> dict:
+def project_runtime_env() -> dict:
     """Ship this project's packages to every worker of the job, so the cluster needs only Ray, torch and
     torchvision installed (Ray's `py_modules`)."""
     modules = [str(Path(importlib.util.find_spec(name).submodule_search_locations[0])) for name in PROJECT_PACKAGES]
-    return {"py_modules": modules, "env_vars": dict(env_vars)}
+    return {"py_modules": modules}
 
 
 def paths_every_node_needs(config) -> dict[str, str]:
@@ -71,7 +71,7 @@ def unseen_paths_message(answers: dict[str, dict[str, bool]], paths: dict[str, s
         nodes = f"{len(blind)} of {len(answers)} nodes ({', '.join(blind)})"
         if label == "storage":
             return (f"storage={path}: {nodes} cannot see files written here; on a multi-node cluster storage must be "
-                    f"a folder every node mounts (NFS-style) or a URI such as s3://bucket/prefix")  # fmt: skip
+                    f"a folder every node mounts (NFS-style, e.g. /mnt/cluster_storage)")  # fmt: skip
         return f"{label}={path}: not found on {nodes}; put it on storage every node mounts"
     return None
 

@@ -30,7 +30,7 @@ from search.space import Space, load_space
 from search.files import write_json_atomically
 from search.summary import SUMMARY_FILE, TrialRecord, summarize
 from search.tensorboard import free_port
-from trainables.driver import DRIVER_RESOURCES, alive_node_resources, train_trial
+from trainables.driver import DRIVER_RESOURCES, alive_node_resources, alive_nodes, train_trial
 
 TRIAL_DIR_PREFIX = "trial_"
 LOG_FILE = "search.log"
@@ -122,7 +122,7 @@ def connect(config: RunConfig) -> None:
     common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
     if config.address:
         refuse_unreachable(config.address, bootstrap_address(config.address))
-        context = ray.init(address=config.address, runtime_env=project_runtime_env({}), **common)
+        context = ray.init(address=config.address, runtime_env=project_runtime_env(), **common)
         logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
         return
     context = ray.init(
@@ -159,7 +159,7 @@ def _paths_this_node_sees(paths: dict[str, str], marker: str, token: str) -> dic
 def check_paths_on_every_node(config: RunConfig, timeout_s: float = 120.0) -> None:
     """On a multi-node cluster, ask every node whether it sees storage (a file written here), the data and the
     other files a trial opens; refuse the search before it starts when one does not."""
-    nodes = [node for node in ray.nodes() if node.get("Alive")]
+    nodes = alive_nodes()
     if len(nodes) < 2:
         return
     paths = paths_every_node_needs(config)

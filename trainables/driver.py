@@ -24,9 +24,14 @@ def train_run_name(trial_id: str) -> str:
     return f"train_{trial_id}"
 
 
+def alive_nodes() -> list[dict]:
+    """Every node of the cluster that is alive now, as `ray.nodes()` describes it."""
+    return [node for node in ray.nodes() if node.get("Alive")]
+
+
 def alive_node_resources() -> list[dict]:
     """Total resources of every node of the cluster that is alive now."""
-    return [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+    return [node["Resources"] for node in alive_nodes()]
 
 
 def worker_resources(run: RunConfig) -> dict:

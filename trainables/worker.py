@@ -41,7 +41,7 @@ def train_fn_per_worker(config: dict) -> None:
     if device.type == "cpu":
         torch.set_num_threads(max(1, int(run.cpus)))  # the worker's CPUs are its intra-op threads, no more
 
-    clock.figures["worker_nodes"] = node_of_every_rank()
+    clock.note("worker_nodes", node_of_every_rank())
     torch.manual_seed(run.seed)
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
     clock.lap("data")
@@ -103,6 +103,9 @@ class SetupClock:
     def __init__(self, driver_started_at: float | None):
         self.last = time.time()
         self.figures = {"launch_s": self.last - driver_started_at} if driver_started_at else {}
+
+    def note(self, key: str, value) -> None:
+        self.figures[key] = value
 
     def lap(self, step: str) -> None:
         now = time.time()
