@@ -1,4 +1,4 @@
-"""Tune callbacks that run in the search driver: live progress, TensorBoard events, ASHA state on disk."""
+"""Tune callbacks that run in the search driver: live progress, TensorBoard events, ASHA state on disk, uploads."""
 
 from __future__ import annotations
 
@@ -111,8 +111,8 @@ class ProgressView(ray.tune.Callback):
 class TensorBoardEvents(ray.tune.Callback):
     """Writes each trial's TensorBoard events once (here, in the search driver, never once per worker)."""
 
-    def __init__(self, outcomes: TrialOutcomes):
-        self.outcomes = outcomes
+    def __init__(self, outcomes: TrialOutcomes, experiment_folder: Path):
+        self.outcomes, self.folder = outcomes, Path(experiment_folder)
         self.writers: dict[str, TrialEventWriter] = {}
 
     def __getstate__(self):
@@ -120,7 +120,8 @@ class TensorBoardEvents(ray.tune.Callback):
 
     def _writer(self, trial) -> TrialEventWriter:
         if trial.trial_id not in self.writers:
-            self.writers[trial.trial_id] = TrialEventWriter(Path(trial.path))
+            # The trial's folder in the experiment (for a URI: in its local working folder).
+            self.writers[trial.trial_id] = TrialEventWriter(self.folder / Path(trial.path).name)
         return self.writers[trial.trial_id]
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
@@ -166,6 +167,22 @@ class SchedulerState(ray.tune.Callback):
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self._save()
+
+
+class UploadOwnFiles(ray.tune.Callback):
+    """For an experiment on a URI: uploads this project's files (log, scheduler state, events) after every trial."""
+
+    def __init__(self, experiment, list_files):
+        self.experiment, self.list_files = experiment, list_files
+
+    def _upload(self) -> None:
+        self.experiment.upload(self.list_files(self.experiment.local))
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._upload()
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._upload()
 
 
 def _fmt(value) -> str:

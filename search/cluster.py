@@ -40,10 +40,6 @@ def refuse_unreachable(address: str, host_port: str, timeout_s: float = 10.0) ->
         ) from None
 
 
-def is_uri(storage: str) -> bool:
-    return "://" in storage
-
-
 def project_runtime_env() -> dict:
     """Ship this project's packages to every worker of the job, so the cluster needs only Ray, torch and
     torchvision installed (Ray's `py_modules`)."""
@@ -69,9 +65,12 @@ def unseen_paths_message(answers: dict[str, dict[str, bool]], paths: dict[str, s
         if not blind:
             continue
         nodes = f"{len(blind)} of {len(answers)} nodes ({', '.join(blind)})"
+        if label == "storage" and "://" in path:
+            return (f"storage={path}: {nodes} cannot read files written there; give every node access to it "
+                    f"(credentials, endpoint, network)")  # fmt: skip
         if label == "storage":
             return (f"storage={path}: {nodes} cannot see files written here; on a multi-node cluster storage must be "
-                    f"a folder every node mounts (NFS-style, e.g. /mnt/cluster_storage)")  # fmt: skip
+                    f"a folder every node mounts (NFS-style, e.g. /mnt/cluster_storage) or a URI (s3://, gs://)")  # fmt: skip
         return f"{label}={path}: not found on {nodes}; put it on storage every node mounts"
     return None
 

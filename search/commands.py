@@ -9,11 +9,12 @@ import signal
 import time
 from pathlib import Path
 
-from search.cluster import is_uri, resolve_address
-from search.config import RunConfig, experiment_dir, format_help, help_rows, parse_overrides, split_override
+from search.cluster import resolve_address
+from search.config import RunConfig, format_help, help_rows, parse_overrides, split_override
 from search.errors import SearchInterrupted, UsageError
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
 from search.space import Space, builtin_space_names, coerce_hyperparameter, describe_distribution, load_space
+from search.storage import SEARCH_FILE, Experiment, exists, experiment_of, filesystem, is_uri, open_for_reading
 from search.summary import SUMMARY_FILE, format_table
 
 RUN_USAGE = "usage: python -m search run space=NAME [key=value ...]"
@@ -29,41 +30,40 @@ def cmd_run(args: list[str]) -> int:
     preflight(config, space)
     from search.tuner import run_search  # Ray is imported only once the input is known to be good
 
-    experiment = experiment_dir(config)
+    experiment = experiment_of(config.storage, config.name)
     try:
         summary = run_search(config, space, experiment)
     except KeyboardInterrupt:
-        raise SearchInterrupted(experiment) from None
+        raise SearchInterrupted(experiment.location) from None
     print_result(summary, experiment)
     return 0
 
 
-def print_result(summary: dict, experiment: Path) -> None:
+def print_result(summary: dict, experiment: Experiment) -> None:
     print()
     print(format_table(summary))
     best = summary["best"]
     print(f"\nbest: trial {best['trial_id']} epoch {best['epoch']} {summary['metric']}={best['metrics'][summary['metric']]:.4f}")
     print(f"best checkpoint: {best['checkpoint']}")
-    print(f"summary: {experiment / SUMMARY_FILE}")
+    print(f"summary: {experiment.join(SUMMARY_FILE)}")
 
 
 def cmd_resume(args: list[str]) -> int:
     if len(args) != 1:
         raise UsageError("usage: python -m search resume EXPERIMENT_DIR")
-    experiment = Path(args[0]).expanduser().resolve()
-    from search.tuner import SEARCH_FILE
-
-    if not (experiment / SEARCH_FILE).is_file():
+    experiment = Experiment.at(args[0])
+    if not exists(experiment.join(SEARCH_FILE)):
         raise UsageError(f"{args[0]}: not an experiment folder (no {SEARCH_FILE}); give the folder `run` created")
-    if (experiment / SUMMARY_FILE).is_file():
-        print(f"{experiment}: this search already finished; its result is {experiment / SUMMARY_FILE}")
+    if exists(experiment.join(SUMMARY_FILE)):
+        print(f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}")
         return 0
+    experiment.download()  # a URI's search.json, scheduler state, log and events, into the working folder
     from search.tuner import resume_search
 
     try:
         summary = resume_search(experiment)
     except KeyboardInterrupt:
-        raise SearchInterrupted(experiment) from None
+        raise SearchInterrupted(experiment.location) from None
     print_result(summary, experiment)
     return 0
 
@@ -92,7 +92,7 @@ def cmd_export(args: list[str]) -> int:
     from search.export import export_experiment
 
     out = Path(options["out"]).expanduser() if "out" in options else None
-    meta = export_experiment(Path(positional[0]).expanduser().resolve(), out, options.get("trial"))
+    meta = export_experiment(open_for_reading(positional[0], SUMMARY_FILE), out, options.get("trial"))
     verified = meta["verified"]
     print(f"exported trial {meta['trial_id']} epoch {meta['epoch']} to {meta['folder']}")
     print(f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
@@ -132,11 +132,9 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     config.name = config.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):
-        raise UsageError(
-            f"storage={config.storage}: URIs are not supported yet; give a folder (on a multi-node cluster, "
-            f"one every node mounts, e.g. NFS at /mnt/cluster_storage)"
-        )
-    config.storage = str(Path(config.storage).expanduser().resolve())
+        filesystem(config.storage)  # refuses, in one line, a URI pyarrow cannot open
+    else:
+        config.storage = str(Path(config.storage).expanduser().resolve())
     config.address = resolve_address(config.address, os.environ)
     return config, space
 
@@ -150,8 +148,9 @@ def preflight(config: RunConfig, space: Space) -> None:
     optimizer = hp.get("optimizer")
     if optimizer is not None and optimizer not in OPTIMIZER_NAMES:
         raise UsageError(f"optimizer={optimizer}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
-    if experiment_dir(config).exists():
-        raise UsageError(f"name={config.name}: {experiment_dir(config)} already exists; choose another name=")
+    experiment = experiment_of(config.storage, config.name)
+    if exists(experiment.location):
+        raise UsageError(f"name={config.name}: {experiment.location} already exists; choose another name=")
     if not config.address:  # on a cluster, gpus=auto and the fit check wait for the cluster's own figures
         if config.gpus is None:
             config.gpus = 1.0 if local_gpu_count() else 0.0
@@ -212,7 +211,10 @@ def cmd_tensorboard(args: list[str]) -> int:
     port = parse_scalar("port", options.get("port", "6006"), int)
     if not 0 <= port <= 65535:
         raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
-    server, url = start_server(Path(positional[0]).expanduser().resolve(), port)
+    experiment = Experiment.at(positional[0])
+    if experiment.remote:  # TensorBoard reads a snapshot downloaded now
+        experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")
+    server, url = start_server(experiment.local, port)
     print(f"TensorBoard for {positional[0]} at {url} (Ctrl-C stops it)", flush=True)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
@@ -232,7 +234,7 @@ def cmd_report(args: list[str]) -> int:
         raise UsageError("usage: python -m search report EXPERIMENT_DIR")
     from search.report import PLOTS, build_report, savings_line
 
-    report = build_report(Path(args[0]).expanduser().resolve())
+    report = build_report(open_for_reading(args[0], SUMMARY_FILE).local)
     print(report["table"])
     print()
     print(savings_line(report["savings"]))

@@ -15,7 +15,6 @@ import re
 import textwrap
 import typing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from search.errors import UsageError
@@ -62,7 +61,7 @@ class RunConfig:
     name: str = ""
     """Experiment name, the folder under storage (default: <space>-<date>-<time>)."""
     storage: str = "./runs"
-    """Folder that receives every experiment (on a multi-node cluster: one every node mounts)."""
+    """Where experiments go: a folder (on a cluster, one every node mounts) or a pyarrow.fs URI like s3://bucket/runs."""
     trials: int = 8
     """Number of trials (hyperparameter configurations) to run."""
     epochs: int = 3
@@ -262,7 +261,3 @@ def help_rows() -> list[tuple[str, str, str]]:
 def format_help(rows: list[tuple[str, str, str]]) -> str:
     width = max(len(f"{k}={d}") for k, d, _ in rows) + 2
     return "\n".join(f"  {f'{k}={d}':<{width}}{h}" for k, d, h in rows)
-
-
-def experiment_dir(config: RunConfig) -> Path:
-    return Path(config.storage).expanduser().resolve() / config.name

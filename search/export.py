@@ -24,7 +24,8 @@ from search.config import RunConfig
 from search.errors import SearchFailed, UsageError
 from search.files import publish_folder, staging_folder
 from search.space import Space, load_space
-from search.summary import SUMMARY_FILE, read_summary
+from search.storage import Experiment
+from search.summary import read_summary
 from trainables.data import get_dataset
 from trainables.training import evaluate, load_model_weights
 
@@ -93,20 +94,19 @@ def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, 
     }
 
 
-def export_experiment(experiment: Path, out: Path | None = None, trial_id: str | None = None) -> dict:
-    """Write the export folder atomically and verify it; returns its model.json content."""
-    if not (experiment / SUMMARY_FILE).is_file():
-        raise UsageError(f"{experiment}: not a finished experiment (no {SUMMARY_FILE})")
-    summary = read_summary(experiment)
+def export_experiment(experiment: Experiment, out: Path | None = None, trial_id: str | None = None) -> dict:
+    """Write the export folder atomically and verify it; returns its model.json content. The default folder is
+    `export` in the experiment (for a URI experiment: in its local working folder)."""
+    summary = read_summary(experiment.local)
     run = RunConfig.from_dict(summary["run"])
     space = load_space(run.space)
     config, checkpoint, epoch = pick_trial(summary, trial_id)
     chosen = trial_id or summary["best"]["trial_id"]
     reported = next(t for t in summary["trials"] if t["trial_id"] == chosen)[summary["metric"]]
-    out = (out or experiment / "export").resolve()
+    out = (out or experiment.local / "export").resolve()
 
     info = get_dataset(space.dataset).info(run.data.root, config)
-    classifier = classifier_from_checkpoint(space, info, config, checkpoint)
+    classifier = classifier_from_checkpoint(space, info, config, experiment.local_checkpoint(checkpoint))
     staging = staging_folder(out)
     try:
         meta = model_metadata(space, info, summary, config, epoch, chosen, reported)
@@ -129,7 +129,7 @@ def preprocessing(space: Space, info) -> dict:
     return {"resize": [info.image_size, info.image_size]}
 
 
-def classifier_from_checkpoint(space: Space, info, config: dict, checkpoint: str) -> NormalizedClassifier:
+def classifier_from_checkpoint(space: Space, info, config: dict, checkpoint: Path) -> NormalizedClassifier:
     network = space.build_model(config, info)
     load_model_weights(checkpoint, network)  # torch.load(weights_only=True)
     return NormalizedClassifier(network, info.mean, info.std).eval()

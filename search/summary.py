@@ -30,12 +30,12 @@ def _better(a: float, b: float, mode: str) -> bool:
     return a > b if mode == "max" else a < b
 
 
-def best_epoch_row(history: list[dict], metric: str, mode: str) -> dict | None:
-    """The epoch with the best metric whose checkpoint is still on disk (earliest among ties)."""
+def best_epoch_row(history: list[dict], metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
+    """The epoch with the best metric whose checkpoint is still in storage (earliest among ties)."""
     best = None
     for row in history:
         value = row.get(metric)
-        if not _finite(value) or not row.get(CHECKPOINT_KEY) or not os.path.isdir(row[CHECKPOINT_KEY]):
+        if not _finite(value) or not row.get(CHECKPOINT_KEY) or not checkpoint_exists(row[CHECKPOINT_KEY]):
             continue
         if best is None or _better(value, best[metric], mode):
             best = row
@@ -67,12 +67,14 @@ def trial_status(record: TrialRecord, epochs: int) -> str:
     return outcome(bool(record.error or divergence(record)), epochs_run(record), epochs)
 
 
-def summarize(space: str, metric: str, mode: str, run: dict, records: list[TrialRecord]) -> dict:
+def summarize(space: str, metric: str, mode: str, run: dict, records: list[TrialRecord],
+              checkpoint_exists=os.path.isdir) -> dict:  # fmt: skip
+    """`checkpoint_exists`: whether a checkpoint location is still in storage (Ray deletes all but the best few)."""
     epochs = run["epochs"]
     trials = []
     best_trial, best_row = None, None
     for record in records:
-        row = best_epoch_row(record.history, metric, mode)
+        row = best_epoch_row(record.history, metric, mode, checkpoint_exists)
         trials.append(
             {
                 "trial_id": record.trial_id,

@@ -21,20 +21,20 @@ from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.optuna import OptunaSearch
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from search.callbacks import ProgressView, SchedulerState, TensorBoardEvents, TrialOutcomes
+from search.callbacks import ProgressView, SchedulerState, TensorBoardEvents, TrialOutcomes, UploadOwnFiles
 from search.cluster import check_every_node_sees, paths_every_node_needs, project_runtime_env, refuse_unreachable
 from search.config import RunConfig
 from search.errors import SearchFailed, SearchInterrupted, UsageError
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
 from search.space import Space, load_space
 from search.files import write_json_atomically
-from search.summary import SUMMARY_FILE, TrialRecord, summarize
-from search.tensorboard import free_port
+from search.storage import SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_text, write_text
+from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
+from search.tensorboard import EVENT_GLOB, free_port
 from trainables.driver import DRIVER_RESOURCES, alive_node_resources, alive_nodes, train_trial
 
 TRIAL_DIR_PREFIX = "trial_"
 LOG_FILE = "search.log"
-SEARCH_FILE = "search.json"  # the search's config, written before the first trial: marks an experiment folder
 SCHEDULER_FILE = "scheduler-state.pkl"  # Tune saves the searcher's state but not the scheduler's
 
 # Keys Tune adds to every result; the summary keeps only what the training loop reported.
@@ -44,26 +44,31 @@ _TUNE_BOOKKEEPING = {
 }  # fmt: skip
 
 
-def run_search(config: RunConfig, space: Space, experiment: Path) -> dict:
+def run_search(config: RunConfig, space: Space, experiment: Experiment) -> dict:
     """Run the whole search and write `summary.json`; returns the summary."""
-    experiment.mkdir(parents=True)
-    write_json_atomically(experiment / SEARCH_FILE, {"run": config.to_dict()})
+    shutil.rmtree(experiment.local, ignore_errors=True)  # a URI's working folder left by an earlier search
+    experiment.local.mkdir(parents=True)
+    write_json_atomically(experiment.local / SEARCH_FILE, {"run": config.to_dict()})
+    experiment.upload([SEARCH_FILE])
     try:
         return drive(config, space, experiment, lambda concurrency: build_tuner(config, space, experiment, concurrency))
     except UsageError:
-        shutil.rmtree(experiment)  # refused before any trial ran: leave nothing that looks like an experiment
+        # Refused before any trial ran: leave nothing that looks like an experiment.
+        shutil.rmtree(experiment.local)
+        if experiment.remote:
+            delete_folder(experiment.location)
         raise
 
 
-def resume_search(experiment: Path) -> dict:
+def resume_search(experiment: Experiment) -> dict:
     """Continue an interrupted search: finished trials are kept, unfinished ones continue from their checkpoints."""
-    config = RunConfig.from_dict(json.loads((experiment / SEARCH_FILE).read_text())["run"])
+    config = RunConfig.from_dict(json.loads((experiment.local / SEARCH_FILE).read_text())["run"])
     space = load_space(config.space)
 
     def restore(concurrency: int) -> ray.tune.Tuner:
         # Tune keeps the scheduler, searcher and max_concurrent_trials it pickled when the search started.
         return ray.tune.Tuner.restore(
-            str(experiment),
+            experiment.location,
             trainable=build_trainable(config, space, experiment),
             resume_unfinished=True,
             resume_errored=True,
@@ -72,28 +77,40 @@ def resume_search(experiment: Path) -> dict:
     return drive(config, space, experiment, restore)
 
 
-def drive(config: RunConfig, space: Space, experiment: Path, make_tuner) -> dict:
+def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -> dict:
     """Connect to Ray, fit the tuner, always release Ray, then write the summary of a finished search."""
-    route_logs(experiment / LOG_FILE, config.verbose)
+    log_file = experiment.local / LOG_FILE
+    route_logs(log_file, config.verbose)
     connect(config)
     try:
         nodes = alive_node_resources()
         if config.gpus is None:  # gpus=auto on a cluster: what the cluster has, not what this machine has
             config.gpus = 1.0 if any(node.get("GPU", 0) for node in nodes) else 0.0
         concurrency = plan_concurrency(nodes, TrialShape.of(config), config.concurrency)
-        check_paths_on_every_node(config)
-        print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, log in {experiment / LOG_FILE}")
+        check_paths_on_every_node(config, experiment)
+        print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, log in {log_file}")
+        if experiment.remote:
+            print(f"results: {experiment.location}")
         results = make_tuner(concurrency).fit()
         if not search_finished(results, config):
-            raise SearchInterrupted(experiment)
-        records = [trial_record(result) for result in results]
+            raise SearchInterrupted(experiment.location)
+        records = [trial_record(result, config.storage) for result in results]
     finally:
         ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
-    summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records)
-    write_json_atomically(experiment / SUMMARY_FILE, summary)
+        experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
+    summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records, experiment.checkpoint_exists())
+    write_json_atomically(experiment.local / SUMMARY_FILE, summary)
+    experiment.upload([SUMMARY_FILE])  # last: a summary.json there means everything else is there
     if summary["best"] is None:
-        raise SearchFailed(f"no trial produced a checkpoint; see {experiment / LOG_FILE} and the trials' error.txt")
+        raise SearchFailed(f"no trial produced a checkpoint; see {log_file} and the trials' error.txt")
     return summary
+
+
+def own_files(folder: Path) -> list[str]:
+    """This project's files in an experiment's working folder (Ray's own files reach storage through Ray)."""
+    names = [SEARCH_FILE, LOG_FILE, SCHEDULER_FILE]
+    files = [name for name in names if (folder / name).is_file()]
+    return files + sorted(str(path.relative_to(folder)) for path in folder.glob(EVENT_GLOB))
 
 
 def search_finished(results, config: RunConfig) -> bool:
@@ -150,29 +167,27 @@ def bootstrap_address(address: str) -> str:
 def _paths_this_node_sees(paths: dict[str, str], marker: str, token: str) -> dict[str, bool]:
     seen = {label: os.path.exists(path) for label, path in paths.items()}
     try:
-        seen["storage"] = Path(marker).read_text() == token
-    except OSError:
+        seen["storage"] = read_text(marker) == token
+    except Exception:  # OSError, or pyarrow's errors for a URI this node cannot reach
         seen["storage"] = False
     return seen
 
 
-def check_paths_on_every_node(config: RunConfig, timeout_s: float = 120.0) -> None:
-    """On a multi-node cluster, ask every node whether it sees storage (a file written here), the data and the
-    other files a trial opens; refuse the search before it starts when one does not."""
+def check_paths_on_every_node(config: RunConfig, experiment: Experiment, timeout_s: float = 120.0) -> None:
+    """On a multi-node cluster, ask every node whether it reads storage (a file written here, through pyarrow for a
+    URI), the data and the other files a trial opens; refuse the search before it starts when one does not."""
     nodes = alive_nodes()
     if len(nodes) < 2:
         return
     paths = paths_every_node_needs(config)
     token = secrets.token_hex(8)
-    storage = Path(config.storage)
-    storage.mkdir(parents=True, exist_ok=True)
-    marker = storage / f".search-probe-{token}"
-    marker.write_text(token)
+    marker = experiment.join(f".search-probe-{token}")
+    write_text(marker, token)
     try:
         probes = {
             f"{node['NodeManagerAddress']} {node['NodeID'][:8]}": _paths_this_node_sees.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-            ).remote(paths, str(marker), token)
+            ).remote(paths, marker, token)
             for node in nodes
         }
         try:
@@ -180,18 +195,18 @@ def check_paths_on_every_node(config: RunConfig, timeout_s: float = 120.0) -> No
         except ray.exceptions.GetTimeoutError:
             raise SearchFailed(f"a node of the cluster did not answer within {timeout_s:g} s; see `ray status`") from None
     finally:
-        marker.unlink(missing_ok=True)
+        delete_file(marker)
     check_every_node_sees(answers, paths)
 
 
-def build_trainable(config: RunConfig, space: Space, experiment: Path):
+def build_trainable(config: RunConfig, space: Space, experiment: Experiment):
     trainable = ray.tune.with_parameters(
-        train_trial, run=config.to_dict(), experiment_dir=str(experiment), metric=space.metric, mode=space.mode
+        train_trial, run=config.to_dict(), experiment_dir=experiment.location, metric=space.metric, mode=space.mode
     )
     return ray.tune.with_resources(trainable, DRIVER_RESOURCES)
 
 
-def build_tuner(config: RunConfig, space: Space, experiment: Path, concurrency: int) -> ray.tune.Tuner:
+def build_tuner(config: RunConfig, space: Space, experiment: Experiment, concurrency: int) -> ray.tune.Tuner:
     scheduler = ASHAScheduler(
         time_attr="epoch",
         max_t=config.epochs,
@@ -214,21 +229,22 @@ def build_tuner(config: RunConfig, space: Space, experiment: Path, concurrency: 
         ),
         run_config=ray.tune.RunConfig(
             name=experiment.name,
-            storage_path=str(experiment.parent),
+            storage_path=experiment.parent,
             verbose=0,
             callbacks=driver_callbacks(config, space, experiment, scheduler, concurrency),
         ),
     )
 
 
-def driver_callbacks(config: RunConfig, space: Space, experiment: Path, scheduler, concurrency: int) -> list:
+def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, scheduler, concurrency: int) -> list:
     outcomes = TrialOutcomes(config.epochs, space.metric, space.mode)
     return [
         CSVLoggerCallback(),
         JsonLoggerCallback(),  # each trial's result.json: every epoch's metrics
-        TensorBoardEvents(outcomes),
+        TensorBoardEvents(outcomes, experiment.local),
         ProgressView(outcomes, config.trials, concurrency),
-        SchedulerState(scheduler, experiment / SCHEDULER_FILE),
+        SchedulerState(scheduler, experiment.local / SCHEDULER_FILE),
+        UploadOwnFiles(experiment, own_files),
     ]
 
 
@@ -239,18 +255,18 @@ def build_searcher(config: RunConfig, space: Space) -> OptunaSearch | None:
     return OptunaSearch(space=searched, metric=space.metric, mode=space.mode, sampler=TPESampler(seed=config.seed))
 
 
-def trial_record(result) -> TrialRecord:
+def trial_record(result, storage: str) -> TrialRecord:
     frame = result.metrics_dataframe
     rows = frame.to_dict("records") if frame is not None else []
     return TrialRecord(
         trial_id=Path(result.path).name.removeprefix(TRIAL_DIR_PREFIX),
         config=dict(result.config or {}),
-        history=[_clean_row(row) for row in rows],
+        history=[_clean_row(row, storage) for row in rows],
         error=short_error(result.error) if result.error else None,
     )
 
 
-def _clean_row(row: dict) -> dict:
+def _clean_row(row: dict, storage: str) -> dict:
     cleaned = {}
     for key, value in row.items():
         if key in _TUNE_BOOKKEEPING or key.startswith("config/"):
@@ -259,6 +275,8 @@ def _clean_row(row: dict) -> dict:
             value = None
         elif hasattr(value, "item"):
             value = value.item()
+        elif key == CHECKPOINT_KEY and isinstance(value, str):
+            value = as_location(storage, value)  # Ray reports the path without its URI scheme
         cleaned[key] = value
     return cleaned
 

@@ -2,8 +2,11 @@
 (ray.cluster_utils), one CPU each, so a trial's two workers must land on two different nodes; the experiment lives
 on a folder both nodes see (the shared storage)."""
 
+import contextlib
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -12,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from search.tensorboard import free_port
 from tests.e2e_helpers import run_cli, start_search
 
 pytestmark = pytest.mark.e2e
@@ -19,10 +23,10 @@ pytestmark = pytest.mark.e2e
 ONE_CPU = {"num_cpus": 1}
 
 
-@pytest.fixture
-def two_nodes():
+@contextlib.contextmanager
+def started_two_nodes():
     """Head + one more node on this machine (dashboard on 127.0.0.1); torn down, only these processes, also when a
-    test fails."""
+    test fails. The nodes' processes inherit this process's environment."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={**ONE_CPU, "dashboard_host": "127.0.0.1"})
@@ -32,6 +36,46 @@ def two_nodes():
         yield cluster, second
     finally:
         cluster.shutdown()
+
+
+@pytest.fixture
+def two_nodes():
+    with started_two_nodes() as nodes:
+        yield nodes
+
+
+@pytest.fixture
+def s3_bucket(tmp_path, monkeypatch):
+    """A real S3 endpoint on 127.0.0.1 (moto's server, a separate process) with an empty bucket; AWS_* variables in
+    the environment point pyarrow at it (this process, the CLI, and Ray nodes started afterwards). Stopped by pid."""
+    port = free_port()
+    log = open(tmp_path / "s3.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not port_answers(port):
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "s3.log").read_text()
+            time.sleep(0.2)
+        for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
+                           "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
+                           "AWS_EC2_METADATA_DISABLED": "true", "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():  # fmt: skip
+            monkeypatch.setenv(key, value)
+        import boto3  # comes with moto
+
+        boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}").create_bucket(Bucket="bucket")
+        yield "s3://bucket"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def port_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def search_args(mnist_root, storage: Path, name: str, *extra: str) -> list[str]:
@@ -119,3 +163,64 @@ def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(
     assert lines[-1] == ("error: workers=3 x (1 CPU): one trial needs 3 CPUs but the cluster has 2 CPUs and 0 GPUs on "
                          "2 nodes; lower workers=, cpus= or gpus=, or add nodes")  # fmt: skip
     assert not (shared / "too-big").exists()  # refused before anything was left behind
+
+
+def s3_text(uri: str) -> str:
+    import pyarrow.fs
+
+    fs, path = pyarrow.fs.FileSystem.from_uri(uri)
+    with fs.open_input_stream(path) as stream:
+        return stream.read().decode()
+
+
+def s3_files(uri: str) -> list[str]:
+    import pyarrow.fs
+
+    fs, path = pyarrow.fs.FileSystem.from_uri(uri)
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(path, recursive=True))
+    return [info.path.removeprefix(path + "/") for info in infos if info.type == pyarrow.fs.FileType.File]
+
+
+def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(tmp_path, mnist_root, s3_bucket):
+    runs = f"{s3_bucket}/runs"
+    experiment = f"{runs}/on-s3"
+    log = tmp_path / "cli.log"
+    with started_two_nodes() as (cluster, second):  # after s3_bucket: the nodes' workers inherit its AWS_* variables
+        result = subprocess.run(
+            [sys.executable, "-m", "search", "run", *search_args(mnist_root, runs, "on-s3", "trials=2", "epochs=2",
+                                                                   "grace=2", f"address={cluster.address}")],
+            cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT, timeout=600,
+        )  # fmt: skip
+        both_nodes = {cluster.head_node.node_id, second.node_id}
+    output = log.read_text()
+    assert result.returncode == 0, output[-3000:]
+    assert f"results: {experiment}" in output and f"summary: {experiment}/summary.json" in output
+
+    files = s3_files(experiment)
+    summary = json.loads(s3_text(f"{experiment}/summary.json"))
+    assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
+    best = summary["best"]["checkpoint"]
+    assert best.startswith(f"{experiment}/train_"), best  # Ray Train wrote the checkpoints to S3, from both nodes
+    assert best.removeprefix(f"{experiment}/") + "/model.pt" in files
+    for trial in summary["trials"]:
+        first = json.loads(s3_text(f"{experiment}/trial_{trial['trial_id']}/result.json").splitlines()[0])
+        assert set(first["worker_nodes"]) == both_nodes
+        assert any(f.startswith(f"trial_{trial['trial_id']}/events.out.tfevents.") for f in files)  # uploaded by us
+    assert {"search.json", "search.log", "scheduler-state.pkl"} <= set(files)
+    assert not list(REPO.glob("bucket*")) and not list(REPO.glob("s3*"))  # nothing mistaken for a local folder
+
+    # Every reader works from the URI alone: the local working folder is gone, as on another machine.
+    shutil.rmtree(tmp_path / "cache")
+    exported = run_cli("export", experiment, f"out={tmp_path / 'export'}")
+    assert exported.returncode == 0, exported.stderr
+    assert (tmp_path / "export" / "model.safetensors").is_file()
+    report = run_cli("report", experiment)
+    assert report.returncode == 0, report.stderr
+    assert "early stopping: 4 epochs run of 4" in report.stdout
+    resumed = run_cli("resume", experiment)
+    assert resumed.returncode == 0 and "this search already finished" in resumed.stdout, resumed.stderr
+    missing = run_cli("export", f"{runs}/no-such-experiment")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines()[-1] == (
+        f"error: {runs}/no-such-experiment: not a finished experiment (no summary.json)"
+    )

@@ -62,9 +62,20 @@ def test_a_refused_cluster_check_is_a_usage_error():
         check_every_node_sees({"n": {"storage": False}}, {"storage": "/x"})
 
 
-def test_a_storage_uri_is_refused_rather_than_taken_for_a_local_folder():
-    with pytest.raises(UsageError, match=r"^storage=s3://bucket/prefix: URIs are not supported yet"):
-        parse_run(["space=resnet_mnist", "storage=s3://bucket/prefix"])
+def test_a_storage_uri_is_kept_as_a_uri_not_taken_for_a_local_folder(tmp_path):
+    config, _ = parse_run(["space=resnet_mnist", f"storage=file://{tmp_path}/runs"])
+    assert config.storage == f"file://{tmp_path}/runs"
+
+
+def test_a_storage_uri_pyarrow_cannot_open_is_refused_in_one_line():
+    with pytest.raises(UsageError, match=r"^storage=nosuch://bucket/prefix: pyarrow cannot open it \(.*s3://bucket/prefix"):
+        parse_run(["space=resnet_mnist", "storage=nosuch://bucket/prefix"])
+
+
+def test_a_node_that_cannot_read_a_storage_uri_is_named():
+    answers = {"10.0.0.1 aa": {"storage": True, "data.root": True}, "10.0.0.2 bb": {"storage": False, "data.root": True}}
+    message = unseen_paths_message(answers, {**PATHS, "storage": "s3://bucket/runs"})
+    assert message.startswith("storage=s3://bucket/runs: 1 of 2 nodes (10.0.0.2 bb) cannot read files written there")
 
 
 def test_an_address_where_no_cluster_answers_is_refused_in_one_line():

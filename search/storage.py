@@ -1,0 +1,217 @@
+"""Where an experiment lives: a local (or NFS-mounted) folder, or a `pyarrow.fs` URI (s3://, gs://, file://).
+
+With a URI, Ray Tune and Ray Train write their files (trial results, checkpoints) to it themselves; this project's
+own files (search.json, search.log, scheduler state, TensorBoard events, summary.json) are written to a local
+working folder and uploaded to the URI: after every trial, on interruption, and at the end, summary.json last.
+Readers (`export`, `report`, `tensorboard`, `resume`) download what they read into that working folder.
+
+No Ray, no torch: pyarrow only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from search.errors import UsageError
+
+SEARCH_FILE = "search.json"  # the search's config, written before the first trial: marks an experiment folder
+URI_EXAMPLES = "s3://bucket/prefix, gs://bucket/prefix or file:///path"
+CHECKPOINT_FOLDER_PREFIX = "train_"  # Ray Train runs (their checkpoints): readers download only what they need
+
+
+def is_uri(location: str) -> bool:
+    return "://" in location
+
+
+def _split_query(uri: str) -> tuple[str, str]:
+    base, _, query = uri.partition("?")
+    return base.rstrip("/"), f"?{query}" if query else ""
+
+
+def uri_join(uri: str, *parts: str) -> str:
+    """`uri`/parts, keeping a query (e.g. ?endpoint_override=...) at the end where pyarrow expects it."""
+    base, query = _split_query(uri)
+    return "/".join([base, *(p.strip("/") for p in parts)]) + query
+
+
+def uri_parent(uri: str) -> str:
+    base, query = _split_query(uri)
+    return base.rsplit("/", 1)[0] + query
+
+
+def uri_name(uri: str) -> str:
+    return _split_query(uri)[0].rsplit("/", 1)[-1]
+
+
+def filesystem(location: str, key: str = "storage"):
+    """(pyarrow filesystem, path on it) for a local folder or a URI; a URI pyarrow cannot open is one line."""
+    import pyarrow.fs
+
+    if not is_uri(location):
+        return pyarrow.fs.LocalFileSystem(), str(Path(location).resolve())
+    try:
+        return pyarrow.fs.FileSystem.from_uri(location)
+    except Exception as exc:  # ArrowInvalid for unknown schemes, OSError for missing drivers or credentials
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"{key}={location}: pyarrow cannot open it ({reason}); give a folder or a URI such as "
+                         f"{URI_EXAMPLES}") from None  # fmt: skip
+
+
+def as_location(storage: str, fs_path: str) -> str:
+    """The URI of `fs_path`, a path on the filesystem of `storage` (what Ray reports: the scheme stripped)."""
+    if not is_uri(storage):
+        return fs_path
+    scheme = storage.split("://", 1)[0]
+    return f"{scheme}://{fs_path}" + _split_query(storage)[1]
+
+
+def exists(location: str) -> bool:
+    import pyarrow.fs
+
+    fs, path = filesystem(location)
+    return fs.get_file_info(path).type != pyarrow.fs.FileType.NotFound
+
+
+def read_text(location: str) -> str:
+    fs, path = filesystem(location)
+    with fs.open_input_stream(path) as stream:
+        return stream.read().decode()
+
+
+def write_text(location: str, text: str) -> None:
+    fs, path = filesystem(location)
+    fs.create_dir(str(PurePosixPath(path).parent))
+    with fs.open_output_stream(path) as stream:
+        stream.write(text.encode())
+
+
+def delete_folder(location: str) -> None:
+    fs, path = filesystem(location)
+    fs.delete_dir(path)
+
+
+def delete_file(location: str) -> None:
+    fs, path = filesystem(location)
+    fs.delete_file(path)
+
+
+def cache_root() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+    return Path(cache, "search", "experiments")
+
+
+def working_folder(uri: str) -> Path:
+    """The local folder that stands for experiment `uri` on this machine (the same one every time)."""
+    digest = hashlib.sha256(_split_query(uri)[0].encode()).hexdigest()[:10]
+    return cache_root() / f"{uri_name(uri)}-{digest}"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment folder: `location` is where it lives (a folder or a URI), `local` where this process reads
+    and writes the project's own files (the folder itself, or the working folder of a URI)."""
+
+    location: str
+    local: Path
+
+    @classmethod
+    def at(cls, location: str) -> "Experiment":
+        if is_uri(location):
+            return cls(location, working_folder(location))
+        path = Path(location).expanduser().resolve()
+        return cls(str(path), path)
+
+    @property
+    def remote(self) -> bool:
+        return is_uri(self.location)
+
+    @property
+    def name(self) -> str:
+        return uri_name(self.location) if self.remote else self.local.name
+
+    @property
+    def parent(self) -> str:
+        return uri_parent(self.location) if self.remote else str(self.local.parent)
+
+    def join(self, *parts: str) -> str:
+        """Where a file of the experiment lives (a URI or a local path), for messages and for Ray."""
+        return uri_join(self.location, *parts) if self.remote else str(self.local.joinpath(*parts))
+
+    def upload(self, relative_paths: list[str]) -> None:
+        """Copy these files of the working folder to the URI (nothing to do for a local experiment)."""
+        if not self.remote:
+            return
+        import pyarrow.fs
+
+        fs, root = filesystem(self.location)
+        local_fs = pyarrow.fs.LocalFileSystem()
+        for relative in relative_paths:
+            target = str(PurePosixPath(root, relative))
+            fs.create_dir(str(PurePosixPath(target).parent))
+            pyarrow.fs.copy_files(str(self.local / relative), target, local_fs, fs)
+
+    def download(self, include_checkpoints: bool = False) -> None:
+        """Fetch the experiment's files (not the Ray Train runs with their checkpoints, unless asked) into the
+        working folder, replacing what an earlier download left there."""
+        if not self.remote:
+            return
+        import pyarrow.fs
+
+        fs, root = filesystem(self.location)
+        local_fs = pyarrow.fs.LocalFileSystem()
+        for info in fs.get_file_info(pyarrow.fs.FileSelector(root, recursive=True)):
+            relative = PurePosixPath(info.path).relative_to(PurePosixPath(root.rstrip("/")))
+            if info.type != pyarrow.fs.FileType.File:
+                continue
+            if not include_checkpoints and relative.parts[0].startswith(CHECKPOINT_FOLDER_PREFIX):
+                continue
+            target = self.local / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pyarrow.fs.copy_files(info.path, str(target), fs, local_fs)
+
+    def checkpoint_exists(self):
+        """A test of whether a checkpoint location is still in storage: one listing of the URI, not one request
+        per checkpoint."""
+        if not self.remote:
+            return os.path.isdir
+        import pyarrow.fs
+
+        fs, root = filesystem(self.location)
+        infos = fs.get_file_info(pyarrow.fs.FileSelector(root, recursive=True))
+        folders = {as_location(self.location, info.path) for info in infos if info.type == pyarrow.fs.FileType.Directory}
+        return folders.__contains__
+
+    def local_checkpoint(self, checkpoint: str) -> Path:
+        """A checkpoint folder this process can open: downloaded into the working folder when it is a URI."""
+        if not is_uri(checkpoint):
+            return Path(checkpoint)
+        import pyarrow.fs
+
+        fs, path = filesystem(checkpoint, key="checkpoint")
+        target = self.local / "checkpoints" / PurePosixPath(path).parent.name / PurePosixPath(path).name
+        if not target.is_dir():
+            partial = target.with_name(f".{target.name}.partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            pyarrow.fs.copy_files(path, str(partial), fs, pyarrow.fs.LocalFileSystem())
+            os.replace(partial, target)
+        return target
+
+
+def experiment_of(storage: str, name: str) -> Experiment:
+    """Experiment `name` under `storage` (a folder or a URI)."""
+    return Experiment.at(uri_join(storage, name) if is_uri(storage) else str(Path(storage) / name))
+
+
+def open_for_reading(location: str, marker: str, missing: str = "not a finished experiment") -> Experiment:
+    """The experiment at `location` (folder or URI), downloaded when it is a URI; refused in one line when `marker`
+    (the file that makes it an experiment, or a finished one) is not there."""
+    experiment = Experiment.at(location)
+    if not exists(experiment.join(marker)):
+        raise UsageError(f"{location}: {missing} (no {marker})")
+    experiment.download()
+    return experiment
