@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from search.commands import cmd_export, cmd_predict, cmd_report, cmd_resume, cmd_run, cmd_spaces, cmd_tensorboard
-from search.errors import SearchFailed, SearchInterrupted, UsageError
+from search.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
 
 COMMANDS = {
     "run": (cmd_run, "run a hyperparameter search: run space=NAME [key=value ...]"),
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in COMMANDS:
             raise UsageError(f"{name}: unknown command; commands: {', '.join(COMMANDS)}")
         return COMMANDS[name][0](args)
-    except (UsageError, SearchFailed, SearchInterrupted) as error:
+    except (UsageError, SearchFailed, SearchInterrupted, RemoteCommandFailed) as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
 

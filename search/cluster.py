@@ -15,16 +15,30 @@ PROJECT_PACKAGES = ("search", "trainables", "spaces")
 LOCAL = "local"
 
 
+RAY_CLIENT = "ray://"
+
+
 def resolve_address(address: str, environ: dict) -> str:
     """`address=` wins; else RAY_ADDRESS; `local` (or nothing) means: start a Ray instance in this process."""
     chosen = address or environ.get("RAY_ADDRESS", "")
-    if chosen.startswith("ray://"):
-        raise UsageError(
-            f"address={chosen}: Ray Client is not supported, the search's driver must run on the cluster; submit it "
-            f"as a job (ray job submit --address http://HEAD:8265 -- python -m search run ...) or give the head's "
-            f"host:port"
-        )
     return "" if chosen == LOCAL else chosen
+
+
+def is_ray_client(address: str) -> bool:
+    return address.startswith(RAY_CLIENT)
+
+
+def client_host_port(address: str) -> str:
+    host_port = address.removeprefix(RAY_CLIENT).rstrip("/")
+    return host_port if ":" in host_port else f"{host_port}:10001"  # Ray Client's default port
+
+
+def refuse_client_relative_paths(address: str, paths: dict[str, str]) -> None:
+    """Through Ray Client the search runs on the cluster, where this machine's working directory means nothing."""
+    for key, path in paths.items():
+        if path and "://" not in path and not path.startswith(("/", "~")):
+            raise UsageError(f"{key}={path}: with address={address} paths are the cluster's; give an absolute path "
+                             f"(a folder every node mounts) or a URI")  # fmt: skip
 
 
 def refuse_unreachable(address: str, host_port: str, timeout_s: float = 10.0) -> None:

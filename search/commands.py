@@ -9,7 +9,7 @@ import signal
 import time
 from pathlib import Path
 
-from search.cluster import resolve_address
+from search.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
 from search.config import RunConfig, format_help, help_rows, parse_overrides, split_override
 from search.errors import SearchInterrupted, UsageError
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
@@ -27,6 +27,10 @@ def cmd_run(args: list[str]) -> int:
         print("`python -m search spaces` lists them.")
         return 0
     config, space = parse_run(args)
+    if is_ray_client(config.address):
+        from search.client import run_through_ray_client
+
+        return run_through_ray_client(config, args)
     preflight(config, space)
     from search.tuner import run_search  # Ray is imported only once the input is known to be good
 
@@ -127,6 +131,10 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     space = load_space(space_refs[-1])
     parsers = {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
     config = parse_overrides(args, parsers)
+    config.address = resolve_address(config.address, os.environ)
+    if is_ray_client(config.address):  # the search will run on the cluster: its paths must mean the same there
+        given = {"storage": config.storage, "data.root": config.data.root, "model.weights": config.model.weights}
+        refuse_client_relative_paths(config.address, {**given, "space": config.space if config.space.endswith(".py") else ""})
     if os.path.exists(config.space):
         config.space = str(Path(config.space).resolve())
     config.name = config.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -135,7 +143,6 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
         filesystem(config.storage)  # refuses, in one line, a URI pyarrow cannot open
     else:
         config.storage = str(Path(config.storage).expanduser().resolve())
-    config.address = resolve_address(config.address, os.environ)
     return config, space
 
 

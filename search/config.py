@@ -83,7 +83,7 @@ class RunConfig:
     time_budget: float = 0.0
     """Stop starting and running trials after this many seconds (0: no limit)."""
     address: str = ""
-    """Ray cluster to join: auto or host:port (default: $RAY_ADDRESS, else a local instance)."""
+    """Ray cluster to join: auto, host:port or ray://host:port (default: $RAY_ADDRESS, else a local instance)."""
     checkpoints: int = 2
     """Checkpoints kept per trial, the best ones by the metric."""
     max_failures: int = 0

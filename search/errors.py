@@ -20,3 +20,11 @@ class SearchInterrupted(Exception):
 
     def __init__(self, experiment):
         super().__init__(f"search interrupted; resume it with: python -m search resume {experiment}")
+
+
+class RemoteCommandFailed(Exception):
+    """A command that ran on the cluster (through Ray Client) ended with an error: its line and exit code."""
+
+    def __init__(self, exit_code: int, message: str):
+        super().__init__(message)
+        self.exit_code = exit_code

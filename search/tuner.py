@@ -26,9 +26,11 @@ from search.cluster import check_every_node_sees, paths_every_node_needs, projec
 from search.config import RunConfig
 from search.errors import SearchFailed, SearchInterrupted, UsageError
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
-from search.space import Space, load_space
 from search.files import write_json_atomically
-from search.storage import SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_text, write_text
+from search.space import Space, load_space
+from search.storage import (
+    SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_text, write_text,
+)
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
 from search.tensorboard import EVENT_GLOB, free_port
 from trainables.driver import DRIVER_RESOURCES, alive_node_resources, alive_nodes, train_trial
@@ -81,7 +83,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
     """Connect to Ray, fit the tuner, always release Ray, then write the summary of a finished search."""
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
-    connect(config)
+    started_here = connect(config)
     try:
         nodes = alive_node_resources()
         if config.gpus is None:  # gpus=auto on a cluster: what the cluster has, not what this machine has
@@ -96,7 +98,8 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
             raise SearchInterrupted(experiment.location)
         records = [trial_record(result, config.storage) for result in results]
     finally:
-        ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
+        if started_here:
+            ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
         experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
     summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records, experiment.checkpoint_exists())
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)
@@ -114,9 +117,14 @@ def own_files(folder: Path) -> list[str]:
 
 
 def search_finished(results, config: RunConfig) -> bool:
-    """False when Tune returned early because it was interrupted (Ctrl-C): trials left unfinished or unstarted."""
+    """False when Tune returned early because it was interrupted (Ctrl-C): trials left unfinished or unstarted.
+    On Ctrl-C Tune also marks a trial it had not started yet as terminated: one that never reported and did not
+    fail never ran (its saved state still says pending, so `resume` runs it)."""
+    if config.time_budget:  # trials the budget left unstarted are part of a finished search
+        return len(results) == results.num_terminated + results.num_errors
+    never_ran = sum(1 for result in results if "epoch" not in (result.metrics or {}) and result.error is None)
     unfinished = len(results) - results.num_terminated - results.num_errors
-    return unfinished == 0 and (len(results) >= config.trials or bool(config.time_budget))
+    return unfinished == 0 and never_ran == 0 and len(results) >= config.trials
 
 
 def route_logs(log_file: Path, verbose: int) -> None:
@@ -134,14 +142,18 @@ def route_logs(log_file: Path, verbose: int) -> None:
     logging.captureWarnings(True)
 
 
-def connect(config: RunConfig) -> None:
-    """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance."""
+def connect(config: RunConfig) -> bool:
+    """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance; False
+    when this process already is a Ray task (a search sent through Ray Client): nothing to connect or release."""
+    if ray.is_initialized():
+        logging.getLogger("ray").info("search runs as a task on the Ray cluster (sent through Ray Client)")
+        return False
     common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
     if config.address:
         refuse_unreachable(config.address, bootstrap_address(config.address))
         context = ray.init(address=config.address, runtime_env=project_runtime_env(), **common)
         logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
-        return
+        return True
     context = ray.init(
         address="local",
         num_cpus=local_cpu_count(),
@@ -151,6 +163,7 @@ def connect(config: RunConfig) -> None:
         **common,
     )
     logging.getLogger("ray").info("search started a local Ray instance, session %s", context.address_info["session_dir"])
+    return True
 
 
 def bootstrap_address(address: str) -> str:

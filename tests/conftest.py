@@ -1,3 +1,7 @@
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,3 +15,39 @@ def mnist_root() -> Path:
     if not (MNIST_MINI / "MNIST" / "raw" / "train-images-idx3-ubyte").is_file():
         pytest.skip(f"{MNIST_MINI} is missing (see ../shared/README.md)")
     return MNIST_MINI
+
+
+@pytest.fixture
+def s3_bucket(tmp_path, monkeypatch):
+    """A real S3 endpoint on 127.0.0.1 (moto's server, a separate process) with an empty bucket; AWS_* variables in
+    the environment point pyarrow at it (this process, the CLI, and Ray nodes started afterwards). Stopped by pid."""
+    from search.tensorboard import free_port
+
+    port = free_port()
+    log = open(tmp_path / "s3.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not port_answers(port):
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "s3.log").read_text()
+            time.sleep(0.2)
+        for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
+                           "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
+                           "AWS_EC2_METADATA_DISABLED": "true", "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():  # fmt: skip
+            monkeypatch.setenv(key, value)
+        import boto3  # comes with moto
+
+        boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}").create_bucket(Bucket="bucket")
+        yield "s3://bucket"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def port_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False

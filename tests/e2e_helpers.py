@@ -136,3 +136,21 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def uri_text(uri: str) -> str:
+    """A file's text read through pyarrow (e.g. from the test's S3 endpoint), not through this project's code."""
+    import pyarrow.fs
+
+    fs, path = pyarrow.fs.FileSystem.from_uri(uri)
+    with fs.open_input_stream(path) as stream:
+        return stream.read().decode()
+
+
+def uri_files(uri: str) -> list[str]:
+    """Every file under a URI, relative to it."""
+    import pyarrow.fs
+
+    fs, path = pyarrow.fs.FileSystem.from_uri(uri)
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(path, recursive=True))
+    return [info.path.removeprefix(path + "/") for info in infos if info.type == pyarrow.fs.FileType.File]

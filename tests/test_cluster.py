@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from search.tensorboard import free_port
-from tests.e2e_helpers import run_cli, start_search
+from tests.e2e_helpers import run_cli, start_search, uri_files, uri_text
 
 pytestmark = pytest.mark.e2e
 
@@ -24,12 +22,12 @@ ONE_CPU = {"num_cpus": 1}
 
 
 @contextlib.contextmanager
-def started_two_nodes():
+def started_two_nodes(**head_args):
     """Head + one more node on this machine (dashboard on 127.0.0.1); torn down, only these processes, also when a
     test fails. The nodes' processes inherit this process's environment."""
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={**ONE_CPU, "dashboard_host": "127.0.0.1"})
+    cluster = Cluster(initialize_head=True, head_node_args={**ONE_CPU, "dashboard_host": "127.0.0.1", **head_args})
     try:
         second = cluster.add_node(**ONE_CPU)
         cluster.wait_for_nodes()
@@ -42,40 +40,6 @@ def started_two_nodes():
 def two_nodes():
     with started_two_nodes() as nodes:
         yield nodes
-
-
-@pytest.fixture
-def s3_bucket(tmp_path, monkeypatch):
-    """A real S3 endpoint on 127.0.0.1 (moto's server, a separate process) with an empty bucket; AWS_* variables in
-    the environment point pyarrow at it (this process, the CLI, and Ray nodes started afterwards). Stopped by pid."""
-    port = free_port()
-    log = open(tmp_path / "s3.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not port_answers(port):
-            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "s3.log").read_text()
-            time.sleep(0.2)
-        for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
-                           "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
-                           "AWS_EC2_METADATA_DISABLED": "true", "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():  # fmt: skip
-            monkeypatch.setenv(key, value)
-        import boto3  # comes with moto
-
-        boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}").create_bucket(Bucket="bucket")
-        yield "s3://bucket"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-def port_answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def search_args(mnist_root, storage: Path, name: str, *extra: str) -> list[str]:
@@ -165,22 +129,6 @@ def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(
     assert not (shared / "too-big").exists()  # refused before anything was left behind
 
 
-def s3_text(uri: str) -> str:
-    import pyarrow.fs
-
-    fs, path = pyarrow.fs.FileSystem.from_uri(uri)
-    with fs.open_input_stream(path) as stream:
-        return stream.read().decode()
-
-
-def s3_files(uri: str) -> list[str]:
-    import pyarrow.fs
-
-    fs, path = pyarrow.fs.FileSystem.from_uri(uri)
-    infos = fs.get_file_info(pyarrow.fs.FileSelector(path, recursive=True))
-    return [info.path.removeprefix(path + "/") for info in infos if info.type == pyarrow.fs.FileType.File]
-
-
 def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(tmp_path, mnist_root, s3_bucket):
     runs = f"{s3_bucket}/runs"
     experiment = f"{runs}/on-s3"
@@ -196,14 +144,14 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
     assert result.returncode == 0, output[-3000:]
     assert f"results: {experiment}" in output and f"summary: {experiment}/summary.json" in output
 
-    files = s3_files(experiment)
-    summary = json.loads(s3_text(f"{experiment}/summary.json"))
+    files = uri_files(experiment)
+    summary = json.loads(uri_text(f"{experiment}/summary.json"))
     assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
     best = summary["best"]["checkpoint"]
     assert best.startswith(f"{experiment}/train_"), best  # Ray Train wrote the checkpoints to S3, from both nodes
     assert best.removeprefix(f"{experiment}/") + "/model.pt" in files
     for trial in summary["trials"]:
-        first = json.loads(s3_text(f"{experiment}/trial_{trial['trial_id']}/result.json").splitlines()[0])
+        first = json.loads(uri_text(f"{experiment}/trial_{trial['trial_id']}/result.json").splitlines()[0])
         assert set(first["worker_nodes"]) == both_nodes
         assert any(f.startswith(f"trial_{trial['trial_id']}/events.out.tfevents.") for f in files)  # uploaded by us
     assert {"search.json", "search.log", "scheduler-state.pkl"} <= set(files)
@@ -224,3 +172,37 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
     assert missing.stderr.strip().splitlines()[-1] == (
         f"error: {runs}/no-such-experiment: not a finished experiment (no summary.json)"
     )
+
+
+def test_through_ray_client_the_search_runs_on_the_cluster_and_reports_back(tmp_path, mnist_root):
+    """address=ray://: the whole `run` runs as a task on the head node; its output and exit code come back here."""
+    from search.tensorboard import free_port
+
+    client_port = free_port()
+    shared = tmp_path / "cluster_storage"
+    with started_two_nodes(ray_client_server_port=client_port) as (cluster, second):
+        address = f"ray://127.0.0.1:{client_port}"
+        refused = run_cli("run", *search_args(mnist_root, shared, "bad", f"address={address}",
+                                              f"data.root={tmp_path / 'nothing-here'}"), timeout=300)  # fmt: skip
+        log = tmp_path / "cli.log"
+        result = subprocess.run(
+            [sys.executable, "-m", "search", "run", *search_args(mnist_root, shared, "via-client", "trials=1",
+                                                                   "epochs=2", f"address={address}")],
+            cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT, timeout=600,
+        )  # fmt: skip
+        both_nodes = {cluster.head_node.node_id, second.node_id}
+        assert cluster.remaining_processes_alive()  # the client only disconnected
+    # Checked on the cluster (the task's preflight), reported here as one line with the usual exit code.
+    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert refused.stderr.strip().splitlines()[-1].startswith(f"error: data.root={tmp_path / 'nothing-here'}")
+    assert not (shared / "bad").exists()
+
+    output = log.read_text()
+    assert result.returncode == 0, output[-3000:]
+    assert "1 trials of resnet_mnist, 1 at a time" in output and "best checkpoint:" in output  # streamed back
+    experiment = shared / "via-client"
+    summary = json.loads((experiment / "summary.json").read_text())
+    assert [t["status"] for t in summary["trials"]] == ["completed"]
+    assert "search runs as a task on the Ray cluster" in (experiment / "search.log").read_text()
+    row = next(iter(first_rows(experiment).values()))
+    assert set(row["worker_nodes"]) == both_nodes

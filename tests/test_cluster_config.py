@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from search.cluster import project_runtime_env, resolve_address, unseen_paths_message
+from search.cluster import client_host_port, project_runtime_env, resolve_address, unseen_paths_message
 from search.commands import parse_run
 from search.errors import UsageError
 
@@ -88,6 +88,21 @@ def test_an_address_where_no_cluster_answers_is_refused_in_one_line():
 
 
 @pytest.mark.parametrize("key, environ", [("ray://head:10001", {}), ("", {"RAY_ADDRESS": "ray://head:10001"})])
-def test_ray_client_addresses_are_refused_with_the_job_alternative(key, environ):
-    with pytest.raises(UsageError, match=r"^address=ray://head:10001: Ray Client is not supported.*ray job submit"):
-        resolve_address(key, environ)
+def test_ray_client_addresses_are_taken_from_the_key_or_the_environment(key, environ):
+    assert resolve_address(key, environ) == "ray://head:10001"
+
+
+@pytest.mark.parametrize("address, host_port", [("ray://head:10001", "head:10001"), ("ray://head", "head:10001")])
+def test_ray_client_port_defaults_to_10001(address, host_port):
+    assert client_host_port(address) == host_port
+
+
+@pytest.mark.parametrize("arg, key", [("storage=./runs", "storage"), ("data.root=data/mnist", "data.root")])
+def test_through_ray_client_relative_paths_are_refused(arg, key):
+    with pytest.raises(UsageError, match=rf"^{key}=\S+: with address=ray://head:10001 paths are the cluster's"):
+        parse_run(["space=resnet_mnist", "address=ray://head:10001", "storage=/mnt/runs", arg])
+
+
+def test_through_ray_client_the_default_storage_must_be_given():
+    with pytest.raises(UsageError, match=r"^storage=./runs: with address=ray://"):
+        parse_run(["space=resnet_mnist", "address=ray://head:10001"])

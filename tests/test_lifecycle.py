@@ -2,13 +2,16 @@
 
 import json
 import pickle
+import shutil
 import signal
 import time
 
 import pytest
 
 from tests.conftest import MNIST_MINI
-from tests.e2e_helpers import descendants, kill_pids, process_title, run_cli, start_search, wait_for_line
+from tests.e2e_helpers import (
+    descendants, kill_pids, process_title, run_cli, start_search, uri_files, uri_text, wait_for_line,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -107,3 +110,29 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, mnist_root):
         time.sleep(0.5)
     kill_pids(list(leftover))
     assert leftover == {}, "the local Ray instance must be shut down"
+
+
+def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri(tmp_path, mnist_root, s3_bucket):
+    """An interrupted search whose storage is a URI resumes from the URI alone (local working folder deleted)."""
+    experiment = f"{s3_bucket}/runs/s"
+    log = tmp_path / "run.log"
+    process = start_search(log, *COMMON, f"storage={s3_bucket}/runs", "name=s", "trials=2", "epochs=2", "grace=2",
+                           "data.limit=512")  # fmt: skip
+    try:
+        first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == 130, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            kill_pids([process.pid, *descendants(process.pid)])
+    assert f"python -m search resume {experiment}" in log.read_text()
+    files = uri_files(experiment)
+    assert "summary.json" not in files and {"search.json", "scheduler-state.pkl", "search.log"} <= set(files)
+    first_rows = uri_text(f"{experiment}/trial_{first}/result.json")
+
+    shutil.rmtree(tmp_path / "cache")  # as on another machine
+    resumed = run_cli("resume", experiment)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    summary = json.loads(uri_text(f"{experiment}/summary.json"))
+    assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
+    assert uri_text(f"{experiment}/trial_{first}/result.json") == first_rows, "a finished trial ran again"
