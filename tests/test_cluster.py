@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.e2e_helpers import run_cli, start_search, uri_files, uri_text
+from tests.e2e_helpers import descendants, kill_pids, run_cli, start_search, uri_files, uri_text, wait_for_line
 
 pytestmark = pytest.mark.e2e
 
@@ -167,6 +168,7 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
     assert "early stopping: 4 epochs run of 4" in report.stdout
     resumed = run_cli("resume", experiment)
     assert resumed.returncode == 0 and "this search already finished" in resumed.stdout, resumed.stderr
+    assert tensorboard_runs(experiment, tmp_path) >= {f"trial_{t['trial_id']}" for t in summary["trials"]}
     missing = run_cli("export", f"{runs}/no-such-experiment")
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines()[-1] == (
@@ -206,3 +208,26 @@ def test_through_ray_client_the_search_runs_on_the_cluster_and_reports_back(tmp_
     assert "search runs as a task on the Ray cluster" in (experiment / "search.log").read_text()
     row = next(iter(first_rows(experiment).values()))
     assert set(row["worker_nodes"]) == both_nodes
+
+
+def tensorboard_runs(experiment: str, tmp_path: Path) -> set[str]:
+    """The runs `python -m search tensorboard <experiment>` serves on 127.0.0.1 (stopped by pid afterwards)."""
+    import urllib.request
+
+    from search.tensorboard import free_port
+
+    port = free_port()
+    log = tmp_path / "tb.log"
+    process = start_search(log, experiment, f"port={port}", command="tensorboard")
+    try:
+        wait_for_line(log, rf"at http://127\.0\.0\.1:{port}/", process, timeout=120)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/runs", timeout=30) as reply:
+            runs = set(json.loads(reply.read()))
+        server_pids = descendants(process.pid)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            kill_pids([*descendants(process.pid), process.pid])
+    kill_pids(server_pids)
+    return runs
