@@ -18,7 +18,11 @@ from benchmarks.report import write_report
 from benchmarks.search_runs import DEFAULT_ROOT, FIXED_HP, run_search, summary_of, trial_rows
 
 PARTS = ("overhead", "ddp", "data", "asha", "memory")
-SHAPES = {"workers=1 cpus=2": ("workers=1", "cpus=2"), "workers=2 cpus=1": ("workers=2", "cpus=1")}
+SHAPES = {
+    "workers=1 cpus=2": ("workers=1", "cpus=2"),
+    "workers=2 cpus=1": ("workers=2", "cpus=1"),
+    "workers=2 cpus=1 prefetch=false": ("workers=2", "cpus=1", "prefetch=false"),  # the same, no trial started ahead
+}
 
 
 def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int = 5) -> dict:
@@ -32,6 +36,7 @@ def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int
                      *shape, *FIXED_HP]  # fmt: skip
         before = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
         run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides)
+        print(f"  {label}: {run['wall_s']:.0f} s", flush=True)
         after = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
         trials = trial_rows(run["experiment"])
         rate = sum(map(throughput.steady_images_per_s, trials)) / len(trials)
@@ -109,12 +114,12 @@ def first_last_max(peaks: list[float]) -> dict:
 def print_tables(report: dict) -> None:
     if "trials" in report:
         t = report["trials"]
-        print(f"{'trial shape':<18}{'images/s':>9}{'bare before/after':>18}{'vs bare':>8}{'launch':>8}{'setup':>7}"
+        print(f"{'trial shape':<33}{'images/s':>9}{'bare before/after':>18}{'vs bare':>8}{'launch':>8}{'setup':>7}"
               f"{'handoff':>8}{'overhead':>9}")  # fmt: skip
         for label, s in t["shapes"].items():
             m, b = s["mean_after_first"], s["bare_loop_images_per_s"]
             setup = sum(m[k] for k in overhead.SETUP_STEPS)
-            print(f"{label:<18}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}"
+            print(f"{label:<33}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}"
                   f"{m['launch_s']:>7.1f}s{setup:>6.1f}s{m.get('handoff_s', 0):>7.1f}s{m['fixed_overhead_s']:>8.1f}s")  # fmt: skip
     if "ddp_without_ray" in report:
         d = report["ddp_without_ray"]

@@ -70,7 +70,9 @@ class ProgressView(ray.tune.Callback):
     def render(self, trials, elapsed: float, event=None, latest: dict | None = None, ended=None) -> list[str]:
         o, latest = self.outcomes, latest or {}
         statuses = [o.status(t, ended=t is ended) for t in trials]
-        running = [t for t in trials if t.status == RUNNING and t is not ended]
+        active = [t for t in trials if t.status == RUNNING and t is not ended]
+        running = [t for t in active if "epoch" in (latest.get(t.trial_id) or t.last_result or {})]
+        starting = len(active) - len(running)  # drivers started ahead, waiting for room or for their workers
         finished = statuses.count("completed") + statuses.count("stopped_early")
         lines = [f"[{_clock(elapsed)}] {event}"] if event else []
         for trial in running[:8]:
@@ -85,7 +87,8 @@ class ProgressView(ray.tune.Callback):
         best = self._best(trials, latest)
         best_text = f"best {o.metric} {_fmt(best[0])} {best[1]}" if best else f"best {o.metric} -"
         counts = (
-            f"[{_clock(elapsed)}] {len(running)} running, {finished}/{self.total} done, "
+            f"[{_clock(elapsed)}] {len(running)} running, {f'{starting} starting, ' if starting else ''}"
+            f"{finished}/{self.total} done, "
             f"{statuses.count('stopped_early')} early-stopped, {statuses.count('failed')} failed"
         )
         status = f"{counts} | {best_text}{self._eta(trials, elapsed, finished)}"

@@ -78,6 +78,8 @@ class RunConfig:
     """GPUs per training worker (default: 1 when CUDA is visible, else 0)."""
     concurrency: int = 0
     """Trials running side by side (0: as many as the cluster fits)."""
+    prefetch: bool = True
+    """Start the next trial's driver while trials train, to take over resources the moment they free up."""
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     time_budget: float = 0.0

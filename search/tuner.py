@@ -33,7 +33,9 @@ from search.storage import (
 )
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
 from search.tensorboard import EVENT_GLOB, free_port
-from trainables.driver import DRIVER_RESOURCES, alive_node_resources, alive_nodes, train_trial
+from trainables.driver import (
+    DRIVER_RESOURCES, StartLine, alive_node_resources, alive_nodes, start_line_name, train_trial,
+)
 
 TRIAL_DIR_PREFIX = "trial_"
 LOG_FILE = "search.log"
@@ -90,6 +92,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
             config.gpus = 1.0 if any(node.get("GPU", 0) for node in nodes) else 0.0
         concurrency = plan_concurrency(nodes, TrialShape.of(config), config.concurrency)
         check_paths_on_every_node(config, experiment)
+        start_line = StartLine.options(name=start_line_name(experiment.name), get_if_exists=True).remote()  # noqa: F841
         print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, log in {log_file}")
         if experiment.remote:
             print(f"results: {experiment.location}")
@@ -214,8 +217,9 @@ def check_paths_on_every_node(config: RunConfig, experiment: Experiment, timeout
 
 def build_trainable(config: RunConfig, space: Space, experiment: Experiment):
     trainable = ray.tune.with_parameters(
-        train_trial, run=config.to_dict(), experiment_dir=experiment.location, metric=space.metric, mode=space.mode
-    )
+        train_trial, run=config.to_dict(), experiment_dir=experiment.location, metric=space.metric, mode=space.mode,
+        start_line=start_line_name(experiment.name) if prefetching(config) else "",
+    )  # fmt: skip
     return ray.tune.with_resources(trainable, DRIVER_RESOURCES)
 
 
@@ -235,7 +239,7 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, concurr
             search_alg=build_searcher(config, space),
             scheduler=scheduler,
             num_samples=config.trials,
-            max_concurrent_trials=concurrency,
+            max_concurrent_trials=concurrency + (1 if prefetching(config) and config.trials > concurrency else 0),
             time_budget_s=config.time_budget or None,
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.trial_id}",
@@ -247,6 +251,11 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, concurr
             callbacks=driver_callbacks(config, space, experiment, scheduler, concurrency),
         ),
     )
+
+
+def prefetching(config: RunConfig) -> bool:
+    """A trial started ahead could take the resources a failed worker group needs to restart: only without retries."""
+    return config.prefetch and config.max_failures == 0
 
 
 def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, scheduler, concurrency: int) -> list:

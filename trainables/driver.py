@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import ray.train
 import ray.tune
 from ray.train.torch import TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
+from ray.util.placement_group import placement_group, remove_placement_group
 
 from search.config import RunConfig
 from search.resources import TrialShape, plan_concurrency
@@ -17,6 +19,7 @@ from trainables.worker import train_fn_per_worker
 # What the trial driver itself asks of the cluster: no CPU (the training workers hold those), only a
 # token of memory, because Tune refuses a trial that asks for nothing at all.
 DRIVER_RESOURCES = {"cpu": 0, "memory": 64 * 2**20}
+HEALTH_CHECK_INTERVAL = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
 
 
 def train_run_name(trial_id: str) -> str:
@@ -41,15 +44,70 @@ def worker_resources(run: RunConfig) -> dict:
     return resources
 
 
-def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str) -> None:
-    started_at = time.time()
+@ray.remote(num_cpus=0)
+class StartLine:
+    """One trial at a time goes from waiting for room to a started worker group. A trial started ahead (prefetch)
+    waits for room itself, so the previous one's freed resources go to exactly one new worker group."""
+
+    def __init__(self):
+        self.holder = None
+
+    def try_acquire(self, trial_id: str) -> bool:
+        if self.holder in (None, trial_id):
+            self.holder = trial_id
+            return True
+        return False
+
+    def release(self, trial_id: str) -> None:
+        if self.holder == trial_id:
+            self.holder = None
+
+
+def start_line_name(experiment_name: str) -> str:
+    return f"search-start-line-{experiment_name}"
+
+
+def wait_for_room(line, trial_id: str, settings: RunConfig, poll_s: float = 0.5) -> None:
+    """Wait here, not in Ray Train (whose worker-group start gives up after 60 s), until this trial's turn comes
+    and the cluster holds its workers; the alive nodes are checked on every poll, so a lost node fails the
+    trial instead of leaving it waiting."""
+    shape = TrialShape.of(settings)
+    while not ray.get(line.try_acquire.remote(trial_id)):
+        plan_concurrency(alive_node_resources(), shape, 1)
+        time.sleep(poll_s)
+    room = placement_group([worker_resources(settings)] * settings.workers, strategy="PACK")
+    try:
+        while not ray.wait([room.ready()], timeout=poll_s)[0]:
+            plan_concurrency(alive_node_resources(), shape, 1)
+    finally:
+        remove_placement_group(room)  # handed over to the Train run this driver starts next
+
+
+def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str, start_line: str = "") -> None:
     settings = RunConfig.from_dict(run)
     trial_id = ray.tune.get_context().get_trial_id()
+    line = ray.get_actor(start_line) if start_line else None
+    try:
+        if line:
+            wait_for_room(line, trial_id, settings)
+        fit_trial(hp, run, settings, trial_id, experiment_dir, metric, mode, start_line)
+    finally:
+        if line:
+            line.release.remote(trial_id)  # the workers release it once up; this covers a run that never started
+
+
+def fit_trial(hp: dict, run: dict, settings: RunConfig, trial_id: str, experiment_dir: str, metric: str, mode: str,
+              start_line: str) -> None:  # fmt: skip
+    started_at = time.time()
+    # Train's controller checks its workers every 2 s by default; a finished run's resources (which the next trial
+    # waits for) are freed only at that check. Ray Train hands this variable on to the controller.
+    os.environ.setdefault(HEALTH_CHECK_INTERVAL, "0.5")
     # Nodes may have left since the search started; Ray Train would wait for them forever.
     plan_concurrency(alive_node_resources(), TrialShape.of(settings), 1)
     trainer = TorchTrainer(
         train_fn_per_worker,
-        train_loop_config={"hp": hp, "run": run, "driver_started_at": started_at},
+        train_loop_config={"hp": hp, "run": run, "driver_started_at": started_at, "start_line": start_line,
+                           "trial_id": trial_id},  # fmt: skip
         scaling_config=ray.train.ScalingConfig(
             num_workers=settings.workers,
             use_gpu=bool(settings.gpus),

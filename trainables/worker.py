@@ -42,6 +42,9 @@ def train_fn_per_worker(config: dict) -> None:
         torch.set_num_threads(max(1, int(run.cpus)))  # the worker's CPUs are its intra-op threads, no more
 
     clock.note("worker_nodes", node_of_every_rank())
+    # 2. The group holds its resources now: the next trial's driver may start waiting for room.
+    if rank == 0 and config.get("start_line"):
+        ray.get_actor(config["start_line"]).release.remote(config["trial_id"])
     torch.manual_seed(run.seed)
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
     clock.lap("data")
@@ -50,7 +53,7 @@ def train_fn_per_worker(config: dict) -> None:
         load_matching_weights(model, run.model.weights)
     clock.lap("model")
 
-    # 2. After a worker failure Ray Train restarts the group from the latest checkpoint.
+    # 3. After a worker failure Ray Train restarts the group from the latest checkpoint.
     checkpoint = ray.train.get_checkpoint()
     first_epoch = 1
     if checkpoint:
@@ -58,7 +61,7 @@ def train_fn_per_worker(config: dict) -> None:
             load_model_weights(directory, model)
             first_epoch = read_checkpoint_state(directory)["epoch"] + 1
 
-    # 3. Move the model to the device and wrap it in DistributedDataParallel.
+    # 4. Move the model to the device and wrap it in DistributedDataParallel.
     model = ray.train.torch.prepare_model(model)
     optimizer = make_optimizer(hp, model)
     lr_scheduler = make_lr_scheduler(hp, optimizer)
@@ -82,7 +85,7 @@ def train_fn_per_worker(config: dict) -> None:
         if lr_scheduler is not None and not metrics["diverged"]:
             lr_scheduler.step(metrics["val_loss"])
 
-        # 4. Every rank reports (a barrier); rank 0 attaches the checkpoint of this epoch.
+        # 5. Every rank reports (a barrier); rank 0 attaches the checkpoint of this epoch.
         with tempfile.TemporaryDirectory() as directory:
             epoch_checkpoint = None
             if rank == 0 and not metrics["diverged"]:
