@@ -49,12 +49,16 @@ class StartLine:
     """One trial at a time goes from waiting for room to a started worker group. A trial started ahead (prefetch)
     waits for room itself, so the previous one's freed resources go to exactly one new worker group."""
 
+    # A holder that has not released after this long is gone (its driver died): Train gives a worker group
+    # 60 s to start, and the holder releases as soon as its workers run.
+    LEASE_S = 300.0
+
     def __init__(self):
-        self.holder = None
+        self.holder, self.since = None, 0.0
 
     def try_acquire(self, trial_id: str) -> bool:
-        if self.holder in (None, trial_id):
-            self.holder = trial_id
+        if self.holder in (None, trial_id) or time.monotonic() - self.since > self.LEASE_S:
+            self.holder, self.since = trial_id, time.monotonic()
             return True
         return False
 
@@ -79,6 +83,7 @@ def wait_for_room(line, trial_id: str, settings: RunConfig, poll_s: float = 0.5)
     try:
         while not ray.wait([room.ready()], timeout=poll_s)[0]:
             plan_concurrency(alive_node_resources(), shape, 1)
+            line.try_acquire.remote(trial_id)  # renews this driver's lease while it waits
     finally:
         remove_placement_group(room)  # handed over to the Train run this driver starts next
 
