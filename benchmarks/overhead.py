@@ -14,7 +14,7 @@ SETUP_STEPS = ("setup_data_s", "setup_model_s", "setup_ddp_s")
 
 
 def trial_breakdown(rows: list[dict], previous: list[dict] | None) -> dict:
-    first, last = rows[0], rows[-1]
+    first = rows[0]
     setup = sum(first.get(step, 0.0) for step in SETUP_STEPS)
     driver_started = first["started_at"] - setup - first["launch_s"]
     figures = {

@@ -71,12 +71,12 @@ class ProgressView(ray.tune.Callback):
         o, latest = self.outcomes, latest or {}
         statuses = [o.status(t, ended=t is ended) for t in trials]
         active = [t for t in trials if t.status == RUNNING and t is not ended]
-        running = [t for t in active if "epoch" in (latest.get(t.trial_id) or t.last_result or {})]
+        running = [t for t in active if "epoch" in _last_result(t, latest)]
         starting = len(active) - len(running)  # drivers started ahead, waiting for room or for their workers
         finished = statuses.count("completed") + statuses.count("stopped_early")
         lines = [f"[{_clock(elapsed)}] {event}"] if event else []
         for trial in running[:8]:
-            last = latest.get(trial.trial_id) or trial.last_result or {}
+            last = _last_result(trial, latest)
             value = _number(last.get(o.metric))
             lines.append(
                 f"  {trial.trial_id:<12} epoch {int(last.get('epoch') or 0)}/{o.epochs}  "
@@ -173,19 +173,25 @@ class SchedulerState(ray.tune.Callback):
 
 
 class UploadOwnFiles(ray.tune.Callback):
-    """For an experiment on a URI: uploads this project's files (log, scheduler state, events) after every trial."""
+    """For an experiment on a URI: after every trial, uploads this project's files (log, scheduler state) and that
+    trial's TensorBoard events (closed by then: TensorBoardEvents comes first in the callback list)."""
 
     def __init__(self, experiment, list_files):
         self.experiment, self.list_files = experiment, list_files
 
-    def _upload(self) -> None:
-        self.experiment.upload(self.list_files(self.experiment.local))
+    def _upload(self, trial) -> None:
+        self.experiment.upload(self.list_files(self.experiment.local, Path(trial.path).name))
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self._upload()
+        self._upload(trial)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self._upload()
+        self._upload(trial)
+
+
+def _last_result(trial, latest: dict) -> dict:
+    """The trial's newest result: the one being reported now (`latest`) or the last Tune stored."""
+    return latest.get(trial.trial_id) or trial.last_result or {}
 
 
 def _fmt(value) -> str:

@@ -61,16 +61,16 @@ def print_waiting_lines(lines: Queue) -> None:
 
 
 def interrupted_outcome(task, lines: Queue, location: str, timeout_s: float = 120.0) -> tuple[int, str]:
-    try:
-        return follow_for(task, lines, timeout_s)
-    except (ray.exceptions.TaskCancelledError, ray.exceptions.GetTimeoutError, ray.exceptions.RayTaskError):
-        return SearchInterrupted.exit_code, str(SearchInterrupted(location))
-
-
-def follow_for(task, lines: Queue, timeout_s: float) -> tuple[int, str]:
+    """The cancelled task's own outcome (it stops like a search on Ctrl-C), or "interrupted" when it ended without
+    one (cancelled before it ran) or does not end within `timeout_s`."""
     ready, _ = ray.wait([task], timeout=timeout_s)
     print_waiting_lines(lines)
-    return ray.get(ready[0] if ready else task, timeout=0 if not ready else None)
+    if ready:
+        try:
+            return ray.get(task)
+        except (ray.exceptions.TaskCancelledError, ray.exceptions.RayTaskError):
+            pass
+    return SearchInterrupted.exit_code, str(SearchInterrupted(location))
 
 
 class LinesToQueue(io.TextIOBase):

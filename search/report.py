@@ -8,10 +8,9 @@ import shutil
 from pathlib import Path
 
 from search.config import RunConfig
-from search.errors import UsageError
 from search.files import publish_folder, staging_folder
 from search.space import load_space
-from search.summary import SUMMARY_FILE, format_table, read_summary
+from search.summary import format_table, read_summary
 
 REPORT_FOLDER = "report"
 PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
@@ -53,9 +52,8 @@ def savings_line(savings: dict) -> str:
 
 
 def build_report(experiment: Path) -> dict:
-    """Write <experiment>/report/ (plots and index.html) and return what it found."""
-    if not (experiment / SUMMARY_FILE).is_file():
-        raise UsageError(f"{experiment}: not a finished experiment (no {SUMMARY_FILE})")
+    """Write <experiment>/report/ (plots and index.html) and return what it found. `experiment`: a local folder
+    with a summary.json (the `report` command checks that, for a folder or a URI, before it calls this)."""
     summary = read_summary(experiment)
     histories = trial_histories(experiment, summary)
     savings = early_stopping_savings(summary)

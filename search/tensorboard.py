@@ -18,7 +18,8 @@ from pathlib import Path
 from search.errors import UsageError
 
 SCALARS = ("train_loss", "val_loss", "val_acc", "lr", "images_per_s", "epoch_s")
-EVENT_GLOB = "**/events.out.tfevents.*"
+EVENT_FILES = "events.out.tfevents.*"
+EVENT_GLOB = f"**/{EVENT_FILES}"
 
 
 def hparam_value(value):

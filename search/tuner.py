@@ -32,7 +32,7 @@ from search.storage import (
     SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_text, write_text,
 )
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
-from search.tensorboard import EVENT_GLOB, free_port
+from search.tensorboard import EVENT_FILES, free_port
 from trainables.driver import (
     DRIVER_RESOURCES, StartLine, alive_node_resources, alive_nodes, start_line_name, train_trial,
 )
@@ -86,13 +86,15 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
     started_here = connect(config)
+    start_line = None
     try:
         nodes = alive_node_resources()
         if config.gpus is None:  # gpus=auto on a cluster: what the cluster has, not what this machine has
             config.gpus = 1.0 if any(node.get("GPU", 0) for node in nodes) else 0.0
         concurrency = plan_concurrency(nodes, TrialShape.of(config), config.concurrency)
         check_paths_on_every_node(config, experiment)
-        start_line = StartLine.options(name=start_line_name(experiment.name), get_if_exists=True).remote()  # noqa: F841
+        if prefetching(config):  # the trial drivers find it by name
+            start_line = StartLine.options(name=start_line_name(experiment.name), get_if_exists=True).remote()
         print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, log in {log_file}")
         if experiment.remote:
             print(f"results: {experiment.location}")
@@ -101,6 +103,8 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
             raise SearchInterrupted(experiment.location)
         records = [trial_record(result, config.storage) for result in results]
     finally:
+        if start_line is not None:
+            ray.kill(start_line)
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
         experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
@@ -112,11 +116,12 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
     return summary
 
 
-def own_files(folder: Path) -> list[str]:
-    """This project's files in an experiment's working folder (Ray's own files reach storage through Ray)."""
+def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
+    """This project's files in an experiment's working folder (Ray's own files reach storage through Ray): the
+    search's own, and the TensorBoard events of every trial or of `trial_folder` only."""
     names = [SEARCH_FILE, LOG_FILE, SCHEDULER_FILE]
     files = [name for name in names if (folder / name).is_file()]
-    return files + sorted(str(path.relative_to(folder)) for path in folder.glob(EVENT_GLOB))
+    return files + sorted(str(path.relative_to(folder)) for path in folder.glob(f"{trial_folder}/{EVENT_FILES}"))
 
 
 def search_finished(results, config: RunConfig) -> bool:
