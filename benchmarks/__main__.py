@@ -1,7 +1,7 @@
 """Search performance on this machine, in one run: trial overhead, throughput against a bare loop, the data path,
-DDP without Ray, ASHA's savings and memory over a 20-trial search.
+DDP without Ray, ASHA's savings, memory over a 20-trial search, and the training step on a GPU.
 
-    python -m benchmarks [--out benchmarks.json] [--only overhead,ddp,data,asha,memory]
+    python -m benchmarks [--out benchmarks.json] [--only overhead,ddp,data,asha,memory,gpu] [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
 """
@@ -13,11 +13,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from benchmarks import data_path, ddp_ceiling, overhead, throughput
+from benchmarks import accelerator, data_path, ddp_ceiling, overhead, throughput
 from benchmarks.report import write_report
 from benchmarks.search_runs import DEFAULT_ROOT, FIXED_HP, run_search, summary_of, trial_rows
 
-PARTS = ("overhead", "ddp", "data", "asha", "memory")
+PARTS = ("overhead", "ddp", "data", "asha", "memory", "gpu")
 SHAPES = {
     "workers=1 cpus=2": ("workers=1", "cpus=2"),
     "workers=2 cpus=1": ("workers=2", "cpus=1"),
@@ -52,10 +52,12 @@ def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int
 
 
 def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float) -> dict:
-    """The same trials (TPE's first 10 proposals are seeded random draws, whatever the results) with ASHA and with
-    every trial run to `epochs`."""
+    """The same trials with ASHA and with every trial run to `epochs`: TPE's first 10 proposals are seeded random
+    draws whatever the results, so up to 10 trials use TPE and more use the random sampler."""
+    sampler = "tpe" if trials <= 10 else "random"
     common = ["space=resnet_mnist", f"data.root={root}", "data.limit=1024", "data.val_limit=500", f"trials={trials}",
-              f"epochs={epochs}", f"reduction={reduction:g}", "workers=1", "cpus=1", "concurrency=2", "seed=0"]  # fmt: skip
+              f"epochs={epochs}", f"reduction={reduction:g}", "workers=1", "cpus=1", "concurrency=2", "seed=0",
+              f"sampler={sampler}"]  # fmt: skip
     runs = {}
     for label, grace in (("asha", 1), ("full", epochs)):
         run = run_search(storage, f"asha-{label}", [*common, f"grace={grace}"])
@@ -72,6 +74,7 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
         "trials": trials,
         "epochs": epochs,
         "reduction": reduction,
+        "sampler": sampler,
         "same_configurations": asha["configs"] == full["configs"],
         "epochs_run": {"asha": asha["epochs_run"], "full": full["epochs_run"]},
         "epochs_ratio": asha["epochs_run"] / full["epochs_run"],
@@ -132,7 +135,7 @@ def print_tables(report: dict) -> None:
                   f"({f['tutorial_over_memory_feed']:.1f}x)")  # fmt: skip
     if "asha" in report:
         a = report["asha"]
-        print(f"ASHA (reduction {a['reduction']:g}): {a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
+        print(f"ASHA ({a['trials']} trials, {a.get('sampler', 'tpe')}, reduction {a['reduction']:g}): {a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
               f"{a['best_value']['asha']:.4f} vs {a['best_value']['full']:.4f} with every epoch; "
               f"same configuration: {a['same_best_configuration']}")  # fmt: skip
     if "memory" in report:
@@ -142,6 +145,8 @@ def print_tables(report: dict) -> None:
               f" worker peak {w['first']:.0f} -> {w['last']:.0f} MiB (max {w['max']:.0f})")  # fmt: skip
         for role, r in m["long_lived_rss_mib"].items():
             print(f"  {role}: {r['after_trial_2']:.0f} MiB after trial 2, {r['after_last_trial']:.0f} MiB at the end")
+    if "accelerator" in report:
+        accelerator.print_table(report["accelerator"])
 
 
 def main() -> None:
@@ -151,8 +156,10 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
     parser.add_argument("--memory-trials", type=int, default=20)
     parser.add_argument("--reduction", type=float, default=3.0, help="ASHA reduction factor of the ASHA part")
-    parser.add_argument("--asha-trials", type=int, default=10, help="at most 10: TPE's seeded random start")
+    parser.add_argument("--asha-trials", type=int, default=10, help="more than 10: random sampler")
     parser.add_argument("--asha-epochs", type=int, default=8)
+    parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
+    parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     measures = {
@@ -161,6 +168,7 @@ def main() -> None:
         "data": ("data_path", lambda storage: data_path.measure(args.root, batch=128)),
         "asha": ("asha", lambda storage: measure_asha(args.root, storage, args.asha_trials, args.asha_epochs, args.reduction)),
         "memory": ("memory", lambda storage: measure_memory(args.root, storage, trials=args.memory_trials)),
+        "gpu": ("accelerator", lambda storage: accelerator.measure(args.root, storage, args.device, limit=args.gpu_images)),
     }
     figures = {}
     with tempfile.TemporaryDirectory() as storage:

@@ -54,6 +54,10 @@ class ModelConfig:
     """Pretrained weights: a local state_dict file, loaded into every layer of matching shape."""
 
 
+PRECISIONS = ("fp32", "bf16")
+SAMPLERS = ("tpe", "random")
+
+
 @dataclass
 class RunConfig:
     space: str = ""
@@ -80,6 +84,14 @@ class RunConfig:
     """Trials running side by side (0: as many as the cluster fits)."""
     prefetch: bool = True
     """Start the next trial's driver while trials train, to take over resources the moment they free up."""
+    precision: str = "fp32"
+    """fp32, or bf16: training steps under bfloat16 autocast (evaluation stays fp32, like the exported model)."""
+    channels_last: bool = False
+    """Images and convolution weights in channels_last memory layout (faster convolutions on recent GPUs)."""
+    compile: bool = False
+    """Compile each trial's model for training with torch.compile (its first epoch pays for compiling)."""
+    sampler: str = "tpe"
+    """How Optuna proposes trials: tpe (random for the first 10, then guided by results) or random."""
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     time_budget: float = 0.0
@@ -109,6 +121,8 @@ class RunConfig:
         _require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
         _require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")
         _require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
+        _require(self.sampler in SAMPLERS, f"sampler={self.sampler}: allowed values are {', '.join(SAMPLERS)}")
+        _require(self.precision in PRECISIONS, f"precision={self.precision}: allowed values are {', '.join(PRECISIONS)}")
         _require(self.verbose in (0, 1), f"verbose={self.verbose}: must be 0 or 1")
         _require(
             self.name == "" or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name) is not None,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import ray
 import ray.tune
-from optuna.samplers import TPESampler
+from optuna.samplers import RandomSampler, TPESampler
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.optuna import OptunaSearch
@@ -279,7 +279,13 @@ def build_searcher(config: RunConfig, space: Space) -> OptunaSearch | None:
     searched = {k: v for k, v in space.hyperparameters.items() if k not in config.fixed}
     if not searched:
         return None  # everything fixed: Tune repeats the one configuration `trials` times
-    return OptunaSearch(space=searched, metric=space.metric, mode=space.mode, sampler=TPESampler(seed=config.seed))
+    return OptunaSearch(space=searched, metric=space.metric, mode=space.mode, sampler=make_sampler(config))
+
+
+def make_sampler(config: RunConfig) -> RandomSampler | TPESampler:
+    if config.sampler == "random":
+        return RandomSampler(seed=config.seed)
+    return TPESampler(seed=config.seed)
 
 
 def trial_record(result, storage: str) -> TrialRecord:

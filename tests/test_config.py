@@ -33,6 +33,9 @@ def test_gpus_auto_and_number():
         ("workers=0", "workers=0: must be >= 1"),
         ("data.limit=-1", "data.limit=-1: must be >= 0"),
         ("name=../x", "name=../x: use letters"),
+        ("precision=fp16", "precision=fp16: allowed values are fp32, bf16"),
+        ("sampler=grid", "sampler=grid: allowed values are tpe, random"),
+        ("compile=maybe", "compile=maybe: expected true or false"),
         ("novalue", "novalue: expected key=value"),
     ],
 )

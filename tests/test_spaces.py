@@ -56,13 +56,17 @@ def example_info(space, hp):
     return dataset.info("", hp)
 
 
+def sampled_hyperparameters(space: Space) -> dict:
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
+    return {**space.constants, **study.ask(space.hyperparameters).params}
+
+
 @pytest.mark.parametrize("name", SPACES)
 def test_model_output_shape(name):
     import torch
 
     space = load_space(name)
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
-    hp = {**space.constants, **study.ask(space.hyperparameters).params}
+    hp = sampled_hyperparameters(space)
     info = example_info(space, hp)
     model = space.build_model(hp, info).eval()
     images = torch.zeros(2, info.in_channels, info.image_size, info.image_size)
@@ -101,3 +105,46 @@ def test_user_space_breaking_the_contract_says_what_is_missing(tmp_path):
                      "dataset='mnist', hyperparameters={'lr': (0.1, 1.0)})\n")
     with pytest.raises(UsageError, match="hyperparameter lr must be an optuna distribution"):
         load_space(str(wrong))
+
+
+STEP_OPTIONS = {
+    "fp32": {},
+    "channels_last": {"channels_last": True},
+    "bf16": {"precision": "bf16"},
+    "bf16+channels_last": {"channels_last": True, "precision": "bf16"},
+}
+
+
+@pytest.mark.parametrize("option", STEP_OPTIONS)
+@pytest.mark.parametrize("name", SPACES)
+def test_every_model_trains_under_every_step_option(name, option):
+    """precision=bf16 and channels_last=true work for every space's model (on CPU here; the same code runs on GPU),
+    and evaluation in channels_last gives the plain layout's numbers."""
+    import torch
+
+    from trainables.training import StepOptions, evaluate, make_optimizer, prepare_layout, train_one_epoch
+
+    options, cpu = StepOptions(**STEP_OPTIONS[option]), torch.device("cpu")
+    space = load_space(name)
+    hp = {**sampled_hyperparameters(space), "lr": 0.01}
+    info = example_info(space, hp)
+    size = min(info.image_size, 32)  # ResNets take any size; the MLP needs its own 28
+    torch.manual_seed(0)
+    model = prepare_layout(space.build_model(hp, info), options)
+    before = [p.detach().clone() for p in model.parameters() if p.requires_grad]
+    batch = [(torch.randn(4, info.in_channels, size, size), torch.randint(0, info.num_classes, (4,)))]
+    stats = train_one_epoch(model, make_optimizer(hp, model), batch, cpu, options)
+    assert stats["count"] == 4 and torch.isfinite(stats["loss_sum"])
+    after = [p for p in model.parameters() if p.requires_grad]
+    assert any(not torch.equal(b, a) for b, a in zip(before, after))
+    assert torch.isclose(evaluate(model, batch, cpu, options)["loss_sum"], evaluate(model, batch, cpu)["loss_sum"],
+                         rtol=1e-4)  # fmt: skip
+
+
+def test_unwrap_reaches_the_network_inside_compile():
+    import torch
+
+    from trainables.training import unwrap
+
+    network = torch.nn.Linear(2, 2)
+    assert unwrap(torch.compile(network)) is network and unwrap(network) is network

@@ -5,21 +5,25 @@ from __future__ import annotations
 import os
 import time
 
-import ray.train
+import ray
 import ray.tune
-from ray.train.torch import TorchTrainer
-from ray.tune.integration.ray_train import TuneReportCallback
 from ray.util.placement_group import placement_group, remove_placement_group
 
 from search.config import RunConfig
 from search.resources import TrialShape, plan_concurrency
-from trainables.training import NonFiniteLoss
-from trainables.worker import train_fn_per_worker
+
+# torch, Ray Train and the worker loop are imported by `fit_trial`, not here: a driver started ahead (prefetch) loads
+# them only once its turn comes, while the trial before it trains, instead of competing with that trial's launch.
 
 # What the trial driver itself asks of the cluster: no CPU (the training workers hold those), only a
 # token of memory, because Tune refuses a trial that asks for nothing at all.
 DRIVER_RESOURCES = {"cpu": 0, "memory": 64 * 2**20}
 HEALTH_CHECK_INTERVAL = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
+PREEMPTION_WATCHER = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
+
+
+class NonFiniteLoss(RuntimeError):
+    """The training loss became NaN or infinite: the trial cannot recover."""
 
 
 def train_run_name(trial_id: str) -> str:
@@ -79,6 +83,7 @@ def wait_for_room(line, trial_id: str, settings: RunConfig, poll_s: float = 0.5)
     while not ray.get(line.try_acquire.remote(trial_id)):
         plan_concurrency(alive_node_resources(), shape, 1)
         time.sleep(poll_s)
+    import_training_stack()
     room = placement_group([worker_resources(settings)] * settings.workers, strategy="PACK")
     try:
         while not ray.wait([room.ready()], timeout=poll_s)[0]:
@@ -86,6 +91,12 @@ def wait_for_room(line, trial_id: str, settings: RunConfig, poll_s: float = 0.5)
             line.try_acquire.remote(trial_id)  # renews this driver's lease while it waits
     finally:
         remove_placement_group(room)  # handed over to the Train run this driver starts next
+
+
+def import_training_stack() -> None:
+    """Load torch, Ray Train and the worker loop into this driver (the slow part of its start, ~2 s of CPU)."""
+    import trainables.trainer  # noqa: F401
+    import trainables.worker  # noqa: F401
 
 
 def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str, start_line: str = "") -> None:
@@ -103,13 +114,23 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
 
 def fit_trial(hp: dict, run: dict, settings: RunConfig, trial_id: str, experiment_dir: str, metric: str, mode: str,
               start_line: str) -> None:  # fmt: skip
+    import ray.train
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    from trainables.trainer import TrialTrainer
+    from trainables.worker import train_fn_per_worker
+
     started_at = time.time()
     # Train's controller checks its workers every 2 s by default; a finished run's resources (which the next trial
     # waits for) are freed only at that check. Ray Train hands this variable on to the controller.
     os.environ.setdefault(HEALTH_CHECK_INTERVAL, "0.5")
+    # Train starts a preemption watcher (one more process) per run to tell workers their node is being drained; on a
+    # lone node there is nowhere for the run to move to, and the worker loop does not read that signal anyway.
+    if len(alive_nodes()) == 1:
+        os.environ.setdefault(PREEMPTION_WATCHER, "0")
     # Nodes may have left since the search started; Ray Train would wait for them forever.
     plan_concurrency(alive_node_resources(), TrialShape.of(settings), 1)
-    trainer = TorchTrainer(
+    trainer = TrialTrainer(
         train_fn_per_worker,
         train_loop_config={"hp": hp, "run": run, "driver_started_at": started_at, "start_line": start_line,
                            "trial_id": trial_id},  # fmt: skip

@@ -22,10 +22,6 @@ OPTIMIZER_FILE = "optimizer.pt"
 STATE_FILE = "state.json"
 
 
-class NonFiniteLoss(RuntimeError):
-    """The training loss became NaN or infinite: the trial cannot recover."""
-
-
 @dataclass
 class Split:
     """One split in memory: uint8 images [N, C, H, W] and int64 labels, on the training device."""
@@ -108,16 +104,37 @@ def per_rank_batch_size(batch_size: int, world_size: int) -> int:
     return max(1, batch_size // world_size)
 
 
-def train_one_epoch(model, optimizer, batches, device) -> dict:
+@dataclass(frozen=True)
+class StepOptions:
+    """How a training batch goes through the model: the images' memory layout and the autocast dtype."""
+
+    channels_last: bool = False
+    precision: str = "fp32"
+
+    @classmethod
+    def of(cls, run) -> "StepOptions":
+        return cls(channels_last=run.channels_last, precision=run.precision)
+
+    def layout(self, images: torch.Tensor) -> torch.Tensor:
+        if self.channels_last and images.dim() == 4:
+            return images.contiguous(memory_format=torch.channels_last)
+        return images
+
+    def autocast(self, device: torch.device):
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16")
+
+
+def train_one_epoch(model, optimizer, batches, device, options: StepOptions = StepOptions()) -> dict:
     """One pass over this rank's batches. Returns the summed loss, sample count and seconds spent."""
     model.train()
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     count = 0
     start = time.perf_counter()
     for images, labels in batches:
-        images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+        images, labels = options.layout(images.to(device, non_blocking=True)), labels.to(device, non_blocking=True)
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(images), labels)
+        with options.autocast(device):
+            loss = F.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
         loss_sum += loss.detach().double() * len(labels)
@@ -127,19 +144,31 @@ def train_one_epoch(model, optimizer, batches, device) -> dict:
 
 
 @torch.no_grad()
-def evaluate(model, batches, device) -> dict:
-    """Summed loss and correct predictions (sums, so shards can be reduced across ranks)."""
+def evaluate(model, batches, device, options: StepOptions = StepOptions()) -> dict:
+    """Summed loss and correct predictions (sums, so shards can be reduced across ranks). Always fp32: the
+    reported accuracy is the one the saved weights give in plain PyTorch."""
     model.eval()
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     correct = torch.zeros((), device=device, dtype=torch.float64)
     count = 0
     for images, labels in batches:
-        images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+        images, labels = options.layout(images.to(device, non_blocking=True)), labels.to(device, non_blocking=True)
         logits = model(images)
         loss_sum += F.cross_entropy(logits, labels, reduction="sum").double()
         correct += (logits.argmax(dim=1) == labels).sum().double()
         count += len(labels)
     return {"loss_sum": loss_sum, "correct": correct, "count": count}
+
+
+def prepare_layout(model: nn.Module, options: StepOptions) -> nn.Module:
+    """The model in the memory layout its images come in."""
+    return model.to(memory_format=torch.channels_last) if options.channels_last else model
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The plain network inside torch.compile's and DistributedDataParallel's wrappers."""
+    model = getattr(model, "_orig_mod", model)
+    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
 
 
 def save_checkpoint(directory: str | Path, model: nn.Module, optimizer, epoch: int, metrics: dict, hp: dict) -> None:

@@ -16,15 +16,18 @@ from search.space import load_space
 from trainables.data import get_dataset
 from trainables.feeds import make_feed
 from trainables.training import (
+    StepOptions,
     evaluate,
     load_matching_weights,
     load_model_weights,
     load_optimizer_state,
     make_lr_scheduler,
     make_optimizer,
+    prepare_layout,
     read_checkpoint_state,
     save_checkpoint,
     train_one_epoch,
+    unwrap,
 )
 
 
@@ -61,8 +64,11 @@ def train_fn_per_worker(config: dict) -> None:
             load_model_weights(directory, model)
             first_epoch = read_checkpoint_state(directory)["epoch"] + 1
 
-    # 4. Move the model to the device and wrap it in DistributedDataParallel.
-    model = ray.train.torch.prepare_model(model)
+    # 4. Move the model to the device and wrap it in DistributedDataParallel (then compile it, when asked).
+    options = StepOptions.of(run)
+    model = ray.train.torch.prepare_model(prepare_layout(model, options))
+    if run.compile:
+        model = torch.compile(model)
     optimizer = make_optimizer(hp, model)
     lr_scheduler = make_lr_scheduler(hp, optimizer)
     if checkpoint:
@@ -73,9 +79,9 @@ def train_fn_per_worker(config: dict) -> None:
     for epoch in range(first_epoch, run.epochs + 1):
         epoch_start = time.perf_counter()
         started_at = time.time()
-        train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device)
+        train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options)
         broadcast_buffers_from_rank0(model)
-        val_stats = evaluate(unwrap(model), feed.val_batches(), device)
+        val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
         metrics.update(epoch=epoch, lr=optimizer.param_groups[0]["lr"], epoch_s=time.perf_counter() - epoch_start)
         metrics["resumed_from"] = first_epoch - 1  # the checkpoint's epoch this run continued from (0: none)
@@ -128,10 +134,6 @@ def node_of_every_rank() -> list[str]:
     nodes = [None] * dist.get_world_size()
     dist.all_gather_object(nodes, own)
     return nodes
-
-
-def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    return model.module if hasattr(model, "module") else model
 
 
 def broadcast_buffers_from_rank0(model: torch.nn.Module) -> None:

@@ -1,0 +1,150 @@
+"""The training step on an accelerator: data fed from device memory, channels_last, bf16 autocast and torch.compile,
+against the tutorials' DataLoader path, with the device's utilization. Part of `python -m benchmarks --only gpu`.
+
+Every variant trains ResNet-18 (1-channel conv1) on the same MNIST images with the same batch size, in one process:
+- `memory feed, <options>`: uint8 images held in device memory, normalized per batch on the device;
+- `tutorial DataLoader`: torchvision's MNIST with per-sample ToTensor/Normalize, pinned memory, copied per batch;
+- `search trial, <options>`: one trial of `python -m search run` with the same options (workers=1, the whole device).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+
+import torch
+
+from benchmarks.search_runs import FIXED_HP, run_search, trial_rows
+from benchmarks.throughput import steady_images_per_s
+from search.config import RunConfig
+from search.space import load_space
+from trainables.data import MNIST
+from trainables.feeds import MemoryFeed
+from trainables.training import StepOptions, make_optimizer, prepare_layout, train_one_epoch
+
+VARIANTS = {
+    "fp32": {},
+    "channels_last": {"channels_last": True},
+    "bf16": {"precision": "bf16"},
+    "bf16 channels_last": {"precision": "bf16", "channels_last": True},
+    "bf16 channels_last compile": {"precision": "bf16", "channels_last": True, "compile": True},
+}
+
+
+class UtilizationSampler:
+    """The device's busy percentage from nvidia-smi, sampled every `every_s` while a block runs (None: no
+    nvidia-smi, as on CPU)."""
+
+    def __init__(self, every_s: float = 0.2):
+        self.every_s, self.samples, self.running = every_s, [], False
+        self.available = torch.cuda.is_available() and shutil.which("nvidia-smi") is not None
+
+    def __enter__(self):
+        self.samples, self.running = [], self.available
+        if self.running:
+            self.thread = threading.Thread(target=self._sample, daemon=True)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.running:
+            self.running = False
+            self.thread.join()
+
+    def _sample(self) -> None:
+        query = ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "--id=0"]
+        while self.running:
+            out = subprocess.run(query, capture_output=True, text=True).stdout.strip()
+            if out.isdigit():
+                self.samples.append(int(out))
+            time.sleep(self.every_s)
+
+    def mean(self) -> float | None:
+        return sum(self.samples) / len(self.samples) if self.samples else None
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: int) -> dict:
+    """Images/s of epochs after the first two (warm-up, compilation) and the device's mean utilization."""
+    torch.manual_seed(0)
+    options = StepOptions(channels_last=variant.get("channels_last", False), precision=variant.get("precision", "fp32"))
+    model = prepare_layout(load_space("resnet_mnist").build_model({}, MNIST.info("", {})), options).to(device)
+    optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
+    if variant.get("compile"):
+        model = torch.compile(model)
+    rates, utilization = [], []
+    for epoch in range(1, epochs + 1):
+        with UtilizationSampler() as sampler:
+            stats = train_one_epoch(model, optimizer, batches_of_epoch(epoch), device, options)
+            synchronize(device)
+        rates.append(stats["count"] / stats["seconds"])
+        utilization.append(sampler.mean())
+    steady = rates[2:] or rates[-1:]
+    busy = [u for u in utilization[2:] if u is not None]
+    return {"images_per_s": sum(steady) / len(steady), "utilization_pct": sum(busy) / len(busy) if busy else None}
+
+
+def memory_feed(root: str, batch: int, limit: int, device: torch.device) -> MemoryFeed:
+    run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root, "limit": limit}})
+    return MemoryFeed(MNIST, run, {"batch_size": batch}, rank=0, world_size=1, device=device)
+
+
+def tutorial_batches(root: str, batch: int, limit: int, device: torch.device):
+    from torchvision import datasets, transforms
+
+    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MNIST.mean, MNIST.std)])
+    dataset = datasets.MNIST(root=root, train=True, download=False, transform=transform)
+    subset = torch.utils.data.Subset(dataset, range(min(limit, len(dataset))))
+    loader = torch.utils.data.DataLoader(subset, batch_size=batch, shuffle=True, num_workers=2,
+                                         pin_memory=device.type == "cuda", persistent_workers=True)  # fmt: skip
+    return lambda epoch: loader
+
+
+def search_trial(root: str, storage, batch: int, limit: int, epochs: int, variant: dict, label: str) -> float:
+    """Images/s of one trial of `python -m search run` with the variant's keys, on the whole device."""
+    keys = [f"{k}={str(v).lower()}" for k, v in variant.items()]
+    overrides = ["space=resnet_mnist", f"data.root={root}", f"data.limit={limit}", "data.val_limit=500",
+                 f"batch_size={batch}", "trials=1", f"epochs={epochs}", f"grace={epochs}", "workers=1", *keys,
+                 *FIXED_HP]  # fmt: skip
+    run = run_search(storage, "device-" + label.replace(" ", "-"), overrides)
+    return steady_images_per_s(trial_rows(run["experiment"])[0])
+
+
+def measure(root: str, storage, device_name: str = "cuda", batch: int = 512, limit: int = 6000, epochs: int = 6) -> dict:
+    """Every variant on the device; `device_name=cpu` runs the same code on a CPU (a smoke run, not GPU figures)."""
+    if device_name == "cuda" and not torch.cuda.is_available():
+        return {"skipped": "no CUDA device visible to torch"}
+    device = torch.device(device_name)
+    feed = memory_feed(root, batch, limit, device)
+    figures = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", "batch": batch,
+               "train_images": limit, "epochs": epochs, "bare_loop": {}, "search_trial": {}}  # fmt: skip
+    for label, variant in VARIANTS.items():
+        figures["bare_loop"][label] = train_rate(feed.train_batches, device, variant, epochs)
+    figures["bare_loop"]["tutorial DataLoader fp32"] = train_rate(tutorial_batches(root, batch, limit, device), device,
+                                                                  {}, epochs)  # fmt: skip
+    tutorial = figures["bare_loop"]["tutorial DataLoader fp32"]["images_per_s"]
+    for label in ("fp32", "bf16 channels_last"):
+        rate = search_trial(root, storage, batch, limit, epochs, VARIANTS[label], label)
+        bare = figures["bare_loop"][label]["images_per_s"]
+        figures["search_trial"][label] = {"images_per_s": rate, "vs_bare_loop": rate / bare,
+                                          "vs_tutorial_dataloader": rate / tutorial}  # fmt: skip
+    return figures
+
+
+def print_table(figures: dict) -> None:
+    if "skipped" in figures:
+        print(f"accelerator: skipped ({figures['skipped']})")
+        return
+    print(f"on {figures['device']}, batch {figures['batch']}:")
+    for label, f in figures["bare_loop"].items():
+        busy = "" if f["utilization_pct"] is None else f", device busy {f['utilization_pct']:.0f}%"
+        print(f"  bare loop, {label}: {f['images_per_s']:.0f} images/s{busy}")
+    for label, f in figures["search_trial"].items():
+        print(f"  search trial, {label}: {f['images_per_s']:.0f} images/s, {f['vs_bare_loop']:.2f} of the bare loop, "
+              f"{f['vs_tutorial_dataloader']:.2f}x the tutorial DataLoader")  # fmt: skip
