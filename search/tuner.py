@@ -150,6 +150,13 @@ def route_logs(log_file: Path, verbose: int) -> None:
     logging.captureWarnings(True)
 
 
+# Ray Train's placement-group cleaner asks Ray's State API whether a run's controller lives. Without an address the
+# State API looks for the Ray instances on this machine, and with two of them (another search, a `ray start`) it
+# gives up or picks the newest: the cleaner then dies, or frees nothing, and the next trial waits forever for the
+# stopped trial's workers. Every process of a local instance is told where its own API server is.
+STATE_API_ADDRESS = "RAY_API_SERVER_ADDRESS"
+
+
 def connect(config: RunConfig) -> bool:
     """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance; False
     when this process already is a Ray task (a search sent through Ray Client): nothing to connect or release."""
@@ -162,12 +169,14 @@ def connect(config: RunConfig) -> bool:
         context = ray.init(address=config.address, runtime_env=project_runtime_env(), **common)
         logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
         return True
+    dashboard_port = free_port()  # a Ray instance that just shut down may still hold the default port
     context = ray.init(
         address="local",
         num_cpus=local_cpu_count(),
         include_dashboard=True,
         dashboard_host="127.0.0.1",
-        dashboard_port=free_port(),  # a Ray instance that just shut down may still hold the default port
+        dashboard_port=dashboard_port,
+        runtime_env={"env_vars": {STATE_API_ADDRESS: f"http://127.0.0.1:{dashboard_port}"}},
         **common,
     )
     logging.getLogger("ray").info("search started a local Ray instance, session %s", context.address_info["session_dir"])

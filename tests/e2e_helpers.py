@@ -1,5 +1,6 @@
 """Shared pieces of the end-to-end tests: run the real CLI, find and stop only the processes it started."""
 
+import contextlib
 import json
 import os
 import re
@@ -49,17 +50,33 @@ def session_dir_of(experiment: Path) -> str:
     raise AssertionError("search.log does not name the Ray session")
 
 
+@contextlib.contextmanager
+def another_ray_instance():
+    """A second Ray instance on this machine, as when a user runs two searches; only its own processes are stopped."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "dashboard_host": "127.0.0.1"})
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
+
+
 def main_search(tmp_path_factory) -> dict:
-    """The shared search of the end-to-end tests: 6 trials, 4 epochs, ASHA grace 1, 2 workers per trial."""
+    """The shared search of the end-to-end tests: 6 trials, 4 epochs, ASHA grace 1, 2 workers per trial. Another
+    Ray instance runs on the machine meanwhile: Ray's State API would then look up the wrong one, and the search
+    hung after its first early-stopped trial (its workers' placement group was never freed)."""
     if not (MNIST_MINI / "MNIST" / "raw").is_dir():
         pytest.skip("../shared/datasets/mnist-mini is missing")
     storage = tmp_path_factory.mktemp("runs")
     log = storage / "cli.log"
-    result = run_search(
-        log, "space=resnet_mnist", f"data.root={MNIST_MINI}", f"storage={storage}", "name=e2e",
-        "trials=6", "epochs=4", "grace=1", f"workers={WORKERS}", "data.limit=256", f"data.val_limit={VAL_LIMIT}",
-        "seed=1",
-    )
+    with another_ray_instance() as bystander:
+        result = run_search(
+            log, "space=resnet_mnist", f"data.root={MNIST_MINI}", f"storage={storage}", "name=e2e",
+            "trials=6", "epochs=4", "grace=1", f"workers={WORKERS}", "data.limit=256", f"data.val_limit={VAL_LIMIT}",
+            "seed=1",
+        )
+        assert not bystander.head_node.dead_processes(), "the search stopped another Ray instance's processes"
     output = log.read_text()
     assert result.returncode == 0, output[-4000:]
     experiment = storage / "e2e"

@@ -96,13 +96,18 @@ SPACE = Space(
 '''
 
 
-def test_user_defined_space_from_a_file(tmp_path):
+def test_user_defined_space_from_a_file_compiled_in_bf16_channels_last(tmp_path):
+    """A user's space from a file, trained by 2 DDP workers with torch.compile (inductor, on CPU here), bf16
+    autocast and channels_last; the export, evaluated in plain fp32, reproduces the reported accuracy."""
     space_file = tmp_path / "my_space.py"
     space_file.write_text(USER_SPACE)
     result = run_cli("run", f"space={space_file}", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=u",
-                     "trials=2", "epochs=1", "workers=2", "data.limit=256", "data.val_limit=200")  # fmt: skip
+                     "trials=2", "epochs=2", "workers=2", "data.limit=256", "data.val_limit=200", "compile=true",
+                     "precision=bf16", "channels_last=true")  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     summary = json.loads((tmp_path / "u" / "summary.json").read_text())
     assert summary["space"] == "tiny" and len(summary["trials"]) == 2
+    assert {t["status"] for t in summary["trials"]} <= {"completed", "stopped_early"}
     exported = run_cli("export", str(tmp_path / "u"))
     assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert "verified: val_acc=" in exported.stdout
