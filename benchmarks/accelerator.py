@@ -9,6 +9,7 @@ Every variant trains ResNet-18 (1-channel conv1) on the same MNIST images with t
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -107,17 +108,19 @@ def tutorial_batches(root: str, batch: int, limit: int, device: torch.device):
 
 
 def search_trial(root: str, storage, batch: int, limit: int, epochs: int, variant: dict, label: str) -> float:
-    """Images/s of one trial of `python -m search run` with the variant's keys, on the whole device."""
+    """Images/s of one trial of `python -m search run` with the variant's keys, on the whole device and with every
+    core (as the bare loop has)."""
     keys = [f"{k}={str(v).lower()}" for k, v in variant.items()]
     overrides = ["space=resnet_mnist", f"data.root={root}", f"data.limit={limit}", "data.val_limit=500",
-                 f"batch_size={batch}", "trials=1", f"epochs={epochs}", f"grace={epochs}", "workers=1", *keys,
-                 *FIXED_HP]  # fmt: skip
+                 f"batch_size={batch}", "trials=1", f"epochs={epochs}", f"grace={epochs}", "workers=1",
+                 f"cpus={len(os.sched_getaffinity(0))}", *keys, *FIXED_HP]  # fmt: skip
     run = run_search(storage, "device-" + label.replace(" ", "-"), overrides)
     return steady_images_per_s(trial_rows(run["experiment"])[0])
 
 
-def measure(root: str, storage, device_name: str = "cuda", batch: int = 512, limit: int = 6000, epochs: int = 6) -> dict:
-    """Every variant on the device; `device_name=cpu` runs the same code on a CPU (a smoke run, not GPU figures)."""
+def measure(root: str, storage, device_name: str = "cuda", batch: int = 256, limit: int = 6000, epochs: int = 6) -> dict:
+    """Every variant on the device; `device_name=cpu` runs the same code on a CPU (a smoke run, not GPU figures).
+    `batch` is the largest the spaces offer."""
     if device_name == "cuda" and not torch.cuda.is_available():
         return {"skipped": "no CUDA device visible to torch"}
     device = torch.device(device_name)

@@ -153,7 +153,7 @@ def route_logs(log_file: Path, verbose: int) -> None:
 # Ray Train's placement-group cleaner asks Ray's State API whether a run's controller lives. Without an address the
 # State API looks for the Ray instances on this machine, and with two of them (another search, a `ray start`) it
 # gives up or picks the newest: the cleaner then dies, or frees nothing, and the next trial waits forever for the
-# stopped trial's workers. Every process of a local instance is told where its own API server is.
+# stopped trial's workers. Every process of the job is told where its own cluster is.
 STATE_API_ADDRESS = "RAY_API_SERVER_ADDRESS"
 
 
@@ -165,8 +165,10 @@ def connect(config: RunConfig) -> bool:
         return False
     common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
     if config.address:
-        refuse_unreachable(config.address, bootstrap_address(config.address))
-        context = ray.init(address=config.address, runtime_env=project_runtime_env(), **common)
+        address = bootstrap_address(config.address)
+        refuse_unreachable(config.address, address)
+        runtime_env = {**project_runtime_env(), "env_vars": {"RAY_ADDRESS": address}}  # see STATE_API_ADDRESS
+        context = ray.init(address=config.address, runtime_env=runtime_env, **common)
         logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
         return True
     dashboard_port = free_port()  # a Ray instance that just shut down may still hold the default port
