@@ -130,6 +130,32 @@ def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(
     assert not (shared / "too-big").exists()  # refused before anything was left behind
 
 
+def test_resources_held_outside_the_search_fail_its_trials_instead_of_a_hang(tmp_path, mnist_root, two_nodes):
+    """Another job holds one of the cluster's two CPUs (as a leaked placement group would): each 2-worker trial
+    waits for room for 60 s while no trial of the search trains, then fails naming what is free; no hang."""
+    import ray
+    from ray.util.placement_group import placement_group
+
+    cluster, _ = two_nodes
+    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+    try:
+        ray.get(placement_group([{"CPU": 1}]).ready(), timeout=60)
+        started = time.monotonic()
+        result = run_cli("run", *search_args(mnist_root, tmp_path, "held", "trials=2", "epochs=1",
+                                             f"address={cluster.address}"), timeout=600)  # fmt: skip
+        elapsed = time.monotonic() - started
+    finally:
+        ray.shutdown()
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "error: no trial produced a checkpoint" in result.stderr
+    summary = json.loads((tmp_path / "held" / "summary.json").read_text())
+    assert [t["status"] for t in summary["trials"]] == ["failed", "failed"]
+    for trial in summary["trials"]:
+        assert "no room for 2 worker(s) x {'CPU': 1.0} for 60 s" in trial["error"], trial["error"]
+        assert "free now: {'CPU': 1.0}" in trial["error"] and "outside this search" in trial["error"]
+    assert elapsed < 300, f"the search took {elapsed:.0f} s"
+
+
 def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(tmp_path, mnist_root, s3_bucket):
     runs = f"{s3_bucket}/runs"
     experiment = f"{runs}/on-s3"

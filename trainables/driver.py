@@ -59,6 +59,19 @@ class StartLine:
 
     def __init__(self):
         self.holder, self.since = None, 0.0
+        self.workers = {}  # trial id -> its rank-0 worker, the proof that the trial's group holds resources
+
+    def started(self, trial_id: str, worker) -> None:
+        """The trial's worker group is up (and holds its resources): the next trial may start waiting for room."""
+        self.workers[trial_id] = worker
+        self.release(trial_id)
+
+    def worker_groups(self) -> dict:
+        return dict(self.workers)
+
+    def forget(self, trial_ids: list[str]) -> None:
+        for trial_id in trial_ids:
+            self.workers.pop(trial_id, None)
 
     def try_acquire(self, trial_id: str) -> bool:
         if self.holder in (None, trial_id) or time.monotonic() - self.since > self.LEASE_S:
@@ -75,22 +88,57 @@ def start_line_name(experiment_name: str) -> str:
     return f"search-start-line-{experiment_name}"
 
 
-def wait_for_room(line, trial_id: str, settings: RunConfig, poll_s: float = 0.5) -> None:
+class NoRoom(RuntimeError):
+    """Resources this search does not hold keep a trial from starting."""
+
+
+def wait_for_room(line, trial_id: str, settings: RunConfig, poll_s: float = 0.5, idle_limit_s: float = 60.0) -> None:
     """Wait here, not in Ray Train (whose worker-group start gives up after 60 s), until this trial's turn comes
-    and the cluster holds its workers; the alive nodes are checked on every poll, so a lost node fails the
-    trial instead of leaving it waiting."""
+    and the cluster holds its workers. The alive nodes are checked on every poll, so a lost node fails the trial
+    instead of leaving it waiting; and while no trial of this search is training, the room has `idle_limit_s` to
+    come (as long as Ray Train would give it) before the trial fails, naming what is free."""
     shape = TrialShape.of(settings)
     while not ray.get(line.try_acquire.remote(trial_id)):
         plan_concurrency(alive_node_resources(), shape, 1)
         time.sleep(poll_s)
     import_training_stack()
     room = placement_group([worker_resources(settings)] * settings.workers, strategy="PACK")
+    idle_since = None
     try:
         while not ray.wait([room.ready()], timeout=poll_s)[0]:
             plan_concurrency(alive_node_resources(), shape, 1)
             line.try_acquire.remote(trial_id)  # renews this driver's lease while it waits
+            if training_groups_alive(line):
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > idle_limit_s:
+                raise NoRoom(no_room_message(settings, idle_limit_s))
     finally:
         remove_placement_group(room)  # handed over to the Train run this driver starts next
+
+
+def training_groups_alive(line) -> bool:
+    """Whether a worker group of this search still runs (it will free resources); forgets the finished ones."""
+    alive, gone = False, []
+    for trial_id, worker in ray.get(line.worker_groups.remote()).items():
+        try:
+            ray.get(worker.__ray_ready__.remote(), timeout=5)
+            alive = True
+        except ray.exceptions.GetTimeoutError:
+            alive = True  # busy, not gone
+        except ray.exceptions.RayActorError:
+            gone.append(trial_id)
+    if gone:
+        line.forget.remote(gone)
+    return alive
+
+
+def no_room_message(settings: RunConfig, idle_limit_s: float) -> str:
+    free = {key: value for key, value in ray.available_resources().items() if key in ("CPU", "GPU")}
+    return (f"no room for {settings.workers} worker(s) x {worker_resources(settings)} for {idle_limit_s:.0f} s while "
+            f"no trial of this search was training (free now: {free}): something outside this search holds the "
+            "resources (another job, or placement groups a crashed run left behind)")
 
 
 def import_training_stack() -> None:

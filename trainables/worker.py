@@ -47,7 +47,7 @@ def train_fn_per_worker(config: dict) -> None:
     clock.note("worker_nodes", node_of_every_rank())
     # 2. The group holds its resources now: the next trial's driver may start waiting for room.
     if rank == 0 and config.get("start_line"):
-        ray.get_actor(config["start_line"]).release.remote(config["trial_id"])
+        ray.get_actor(config["start_line"]).started.remote(config["trial_id"], ray.get_runtime_context().current_actor)
     torch.manual_seed(run.seed)
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
     clock.lap("data")
