@@ -35,7 +35,7 @@ def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int
                      f"batch_size={batch}", "trials=3", "concurrency=1", f"epochs={epochs}", f"grace={epochs}",
                      *shape, *FIXED_HP]  # fmt: skip
         before = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
-        run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides)
+        run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides, sample_processes=True)
         print(f"  {label}: {run['wall_s']:.0f} s", flush=True)
         after = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
         trials = trial_rows(run["experiment"])
@@ -46,9 +46,15 @@ def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int
             "bare_loop_images_per_s": {"before": before, "after": after},
             "vs_bare_loop": rate / bare,
             "search_wall_s": run["wall_s"],
+            "cores_busy_while_training": run["processes"].cores_by_role(steady_training_windows(trials)),
             **overhead.breakdown(trials),
         }
     return figures
+
+
+def steady_training_windows(trials: list[list[dict]]) -> list[tuple[float, float]]:
+    """When the trials trained in their steady epochs (the ones their images/s is averaged over)."""
+    return [(row["started_at"], row["started_at"] + row["train_s"]) for rows in trials for row in rows[2:]]
 
 
 def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float) -> dict:
@@ -89,8 +95,8 @@ def measure_memory(root: str, storage: Path, trials: int) -> dict:
     """A `trials`-trial search of 2-worker ResNet-18 trials, with every process's memory sampled from /proc."""
     overrides = ["space=resnet_mnist", f"data.root={root}", "data.limit=512", "data.val_limit=256", f"trials={trials}",
                  "concurrency=1", "epochs=1", "grace=1", "workers=2", "cpus=1", *FIXED_HP]  # fmt: skip
-    run = run_search(storage, "memory", overrides, sample_memory=True)
-    sampler, trial_list = run["memory"], trial_rows(run["experiment"])
+    run = run_search(storage, "memory", overrides, sample_processes=True)
+    sampler, trial_list = run["processes"], trial_rows(run["experiment"])
     after_second = overhead.last_report_at(trial_list[1])
     after_last = overhead.last_report_at(trial_list[-1])
     early, late = sampler.rss_at(after_second), sampler.rss_at(after_last)
@@ -124,6 +130,9 @@ def print_tables(report: dict) -> None:
             setup = sum(m[k] for k in overhead.SETUP_STEPS)
             print(f"{label:<33}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}"
                   f"{m['launch_s']:>7.1f}s{setup:>6.1f}s{m.get('handoff_s', 0):>7.1f}s{m['fixed_overhead_s']:>8.1f}s")  # fmt: skip
+        for label, s in t["shapes"].items():
+            busy = ", ".join(f"{role} {cores:.3f}" for role, cores in s["cores_busy_while_training"].items() if cores >= 0.001)
+            print(f"  cores busy while {label} trained: {busy}")
     if "ddp_without_ray" in report:
         d = report["ddp_without_ray"]
         print(f"without Ray, images/s: one process 2 threads {d['one_process_2_threads']:.0f} (again "

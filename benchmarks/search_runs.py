@@ -8,19 +8,19 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.process_memory import MemorySampler
+from benchmarks.processes import ProcessSampler
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ROOT = str(REPO.parent / "shared/datasets/mnist-mini")
 FIXED_HP = ("lr=0.02", "momentum=0.9", "weight_decay=0.0001")  # resnet_mnist with nothing searched
 
 
-def run_search(storage: Path, name: str, overrides: list[str], sample_memory: bool = False) -> dict:
-    """Run one search to completion; returns its experiment folder, wall time and (optionally) memory samples."""
+def run_search(storage: Path, name: str, overrides: list[str], sample_processes: bool = False) -> dict:
+    """Run one search to completion; returns its experiment folder, wall time and (optionally) its processes' samples."""
     command = [sys.executable, "-m", "search", "run", f"storage={storage}", f"name={name}", *overrides]
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sampler = MemorySampler(process.pid) if sample_memory else None
+    sampler = ProcessSampler(process.pid) if sample_processes else None
     if sampler:
         sampler.start()
     _, stderr = process.communicate()
@@ -28,7 +28,7 @@ def run_search(storage: Path, name: str, overrides: list[str], sample_memory: bo
         sampler.stop()
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {stderr.strip()[-2000:]}")
-    return {"experiment": storage / name, "wall_s": time.perf_counter() - start, "memory": sampler}
+    return {"experiment": storage / name, "wall_s": time.perf_counter() - start, "processes": sampler}
 
 
 def trial_rows(experiment: Path) -> list[list[dict]]:

@@ -1,0 +1,65 @@
+"""The benchmark's process sampler: roles from process titles, CPU time per role over time windows (real
+processes, no Ray; milliseconds)."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.processes import ProcessSampler, _role
+
+
+def test_roles_come_from_the_root_pid_scripts_and_binaries(tmp_path):
+    script = tmp_path / "log_monitor.py"
+    script.write_text("import time; time.sleep(30)\n")
+    children = [subprocess.Popen([sys.executable, "-u", str(script)]), subprocess.Popen(["sleep", "30"])]
+    try:
+        assert _role(os.getpid(), os.getpid()) == "search CLI"
+        assert _role(children[0].pid, os.getpid()) == "log_monitor.py"
+        assert _role(children[1].pid, os.getpid()) == "sleep"
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
+def test_a_process_that_has_exited_has_no_role():
+    child = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert _role(child.pid, os.getpid()) is None  # a zombie, not yet reaped: its title is empty
+    finally:
+        child.wait()
+
+
+def test_cores_by_role_counts_only_cpu_spent_inside_the_windows():
+    sampler = ProcessSampler(root_pid=os.getpid())
+    sampler.peaks = {1: ("training worker", 0, 0.0), 2: ("raylet", 0, 0.0), 3: ("trial driver", 0, 5.0)}
+    sampler.cpu = {
+        1: [(0.0, 0.0), (10.0, 18.0), (20.0, 36.0)],  # 1.8 cores all along
+        2: [(0.0, 1.0), (10.0, 1.5), (20.0, 2.0)],  # 0.05 cores
+        3: [(15.0, 4.0), (20.0, 4.0)],  # started after the first window, 4 s of CPU before its first sample
+    }
+    assert sampler.cores_by_role([(0.0, 10.0)]) == {"training worker": 1.8, "raylet": 0.05}
+    both = sampler.cores_by_role([(0.0, 10.0), (10.0, 20.0)])
+    assert list(both) == ["training worker", "trial driver", "raylet"]  # largest first
+    assert both["trial driver"] == 4.0 / 20.0
+
+
+def test_a_busy_child_process_shows_its_cpu_time():
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"])
+    sampler = ProcessSampler(root_pid=os.getpid())
+    try:
+        sampler.sample()
+        start = time.time()
+        time.sleep(1.0)
+        sampler.sample()
+        cores = sampler.cores_by_role([(start - 0.01, time.time())])
+    finally:
+        busy.kill()
+        busy.wait()
+    assert cores.get(Path(sys.executable).name, 0.0) > 0.3, cores
