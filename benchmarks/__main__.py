@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -25,15 +26,19 @@ SHAPES = {
 }
 
 
-def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int = 5) -> dict:
-    """Three fixed-configuration trials one after another, per trial shape: throughput and overhead breakdown.
-    This machine's speed drifts (shared cores), so the bare loop runs right before and right after each search."""
+def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int, trials_per_shape: int,
+                   shapes: list[str]) -> dict:  # fmt: skip
+    """`trials_per_shape` fixed-configuration trials one after another, per trial shape: throughput, overhead
+    breakdown and the cores every process kept busy while the trials trained. This machine's speed drifts (shared
+    cores), so the bare loop runs right before and right after each search."""
     cores = len(os.sched_getaffinity(0))
-    figures = {"bare_loop_threads": cores, "epochs": epochs, "train_images": limit, "batch": batch, "shapes": {}}
-    for label, shape in SHAPES.items():
+    figures = {"bare_loop_threads": cores, "epochs": epochs, "train_images": limit, "batch": batch,
+               "trials_per_shape": trials_per_shape, "shapes": {}}  # fmt: skip
+    for label in shapes:
         overrides = ["space=resnet_mnist", f"data.root={root}", f"data.limit={limit}", "data.val_limit=500",
-                     f"batch_size={batch}", "trials=3", "concurrency=1", f"epochs={epochs}", f"grace={epochs}",
-                     *shape, *FIXED_HP]  # fmt: skip
+                     f"batch_size={batch}", f"trials={trials_per_shape}", "concurrency=1", f"epochs={epochs}",
+                     f"grace={epochs}",
+                     *SHAPES[label], *FIXED_HP]  # fmt: skip
         before = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
         run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides, sample_processes=True)
         print(f"  {label}: {run['wall_s']:.0f} s", flush=True)
@@ -158,11 +163,24 @@ def print_tables(report: dict) -> None:
         accelerator.print_table(report["accelerator"])
 
 
+def parse_shapes(text: str) -> list[str]:
+    shapes = [shape.strip() for shape in text.split(",") if shape.strip()]
+    unknown = [shape for shape in shapes if shape not in SHAPES]
+    if unknown or not shapes:
+        print(f"--shapes={text}: allowed shapes are {', '.join(SHAPES)}", file=sys.stderr)
+        raise SystemExit(2)
+    return shapes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=DEFAULT_ROOT)
     parser.add_argument("--out", default="benchmarks.json")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
+    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}")
+    parser.add_argument("--trials-per-shape", type=int, default=3, help="overhead part: trials one after another")
+    parser.add_argument("--trial-images", type=int, default=2048, help="overhead part: training images per trial")
+    parser.add_argument("--trial-epochs", type=int, default=5, help="overhead part: epochs (the first two are warm-up)")
     parser.add_argument("--memory-trials", type=int, default=20)
     parser.add_argument("--reduction", type=float, default=3.0, help="ASHA reduction factor of the ASHA part")
     parser.add_argument("--asha-trials", type=int, default=10, help="more than 10: random sampler")
@@ -170,9 +188,10 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
     parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
     args = parser.parse_args()
-    parts = set(args.only.split(","))
+    parts, shapes = set(args.only.split(",")), parse_shapes(args.shapes)
     measures = {
-        "overhead": ("trials", lambda storage: measure_trials(args.root, storage, batch=128, limit=2048)),
+        "overhead": ("trials", lambda storage: measure_trials(args.root, storage, 128, args.trial_images, args.trial_epochs,
+                                                              args.trials_per_shape, shapes)),
         "ddp": ("ddp_without_ray", lambda storage: ddp_ceiling.measure(args.root)),
         "data": ("data_path", lambda storage: data_path.measure(args.root, batch=128)),
         "asha": ("asha", lambda storage: measure_asha(args.root, storage, args.asha_trials, args.asha_epochs, args.reduction)),
