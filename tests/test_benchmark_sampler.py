@@ -16,8 +16,8 @@ def test_roles_come_from_the_root_pid_scripts_and_binaries(tmp_path):
     children = [subprocess.Popen([sys.executable, "-u", str(script)]), subprocess.Popen(["sleep", "30"])]
     try:
         assert _role(os.getpid(), os.getpid()) == "search CLI"
-        assert _role(children[0].pid, os.getpid()) == "log_monitor.py"
-        assert _role(children[1].pid, os.getpid()) == "sleep"
+        assert role_once_started(children[0].pid, "log_monitor.py") == "log_monitor.py"
+        assert role_once_started(children[1].pid, "sleep") == "sleep"
     finally:
         for child in children:
             child.kill()
@@ -34,6 +34,16 @@ def test_a_process_that_has_exited_has_no_role():
         assert _role(child.pid, os.getpid()) is None  # a zombie, not yet reaped: its title is empty
     finally:
         child.wait()
+
+
+def role_once_started(pid: int, expected: str, timeout_s: float = 10.0) -> str | None:
+    """The child's role, read again until it shows `expected` (a child just started may not have exec'd yet)."""
+    deadline = time.monotonic() + timeout_s
+    role = _role(pid, os.getpid())
+    while role != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+        role = _role(pid, os.getpid())
+    return role
 
 
 def test_cores_by_role_counts_only_cpu_spent_inside_the_windows():
