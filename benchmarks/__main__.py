@@ -59,7 +59,8 @@ def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int
 
 def steady_training_windows(trials: list[list[dict]]) -> list[tuple[float, float]]:
     """When the trials trained in their steady epochs (the ones their images/s is averaged over)."""
-    return [(row["started_at"], row["started_at"] + row["train_s"]) for rows in trials for row in rows[2:]]
+    steady = [row for rows in trials for row in throughput.steady_rows(rows)]
+    return [(row["started_at"], row["started_at"] + row["train_s"]) for row in steady]
 
 
 def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float) -> dict:

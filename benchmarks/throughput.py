@@ -28,7 +28,11 @@ def bare_loop(root: str, limit: int, epochs: int, batch: int, threads: int) -> f
     return sum(rates[2:]) / len(rates[2:])
 
 
+def steady_rows(rows: list[dict]) -> list[dict]:
+    """A trial's epochs after the first two (they pay for warm-up); its last epoch if it ran no more."""
+    return rows[2:] or rows[-1:]
+
+
 def steady_images_per_s(rows: list[dict]) -> float:
-    """A trial's images/s over its epochs after the first two (they pay for warm-up)."""
-    steady = [row["images_per_s"] for row in rows[2:]] or [rows[-1]["images_per_s"]]
+    steady = [row["images_per_s"] for row in steady_rows(rows)]
     return sum(steady) / len(steady)
