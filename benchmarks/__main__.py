@@ -8,22 +8,15 @@ Every figure is measured in this run, on this machine; ratios compare runs made 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
 from pathlib import Path
 
 from benchmarks import accelerator, data_path, ddp_ceiling, overhead, throughput
+from benchmarks.options import PARTS, SHAPES, parse_args
 from benchmarks.report import write_report
-from benchmarks.search_runs import DEFAULT_ROOT, FIXED_HP, run_search, summary_of, trial_rows
-
-PARTS = ("overhead", "ddp", "data", "asha", "memory", "gpu")
-SHAPES = {
-    "workers=1 cpus=2": ("workers=1", "cpus=2"),
-    "workers=2 cpus=1": ("workers=2", "cpus=1"),
-    "workers=2 cpus=1 prefetch=false": ("workers=2", "cpus=1", "prefetch=false"),  # the same, no trial started ahead
-}
+from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
 
 
 def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int, trials_per_shape: int,
@@ -164,32 +157,8 @@ def print_tables(report: dict) -> None:
         accelerator.print_table(report["accelerator"])
 
 
-def parse_shapes(text: str) -> list[str]:
-    shapes = [shape.strip() for shape in text.split(",") if shape.strip()]
-    unknown = [shape for shape in shapes if shape not in SHAPES]
-    if unknown or not shapes:
-        print(f"--shapes={text}: allowed shapes are {', '.join(SHAPES)}", file=sys.stderr)
-        raise SystemExit(2)
-    return shapes
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=DEFAULT_ROOT)
-    parser.add_argument("--out", default="benchmarks.json")
-    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
-    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}")
-    parser.add_argument("--trials-per-shape", type=int, default=3, help="overhead part: trials one after another")
-    parser.add_argument("--trial-images", type=int, default=2048, help="overhead part: training images per trial")
-    parser.add_argument("--trial-epochs", type=int, default=5, help="overhead part: epochs (the first two are warm-up)")
-    parser.add_argument("--memory-trials", type=int, default=20)
-    parser.add_argument("--reduction", type=float, default=3.0, help="ASHA reduction factor of the ASHA part")
-    parser.add_argument("--asha-trials", type=int, default=10, help="more than 10: random sampler")
-    parser.add_argument("--asha-epochs", type=int, default=8)
-    parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
-    parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
-    args = parser.parse_args()
-    parts, shapes = set(args.only.split(",")), parse_shapes(args.shapes)
+    args, parts, shapes = parse_args(sys.argv[1:], __doc__.split("\n\n")[0])
     measures = {
         "overhead": ("trials", lambda storage: measure_trials(args.root, storage, 128, args.trial_images, args.trial_epochs,
                                                               args.trials_per_shape, shapes)),
@@ -204,7 +173,12 @@ def main() -> None:
         for part in PARTS:
             if part in parts:
                 key, measure = measures[part]
-                figures[key] = measure(Path(storage))
+                try:
+                    figures[key] = measure(Path(storage))
+                except RuntimeError as exc:  # a search the part ran failed: its command and the end of its stderr
+                    print(f"error: the {part} part failed ({args.out} keeps the parts before it, "
+                          f"\"complete\": false): {exc}", file=sys.stderr)  # fmt: skip
+                    raise SystemExit(1) from None
                 write_report(args.out, {**figures, "complete": False})  # what is measured so far survives a crash
     print_tables(write_report(args.out, {**figures, "complete": True}))
 

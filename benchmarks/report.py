@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
@@ -10,9 +9,11 @@ from pathlib import Path
 
 import torch
 
+from search.files import write_json_atomically
+
 
 def write_report(path: str | Path, figures: dict) -> dict:
     report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
               "torch": torch.__version__, **figures}  # fmt: skip
-    Path(path).write_text(json.dumps(report, indent=2) + "\n")
+    write_json_atomically(Path(path), report)  # a reader never sees half a report
     return report

@@ -11,7 +11,6 @@ from pathlib import Path
 from benchmarks.processes import ProcessSampler
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_ROOT = str(REPO.parent / "shared/datasets/mnist-mini")
 FIXED_HP = ("lr=0.02", "momentum=0.9", "weight_decay=0.0001")  # resnet_mnist with nothing searched
 
 

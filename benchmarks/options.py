@@ -1,0 +1,84 @@
+"""The benchmark's command line: every option checked before anything is measured, so a typo costs a second, not an
+hour of measuring (imports neither torch nor Ray)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_ROOT = str(REPO.parent / "shared/datasets/mnist-mini")
+PARTS = ("overhead", "ddp", "data", "asha", "memory", "gpu")
+SHAPES = {
+    "workers=1 cpus=2": ("workers=1", "cpus=2"),
+    "workers=2 cpus=1": ("workers=2", "cpus=1"),
+    "workers=2 cpus=1 prefetch=false": ("workers=2", "cpus=1", "prefetch=false"),  # the same, no trial started ahead
+}
+# option -> the smallest value that measures something (the memory part compares trial 2 with the last trial).
+SMALLEST = {"trials_per_shape": 1, "trial_images": 2, "trial_epochs": 1, "memory_trials": 3, "asha_trials": 2,
+            "asha_epochs": 2, "gpu_images": 1}  # fmt: skip
+DEVICE = re.compile(r"cpu|cuda(:\d+)?")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's own refusals (a value of the wrong type, an unknown option) as one line, exit 2."""
+
+    def error(self, message: str):
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser(description: str) -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="python -m benchmarks", description=description)
+    parser.add_argument("--root", default=DEFAULT_ROOT, help="MNIST in torchvision's layout (a folder holding MNIST/raw)")
+    parser.add_argument("--out", default="benchmarks.json", help="JSON file of the figures (written as each part ends)")
+    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
+    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}")
+    parser.add_argument("--trials-per-shape", type=int, default=3, help="overhead part: trials one after another")
+    parser.add_argument("--trial-images", type=int, default=2048, help="overhead part: training images per trial")
+    parser.add_argument("--trial-epochs", type=int, default=5, help="overhead part: epochs (the first two are warm-up)")
+    parser.add_argument("--memory-trials", type=int, default=20, help="memory part: trials of the search it samples")
+    parser.add_argument("--reduction", type=float, default=3.0, help="ASHA reduction factor of the ASHA part")
+    parser.add_argument("--asha-trials", type=int, default=10, help="more than 10: random sampler")
+    parser.add_argument("--asha-epochs", type=int, default=8, help="ASHA part: epochs of a trial run to the end")
+    parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
+    parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
+    return parser
+
+
+def parse_args(argv: list[str] | None, description: str) -> tuple[argparse.Namespace, set[str], list[str]]:
+    """The options, the parts to run and the trial shapes; a bad option: one line on stderr, exit 2."""
+    args = build_parser(description).parse_args(argv)
+    problem = first_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
+    return args, set(names(args.only)), names(args.shapes)
+
+
+def names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def first_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options, in their command-line terms (None: nothing)."""
+    parts, shapes = names(args.only), names(args.shapes)
+    if not parts or set(parts) - set(PARTS):
+        return f"--only={args.only}: allowed parts are {', '.join(PARTS)}"
+    if not shapes or set(shapes) - set(SHAPES):
+        return f"--shapes={args.shapes}: allowed shapes are {', '.join(SHAPES)}"
+    for key, smallest in SMALLEST.items():
+        if getattr(args, key) < smallest:
+            return f"--{key.replace('_', '-')}={getattr(args, key)}: must be >= {smallest}"
+    if not args.reduction > 1:
+        return f"--reduction={args.reduction:g}: must be > 1"
+    if not DEVICE.fullmatch(args.device):
+        return f"--device={args.device}: allowed devices are cpu, cuda, cuda:N"
+    if not (Path(args.root) / "MNIST" / "raw").is_dir():
+        return f"--root={args.root}: no MNIST/raw folder there (torchvision's MNIST layout, see ../shared/README.md)"
+    out = Path(args.out)
+    if out.is_dir() or not out.parent.is_dir():
+        return f"--out={args.out}: must be a file in an existing folder"
+    return None
