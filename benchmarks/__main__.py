@@ -116,7 +116,7 @@ def measure_memory(root: str, storage: Path, trials: int) -> dict:
 
 def first_last_max(peaks: list[float]) -> dict:
     """Peaks of the processes of one role, in start order: does the last trial's differ from the first's?"""
-    return {"first": peaks[0], "last": peaks[-1], "max": max(peaks), "count": len(peaks)}
+    return {"first": peaks[0], "last": peaks[-1], "max": max(peaks), "count": len(peaks), "in_start_order": peaks}
 
 
 def print_tables(report: dict) -> None:
