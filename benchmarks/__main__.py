@@ -176,8 +176,8 @@ def main() -> None:
                 try:
                     figures[key] = measure(Path(storage))
                 except RuntimeError as exc:  # a search the part ran failed: its command and the end of its stderr
-                    print(f"error: the {part} part failed ({args.out} keeps the parts before it, "
-                          f"\"complete\": false): {exc}", file=sys.stderr)  # fmt: skip
+                    kept = f"{args.out} keeps the parts before it" if figures else "nothing was measured"
+                    print(f"error: the {part} part failed ({kept}): {exc}", file=sys.stderr)
                     raise SystemExit(1) from None
                 write_report(args.out, {**figures, "complete": False})  # what is measured so far survives a crash
     print_tables(write_report(args.out, {**figures, "complete": True}))
