@@ -79,10 +79,26 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+# The ports Ray's components take by default on a node: GCS 6379, dashboard 8265, Ray Client server 10001, the
+# dashboard agent's HTTP server 52365 (ray_constants). The system hands out ports in a range that holds 52365, and
+# the dashboard once got it: `ray.init` then refused to start ("Ray component dashboard_agent_http is trying to use a
+# port number 52365 that is used by other components").
+RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365})
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now, and none that Ray gives its own components by default."""
+    return first_not_taken(iter(lambda: system_port(host), None), RAY_DEFAULT_PORTS)
+
+
+def system_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         return probe.getsockname()[1]
+
+
+def first_not_taken(ports, taken: frozenset[int]) -> int:
+    return next(port for port in ports if port not in taken)
 
 
 def start_server(experiment: Path, port: int, host: str = "127.0.0.1") -> tuple[subprocess.Popen, str]:

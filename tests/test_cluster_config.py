@@ -106,3 +106,21 @@ def test_through_ray_client_relative_paths_are_refused(arg, key):
 def test_through_ray_client_the_default_storage_must_be_given():
     with pytest.raises(UsageError, match=r"^storage=./runs: with address=ray://"):
         parse_run(["space=resnet_mnist", "address=ray://head:10001"])
+
+
+def test_a_free_port_is_never_one_ray_takes_by_default():
+    from search.tensorboard import RAY_DEFAULT_PORTS, first_not_taken, free_port
+
+    assert first_not_taken(iter([52365, 6379, 8265, 10001, 40123]), RAY_DEFAULT_PORTS) == 40123
+    port = free_port()
+    assert port not in RAY_DEFAULT_PORTS and 0 < port < 65536
+
+
+def test_the_ports_kept_free_are_rays_own_defaults():
+    from ray._private import ray_constants
+
+    from search.tensorboard import RAY_DEFAULT_PORTS
+
+    defaults = {ray_constants.DEFAULT_PORT, ray_constants.DEFAULT_DASHBOARD_PORT,
+                ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT}  # fmt: skip
+    assert defaults <= RAY_DEFAULT_PORTS
