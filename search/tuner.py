@@ -22,7 +22,9 @@ from ray.tune.search.optuna import OptunaSearch
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from search.callbacks import ProgressView, SchedulerState, TensorBoardEvents, TrialOutcomes, UploadOwnFiles
-from search.cluster import check_every_node_sees, paths_every_node_needs, project_runtime_env, refuse_unreachable
+from search.cluster import (
+    bound_gcs_history, check_every_node_sees, paths_every_node_needs, project_runtime_env, refuse_unreachable,
+)
 from search.config import RunConfig
 from search.errors import SearchFailed, SearchInterrupted, UsageError
 from search.resources import TrialShape, local_cpu_count, plan_concurrency
@@ -172,6 +174,7 @@ def connect(config: RunConfig) -> bool:
         logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
         return True
     dashboard_port = free_port()  # a Ray instance that just shut down may still hold the default port
+    bound_gcs_history(os.environ)
     context = ray.init(
         address="local",
         num_cpus=local_cpu_count(),

@@ -124,3 +124,13 @@ def test_the_ports_kept_free_are_rays_own_defaults():
     defaults = {ray_constants.DEFAULT_PORT, ray_constants.DEFAULT_DASHBOARD_PORT,
                 ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT}  # fmt: skip
     assert defaults <= RAY_DEFAULT_PORTS
+
+
+def test_a_local_ray_instance_keeps_bounded_history_unless_the_user_set_it():
+    from search.cluster import GCS_HISTORY_CAPS, bound_gcs_history
+
+    environ = {"RAY_task_events_max_num_task_in_gcs": "500"}
+    bound_gcs_history(environ)
+    assert environ["RAY_task_events_max_num_task_in_gcs"] == "500"
+    assert all(environ[key] == value for key, value in GCS_HISTORY_CAPS.items() if key != "RAY_task_events_max_num_task_in_gcs")
+    assert all(int(value) >= 1000 for value in GCS_HISTORY_CAPS.values())
