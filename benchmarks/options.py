@@ -8,7 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.search_runs import REPO
+
 DEFAULT_ROOT = str(REPO.parent / "shared/datasets/mnist-mini")
 PARTS = ("overhead", "ddp", "data", "asha", "memory", "gpu")
 SHAPES = {

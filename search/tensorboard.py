@@ -88,13 +88,16 @@ RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365})
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on now, and none that Ray gives its own components by default."""
-    return first_not_taken(iter(lambda: system_port(host), None), RAY_DEFAULT_PORTS)
+    return first_not_taken(system_ports(host), RAY_DEFAULT_PORTS)
 
 
-def system_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
+def system_ports(host: str):
+    """Ports the system hands out on `host`, one after another (each free when handed out)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            port = probe.getsockname()[1]
+        yield port
 
 
 def first_not_taken(ports, taken: frozenset[int]) -> int:
