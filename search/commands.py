@@ -12,7 +12,7 @@ from pathlib import Path
 from search.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
 from search.config import RunConfig, format_help, help_rows, parse_overrides, split_override
 from search.errors import SearchInterrupted, UsageError
-from search.resources import TrialShape, local_cpu_count, plan_concurrency
+from search.resources import local_cpu_count, plan_concurrency, settle_shape
 from search.space import Space, builtin_space_names, coerce_hyperparameter, describe_distribution, load_space
 from search.storage import SEARCH_FILE, Experiment, exists, experiment_of, filesystem, is_uri, open_for_reading
 from search.summary import SUMMARY_FILE, format_table
@@ -158,11 +158,9 @@ def preflight(config: RunConfig, space: Space) -> None:
     experiment = experiment_of(config.storage, config.name)
     if exists(experiment.location):
         raise UsageError(f"name={config.name}: {experiment.location} already exists; choose another name=")
-    if not config.address:  # on a cluster, gpus=auto and the fit check wait for the cluster's own figures
-        if config.gpus is None:
-            config.gpus = 1.0 if local_gpu_count() else 0.0
+    if not config.address:  # on a cluster, the shape and the fit check wait for the cluster's own figures
         local_node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
-        plan_concurrency([local_node], TrialShape.of(config), config.concurrency)
+        plan_concurrency([local_node], settle_shape(config, [local_node]), config.concurrency)
     dataset = get_dataset(space.dataset)
     config.data.skip = dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
     config.model.weights = resolve_weights(config.model.weights, space, hp)

@@ -74,16 +74,14 @@ class RunConfig:
     """ASHA grace period: epochs every trial runs before it may be stopped."""
     reduction: float = 2.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
-    workers: int = 2
-    """Distributed (DDP) training workers per trial."""
-    cpus: float = 1.0
-    """CPUs per training worker."""
+    workers: int | None = None
+    """Distributed (DDP) training workers per trial (auto: 2 with 2+ GPUs or 8+ cores a node, else 1)."""
+    cpus: float | None = None
+    """CPUs per training worker (auto: a node's cores split among the workers sharing it)."""
     gpus: float | None = None
-    """GPUs per training worker (default: 1 when CUDA is visible, else 0)."""
+    """GPU share per training worker (auto: 1 for DDP trials, 0.25 for one-worker trials, 0 without GPUs)."""
     concurrency: int = 0
     """Trials running side by side (0: as many as the cluster fits)."""
-    prefetch: bool = True
-    """Start the next trial's driver while trials train, to take over resources the moment they free up."""
     precision: str = "fp32"
     """fp32, or bf16: training steps under bfloat16 autocast (evaluation stays fp32, like the exported model)."""
     channels_last: bool = False
@@ -114,8 +112,8 @@ class RunConfig:
         _require(self.epochs >= 1, f"epochs={self.epochs}: must be >= 1")
         _require(1 <= self.grace <= self.epochs, f"grace={self.grace}: must be between 1 and epochs={self.epochs}")
         _require(self.reduction > 1, f"reduction={self.reduction:g}: must be > 1")
-        _require(self.workers >= 1, f"workers={self.workers}: must be >= 1")
-        _require(self.cpus > 0, f"cpus={self.cpus:g}: must be > 0")
+        _require(self.workers is None or self.workers >= 1, f"workers={self.workers}: must be >= 1")
+        _require(self.cpus is None or self.cpus > 0, f"cpus={self.cpus}: must be > 0")
         _require(self.gpus is None or self.gpus >= 0, f"gpus={self.gpus}: must be >= 0")
         _require(self.concurrency >= 0, f"concurrency={self.concurrency}: must be >= 0 (0: as many as fit)")
         _require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")

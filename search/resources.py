@@ -1,6 +1,7 @@
-"""Will a trial's worker group ever be scheduled, and how many trials fit side by side?
+"""The shape of a trial (workers, CPUs and GPU share per worker), chosen to fit the cluster; whether it can ever be
+scheduled; how many trials fit side by side.
 
-Ray Train waits for resources forever; the search checks first and refuses a shape that can never fit.
+Ray Train waits for resources forever; the search checks first and refuses a shape that can never fit or work.
 Pure logic over per-node resource dicts (as `ray.nodes()` reports them), no Ray import.
 """
 
@@ -27,6 +28,69 @@ class TrialShape:
     def describe(self) -> str:
         gpu = f" and {self.gpus_per_worker:g} GPU" if self.gpus_per_worker else ""
         return f"workers={self.workers} x ({self.cpus_per_worker:g} CPU{gpu})"
+
+    def keys(self) -> str:
+        """The shape as the keys that ask for it."""
+        return f"workers={self.workers} cpus={self.cpus_per_worker:g} gpus={self.gpus_per_worker:g}"
+
+    def in_words(self) -> str:
+        """e.g. "1 worker x 0.25 GPU and 4 CPUs each"."""
+        worker = f"{self.workers} worker{'s' if self.workers > 1 else ''}"
+        cpus = f"{self.cpus_per_worker:g} CPU{'s' if self.cpus_per_worker != 1 else ''}"
+        each = f"{self.gpus_per_worker:g} GPU and {cpus}" if self.gpus_per_worker else cpus
+        return f"{worker} x {each} each"
+
+
+# Fewer CPU cores than this on a node without GPUs: one worker per trial (DDP over gloo loses to a single process
+# there, see benchmarks/README.md) and several trials side by side.
+DDP_MIN_CORES = 8
+# A one-worker trial on a GPU takes this share of it: small models leave a GPU mostly idle, and four trials
+# packed on one GPU train several times faster together than one alone (README, GPU figures).
+PACKED_GPU_SHARE = 0.25
+
+
+def most_on_one_node(nodes: list[dict], resource: str) -> float:
+    return max((node.get(resource, 0) for node in nodes), default=0)
+
+
+def choose_shape(nodes: list[dict], trials: int, workers: int | None = None, cpus: float | None = None,
+                 gpus: float | None = None) -> TrialShape:  # fmt: skip
+    """The trial shape for this cluster. Keys the user gave (not None) always win; the rest are chosen:
+    with GPUs, a DDP trial of 2 workers x 1 GPU where the cluster has 2 or more GPUs, else one worker packed
+    at 0.25 GPU; without GPUs, 2 workers where a node has DDP_MIN_CORES cores, else one worker per trial and
+    several trials side by side; CPUs per worker split a node's cores among the workers sharing it."""
+    node_gpus, node_cpus = most_on_one_node(nodes, "GPU"), most_on_one_node(nodes, "CPU")
+    total_gpus = sum(math.floor(node.get("GPU", 0)) for node in nodes)
+    if gpus is None:
+        gpus = 0.0 if node_gpus == 0 else (1.0 if (workers or (2 if total_gpus >= 2 else 1)) > 1 else PACKED_GPU_SHARE)
+    if workers is None:
+        workers = (2 if total_gpus >= 2 else 1) if gpus else (2 if node_cpus >= DDP_MIN_CORES else 1)
+    if cpus is None:
+        if gpus:
+            sharing = math.floor(node_gpus / gpus + 1e-9) if node_gpus >= gpus else 1
+        else:
+            sharing = min(max(1, trials) * workers, node_cpus) if workers == 1 else 4
+        cpus = float(max(1, math.floor(node_cpus / max(1, sharing) + 1e-9)))
+    return TrialShape(workers=workers, cpus_per_worker=cpus, gpus_per_worker=gpus)
+
+
+def check_shape(nodes: list[dict], shape: TrialShape, trials: int) -> None:
+    """Refuse, before any trial runs, a shape that cannot work on this cluster, naming a shape that fits."""
+    fits = choose_shape(nodes, trials).keys()
+    gpus = shape.gpus_per_worker
+    if gpus > 1 and gpus != int(gpus):
+        raise UsageError(f"gpus={gpus:g}: a worker takes a share of one GPU (below 1) or whole GPUs; "
+                         f"a shape that fits: {fits}")  # fmt: skip
+    if shape.workers > 1 and 0 < gpus < 1:
+        raise UsageError(
+            f"workers={shape.workers} gpus={gpus:g}: ranks of one DDP trial would share a GPU, which NCCL refuses "
+            f"(\"Duplicate GPU detected\"); give each rank a whole GPU (gpus=1) or pack one-worker trials "
+            f"(workers=1 gpus={gpus:g}); a shape that fits: {fits}"
+        )
+    if gpus > most_on_one_node(nodes, "GPU"):
+        have = most_on_one_node(nodes, "GPU")
+        raise UsageError(f"gpus={gpus:g}: no node has {gpus:g} GPU{'s' if gpus != 1 else ''} (the most on one node: "
+                         f"{have:g}); a shape that fits: {fits}")  # fmt: skip
 
 
 def workers_fitting_on(node: dict, shape: TrialShape) -> int:
@@ -67,3 +131,11 @@ def _never_fits_message(nodes: list[dict], shape: TrialShape) -> str:
 def local_cpu_count() -> int:
     """CPUs this process may use (respects affinity masks, as Ray does)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def settle_shape(config, nodes: list[dict]) -> TrialShape:
+    """Fill a RunConfig's workers, cpus and gpus left to auto from the cluster's nodes, and check the shape."""
+    shape = choose_shape(nodes, config.trials, config.workers, config.cpus, config.gpus)
+    check_shape(nodes, shape, config.trials)
+    config.workers, config.cpus, config.gpus = shape.workers, shape.cpus_per_worker, shape.gpus_per_worker
+    return shape

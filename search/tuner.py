@@ -27,7 +27,8 @@ from search.cluster import (
 )
 from search.config import RunConfig
 from search.errors import SearchFailed, SearchInterrupted, UsageError
-from search.resources import TrialShape, local_cpu_count, plan_concurrency
+from search.resources import local_cpu_count, plan_concurrency, settle_shape
+from search.scheduling import TrialPlacement, place_trials
 from search.files import write_json_atomically
 from search.space import Space, load_space
 from search.storage import (
@@ -35,9 +36,8 @@ from search.storage import (
 )
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
 from search.tensorboard import EVENT_FILES, free_port
-from trainables.driver import (
-    DRIVER_RESOURCES, StartLine, alive_node_resources, alive_nodes, start_line_name, train_trial,
-)
+from trainables.driver import train_trial
+from trainables.room import alive_node_resources, alive_nodes
 
 TRIAL_DIR_PREFIX = "trial_"
 LOG_FILE = "search.log"
@@ -57,7 +57,7 @@ def run_search(config: RunConfig, space: Space, experiment: Experiment) -> dict:
     write_json_atomically(experiment.local / SEARCH_FILE, {"run": config.to_dict()})
     experiment.upload([SEARCH_FILE])
     try:
-        return drive(config, space, experiment, lambda concurrency: build_tuner(config, space, experiment, concurrency))
+        return drive(config, space, experiment, lambda placement: build_tuner(config, space, experiment, placement))
     except UsageError:
         # Refused before any trial ran: leave nothing that looks like an experiment.
         shutil.rmtree(experiment.local)
@@ -71,11 +71,11 @@ def resume_search(experiment: Experiment) -> dict:
     config = RunConfig.from_dict(json.loads((experiment.local / SEARCH_FILE).read_text())["run"])
     space = load_space(config.space)
 
-    def restore(concurrency: int) -> ray.tune.Tuner:
+    def restore(placement: TrialPlacement) -> ray.tune.Tuner:
         # Tune keeps the scheduler, searcher and max_concurrent_trials it pickled when the search started.
         return ray.tune.Tuner.restore(
             experiment.location,
-            trainable=build_trainable(config, space, experiment),
+            trainable=build_trainable(config, space, experiment, placement),
             resume_unfinished=True,
             resume_errored=True,
         )
@@ -88,25 +88,20 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
     started_here = connect(config)
-    start_line = None
     try:
         nodes = alive_node_resources()
-        if config.gpus is None:  # gpus=auto on a cluster: what the cluster has, not what this machine has
-            config.gpus = 1.0 if any(node.get("GPU", 0) for node in nodes) else 0.0
-        concurrency = plan_concurrency(nodes, TrialShape.of(config), config.concurrency)
+        shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
+        concurrency = plan_concurrency(nodes, shape, config.concurrency)
         check_paths_on_every_node(config, experiment)
-        if prefetching(config):  # the trial drivers find it by name
-            start_line = StartLine.options(name=start_line_name(experiment.name), get_if_exists=True).remote()
-        print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, log in {log_file}")
+        print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, {shape.in_words()} "
+              f"({shape.keys()}), log in {log_file}")  # fmt: skip
         if experiment.remote:
             print(f"results: {experiment.location}")
-        results = make_tuner(concurrency).fit()
+        results = make_tuner(placement_of(config, concurrency)).fit()
         if not search_finished(results, config):
             raise SearchInterrupted(experiment.location)
         records = [trial_record(result, config.storage) for result in results]
     finally:
-        if start_line is not None:
-            ray.kill(start_line)
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
         experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
@@ -234,15 +229,18 @@ def check_paths_on_every_node(config: RunConfig, experiment: Experiment, timeout
     check_every_node_sees(answers, paths)
 
 
-def build_trainable(config: RunConfig, space: Space, experiment: Experiment):
+def placement_of(config: RunConfig, concurrency: int) -> TrialPlacement:
+    return place_trials(config.workers, config.cpus, config.gpus, concurrency, config.max_failures)
+
+
+def build_trainable(config: RunConfig, space: Space, experiment: Experiment, placement: TrialPlacement):
     trainable = ray.tune.with_parameters(
-        train_trial, run=config.to_dict(), experiment_dir=experiment.location, metric=space.metric, mode=space.mode,
-        start_line=start_line_name(experiment.name) if prefetching(config) else "",
-    )  # fmt: skip
-    return ray.tune.with_resources(trainable, DRIVER_RESOURCES)
+        train_trial, run=config.to_dict(), experiment_dir=experiment.location, metric=space.metric, mode=space.mode
+    )
+    return ray.tune.with_resources(trainable, placement.resources)
 
 
-def build_tuner(config: RunConfig, space: Space, experiment: Experiment, concurrency: int) -> ray.tune.Tuner:
+def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placement: TrialPlacement) -> ray.tune.Tuner:
     scheduler = ASHAScheduler(
         time_attr="epoch",
         max_t=config.epochs,
@@ -250,7 +248,7 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, concurr
         reduction_factor=config.reduction,
     )
     return ray.tune.Tuner(
-        build_trainable(config, space, experiment),
+        build_trainable(config, space, experiment, placement),
         param_space={**space.constants, **config.fixed},
         tune_config=ray.tune.TuneConfig(
             metric=space.metric,
@@ -258,7 +256,8 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, concurr
             search_alg=build_searcher(config, space),
             scheduler=scheduler,
             num_samples=config.trials,
-            max_concurrent_trials=concurrency + (1 if prefetching(config) and config.trials > concurrency else 0),
+            max_concurrent_trials=placement.max_concurrent,
+            reuse_actors=placement.reuse_processes,
             time_budget_s=config.time_budget or None,
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.trial_id}",
@@ -267,14 +266,10 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, concurr
             name=experiment.name,
             storage_path=experiment.parent,
             verbose=0,
-            callbacks=driver_callbacks(config, space, experiment, scheduler, concurrency),
+            failure_config=ray.tune.FailureConfig(max_failures=placement.max_failures),
+            callbacks=driver_callbacks(config, space, experiment, scheduler, placement.max_concurrent),
         ),
     )
-
-
-def prefetching(config: RunConfig) -> bool:
-    """A trial started ahead could take the resources a failed worker group needs to restart: only without retries."""
-    return config.prefetch and config.max_failures == 0
 
 
 def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, scheduler, concurrency: int) -> list:

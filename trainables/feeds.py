@@ -16,6 +16,21 @@ def train_seed(seed: int, epoch: int) -> int:
     return seed * 100_003 + epoch
 
 
+_SPLITS: dict[tuple, Split] = {}  # a trial process Tune reuses keeps the last trial's data in memory
+
+
+def cached_split(dataset: IdxDataset, root: str, train: bool, limit: int, mean, std, device) -> Split:
+    """The split decoded and on `device`, once per process: the next trial in a reused process starts without
+    reading or copying its data again (a Split is never written to)."""
+    key = (dataset.name, str(root), train, limit, tuple(mean), tuple(std), str(device))
+    if key not in _SPLITS:
+        for old in [k for k in _SPLITS if k[2] == train]:
+            del _SPLITS[old]  # one split of each kind: another dataset or limit replaces it
+        images, labels = dataset.load(root, train=train, limit=limit)
+        _SPLITS[key] = Split.from_arrays(images, labels, mean, std, device)
+    return _SPLITS[key]
+
+
 class MemoryFeed:
     """A decoded uint8 split in (GPU) memory, sharded per rank; no per-sample transform."""
 
@@ -23,10 +38,10 @@ class MemoryFeed:
         self.rank, self.world_size, self.seed = rank, world_size, run.seed
         self.batch_size = per_rank_batch_size(hp["batch_size"], world_size)
         mean, std = (dataset.mean, dataset.std) if normalize else ((0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels)
-        self.splits = {}
-        for name, train, limit in (("train", True, run.data.limit), ("val", False, run.data.val_limit)):
-            images, labels = dataset.load(run.data.root, train=train, limit=limit)
-            self.splits[name] = Split.from_arrays(images, labels, mean, std, device)
+        self.splits = {
+            name: cached_split(dataset, run.data.root, train, limit, mean, std, device)
+            for name, train, limit in (("train", True, run.data.limit), ("val", False, run.data.val_limit))
+        }
 
     def train_batches(self, epoch: int):
         split = self.splits["train"]

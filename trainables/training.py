@@ -188,6 +188,6 @@ def load_model_weights(directory: str | Path, model: nn.Module) -> None:
     model.load_state_dict(state_dict)
 
 
-def load_optimizer_state(directory: str | Path, optimizer) -> None:
-    state = torch.load(Path(directory) / OPTIMIZER_FILE, map_location="cpu", weights_only=True)
-    optimizer.load_state_dict(state)
+def load_optimizer_state(directory: str | Path) -> dict:
+    """The optimizer's state dict saved in a checkpoint folder (load it once the optimizer exists)."""
+    return torch.load(Path(directory) / OPTIMIZER_FILE, map_location="cpu", weights_only=True)

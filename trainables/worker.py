@@ -6,8 +6,7 @@ import math
 import tempfile
 import time
 
-import ray.train
-import ray.train.torch
+import ray
 import torch
 import torch.distributed as dist
 
@@ -15,6 +14,7 @@ from search.config import RunConfig
 from search.space import load_space
 from trainables.data import get_dataset
 from trainables.feeds import make_feed
+from trainables.session import session_for
 from trainables.training import (
     StepOptions,
     evaluate,
@@ -31,23 +31,20 @@ from trainables.training import (
 )
 
 
-def train_fn_per_worker(config: dict) -> None:
+def train_fn_per_worker(config: dict) -> dict:
+    """Train one trial's model on this rank; returns the last epoch's metrics."""
     clock = SetupClock(config.get("driver_started_at"))
     run = RunConfig.from_dict(config["run"])
     hp = config["hp"]
     space = load_space(run.space)
 
     # 1. This worker's place in the group and its device (a GPU when the trial has them).
-    context = ray.train.get_context()
-    rank, world_size = context.get_world_rank(), context.get_world_size()
-    device = ray.train.torch.get_device()
+    session = session_for(config)  # a rank of a Ray Train group, or the trial's own process (one worker)
+    rank, world_size, device = session.rank, session.world_size, session.device
     if device.type == "cpu":
         torch.set_num_threads(max(1, int(run.cpus)))  # the worker's CPUs are its intra-op threads, no more
 
     clock.note("worker_nodes", node_of_every_rank())
-    # 2. The group holds its resources now: the next trial's driver may start waiting for room.
-    if rank == 0 and config.get("start_line"):
-        ray.get_actor(config["start_line"]).started.remote(config["trial_id"], ray.get_runtime_context().current_actor)
     torch.manual_seed(run.seed)
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
     clock.lap("data")
@@ -56,24 +53,23 @@ def train_fn_per_worker(config: dict) -> None:
         load_matching_weights(model, run.model.weights)
     clock.lap("model")
 
-    # 3. After a worker failure Ray Train restarts the group from the latest checkpoint.
-    checkpoint = ray.train.get_checkpoint()
-    first_epoch = 1
-    if checkpoint:
-        with checkpoint.as_directory() as directory:
+    # 2. After a worker failure (or `resume`) the trial continues from its latest checkpoint.
+    first_epoch, optimizer_state = 1, None
+    with session.latest_checkpoint() as directory:
+        if directory:
             load_model_weights(directory, model)
             first_epoch = read_checkpoint_state(directory)["epoch"] + 1
+            optimizer_state = load_optimizer_state(directory)
 
-    # 4. Move the model to the device and wrap it in DistributedDataParallel (then compile it, when asked).
+    # 3. Move the model to the device and wrap it in DistributedDataParallel (then compile it, when asked).
     options = StepOptions.of(run)
-    model = ray.train.torch.prepare_model(prepare_layout(model, options))
+    model = session.prepare_model(prepare_layout(model, options))
     if run.compile:
         model = torch.compile(model)
     optimizer = make_optimizer(hp, model)
     lr_scheduler = make_lr_scheduler(hp, optimizer)
-    if checkpoint:
-        with checkpoint.as_directory() as directory:
-            load_optimizer_state(directory, optimizer)
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state)
     clock.lap("ddp")
 
     for epoch in range(first_epoch, run.epochs + 1):
@@ -91,17 +87,18 @@ def train_fn_per_worker(config: dict) -> None:
         if lr_scheduler is not None and not metrics["diverged"]:
             lr_scheduler.step(metrics["val_loss"])
 
-        # 5. Every rank reports (a barrier); rank 0 attaches the checkpoint of this epoch.
+        # 4. Every rank reports (a barrier); rank 0 attaches the checkpoint of this epoch.
         with tempfile.TemporaryDirectory() as directory:
-            epoch_checkpoint = None
+            saved = None
             if rank == 0 and not metrics["diverged"]:
                 saving = time.perf_counter()
                 save_checkpoint(directory, unwrap(model), optimizer, epoch, metrics, hp)
                 metrics["checkpoint_s"] = time.perf_counter() - saving
-                epoch_checkpoint = ray.train.Checkpoint.from_directory(directory)
-            ray.train.report(metrics, checkpoint=epoch_checkpoint, checkpoint_dir_name=f"checkpoint_epoch_{epoch:04d}")
+                saved = directory
+            session.report(metrics, saved, epoch)
         if metrics["diverged"]:
-            return  # the trial driver turns this into a failed trial with the reason
+            break  # the trial driver turns this into a failed trial with the reason
+    return metrics if first_epoch <= run.epochs else {}
 
 
 class SetupClock:

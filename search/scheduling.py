@@ -1,0 +1,42 @@
+"""Who starts when: what each trial asks Tune for, how many run side by side, and whether trial processes are reused.
+
+Tune alone decides when a trial starts: a trial starts as soon as the cluster holds its resources and fewer than
+`concurrency` trials run, never waiting on another trial's start. The resources a trial asks Tune for depend on
+where it trains:
+
+- one worker: the trial trains inside its own Tune trial process (Ray Train's local mode), so that process asks for
+  the worker's CPUs and GPU share itself, and Tune reuses it for the next trial (torch imported, data in memory);
+- several workers: a Ray Train DDP group that Ray Train places itself; the trial process asks for nothing but a
+  token of memory, and `concurrency` keeps the groups within what the cluster holds.
+
+Pure logic over a resolved RunConfig; no Ray, no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Tune refuses a trial that asks for nothing at all: a multi-worker trial's own process asks for a token of memory.
+TOKEN_MEMORY = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class TrialPlacement:
+    in_process: bool
+    """The trial trains in its own Tune process (one worker) instead of a Ray Train worker group."""
+    resources: dict
+    """What the Tune trial process itself asks of the cluster (`tune.with_resources`)."""
+    reuse_processes: bool
+    """Tune hands a finished trial's process to the next trial (`reuse_actors`)."""
+    max_concurrent: int
+    """Trials side by side (`max_concurrent_trials`)."""
+    max_failures: int
+    """Tune-level restarts of a failed trial (a multi-worker trial's restarts are Ray Train's own)."""
+
+
+def place_trials(workers: int, cpus: float, gpus: float, concurrency: int, max_failures: int) -> TrialPlacement:
+    """`concurrency` is what the cluster fits (see `search.resources.plan_concurrency`)."""
+    if workers == 1:
+        resources = {"cpu": cpus, "gpu": gpus} if gpus else {"cpu": cpus}
+        return TrialPlacement(True, resources, True, concurrency, max_failures)
+    return TrialPlacement(False, {"cpu": 0, "memory": TOKEN_MEMORY}, False, concurrency, 0)

@@ -1,0 +1,120 @@
+"""A one-worker trial's checkpoints, kept where a Ray Train run keeps them.
+
+A trial with one worker trains inside its Tune trial process (Ray Train's local mode), where Ray Train keeps no
+checkpoints. This store gives such a trial the same layout and rules as a multi-worker trial's Train run:
+`<experiment>/train_<id>/checkpoint_epoch_NNNN/`, the best `keep` by the metric plus always the latest, and the latest
+complete one to continue from after a restart or a `resume`. A folder counts only once its marker is written last,
+so a copy cut short is never taken for a checkpoint.
+
+pyarrow only (a folder or a URI); no Ray, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+
+from search.storage import filesystem, uri_join
+
+COMPLETE_MARKER = ".complete"
+STATE_FILE = "state.json"
+FOLDER = re.compile(r"checkpoint_epoch_(\d{4,})$")
+
+
+def checkpoint_folder_name(epoch: int) -> str:
+    return f"checkpoint_epoch_{epoch:04d}"
+
+
+class CheckpointStore:
+    def __init__(self, run_location: str, metric: str, mode: str, keep: int):
+        import pyarrow.fs
+
+        self.fs, self.root = filesystem(run_location)
+        self.local_fs = pyarrow.fs.LocalFileSystem()
+        self.metric, self.mode, self.keep = metric, mode, keep
+        self.fs.create_dir(self.root)
+        self.scores = {epoch: self._score_of(epoch) for epoch in self.complete_epochs()}
+
+    def path_of(self, epoch: int) -> str:
+        """The checkpoint's path on its filesystem (what Ray reports: a URI without its scheme)."""
+        return str(PurePosixPath(self.root, checkpoint_folder_name(epoch)))
+
+    def complete_epochs(self) -> list[int]:
+        import pyarrow.fs
+
+        epochs = []
+        for info in self.fs.get_file_info(pyarrow.fs.FileSelector(self.root, allow_not_found=True)):
+            match = FOLDER.match(PurePosixPath(info.path).name)
+            if match and info.type == pyarrow.fs.FileType.Directory and self._is_complete(info.path):
+                epochs.append(int(match.group(1)))
+        return sorted(epochs)
+
+    def _is_complete(self, folder: str) -> bool:
+        import pyarrow.fs
+
+        return self.fs.get_file_info(str(PurePosixPath(folder, COMPLETE_MARKER))).type == pyarrow.fs.FileType.File
+
+    def _score_of(self, epoch: int) -> float | None:
+        with self.fs.open_input_stream(str(PurePosixPath(self.path_of(epoch), STATE_FILE))) as stream:
+            value = json.loads(stream.read().decode()).get("metrics", {}).get(self.metric)
+        return value if isinstance(value, (int, float)) else None
+
+    def save(self, local_folder: str | Path, epoch: int, score: float | None) -> str:
+        """Copy a checkpoint written in `local_folder` into the store; returns its path (see `path_of`)."""
+        import pyarrow.fs
+
+        target = self.path_of(epoch)
+        self.fs.delete_dir_contents(target, missing_dir_ok=True)  # a copy an earlier run of this epoch cut short
+        self.fs.create_dir(target)
+        pyarrow.fs.copy_files(str(local_folder), target, self.local_fs, self.fs)
+        with self.fs.open_output_stream(str(PurePosixPath(target, COMPLETE_MARKER))) as stream:
+            stream.write(b"")
+        self.scores[epoch] = score
+        self._prune(latest=epoch)
+        return target
+
+    def _prune(self, latest: int) -> None:
+        for epoch in epochs_to_delete(self.scores, self.mode, self.keep, latest):
+            self.fs.delete_dir(self.path_of(epoch))
+            del self.scores[epoch]
+
+    @contextmanager
+    def latest(self):
+        """The latest complete checkpoint as a local folder (downloaded when the store is a URI), or None."""
+        epochs = self.complete_epochs()
+        if not epochs:
+            yield None
+            return
+        source = self.path_of(epochs[-1])
+        if isinstance(self.fs, type(self.local_fs)):
+            yield Path(source)
+            return
+        import pyarrow.fs
+
+        folder = tempfile.mkdtemp(prefix="checkpoint-")
+        try:
+            pyarrow.fs.copy_files(source, folder, self.fs, self.local_fs)
+            yield Path(folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def epochs_to_delete(scores: dict[int, float | None], mode: str, keep: int, latest: int) -> list[int]:
+    """Ray Train's rule: keep the `keep` best by score (a missing score ranks last), and always the latest."""
+    def rank(epoch: int):
+        score = scores[epoch]
+        if score is None:
+            return (1, 0.0, -epoch)
+        return (0, -score if mode == "max" else score, -epoch)
+
+    ranked = sorted(scores, key=rank)
+    return sorted(epoch for epoch in ranked[keep:] if epoch != latest)
+
+
+def run_location(experiment_dir: str, run_name: str) -> str:
+    """Where a trial's run folder lives inside the experiment (a folder or a URI)."""
+    return uri_join(experiment_dir, run_name) if "://" in experiment_dir else str(Path(experiment_dir) / run_name)

@@ -1,0 +1,58 @@
+"""A multi-worker trial waits here, not in Ray Train, until the cluster holds its worker group.
+
+Ray Train's worker-group start gives up after 60 s and, without retries, the trial fails with Train's own words.
+Waiting here first lets the trial name the cause: a lost node (checked on every poll) or resources that something
+outside the search holds (the search never starts more groups than fit, so room that does not come within
+`limit_s` is held by someone else).
+"""
+
+from __future__ import annotations
+
+import time
+
+import ray
+from ray.util.placement_group import placement_group, remove_placement_group
+
+from search.config import RunConfig
+from search.resources import TrialShape, plan_concurrency
+
+
+class NoRoom(RuntimeError):
+    """Resources this search does not hold keep a trial from starting."""
+
+
+def alive_nodes() -> list[dict]:
+    """Every node of the cluster that is alive now, as `ray.nodes()` describes it."""
+    return [node for node in ray.nodes() if node.get("Alive")]
+
+
+def alive_node_resources() -> list[dict]:
+    """Total resources of every node of the cluster that is alive now."""
+    return [node["Resources"] for node in alive_nodes()]
+
+
+def worker_resources(run: RunConfig) -> dict:
+    resources = {"CPU": run.cpus}
+    if run.gpus:
+        resources["GPU"] = run.gpus
+    return resources
+
+
+def wait_for_room(settings: RunConfig, poll_s: float = 0.5, limit_s: float = 60.0) -> None:
+    shape = TrialShape.of(settings)
+    room = placement_group([worker_resources(settings)] * settings.workers, strategy="PACK")
+    since = time.monotonic()
+    try:
+        while not ray.wait([room.ready()], timeout=poll_s)[0]:
+            plan_concurrency(alive_node_resources(), shape, 1)  # a node left: refused, not waited for
+            if time.monotonic() - since > limit_s:
+                raise NoRoom(no_room_message(settings, limit_s))
+    finally:
+        remove_placement_group(room)  # handed over to the Train run this trial starts next
+
+
+def no_room_message(settings: RunConfig, limit_s: float) -> str:
+    free = {key: value for key, value in ray.available_resources().items() if key in ("CPU", "GPU")}
+    return (f"no room for {settings.workers} worker(s) x {worker_resources(settings)} for {limit_s:.0f} s "
+            f"(free now: {free}): something outside this search holds the resources (another job, or placement "
+            "groups a crashed run left behind)")
