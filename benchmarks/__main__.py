@@ -1,7 +1,8 @@
-"""Search performance on this machine, in one run: trial overhead, throughput against a bare loop, the data path,
-DDP without Ray, ASHA's savings, memory over a 20-trial search, and the training step on a GPU.
+"""Search performance on this machine, in one run: the search against a plain Optuna loop, trial start and
+overhead, throughput against a bare loop, the data path, DDP without Ray, ASHA's savings, memory over a 20-trial
+search, and the training step on a GPU.
 
-    python -m benchmarks [--out benchmarks.json] [--only overhead,ddp,data,asha,memory,gpu] [--device cuda]
+    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu] [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
 """
@@ -13,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks import accelerator, data_path, ddp_ceiling, overhead, throughput
+from benchmarks import accelerator, data_path, ddp_ceiling, overhead, peer, throughput
 from benchmarks.options import PARTS, SHAPES, parse_args
 from benchmarks.report import write_report
 from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
@@ -120,15 +121,22 @@ def first_last_max(peaks: list[float]) -> dict:
 
 
 def print_tables(report: dict) -> None:
+    if "peer" in report:
+        peer.print_table(report["peer"])
     if "trials" in report:
         t = report["trials"]
-        print(f"{'trial shape':<33}{'images/s':>9}{'bare before/after':>18}{'vs bare':>8}{'launch':>8}{'setup':>7}"
-              f"{'handoff':>8}{'overhead':>9}")  # fmt: skip
+        print(f"{'trial shape':<35}{'images/s':>9}{'bare before/after':>18}{'vs bare':>8}")
         for label, s in t["shapes"].items():
-            m, b = s["mean_after_first"], s["bare_loop_images_per_s"]
-            setup = sum(m[k] for k in overhead.SETUP_STEPS)
-            print(f"{label:<33}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}"
-                  f"{m['launch_s']:>7.1f}s{setup:>6.1f}s{m.get('handoff_s', 0):>7.1f}s{m['fixed_overhead_s']:>8.1f}s")  # fmt: skip
+            b = s["bare_loop_images_per_s"]
+            print(f"{label:<35}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}")
+        print("start chain, seconds (first trial: a new Ray instance; later trials: the mean):")
+        print(f"{'trial shape':<35}{'trial':>6}{'process':>8}{'launch':>7}{'data':>6}{'model':>6}{'wrap':>6}"
+              f"{'start':>6}{'handoff':>8}{'gap':>6}")  # fmt: skip
+        for label, s in t["shapes"].items():
+            for which, m in (("first", s["per_trial"][0]), ("later", s["mean_after_first"])):
+                print(f"{label:<35}{which:>6}{m['process_s']:>8.1f}{m['launch_s']:>7.1f}{m['setup_data_s']:>6.1f}"
+                      f"{m['setup_model_s']:>6.1f}{m['setup_ddp_s']:>6.1f}{m['process_to_first_step_s']:>6.1f}"
+                      f"{m.get('handoff_s', 0):>8.1f}{m.get('last_report_to_next_first_step_s', 0):>6.1f}")  # fmt: skip
         for label, s in t["shapes"].items():
             busy = ", ".join(f"{role} {cores:.3f}" for role, cores in s["cores_busy_while_training"].items() if cores >= 0.001)
             print(f"  cores busy while {label} trained: {busy}")
@@ -160,6 +168,7 @@ def print_tables(report: dict) -> None:
 def main() -> None:
     args, parts, shapes = parse_args(sys.argv[1:], __doc__.split("\n\n")[0])
     measures = {
+        "peer": ("peer", lambda storage: peer.measure(args.root, storage, args.peer_trials, args.peer_epochs)),
         "overhead": ("trials", lambda storage: measure_trials(args.root, storage, 128, args.trial_images, args.trial_epochs,
                                                               args.trials_per_shape, shapes)),
         "ddp": ("ddp_without_ray", lambda storage: ddp_ceiling.measure(args.root)),

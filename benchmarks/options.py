@@ -11,14 +11,14 @@ from pathlib import Path
 from benchmarks.search_runs import REPO
 
 DEFAULT_ROOT = str(REPO.parent / "shared/datasets/mnist-mini")
-PARTS = ("overhead", "ddp", "data", "asha", "memory", "gpu")
+PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu")
 SHAPES = {
-    "workers=1 cpus=2": ("workers=1", "cpus=2"),
+    "workers=1 cpus=2": ("workers=1", "cpus=2"),  # trains in its own trial process, reused for the next trial
+    "workers=1 cpus=2 in_process=false": ("workers=1", "cpus=2", "in_process=false"),  # a Train worker group (before)
     "workers=2 cpus=1": ("workers=2", "cpus=1"),
-    "workers=2 cpus=1 prefetch=false": ("workers=2", "cpus=1", "prefetch=false"),  # the same, no trial started ahead
 }
 # option -> the smallest value that measures something (the memory part compares trial 2 with the last trial).
-SMALLEST = {"trials_per_shape": 1, "trial_images": 2, "trial_epochs": 1, "memory_trials": 3, "asha_trials": 2,
+SMALLEST = {"peer_trials": 1, "peer_epochs": 1, "trials_per_shape": 1, "trial_images": 2, "trial_epochs": 1, "memory_trials": 3, "asha_trials": 2,
             "asha_epochs": 2, "gpu_images": 1}  # fmt: skip
 DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -37,6 +37,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--out", default="benchmarks.json", help="JSON file of the figures (written as each part ends)")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}")
+    parser.add_argument("--peer-trials", type=int, default=8, help="peer part: trials of the loop and of the search")
+    parser.add_argument("--peer-epochs", type=int, default=2, help="peer part: epochs per trial")
     parser.add_argument("--trials-per-shape", type=int, default=3, help="overhead part: trials one after another")
     parser.add_argument("--trial-images", type=int, default=2048, help="overhead part: training images per trial")
     parser.add_argument("--trial-epochs", type=int, default=5, help="overhead part: epochs (the first two are warm-up)")

@@ -1,9 +1,11 @@
 """Where a trial's fixed time goes, from the timestamps the worker loop reports (trials run one after another).
 
 - handoff: the previous trial's last report -> this trial's driver starts (Train run teardown, Tune's bookkeeping,
-  a new trial actor and its imports);
+  a new trial process or the reset of a reused one);
+- process: Ray starts the trial's process -> its driver starts (Python, Ray, the project's imports; none when Tune
+  reuses a process);
 - launch: driver start -> the training function runs on the workers (Train controller, placement group, worker
-  processes, torch process group);
+  processes, torch process group; a one-worker trial in its own process: only the imports of torch and Ray Train);
 - setup: data, model and DDP wrap on the workers, up to the first training step;
 - checkpoint: saving each epoch's checkpoint (per epoch).
 """
@@ -18,9 +20,11 @@ def trial_breakdown(rows: list[dict], previous: list[dict] | None) -> dict:
     setup = sum(first.get(step, 0.0) for step in SETUP_STEPS)
     driver_started = first["started_at"] - setup - first["launch_s"]
     figures = {
+        "process_s": first.get("process_s", 0.0),
         "launch_s": first["launch_s"],
         **{step: first.get(step, 0.0) for step in SETUP_STEPS},
         "driver_to_first_step_s": first["launch_s"] + setup,
+        "process_to_first_step_s": first.get("process_s", 0.0) + first["launch_s"] + setup,
         "checkpoint_s_per_epoch": sum(r.get("checkpoint_s", 0.0) for r in rows) / len(rows),
     }
     if previous:

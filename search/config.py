@@ -82,6 +82,8 @@ class RunConfig:
     """GPU share per training worker (auto: 1 for DDP trials, 0.25 for one-worker trials, 0 without GPUs)."""
     concurrency: int = 0
     """Trials running side by side (0: as many as the cluster fits)."""
+    in_process: bool = True
+    """A one-worker trial trains inside its Tune trial process, reused for the next trial (false: a Train worker)."""
     precision: str = "fp32"
     """fp32, or bf16: training steps under bfloat16 autocast (evaluation stays fp32, like the exported model)."""
     channels_last: bool = False

@@ -91,6 +91,8 @@ def check_shape(nodes: list[dict], shape: TrialShape, trials: int) -> None:
         have = most_on_one_node(nodes, "GPU")
         raise UsageError(f"gpus={gpus:g}: no node has {gpus:g} GPU{'s' if gpus != 1 else ''} (the most on one node: "
                          f"{have:g}); a shape that fits: {fits}")  # fmt: skip
+    if trials_that_fit(nodes, shape) == 0:
+        raise UsageError(f"{_never_fits_message(nodes, shape)}; a shape that fits: {fits}")
 
 
 def workers_fitting_on(node: dict, shape: TrialShape) -> int:

@@ -230,7 +230,7 @@ def check_paths_on_every_node(config: RunConfig, experiment: Experiment, timeout
 
 
 def placement_of(config: RunConfig, concurrency: int) -> TrialPlacement:
-    return place_trials(config.workers, config.cpus, config.gpus, concurrency, config.max_failures)
+    return place_trials(config.workers, config.cpus, config.gpus, concurrency, config.max_failures, config.in_process)
 
 
 def build_trainable(config: RunConfig, space: Space, experiment: Experiment, placement: TrialPlacement):

@@ -126,7 +126,8 @@ def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert lines[-1] == ("error: workers=3 x (1 CPU): one trial needs 3 CPUs but the cluster has 2 CPUs and 0 GPUs on "
-                         "2 nodes; lower workers=, cpus= or gpus=, or add nodes")  # fmt: skip
+                         "2 nodes; lower workers=, cpus= or gpus=, or add nodes; a shape that fits: workers=1 cpus=1 "
+                         "gpus=0")  # fmt: skip
     assert not (shared / "too-big").exists()  # refused before anything was left behind
 
 

@@ -12,7 +12,7 @@ from search.space import load_space
 from trainables.data import MNIST
 from trainables.training import Split, evaluate, load_model_weights, shard_indices
 from tests.conftest import MNIST_MINI
-from tests.e2e_helpers import VAL_LIMIT, WORKERS, main_search, ray_processes_of, run_search, session_dir_of
+from tests.e2e_helpers import VAL_LIMIT, main_search, ray_processes_of, run_search, session_dir_of
 
 pytestmark = pytest.mark.e2e
 
@@ -71,8 +71,9 @@ def test_best_checkpoint_reproduces_reported_val_acc(search):
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
     torch.set_num_threads(1)
     cpu = torch.device("cpu")
-    shards = [evaluate(model, split.batches(shard_indices(len(split), rank, WORKERS, None), 512), cpu)
-              for rank in range(WORKERS)]  # fmt: skip
+    workers = search["summary"]["run"]["workers"]  # the shape chosen for this machine
+    shards = [evaluate(model, split.batches(shard_indices(len(split), rank, workers, None), 512), cpu)
+              for rank in range(workers)]  # fmt: skip
     accuracy = sum(s["correct"] for s in shards).item() / len(split)
     assert accuracy == pytest.approx(best["metrics"]["val_acc"], abs=1.5 / len(split))
 

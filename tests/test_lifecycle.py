@@ -15,7 +15,8 @@ from tests.e2e_helpers import (
 
 pytestmark = pytest.mark.e2e
 
-COMMON = ["space=resnet_mnist", f"data.root={MNIST_MINI}", "workers=2", "data.val_limit=200", "seed=3"]
+COMMON = ["space=resnet_mnist", f"data.root={MNIST_MINI}", "data.val_limit=200", "seed=3"]
+DDP = "workers=2"  # a Ray Train worker group; without it, a trial on these 2 cores trains in its own trial process
 
 
 def result_rows(experiment, trial_id):
@@ -25,7 +26,7 @@ def result_rows(experiment, trial_id):
 def search_with_a_killed_worker(tmp_path, max_failures: int) -> dict:
     """A one-trial search whose first Train worker is SIGKILLed after epoch 1; returns the trial's summary entry."""
     log = tmp_path / "cli.log"
-    process = start_search(log, *COMMON, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
+    process = start_search(log, *COMMON, DDP, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
                            "data.limit=2048", f"max_failures={max_failures}")
     try:
         wait_for_line(log, r"epoch 1/3", process)
@@ -56,6 +57,7 @@ def test_worker_failures_beyond_the_bound_fail_the_trial_with_the_cause(tmp_path
 
 
 def test_sigkilled_search_resumes_without_rerunning_finished_trials(tmp_path, mnist_root):
+    """One-worker trials (the default here): a trial process continues from the checkpoints it kept itself."""
     log = tmp_path / "run.log"
     args = [*COMMON, f"storage={tmp_path}", "name=r", "trials=3", "epochs=3", "grace=3", "data.limit=1024"]
     process = start_search(log, *args)
@@ -94,7 +96,7 @@ def test_resume_refuses_a_folder_that_is_not_an_experiment(tmp_path):
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, mnist_root):
     log = tmp_path / "run.log"
-    process = start_search(log, *COMMON, f"storage={tmp_path}", "name=c", "trials=2", "epochs=3", "data.limit=1024")
+    process = start_search(log, *COMMON, DDP, f"storage={tmp_path}", "name=c", "trials=2", "epochs=3", "data.limit=1024")
     try:
         wait_for_line(log, r"epoch 1/3", process)
         ray_pids = descendants(process.pid)
@@ -116,7 +118,7 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
     """An interrupted search whose storage is a URI resumes from the URI alone (local working folder deleted)."""
     experiment = f"{s3_bucket}/runs/s"
     log = tmp_path / "run.log"
-    process = start_search(log, *COMMON, f"storage={s3_bucket}/runs", "name=s", "trials=2", "epochs=2", "grace=2",
+    process = start_search(log, *COMMON, DDP, f"storage={s3_bucket}/runs", "name=s", "trials=2", "epochs=2", "grace=2",
                            "data.limit=512")  # fmt: skip
     try:
         first = wait_for_line(log, r"trial (\w+) finished", process).group(1)

@@ -1,7 +1,8 @@
 import pytest
 
 from search.errors import UsageError
-from search.resources import TrialShape, plan_concurrency, trials_that_fit
+from search.config import parse_overrides
+from search.resources import TrialShape, check_shape, choose_shape, plan_concurrency, settle_shape, trials_that_fit
 
 
 def test_two_workers_fit_once_on_two_cores():
@@ -30,3 +31,48 @@ def test_never_fitting_shape_is_refused_with_numbers():
         plan_concurrency([{"CPU": 2}], TrialShape(16, 1, 0), 0)
     message = str(excinfo.value)
     assert "workers=16" in message and "16 CPUs" in message and "2 CPUs" in message
+
+
+@pytest.mark.parametrize(
+    "nodes, trials, expected",
+    [
+        ([{"CPU": 2}], 8, TrialShape(1, 1, 0)),  # 2 cores: one-worker trials, two at a time
+        ([{"CPU": 2}], 1, TrialShape(1, 2, 0)),  # one trial takes both cores
+        ([{"CPU": 4}], 8, TrialShape(1, 1, 0)),
+        ([{"CPU": 32}], 8, TrialShape(2, 8, 0)),  # enough cores for a DDP trial
+        ([{"CPU": 16, "GPU": 1}], 8, TrialShape(1, 4, 0.25)),  # one GPU: four packed one-worker trials
+        ([{"CPU": 16, "GPU": 8}], 8, TrialShape(2, 2, 1)),  # several GPUs: DDP trials, a GPU per rank
+        ([{"CPU": 8, "GPU": 1}, {"CPU": 8, "GPU": 1}], 8, TrialShape(2, 8, 1)),  # one GPU a node, two nodes
+    ],
+)
+def test_the_default_shape_fits_the_cluster(nodes, trials, expected):
+    assert choose_shape(nodes, trials) == expected
+    assert plan_concurrency(nodes, expected, 0) >= 1
+
+
+def test_keys_the_user_gives_always_win():
+    assert choose_shape([{"CPU": 16, "GPU": 1}], 8, workers=1, gpus=1) == TrialShape(1, 16, 1)
+    assert choose_shape([{"CPU": 16, "GPU": 1}], 8, gpus=0) == TrialShape(2, 4, 0)
+    assert choose_shape([{"CPU": 2}], 8, workers=2) == TrialShape(2, 1, 0)
+    assert choose_shape([{"CPU": 2}], 8, cpus=0.5) == TrialShape(1, 0.5, 0)
+
+
+@pytest.mark.parametrize(
+    "shape, named",
+    [
+        (TrialShape(2, 1, 0.5), "workers=2 gpus=0.5: ranks of one DDP trial would share a GPU, which NCCL refuses"),
+        (TrialShape(1, 1, 2), "gpus=2: no node has 2 GPUs (the most on one node: 1)"),
+        (TrialShape(1, 1, 1.5), "gpus=1.5: a worker takes a share of one GPU (below 1) or whole GPUs"),
+    ],
+)
+def test_a_shape_that_cannot_work_on_one_gpu_is_refused_naming_one_that_fits(shape, named):
+    with pytest.raises(UsageError) as excinfo:
+        check_shape([{"CPU": 16, "GPU": 1}], shape, 8)
+    assert str(excinfo.value).startswith(named)
+    assert str(excinfo.value).endswith("a shape that fits: workers=1 cpus=4 gpus=0.25")
+
+
+def test_settle_shape_fills_only_what_was_left_to_auto():
+    config = parse_overrides(["space=resnet_mnist", "cpus=2"])
+    shape = settle_shape(config, [{"CPU": 2}])
+    assert (config.workers, config.cpus, config.gpus) == (1, 2.0, 0.0) == (shape.workers, shape.cpus_per_worker, 0.0)

@@ -31,12 +31,26 @@ def train_run_name(trial_id: str) -> str:
     return f"train_{trial_id}"
 
 
+_trials_in_this_process = 0
+
+
+def process_start_figure() -> dict:
+    """On a trial process's first trial: when Ray started the process (its start is part of that trial's start)."""
+    global _trials_in_this_process
+    _trials_in_this_process += 1
+    if _trials_in_this_process > 1:
+        return {}
+    import psutil  # comes with ray[default]
+
+    return {"process_started_at": psutil.Process().create_time()}
+
+
 def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str) -> None:
     started_at = time.time()
     settings = RunConfig.from_dict(run)
     trial_id = ray.tune.get_context().get_trial_id()
-    config = {"hp": hp, "run": run, "driver_started_at": started_at}
-    if settings.workers == 1:
+    config = {"hp": hp, "run": run, "driver_started_at": started_at, **process_start_figure()}
+    if settings.workers == 1 and settings.in_process:
         config["in_process"] = {"experiment_dir": experiment_dir, "run_name": train_run_name(trial_id),
                                 "metric": metric, "mode": mode, "keep": settings.checkpoints}  # fmt: skip
     else:

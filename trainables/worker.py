@@ -33,7 +33,7 @@ from trainables.training import (
 
 def train_fn_per_worker(config: dict) -> dict:
     """Train one trial's model on this rank; returns the last epoch's metrics."""
-    clock = SetupClock(config.get("driver_started_at"))
+    clock = SetupClock(config.get("driver_started_at"), config.get("process_started_at"))
     run = RunConfig.from_dict(config["run"])
     hp = config["hp"]
     space = load_space(run.space)
@@ -102,13 +102,16 @@ def train_fn_per_worker(config: dict) -> dict:
 
 
 class SetupClock:
-    """Where a run's start-up goes: `launch_s` from the trial driver's start to this function (Train's controller,
-    worker group and process group), then the data, model and DDP steps; and the node of every rank.
-    Reported once, with the run's first epoch."""
+    """Where a run's start-up goes: `process_s` from Ray starting the trial's process to its driver (a reused
+    process's later trials: none), `launch_s` from the trial driver's start to this function (Train's controller,
+    worker group and process group; for a one-worker trial, only its imports), then the data, model and DDP steps;
+    and the node of every rank. Reported once, with the run's first epoch."""
 
-    def __init__(self, driver_started_at: float | None):
+    def __init__(self, driver_started_at: float | None, process_started_at: float | None = None):
         self.last = time.time()
         self.figures = {"launch_s": self.last - driver_started_at} if driver_started_at else {}
+        if process_started_at and driver_started_at:
+            self.figures["process_s"] = driver_started_at - process_started_at
 
     def note(self, key: str, value) -> None:
         self.figures[key] = value

@@ -1,0 +1,76 @@
+"""The checkpoint store of one-worker trials: real files in a real folder (pyarrow's local filesystem), no Ray."""
+
+import json
+
+import pytest
+
+from trainables.checkpoints import COMPLETE_MARKER, CheckpointStore, epochs_to_delete
+
+
+def written_checkpoint(folder, epoch: int, val_acc: float):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.pt").write_bytes(b"weights %d" % epoch)
+    (folder / "state.json").write_text(json.dumps({"epoch": epoch, "metrics": {"val_acc": val_acc}}))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "scores, keep, latest, deleted",
+    [
+        ({1: 0.5, 2: 0.7, 3: 0.6}, 2, 3, [1]),
+        ({1: 0.9, 2: 0.7, 3: 0.6}, 2, 3, []),  # the latest stays even when it is not among the best
+        ({1: 0.9, 2: 0.7, 3: 0.6, 4: 0.8}, 2, 4, [2, 3]),
+        ({1: None, 2: 0.7}, 1, 2, [1]),  # an epoch without a score ranks last
+    ],
+)
+def test_the_best_are_kept_and_the_latest_always(scores, keep, latest, deleted):
+    assert epochs_to_delete(scores, "max", keep, latest) == deleted
+
+
+def test_min_mode_keeps_the_lowest():
+    assert epochs_to_delete({1: 0.2, 2: 0.5, 3: 0.1}, "min", 1, 3) == [1, 2]
+
+
+def test_store_keeps_the_best_in_train_layout_and_resumes_from_the_latest(tmp_path):
+    run = tmp_path / "exp" / "train_abc"
+    store = CheckpointStore(str(run), "val_acc", "max", keep=1)
+    for epoch, acc in [(1, 0.8), (2, 0.6), (3, 0.7)]:
+        path = store.save(written_checkpoint(tmp_path / f"local{epoch}", epoch, acc), epoch, acc)
+        assert path == str(run / f"checkpoint_epoch_{epoch:04d}")
+    assert sorted(p.name for p in run.iterdir()) == ["checkpoint_epoch_0001", "checkpoint_epoch_0003"]
+    assert (run / "checkpoint_epoch_0003" / "model.pt").read_bytes() == b"weights 3"
+
+    again = CheckpointStore(str(run), "val_acc", "max", keep=1)  # a restarted trial reads the scores back
+    assert again.scores == {1: 0.8, 3: 0.7}
+    with again.latest() as folder:
+        assert json.loads((folder / "state.json").read_text())["epoch"] == 3
+
+
+def test_a_copy_cut_short_is_never_a_checkpoint(tmp_path):
+    run = tmp_path / "train_abc"
+    store = CheckpointStore(str(run), "val_acc", "max", keep=2)
+    store.save(written_checkpoint(tmp_path / "local1", 1, 0.5), 1, 0.5)
+    cut = written_checkpoint(run / "checkpoint_epoch_0002", 2, 0.9)  # no completion marker: the copy was cut short
+    assert not (cut / COMPLETE_MARKER).exists()
+    with CheckpointStore(str(run), "val_acc", "max", keep=2).latest() as folder:
+        assert folder.name == "checkpoint_epoch_0001"
+    store.save(written_checkpoint(tmp_path / "local2", 2, 0.6), 2, 0.6)  # the rerun of epoch 2 replaces it
+    assert (cut / COMPLETE_MARKER).exists()
+
+
+def test_an_empty_store_has_nothing_to_resume_from(tmp_path):
+    with CheckpointStore(str(tmp_path / "train_x"), "val_acc", "max", keep=2).latest() as folder:
+        assert folder is None
+
+
+def test_store_on_s3(tmp_path, s3_bucket):
+    """The same on a real S3 endpoint (moto's server): what a trial on URI storage does."""
+    run = f"{s3_bucket}/exp/train_abc?endpoint_override={__import__('os').environ['AWS_ENDPOINT_URL']}"
+    store = CheckpointStore(run, "val_acc", "max", keep=1)
+    for epoch, acc in [(1, 0.8), (2, 0.6)]:
+        store.save(written_checkpoint(tmp_path / f"local{epoch}", epoch, acc), epoch, acc)
+    assert CheckpointStore(run, "val_acc", "max", keep=1).complete_epochs() == [1, 2]
+    store.save(written_checkpoint(tmp_path / "local3", 3, 0.5), 3, 0.5)
+    assert store.complete_epochs() == [1, 3]
+    with store.latest() as folder:
+        assert (folder / "model.pt").read_bytes() == b"weights 3"
