@@ -31,6 +31,7 @@ VARIANTS = {
     "bf16": {"precision": "bf16"},
     "bf16 channels_last": {"precision": "bf16", "channels_last": True},
     "bf16 channels_last compile": {"precision": "bf16", "channels_last": True, "compile": True},
+    "compile reduce-overhead": {"compile": True, "compile_mode": "reduce-overhead"},  # CUDA graphs
 }
 
 
@@ -78,7 +79,7 @@ def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: in
     model = prepare_layout(load_space("resnet_mnist").build_model({}, MNIST.info("", {})), options).to(device)
     optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
     if variant.get("compile"):
-        model = torch.compile(model)
+        model = torch.compile(model, mode=variant.get("compile_mode", "default"))
     rates, utilization = [], []
     for epoch in range(1, epochs + 1):
         with UtilizationSampler() as sampler:
@@ -89,6 +90,16 @@ def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: in
     steady = rates[2:] or rates[-1:]
     busy = [u for u in utilization[2:] if u is not None]
     return {"images_per_s": sum(steady) / len(steady), "utilization_pct": sum(busy) / len(busy) if busy else None}
+
+
+def row_or_failure(measure_row) -> dict:
+    """A variant that crashes (e.g. inductor on compile + bf16 + channels_last with some torch versions) is a failed
+    row naming the error; the other variants are still measured."""
+    try:
+        return measure_row()
+    except Exception as exc:  # noqa: BLE001 - any crash of torch's compiler stack
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return {"failed": f"{type(exc).__name__}: {message}"[:300]}
 
 
 def memory_feed(root: str, batch: int, limit: int, device: torch.device) -> MemoryFeed:
@@ -128,7 +139,7 @@ def measure(root: str, storage, device_name: str = "cuda", batch: int = 256, lim
     figures = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", "batch": batch,
                "train_images": limit, "epochs": epochs, "bare_loop": {}, "search_trial": {}}  # fmt: skip
     for label, variant in VARIANTS.items():
-        figures["bare_loop"][label] = train_rate(feed.train_batches, device, variant, epochs)
+        figures["bare_loop"][label] = row_or_failure(lambda: train_rate(feed.train_batches, device, variant, epochs))
     figures["bare_loop"]["tutorial DataLoader fp32"] = train_rate(tutorial_batches(root, batch, limit, device), device,
                                                                   {}, epochs)  # fmt: skip
     tutorial = figures["bare_loop"]["tutorial DataLoader fp32"]["images_per_s"]
@@ -146,6 +157,9 @@ def print_table(figures: dict) -> None:
         return
     print(f"on {figures['device']}, batch {figures['batch']}:")
     for label, f in figures["bare_loop"].items():
+        if "failed" in f:
+            print(f"  bare loop, {label}: failed ({f['failed']})")
+            continue
         busy = "" if f["utilization_pct"] is None else f", device busy {f['utilization_pct']:.0f}%"
         print(f"  bare loop, {label}: {f['images_per_s']:.0f} images/s{busy}")
     for label, f in figures["search_trial"].items():

@@ -21,7 +21,8 @@ from search.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, 
 from search.storage import experiment_of
 
 
-def run_through_ray_client(config: RunConfig, args: list[str]) -> int:
+def run_through_ray_client(config: RunConfig, args: list[str], command) -> int:
+    """Run `command` (the `run` command: words -> exit code) as one task on the cluster's head node."""
     refuse_unreachable(config.address, client_host_port(config.address))
     ray.init(address=config.address, runtime_env=project_runtime_env(), log_to_driver=False, logging_level=logging.ERROR)
     # The name announced here; inside the cluster the search finds its Ray through the task it runs in.
@@ -30,7 +31,7 @@ def run_through_ray_client(config: RunConfig, args: list[str]) -> int:
         lines = Queue(actor_options={"num_cpus": 0})
         head = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         run = ray.remote(run_command_on_cluster).options(num_cpus=0, max_retries=0, scheduling_strategy=head)
-        task = run.remote(remote_args, lines)
+        task = run.remote(command, remote_args, lines)
         try:
             code, error = follow(task, lines)
         except KeyboardInterrupt:
@@ -92,14 +93,12 @@ class LinesToQueue(io.TextIOBase):
             self.pending = ""
 
 
-def run_command_on_cluster(args: list[str], lines: Queue) -> tuple[int, str]:
-    """The task: the `run` command with its output sent to the client; returns its exit code and error line."""
-    from search.commands import cmd_run
-
+def run_command_on_cluster(command, args: list[str], lines: Queue) -> tuple[int, str]:
+    """The task: the command with its output sent to the client; returns its exit code and error line."""
     out = LinesToQueue(lines)
     try:
         with contextlib.redirect_stdout(out):
-            return cmd_run(args), ""
+            return command(args), ""
     except (UsageError, SearchFailed, SearchInterrupted) as error:
         return error.exit_code, str(error)
     finally:

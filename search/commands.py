@@ -30,7 +30,7 @@ def cmd_run(args: list[str]) -> int:
     if is_ray_client(config.address):
         from search.client import run_through_ray_client
 
-        return run_through_ray_client(config, args)
+        return run_through_ray_client(config, args, cmd_run)
     preflight(config, space)
     from search.tuner import run_search  # Ray is imported only once the input is known to be good
 

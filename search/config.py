@@ -55,6 +55,7 @@ class ModelConfig:
 
 
 PRECISIONS = ("fp32", "bf16")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 SAMPLERS = ("tpe", "random")
 
 
@@ -90,6 +91,8 @@ class RunConfig:
     """Images and convolution weights in channels_last memory layout (faster convolutions on recent GPUs)."""
     compile: bool = False
     """Compile each trial's model for training with torch.compile (its first epoch pays for compiling)."""
+    compile_mode: str = "default"
+    """torch.compile's mode: default, reduce-overhead (CUDA graphs: small models on a GPU) or max-autotune."""
     sampler: str = "tpe"
     """How Optuna proposes trials: tpe (random for the first 10, then guided by results) or random."""
     seed: int = 0
@@ -123,6 +126,8 @@ class RunConfig:
         _require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
         _require(self.sampler in SAMPLERS, f"sampler={self.sampler}: allowed values are {', '.join(SAMPLERS)}")
         _require(self.precision in PRECISIONS, f"precision={self.precision}: allowed values are {', '.join(PRECISIONS)}")
+        _require(self.compile_mode in COMPILE_MODES,
+                 f"compile_mode={self.compile_mode}: allowed values are {', '.join(COMPILE_MODES)}")
         _require(self.verbose in (0, 1), f"verbose={self.verbose}: must be 0 or 1")
         _require(
             self.name == "" or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name) is not None,

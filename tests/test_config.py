@@ -36,6 +36,7 @@ def test_gpus_auto_and_number():
         ("precision=fp16", "precision=fp16: allowed values are fp32, bf16"),
         ("sampler=grid", "sampler=grid: allowed values are tpe, random"),
         ("compile=maybe", "compile=maybe: expected true or false"),
+        ("compile_mode=fast", "compile_mode=fast: allowed values are default, reduce-overhead, max-autotune"),
         ("novalue", "novalue: expected key=value"),
     ],
 )

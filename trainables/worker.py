@@ -65,7 +65,7 @@ def train_fn_per_worker(config: dict) -> dict:
     options = StepOptions.of(run)
     model = session.prepare_model(prepare_layout(model, options))
     if run.compile:
-        model = torch.compile(model)
+        model = torch.compile(model, mode=run.compile_mode)
     optimizer = make_optimizer(hp, model)
     lr_scheduler = make_lr_scheduler(hp, optimizer)
     if optimizer_state is not None:
