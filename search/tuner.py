@@ -132,10 +132,16 @@ def search_finished(results, config: RunConfig) -> bool:
     return unfinished == 0 and never_ran == 0 and len(results) >= config.trials
 
 
+# Tune writes its state and the trials' results in a staging folder and copies them to the experiment every 10 s or
+# more; a search killed in between loses what was not copied (a trial that finished runs again on `resume`).
+STATE_SYNC_PERIOD = ("TUNE_GLOBAL_CHECKPOINT_S", "3")
+
+
 def route_logs(log_file: Path, verbose: int) -> None:
     """Ray's, Tune's and Optuna's log lines go to the experiment's log file (and the terminal if verbose)."""
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # the legacy reporter is really silent at verbose=0
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"  # our own TensorBoard events replace Tune's
+    os.environ.setdefault(*STATE_SYNC_PERIOD)
     handlers = [logging.FileHandler(log_file)] + ([logging.StreamHandler()] if verbose else [])
     for handler in handlers:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -19,6 +19,13 @@ COMMON = ["space=resnet_mnist", f"data.root={MNIST_MINI}", "data.val_limit=200",
 DDP = "workers=2"  # a Ray Train worker group; without it, a trial on these 2 cores trains in its own trial process
 
 
+def wait_for_file_lines(path, count: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not (path.is_file() and len(path.read_text().splitlines()) >= count):
+        assert time.monotonic() < deadline, f"{path} did not get {count} lines in {timeout_s} s"
+        time.sleep(0.2)
+
+
 def result_rows(experiment, trial_id):
     return [json.loads(line) for line in (experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()]
 
@@ -59,10 +66,12 @@ def test_worker_failures_beyond_the_bound_fail_the_trial_with_the_cause(tmp_path
 def test_sigkilled_search_resumes_without_rerunning_finished_trials(tmp_path, mnist_root):
     """One-worker trials (the default here): a trial process continues from the checkpoints it kept itself."""
     log = tmp_path / "run.log"
-    args = [*COMMON, f"storage={tmp_path}", "name=r", "trials=3", "epochs=3", "grace=3", "data.limit=1024"]
+    args = [*COMMON, f"storage={tmp_path}", "name=r", "trials=3", "epochs=3", "grace=3", "data.limit=2048",
+            "concurrency=1"]  # fmt: skip
     process = start_search(log, *args)
     try:
         first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
+        wait_for_file_lines(tmp_path / "r" / f"trial_{first}" / "result.json", 3)  # Tune copied it from its staging
         second = wait_for_line(log, rf"(?m)^\s+(?!{first})(\w+)\s+epoch 1/3", process).group(1)
         kill_pids([*descendants(process.pid), process.pid])  # the driver and every Ray process it started
     finally:

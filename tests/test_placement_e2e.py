@@ -43,7 +43,7 @@ def head_with_one_gpu():
     "keys, named",
     [
         (["workers=2", "gpus=0.5"], "error: workers=2 gpus=0.5: ranks of one DDP trial would share a GPU"),
-        (["workers=2", "gpus=1"], "error: workers=2 x (1 CPU and 1 GPU): one trial needs 2 CPUs and 2 GPUs but the "
+        (["workers=2", "gpus=1"], "error: workers=2 x (4 CPU and 1 GPU): one trial needs 8 CPUs and 2 GPUs but the "
                                   "cluster has 4 CPUs and 1 GPUs on 1 node"),
         (["workers=1", "gpus=2"], "error: gpus=2: no node has 2 GPUs (the most on one node: 1)"),
     ],
