@@ -8,6 +8,7 @@ from pathlib import Path
 
 import ray.tune
 
+from search.failures import root_cause
 from search.summary import outcome
 from search.tensorboard import TrialEventWriter
 
@@ -61,7 +62,8 @@ class ProgressView(ray.tune.Callback):
         self._show(trials, f"trial {trial.trial_id} finished: {self.outcomes.status(trial, ended=True)}", ended=trial)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self._show(trials, f"trial {trial.trial_id} failed; see {trial.path}/error.txt", ended=trial)
+        cause = root_cause(_error_text(trial))
+        self._show(trials, f"trial {trial.trial_id} failed: {cause}\n  see {trial.path}/error.txt", ended=trial)
 
     def _show(self, trials, event: str | None = None, latest: dict | None = None, ended=None) -> None:
         lines = self.render(trials, time.monotonic() - self.start, event, latest or {}, ended)
@@ -187,6 +189,14 @@ class UploadOwnFiles(ray.tune.Callback):
 
     def on_trial_error(self, iteration, trials, trial, **info):
         self._upload(trial)
+
+
+def _error_text(trial) -> str:
+    """The trial's error as Tune wrote it (its staging copy, before it reaches the experiment folder)."""
+    try:
+        return Path(trial.error_file).read_text()
+    except (OSError, TypeError):
+        return ""
 
 
 def _last_result(trial, latest: dict) -> dict:

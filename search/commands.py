@@ -14,7 +14,9 @@ from search.config import RunConfig, format_help, help_rows, parse_overrides, sp
 from search.errors import SearchInterrupted, UsageError
 from search.resources import local_cpu_count, plan_concurrency, settle_shape
 from search.space import Space, builtin_space_names, coerce_hyperparameter, describe_distribution, load_space
-from search.storage import SEARCH_FILE, Experiment, exists, experiment_of, filesystem, is_uri, open_for_reading
+from search.storage import (
+    SEARCH_FILE, Experiment, exists, experiment_of, filesystem, is_uri, open_for_reading, refuse_unwritable,
+)
 from search.summary import SUMMARY_FILE, format_table
 
 RUN_USAGE = "usage: python -m search run space=NAME [key=value ...]"
@@ -158,6 +160,7 @@ def preflight(config: RunConfig, space: Space) -> None:
     experiment = experiment_of(config.storage, config.name)
     if exists(experiment.location):
         raise UsageError(f"name={config.name}: {experiment.location} already exists; choose another name=")
+    refuse_unwritable(config.storage)
     if not config.address:  # on a cluster, the shape and the fit check wait for the cluster's own figures
         local_node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
         plan_concurrency([local_node], settle_shape(config, [local_node]), config.concurrency)

@@ -61,6 +61,24 @@ def filesystem(location: str, key: str = "storage"):
                          f"{URI_EXAMPLES}") from None  # fmt: skip
 
 
+def refuse_unwritable(storage: str) -> None:
+    """A local `storage` folder must be one this process can create and write into (checked with a real file,
+    which also holds for root and read-only mounts); a URI is checked by the nodes that write to it."""
+    if is_uri(storage):
+        return
+    import tempfile
+
+    try:
+        Path(storage).mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=storage, prefix=".search-write-probe-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        culprit = f" ({exc.filename})" if exc.filename and str(exc.filename) != storage else ""
+        raise UsageError(f"storage={storage}: cannot write there: {reason}{culprit}; give a folder you can write "
+                         "to, or a URI") from None  # fmt: skip
+
+
 def as_location(storage: str, fs_path: str) -> str:
     """The URI of `fs_path`, a path on the filesystem of `storage` (what Ray reports: the scheme stripped)."""
     if not is_uri(storage):

@@ -27,6 +27,7 @@ from search.cluster import (
 )
 from search.config import RunConfig
 from search.errors import SearchFailed, SearchInterrupted, UsageError
+from search.failures import root_cause
 from search.resources import local_cpu_count, plan_concurrency, settle_shape
 from search.scheduling import TrialPlacement, place_trials
 from search.files import write_json_atomically
@@ -109,8 +110,19 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)
     experiment.upload([SUMMARY_FILE])  # last: a summary.json there means everything else is there
     if summary["best"] is None:
-        raise SearchFailed(f"no trial produced a checkpoint; see {log_file} and the trials' error.txt")
+        raise SearchFailed(no_result_message(summary, experiment, log_file))
     return summary
+
+
+def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> str:
+    """Why a search has no result, naming the first failed trial's root cause."""
+    failed = [trial for trial in summary["trials"] if trial.get("error")]
+    if not failed:
+        return f"no trial produced a checkpoint; see {log_file}"
+    first = failed[0]
+    every = "every trial failed" if len(failed) == len(summary["trials"]) else f"{len(failed)} trials failed"
+    error_file = experiment.join(f"{TRIAL_DIR_PREFIX}{first['trial_id']}", "error.txt")
+    return f"no trial produced a checkpoint: {every}; the first, trial {first['trial_id']}: {first['error']} (see {error_file})"
 
 
 def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
@@ -310,7 +322,7 @@ def trial_record(result, storage: str) -> TrialRecord:
         trial_id=Path(result.path).name.removeprefix(TRIAL_DIR_PREFIX),
         config=dict(result.config or {}),
         history=[_clean_row(row, storage) for row in rows],
-        error=short_error(result.error) if result.error else None,
+        error=root_cause(str(result.error)) if result.error else None,
     )
 
 
@@ -327,9 +339,3 @@ def _clean_row(row: dict, storage: str) -> dict:
             value = as_location(storage, value)  # Ray reports the path without its URI scheme
         cleaned[key] = value
     return cleaned
-
-
-def short_error(error: BaseException) -> str:
-    """The last line of a (possibly wrapped) remote error: usually `Type: message` of the root cause."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[-1] if lines else type(error).__name__

@@ -86,3 +86,11 @@ def test_pretrained_without_weights_offline_is_a_clear_error(monkeypatch):
     with pytest.raises(UsageError, match="model.weights=/nope.pt: no such file"):
         resolve_weights("/nope.pt", space, {"pretrained": True})
     assert resolve_weights("", space, {"pretrained": False}) == ""
+
+
+def test_a_class_whose_every_image_is_unreadable_is_an_error(tree):
+    for image in (tree / "val" / "bees").iterdir():
+        image.unlink()  # a symlink into ../shared: replaced, never written through
+        image.write_bytes(b"not an image")
+    with pytest.raises(UsageError, match="val/bees: none of its .* images can be decoded"):
+        IMAGEFOLDER.check(tree, {"image_size": 32}, download=False, strict=False, seed=0)

@@ -73,8 +73,20 @@ class IdxDataset:
         return DataInfo(self.class_names, self.in_channels, self.image_size, self.mean, self.std)
 
     def check(self, root: str | Path, hp: dict, download: bool, strict: bool, seed: int) -> list[str]:
-        """Preflight: make sure the files are there (downloading if allowed). Returns files to skip (none)."""
+        """Preflight: make sure the files are there (downloading if allowed) and whole: headers against sizes, labels
+        against images and classes; reads headers and labels only. Returns files to skip (none)."""
         ensure_idx_dataset(self, str(root), download)
+        for train in (True, False):
+            image_file, label_file = self.split_files(root, train)
+            images = idx_header(image_file, (self.image_size, self.image_size))
+            labels = idx_header(label_file, ())
+            if images[0] != labels[0]:
+                raise UsageError(f"{label_file}: {labels[0]} labels for the {images[0]} images of {image_file.name}; "
+                                 "expected one label per image")  # fmt: skip
+            high = int(np.frombuffer(label_file.read_bytes(), dtype=np.uint8, offset=8).max(initial=0))
+            if high >= self.num_classes:
+                raise UsageError(f"{label_file}: a label is {high}; expected labels 0..{self.num_classes - 1} "
+                                 f"({self.name} has {self.num_classes} classes)")  # fmt: skip
         return []
 
     def load(self, root: str | Path, train: bool, limit: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -184,6 +196,13 @@ class FolderDataset:
         if not self.split_by_pct and self._class_names(base / "train") != self._class_names(base / "val"):
             raise UsageError(f"data.root={root}: train/ and val/ have different class folders")
         bad = unreadable_images(f for folder in splits.values() for f in self._images(folder))
+        for split, folder in splits.items():
+            for name in self._class_names(folder):
+                images = self._images(folder / name)
+                if set(images) <= set(bad):
+                    where = f"{split}/{name}" if split else name
+                    raise UsageError(f"data.root={root}: class folder {where}: none of its {len(images)} images can be "
+                                     f"decoded (e.g. {images[0]}); expected at least one readable image per class")
         if bad and strict:
             raise UsageError(f"data.root={root}: {len(bad)} image(s) cannot be decoded, e.g. {bad[0]} (data.strict=true)")
         if bad:
@@ -216,6 +235,26 @@ IMAGEFOLDER_SPLIT = FolderDataset(name="imagefolder_split", split_by_pct=True)
 DATASETS = {d.name: d for d in (MNIST, FASHION_MNIST, IMAGEFOLDER, IMAGEFOLDER_SPLIT)}
 
 _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def idx_header(path: Path, item_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape an unsigned-byte IDX file declares, checked against its size and the expected item shape (28x28
+    images: (28, 28); labels: ()); a bad file is one UsageError line naming it. Reads the header only."""
+    ndim = 1 + len(item_shape)
+    expected = f"an unsigned-byte IDX file of {' x '.join(['N', *map(str, item_shape)])}"
+    with open(path, "rb") as stream:
+        head = stream.read(4 + 4 * ndim)
+    if len(head) < 4 + 4 * ndim or head[:2] != b"\0\0" or head[2] != 0x08 or head[3] != ndim:
+        magic = head[:4].hex() if len(head) >= 4 else f"{len(head)} bytes"
+        raise UsageError(f"{path}: not {expected} (header {magic}, expected 000008{ndim:02x})")
+    shape = struct.unpack(f">{ndim}I", head[4:])
+    if tuple(shape[1:]) != item_shape:
+        raise UsageError(f"{path}: items of {' x '.join(map(str, shape[1:]))}; expected {expected}")
+    size, wanted = path.stat().st_size, len(head) + int(np.prod(shape))
+    if size != wanted:
+        raise UsageError(f"{path}: {size} bytes, but its header declares {shape[0]} items ({wanted} bytes): "
+                         "the file is truncated or corrupt; download it again")  # fmt: skip
+    return shape
 
 
 def read_idx(path: str | Path) -> np.ndarray:

@@ -57,10 +57,13 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
         prepare_worker_group(settings)
     last = fit_trial(config, settings, trial_id, experiment_dir, metric, mode)
     if last.get("diverged"):
-        raise NonFiniteLoss(
-            f"loss became non-finite at epoch {last.get('epoch')} "
-            f"(train_loss={last.get('train_loss')}, val_loss={last.get('val_loss')})"
-        )
+        raise NonFiniteLoss(divergence_message(last, hp))
+
+
+def divergence_message(last: dict, hp: dict) -> str:
+    chosen = ", ".join(f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}" for key, value in hp.items())
+    return (f"training diverged: the loss became non-finite at epoch {last.get('epoch')} (train_loss="
+            f"{last.get('train_loss')}, val_loss={last.get('val_loss')}) with {chosen}; a lower lr usually helps")
 
 
 def prepare_worker_group(settings: RunConfig) -> None:

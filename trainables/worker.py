@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import tempfile
 import time
@@ -75,7 +76,8 @@ def train_fn_per_worker(config: dict) -> dict:
     for epoch in range(first_epoch, run.epochs + 1):
         epoch_start = time.perf_counter()
         started_at = time.time()
-        train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options)
+        with named_out_of_memory(device, hp, run):
+            train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options)
         broadcast_buffers_from_rank0(model)
         val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
@@ -99,6 +101,30 @@ def train_fn_per_worker(config: dict) -> dict:
         if metrics["diverged"]:
             break  # the trial driver turns this into a failed trial with the reason
     return metrics if first_epoch <= run.epochs else {}
+
+
+OOM_MARKERS = ("out of memory", "not enough memory", "can't allocate memory", "Cannot allocate memory")
+
+
+class OutOfMemory(RuntimeError):
+    """A training step needed more memory than the trial's device has."""
+
+
+@contextlib.contextmanager
+def named_out_of_memory(device: torch.device, hp: dict, run: RunConfig):
+    """Out of memory in a training step: name it, and what to lower."""
+    try:
+        yield
+    except (torch.OutOfMemoryError, MemoryError, RuntimeError) as exc:
+        text = str(exc)
+        if not isinstance(exc, (torch.OutOfMemoryError, MemoryError)) and not any(m in text for m in OOM_MARKERS):
+            raise
+        share = "a larger gpus= share (fewer trials per GPU), " if device.type == "cuda" else ""
+        raise OutOfMemory(
+            f"out of memory on {device} at batch_size={hp.get('batch_size')}: lower batch_size (fix it with "
+            f"batch_size=N), {share}or train fewer trials at once (concurrency=); "
+            f"{type(exc).__name__}: {text.strip().splitlines()[0] if text.strip() else ''}"[:600]
+        ) from exc
 
 
 class SetupClock:

@@ -1,0 +1,43 @@
+"""Why a trial failed, in one line: the root exception out of the tracebacks Ray wraps around it.
+
+A trial's error reaches the search as text (Tune's `error.txt`, or `str()` of the error): Ray's actor header, Ray
+Train's `WorkerGroupError` with a snippet per rank, chained tracebacks. What a user needs is the exception that
+started it (type and message) or, when a worker process died, that it died. Pure text handling, no Ray.
+"""
+
+from __future__ import annotations
+
+import re
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# `Type: message`, the type optionally with its module path; only names that read as exceptions.
+EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Loss|Room))): (\S.*)$")
+WRAPPERS = {"RayTaskError", "RayActorError", "WorkerGroupError", "TrainingFailedError", "ControllerError", "TuneError",
+            "StartTraceback", "ActorDiedError"}  # fmt: skip
+WORKER_DIED = ("worker process has died", "actor died unexpectedly")
+LIMIT = 400
+
+
+def root_cause(text: str) -> str:
+    """One line: `Type: message` of the root exception, or what happened to a worker that died."""
+    text = ANSI.sub("", text or "")
+    if "[Rank 0 Error Snippet]:" in text:  # Ray Train: the first rank's own failure, not the others' echo of it
+        text = text.split("[Rank 0 Error Snippet]:", 1)[1].split("[Rank 1 Error Snippet]", 1)[0]
+    if any(sign in text for sign in WORKER_DIED):
+        pid = re.search(r"\bpid: (\d+)", text)
+        which = f" (pid {pid.group(1)})" if pid else ""
+        return (f"WorkerDied: a training worker process{which} died: killed by a signal or by the out-of-memory "
+                "killer (see the system log)")  # fmt: skip
+    causes = []
+    for line in text.splitlines():
+        match = EXCEPTION_LINE.match(line.strip())
+        if match and match.group(2) not in WRAPPERS:
+            causes.append(f"{match.group(2)}: {match.group(3)}")
+    if causes:
+        return shorten(causes[-1])
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return shorten(lines[-1]) if lines else "unknown error"
+
+
+def shorten(line: str) -> str:
+    return line if len(line) <= LIMIT else line[: LIMIT - 3] + "..."
