@@ -11,7 +11,7 @@ import re
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # `Type: message`, the type optionally with its module path; only names that read as exceptions.
-EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Loss|Room))): (\S.*)$")
+EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Loss|Room|Memory|Died))): (\S.*)$")
 WRAPPERS = {"RayTaskError", "RayActorError", "WorkerGroupError", "TrainingFailedError", "ControllerError", "TuneError",
             "StartTraceback", "ActorDiedError"}  # fmt: skip
 WORKER_DIED = ("worker process has died", "actor died unexpectedly")

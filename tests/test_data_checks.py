@@ -29,7 +29,7 @@ def damaged(path, change) -> None:
     "name, change, named",
     [
         ("train-images-idx3-ubyte", lambda d: d[: len(d) // 2],
-         "train-images-idx3-ubyte: 2352016 bytes, but its header declares 6000 items (4704016 bytes): the file is "
+         "train-images-idx3-ubyte: 2352008 bytes, but its header declares 6000 items (4704016 bytes): the file is "
          "truncated or corrupt"),
         ("t10k-images-idx3-ubyte", lambda d: b"\x1f\x8b" + d[2:], "t10k-images-idx3-ubyte: not an unsigned-byte IDX "
                                                                  "file of N x 28 x 28 (header 1f8b0803"),

@@ -90,11 +90,13 @@ def test_diverging_trials_fail_with_reason_and_the_search_goes_on(tmp_path, mnis
     )
     output = (tmp_path / "cli.log").read_text()
     assert result.returncode == 1, output[-3000:]
-    assert "error: no trial produced a checkpoint" in output
+    assert "error: no trial produced a checkpoint: every trial failed" in output
     summary = json.loads((tmp_path / "nan" / "summary.json").read_text())
     assert summary["best"] is None
     assert [t["status"] for t in summary["trials"]] == ["failed", "failed"]
-    assert all("non-finite" in t["error"] for t in summary["trials"])
+    assert all(t["error"].startswith("NonFiniteLoss: training diverged: the loss became non-finite at epoch")
+               and "lr=1e+04" in t["error"] for t in summary["trials"])  # named, with the hyperparameters
+    assert "trial failed; the first, trial" in output and "NonFiniteLoss: training diverged" in output.splitlines()[-1]
     assert all(t["config"]["lr"] == 10000 for t in summary["trials"])
     for trial in summary["trials"]:  # failed trials are in TensorBoard's HParams too
         _, hparams = event_data(tmp_path / "nan" / f"trial_{trial['trial_id']}")
