@@ -30,15 +30,22 @@ def result_rows(experiment, trial_id):
     return [json.loads(line) for line in (experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()]
 
 
-def search_with_a_killed_worker(tmp_path, max_failures: int) -> dict:
-    """A one-trial search whose first Train worker is SIGKILLed after epoch 1; returns the trial's summary entry."""
+# (shape key, the title of the processes that train, how many): a DDP group's Ray Train workers, or the trial
+# process of a one-worker trial
+TRAINING_PROCESSES = {"ddp": (DDP, "ray::RayTrainWorker", 2), "in_process": ("workers=1", "ray::ImplicitFunc", 1)}
+
+
+def search_with_a_killed_worker(tmp_path, max_failures: int, shape: str = "ddp") -> dict:
+    """A one-trial search whose first training process is SIGKILLed after epoch 1; returns the trial's summary
+    entry."""
+    key, title, count = TRAINING_PROCESSES[shape]
     log = tmp_path / "cli.log"
-    process = start_search(log, *COMMON, DDP, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
+    process = start_search(log, *COMMON, key, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
                            "data.limit=2048", f"max_failures={max_failures}")
     try:
         wait_for_line(log, r"epoch 1/3", process)
-        workers = [pid for pid in descendants(process.pid) if "ray::RayTrainWorker" in process_title(pid)]
-        assert len(workers) == 2, [process_title(p) for p in descendants(process.pid)]
+        workers = [pid for pid in descendants(process.pid) if title in process_title(pid)]
+        assert len(workers) == count, [process_title(p) for p in descendants(process.pid)]
         kill_pids(workers[:1])
         # exit 0 either way: a failed trial's epoch-1 checkpoint still counts as a result
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
@@ -49,8 +56,9 @@ def search_with_a_killed_worker(tmp_path, max_failures: int) -> dict:
     return trial
 
 
-def test_killed_worker_restarts_from_checkpoint_and_the_trial_finishes(tmp_path, mnist_root):
-    trial = search_with_a_killed_worker(tmp_path, max_failures=1)
+@pytest.mark.parametrize("shape", list(TRAINING_PROCESSES))
+def test_killed_worker_restarts_from_checkpoint_and_the_trial_finishes(tmp_path, mnist_root, shape):
+    trial = search_with_a_killed_worker(tmp_path, max_failures=1, shape=shape)
     assert trial["status"] == "completed" and trial["epochs_run"] == 3
     rows = result_rows(tmp_path / "w", trial["trial_id"])
     assert [row["epoch"] for row in rows] == [1, 2, 3]
