@@ -49,9 +49,16 @@ def print_result(summary: dict, experiment: Experiment) -> None:
     print()
     print(format_table(summary))
     best = summary["best"]
-    print(f"\nbest: trial {best['trial_id']} epoch {best['epoch']} {summary['metric']}={best['metrics'][summary['metric']]:.4f}")
+    print(f"\nbest: trial {best['trial_id']} epoch {best['epoch']} {summary['metric']}={best['metrics'][summary['metric']]:.4f}"
+          f"{test_text(best)}")
     print(f"best checkpoint: {best['checkpoint']}")
     print(f"summary: {experiment.join(SUMMARY_FILE)}")
+
+
+def test_text(best: dict) -> str:
+    if "test_acc" not in best:
+        return " (no test split: the figure is the validation split's, which chose it)"
+    return f" test_acc={best['test_acc']:.4f} ({best['test_samples']} test images the search never saw)"
 
 
 def cmd_resume(args: list[str]) -> int:
@@ -245,6 +252,10 @@ def cmd_report(args: list[str]) -> int:
     report = build_report(open_for_reading(args[0], SUMMARY_FILE).local)
     print(report["table"])
     print()
+    best = report["best"]
+    if best:
+        value = best["metrics"][report["metric"]]
+        print(f"best: trial {best['trial_id']} epoch {best['epoch']} {report['metric']}={value:.4f}{test_text(best)}")
     print(savings_line(report["savings"]))
     if report["importances"]:
         ranked = ", ".join(f"{k} {v:.2f}" for k, v in report["importances"].items())

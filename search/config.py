@@ -33,6 +33,8 @@ class DataConfig:
     """Cap on training samples, for quick runs (0: all)."""
     val_limit: int = 0
     """Cap on validation samples (0: all)."""
+    val_fraction: float = 0.1
+    """Share of the training split held out for validation (IDX datasets; seeded, stratified by class)."""
     download: bool = True
     """Download a missing dataset into data.root (needs internet)."""
     workers: int = 2
@@ -45,6 +47,8 @@ class DataConfig:
     def __post_init__(self):
         _require(self.limit >= 0, f"data.limit={self.limit}: must be >= 0 (0 means all samples)")
         _require(self.val_limit >= 0, f"data.val_limit={self.val_limit}: must be >= 0 (0 means all samples)")
+        _require(0 < self.val_fraction < 1, f"data.val_fraction={self.val_fraction:g}: must be between 0 and 1 "
+                                            "(the share of the training split held out for validation)")
         _require(self.workers >= 0, f"data.workers={self.workers}: must be >= 0 (0: decode in the training process)")
 
 

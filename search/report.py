@@ -44,6 +44,10 @@ def early_stopping_savings(summary: dict) -> dict:
             "saved_fraction": (full - run) / full if full else 0.0}  # fmt: skip
 
 
+def test_words(best: dict) -> str:
+    return f", test_acc {best['test_acc']:.4f} on {best['test_samples']} test images" if "test_acc" in best else ""
+
+
 def savings_line(savings: dict) -> str:
     return (
         f"early stopping: {savings['epochs_run']} epochs run of {savings['epochs_if_all_ran']} if every trial had "
@@ -69,7 +73,8 @@ def build_report(experiment: Path) -> dict:
         publish_folder(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"table": table, "savings": savings, "importances": importances, "folder": str(out)}
+    return {"table": table, "savings": savings, "importances": importances, "folder": str(out), "best": summary["best"],
+            "metric": summary["metric"]}
 
 
 def _pyplot():
@@ -173,7 +178,7 @@ def plot_importance(importances: dict[str, float], path: Path) -> None:
 def render_html(summary: dict, table: str, savings: dict, importances: dict) -> str:
     images = "\n".join(f'<p><img src="{name}" alt="{name}"></p>' for name in PLOTS)
     best = summary["best"]
-    best_line = f"best: trial {best['trial_id']} epoch {best['epoch']}, checkpoint {best['checkpoint']}" if best else ""
+    best_line = f"best: trial {best['trial_id']} epoch {best['epoch']}{test_words(best)}, checkpoint {best['checkpoint']}" if best else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>search report</title></head><body>"
         f"<h1>{html.escape(summary['space'])}: {html.escape(summary['metric'])} ({summary['mode']})</h1>"

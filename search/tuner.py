@@ -36,6 +36,7 @@ from search.storage import (
     SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_text, write_text,
 )
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
+from search.testset import test_accuracy
 from search.tensorboard import EVENT_FILES, free_port
 from trainables.driver import train_trial
 from trainables.room import alive_node_resources, alive_nodes
@@ -107,6 +108,8 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
         experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
     summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records, experiment.checkpoint_exists())
+    if summary["best"] is not None:  # once, at the end, on data no choice was made on
+        summary["best"].update(test_accuracy(summary["best"], config, space, experiment) or {})
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)
     experiment.upload([SUMMARY_FILE])  # last: a summary.json there means everything else is there
     if summary["best"] is None:

@@ -50,3 +50,24 @@ def test_sharded_evaluation_sums_to_the_whole():
     parts = [evaluate(model, split.batches(shard_indices(50, r, 2, None), 7), cpu) for r in range(2)]
     assert sum(p["correct"] for p in parts) == whole["correct"]
     assert torch.isclose(sum(p["loss_sum"] for p in parts), whole["loss_sum"])
+
+
+def test_validation_is_held_out_of_the_training_files_stratified_and_seeded():
+    from trainables.data import holdout
+
+    labels = np.repeat(np.arange(10), 100)
+    train, val = holdout(labels, 0.1, seed=3)
+    assert len(val) == 100 and np.bincount(labels[val]).tolist() == [10] * 10  # stratified
+    assert set(train.tolist()).isdisjoint(val.tolist()) and len(train) + len(val) == 1000
+    again_train, again_val = holdout(labels, 0.1, seed=3)
+    assert (again_val == val).all() and not (holdout(labels, 0.1, seed=4)[1] == val).all()
+
+
+def test_the_search_splits_of_mnist_mini(mnist_root):
+    train_images, _ = MNIST.load_split(mnist_root, "train", 0.1, seed=0)
+    val_images, val_labels = MNIST.load_split(mnist_root, "val", 0.1, seed=0)
+    test_images, _ = MNIST.load_split(mnist_root, "test", 0.1, seed=0)
+    assert (len(train_images), len(val_images), len(test_images)) == (5400, 600, 2000)
+    assert set(np.unique(val_labels)) == set(range(10))
+    whole, _ = MNIST.load(mnist_root, train=True)
+    assert len({bytes(i) for i in whole}) == len({bytes(i) for i in train_images} | {bytes(i) for i in val_images})

@@ -67,7 +67,8 @@ def test_best_checkpoint_reproduces_reported_val_acc(search):
     space = load_space("resnet_mnist")
     model = space.build_model(best["config"], MNIST.info(MNIST_MINI, {}))
     load_model_weights(best["checkpoint"], model)  # torch.load(weights_only=True)
-    images, labels = MNIST.load(MNIST_MINI, train=False, limit=VAL_LIMIT)
+    run = search["summary"]["run"]
+    images, labels = MNIST.load_split(MNIST_MINI, "val", run["data"]["val_fraction"], run["seed"], limit=VAL_LIMIT)
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
     torch.set_num_threads(1)
     cpu = torch.device("cpu")
@@ -76,6 +77,19 @@ def test_best_checkpoint_reproduces_reported_val_acc(search):
               for rank in range(workers)]  # fmt: skip
     accuracy = sum(s["correct"] for s in shards).item() / len(split)
     assert accuracy == pytest.approx(best["metrics"]["val_acc"], abs=1.5 / len(split))
+
+
+def test_the_best_checkpoint_is_tested_once_on_the_test_files_the_search_never_saw(search):
+    best = search["summary"]["best"]
+    model = load_space("resnet_mnist").build_model(best["config"], MNIST.info(MNIST_MINI, {}))
+    load_model_weights(best["checkpoint"], model)
+    images, labels = MNIST.load(MNIST_MINI, train=False)  # t10k: 2,000 digits
+    split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
+    stats = evaluate(model, split.batches(torch.arange(len(split)), 512), torch.device("cpu"))
+    assert best["test_samples"] == 2000
+    assert best["test_acc"] == pytest.approx(stats["correct"].item() / 2000, abs=1.5 / 2000)
+    assert f"test_acc={best['test_acc']:.4f} (2000 test images the search never saw)" in search["output"]
+    assert best["metrics"]["val_samples"] == VAL_LIMIT  # validation: held out of the training files, capped
 
 
 def test_cli_shut_its_ray_instance_down(search):

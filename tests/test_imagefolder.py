@@ -94,3 +94,18 @@ def test_a_class_whose_every_image_is_unreadable_is_an_error(tree):
         image.write_bytes(b"not an image")
     with pytest.raises(UsageError, match="val/bees: none of its .* images can be decoded"):
         IMAGEFOLDER.check(tree, {"image_size": 32}, download=False, strict=False, seed=0)
+
+
+def test_a_test_folder_is_the_test_split_and_must_have_the_same_classes(tree):
+    assert not IMAGEFOLDER.has_test_split(tree)
+    for name in ("ants", "bees"):
+        (tree / "test" / name).mkdir(parents=True)
+        source = next((tree / "val" / name).iterdir())
+        (tree / "test" / name / source.name).symlink_to(source.resolve())
+    assert IMAGEFOLDER.has_test_split(tree)
+    assert IMAGEFOLDER.check(tree, {"image_size": 32}, False, False, 0) == []
+    assert len(IMAGEFOLDER.index(tree, {}, 0).test) == 2
+    (tree / "test" / "wasps").mkdir()
+    (tree / "test" / "wasps" / "w.jpg").symlink_to(source.resolve())
+    with pytest.raises(UsageError, match="test/ has other class folders than train/ and val/"):
+        IMAGEFOLDER.check(tree, {"image_size": 32}, False, False, 0)

@@ -72,6 +72,9 @@ class IdxDataset:
     def info(self, root: str | Path, hp: dict) -> DataInfo:
         return DataInfo(self.class_names, self.in_channels, self.image_size, self.mean, self.std)
 
+    def has_test_split(self, root: str | Path) -> bool:
+        return True  # the t10k files, checked before the search
+
     def check(self, root: str | Path, hp: dict, download: bool, strict: bool, seed: int) -> list[str]:
         """Preflight: make sure the files are there (downloading if allowed) and whole: headers against sizes, labels
         against images and classes; reads headers and labels only. Returns files to skip (none)."""
@@ -88,6 +91,21 @@ class IdxDataset:
                 raise UsageError(f"{label_file}: a label is {high}; expected labels 0..{self.num_classes - 1} "
                                  f"({self.name} has {self.num_classes} classes)")  # fmt: skip
         return []
+
+    def load_split(self, root: str | Path, split: str, val_fraction: float, seed: int,
+                   limit: int = 0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """One split of the search: `train` and `val` are carved from the training files (`holdout`), `test` is the
+        test files (t10k), which the search never sees; the first `limit` if > 0."""
+        if split not in SPLITS:
+            raise ValueError(f"split={split}: one of {', '.join(SPLITS)}")
+        images, labels = self.load(root, train=split != "test")
+        if split != "test":
+            train_index, val_index = holdout(labels, val_fraction, seed)
+            pick = train_index if split == "train" else val_index
+            images, labels = images[pick], labels[pick]
+        if limit:
+            images, labels = images[:limit], labels[:limit]
+        return images, labels
 
     def load(self, root: str | Path, train: bool, limit: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(images uint8 [N, C, H, W], labels int64 [N]) of one split, the first `limit` if > 0."""
@@ -131,6 +149,7 @@ class FolderIndex:
     class_names: tuple[str, ...]
     train: list[tuple[str, int]] = field(default_factory=list)
     val: list[tuple[str, int]] = field(default_factory=list)
+    test: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -162,7 +181,7 @@ class FolderDataset:
         if not self.split_by_pct:
             classes = self._class_names(root / "train")
             index = FolderIndex(classes)
-            for split in ("train", "val"):
+            for split in ("train", "val", "test"):
                 for label, name in enumerate(classes):
                     files = [f for f in self._images(root / split / name) if f not in skip]
                     getattr(index, split).extend((f, label) for f in files)
@@ -195,6 +214,8 @@ class FolderDataset:
                     raise UsageError(f"data.root={root}: class folder {where}{name} holds no images")
         if not self.split_by_pct and self._class_names(base / "train") != self._class_names(base / "val"):
             raise UsageError(f"data.root={root}: train/ and val/ have different class folders")
+        if self.has_test_split(base) and self._class_names(base / "test") != self._class_names(base / "train"):
+            raise UsageError(f"data.root={root}: test/ has other class folders than train/ and val/")
         bad = unreadable_images(f for folder in splits.values() for f in self._images(folder))
         for split, folder in splits.items():
             for name in self._class_names(folder):
@@ -209,6 +230,10 @@ class FolderDataset:
             print(f"data: skipping {len(bad)} image(s) that cannot be decoded: {', '.join(bad[:5])}"
                   f"{' ...' if len(bad) > 5 else ''}", file=sys.stderr)  # fmt: skip
         return bad
+
+    def has_test_split(self, root: str | Path) -> bool:
+        """A `test/` folder beside train/ and val/ (a tree split by train_pct has none)."""
+        return not self.split_by_pct and (Path(root).expanduser() / "test").is_dir()
 
     def layout_help(self) -> str:
         if self.split_by_pct:
@@ -233,6 +258,22 @@ IMAGEFOLDER = FolderDataset(name="imagefolder", split_by_pct=False)
 IMAGEFOLDER_SPLIT = FolderDataset(name="imagefolder_split", split_by_pct=True)
 
 DATASETS = {d.name: d for d in (MNIST, FASHION_MNIST, IMAGEFOLDER, IMAGEFOLDER_SPLIT)}
+
+SPLITS = ("train", "val", "test")
+
+
+def holdout(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(training indices, validation indices) of a labelled split: per class, `fraction` of its samples (at least
+    one), drawn with `seed`, go to validation; both index lists in the files' order."""
+    generator = np.random.default_rng(seed)
+    held = []
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        generator.shuffle(members)
+        held.append(members[: max(1, round(fraction * len(members)))])
+    val_index = np.sort(np.concatenate(held)) if held else np.array([], dtype=np.int64)
+    return np.setdiff1d(np.arange(len(labels)), val_index), val_index
+
 
 _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 

@@ -19,14 +19,15 @@ def train_seed(seed: int, epoch: int) -> int:
 _SPLITS: dict[tuple, Split] = {}  # a trial process Tune reuses keeps the last trial's data in memory
 
 
-def cached_split(dataset: IdxDataset, root: str, train: bool, limit: int, mean, std, device) -> Split:
+def cached_split(dataset: IdxDataset, run, split: str, limit: int, mean, std, device) -> Split:
     """The split decoded and on `device`, once per process: the next trial in a reused process starts without
     reading or copying its data again (a Split is never written to)."""
-    key = (dataset.name, str(root), train, limit, tuple(mean), tuple(std), str(device))
+    root, fraction = str(run.data.root), run.data.val_fraction
+    key = (dataset.name, root, split, fraction, run.seed, limit, tuple(mean), tuple(std), str(device))
     if key not in _SPLITS:
-        for old in [k for k in _SPLITS if k[2] == train]:
-            del _SPLITS[old]  # one split of each kind: another dataset or limit replaces it
-        images, labels = dataset.load(root, train=train, limit=limit)
+        for old in [k for k in _SPLITS if k[2] == split]:
+            del _SPLITS[old]  # one split of each kind: another dataset, holdout or limit replaces it
+        images, labels = dataset.load_split(root, split, fraction, run.seed, limit)
         _SPLITS[key] = Split.from_arrays(images, labels, mean, std, device)
     return _SPLITS[key]
 
@@ -39,9 +40,10 @@ class MemoryFeed:
         self.batch_size = per_rank_batch_size(hp["batch_size"], world_size)
         mean, std = (dataset.mean, dataset.std) if normalize else ((0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels)
         self.splits = {
-            name: cached_split(dataset, run.data.root, train, limit, mean, std, device)
-            for name, train, limit in (("train", True, run.data.limit), ("val", False, run.data.val_limit))
+            name: cached_split(dataset, run, name, limit, mean, std, device)
+            for name, limit in (("train", run.data.limit), ("val", run.data.val_limit))
         }
+        self.dataset, self.run, self.norm, self.device = dataset, run, (mean, std), device
 
     def train_batches(self, epoch: int):
         split = self.splits["train"]
@@ -50,6 +52,12 @@ class MemoryFeed:
 
     def val_batches(self):
         split = self.splits["val"]
+        return split.batches(shard_indices(len(split), self.rank, self.world_size, seed=None), EVAL_BATCH)
+
+    def test_batches(self):
+        """The test split (never seen by the search), this rank's shard; loaded on first use, not kept."""
+        images, labels = self.dataset.load_split(self.run.data.root, "test", self.run.data.val_fraction, self.run.seed)
+        split = Split.from_arrays(images, labels, *self.norm, self.device)
         return split.batches(shard_indices(len(split), self.rank, self.world_size, seed=None), EVAL_BATCH)
 
 
@@ -132,6 +140,7 @@ class FolderFeed:
 
         self.train_loader = loader(train, True, per_rank_batch_size(hp["batch_size"], world_size))
         self.val_loader = loader(val, False, EVAL_BATCH)
+        self.test_loader = loader(index.test, False, EVAL_BATCH) if index.test else None
 
     def train_batches(self, epoch: int):
         self.train_loader.sampler.set_epoch(epoch)
@@ -139,6 +148,9 @@ class FolderFeed:
 
     def val_batches(self):
         return self.val_loader
+
+    def test_batches(self):
+        return self.test_loader or []
 
 
 def make_feed(space, run, hp: dict, rank: int, world_size: int, device, normalize: bool = True, skip=()):

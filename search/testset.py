@@ -1,0 +1,35 @@
+"""The test split, evaluated once at the end of a search on the best checkpoint: a figure no choice was made on.
+
+The search, ASHA and the choice of the best checkpoint see only the validation split (held out from the training
+files); the test files (MNIST's t10k, an image folder's test/) are read here and nowhere else. torch is imported
+when a test split is evaluated, not before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from search.config import RunConfig
+from search.space import Space
+from search.storage import Experiment
+
+
+def test_accuracy(best: dict, run: RunConfig, space: Space, experiment: Experiment) -> dict | None:
+    """{"test_acc", "test_samples"} of the best checkpoint, or None when the dataset has no test split."""
+    import torch
+
+    from trainables.data import get_dataset
+    from trainables.feeds import make_feed
+    from trainables.training import evaluate, load_model_weights
+
+    dataset = get_dataset(space.dataset)
+    if not dataset.has_test_split(run.data.root):
+        return None
+    hp = best["config"]
+    model = space.build_model(hp, dataset.info(run.data.root, hp))
+    load_model_weights(experiment.local_checkpoint(best["checkpoint"]), model)  # weights_only=True
+    cpu = torch.device("cpu")
+    run = dataclasses.replace(run, data=dataclasses.replace(run.data, workers=0))  # decode in this process
+    feed = make_feed(space, run, hp, 0, 1, cpu, skip=run.data.skip)
+    stats = evaluate(model, feed.test_batches(), cpu)
+    return {"test_acc": stats["correct"].item() / max(stats["count"], 1), "test_samples": stats["count"]}
