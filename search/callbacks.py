@@ -74,7 +74,7 @@ class ProgressView(ray.tune.Callback):
         statuses = [o.status(t, ended=t is ended) for t in trials]
         active = [t for t in trials if t.status == RUNNING and t is not ended]
         running = [t for t in active if "epoch" in _last_result(t, latest)]
-        starting = len(active) - len(running)  # drivers started ahead, waiting for room or for their workers
+        starting = len(active) - len(running)  # trials whose process or workers are still starting
         finished = statuses.count("completed") + statuses.count("stopped_early")
         lines = [f"[{_clock(elapsed)}] {event}"] if event else []
         for trial in running[:8]:

@@ -8,6 +8,8 @@ SPACE = Space(
     name="resnet_mnist",
     description="ResNet-18 (1-channel conv1) on MNIST",
     architecture="resnet18",
+    model_args=lambda hp, data: {"in_channels": data.in_channels, "num_classes": data.num_classes,
+                                 "stem": hp.get("stem", "imagenet")},  # fmt: skip
     dataset="mnist",
     hyperparameters={
         "lr": FloatDistribution(1e-3, 0.3, log=True),

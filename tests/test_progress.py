@@ -44,7 +44,7 @@ def test_long_status_wraps_instead_of_overflowing():
     assert all(len(line) <= 100 for line in lines) and lines[-1].strip() == "best val_acc 0.9700 aaaa0001"
 
 
-def test_a_trial_started_ahead_shows_as_starting_not_running():
+def test_a_trial_still_starting_shows_as_starting_not_running():
     view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=4, concurrency=1)
     lines = view.render([trial("c1", "RUNNING", 2, 0.5), trial("c2", "RUNNING", 0, None)], elapsed=20)
     assert [line.split()[0] for line in lines[:-1]] == ["c1"]  # no line for a trial that has not trained yet

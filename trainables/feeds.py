@@ -38,6 +38,7 @@ class MemoryFeed:
     def __init__(self, dataset: IdxDataset, run, hp: dict, rank: int, world_size: int, device, normalize: bool = True):
         self.rank, self.world_size, self.seed = rank, world_size, run.seed
         self.batch_size = per_rank_batch_size(hp["batch_size"], world_size)
+        self.shift = int(hp.get("shift", 0))  # pixels of random translation, on the device, whole batches
         mean, std = (dataset.mean, dataset.std) if normalize else ((0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels)
         self.splits = {
             name: cached_split(dataset, run, name, limit, mean, std, device)
@@ -48,7 +49,14 @@ class MemoryFeed:
     def train_batches(self, epoch: int):
         split = self.splits["train"]
         index = shard_indices(len(split), self.rank, self.world_size, seed=train_seed(self.seed, epoch))
-        return split.batches(index, self.batch_size)
+        generator = None
+        if self.shift:  # each rank and epoch its own draw, the same on a rerun
+            generator = torch.Generator().manual_seed(train_seed(self.seed, epoch) * 1_000 + self.rank)
+        return split.batches(index, self.batch_size, self.shift, generator)
+
+    def steps_per_epoch(self) -> int:
+        per_rank = len(self.splits["train"]) // self.world_size
+        return -(-per_rank // self.batch_size)
 
     def val_batches(self):
         split = self.splits["val"]
@@ -145,6 +153,9 @@ class FolderFeed:
     def train_batches(self, epoch: int):
         self.train_loader.sampler.set_epoch(epoch)
         return self.train_loader
+
+    def steps_per_epoch(self) -> int:
+        return len(self.train_loader)
 
     def val_batches(self):
         return self.val_loader

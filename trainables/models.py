@@ -9,12 +9,21 @@ from pathlib import Path
 from torch import nn
 
 
-def resnet18(in_channels: int, num_classes: int) -> nn.Module:
-    """torchvision ResNet-18 with `conv1` replaced for `in_channels` (as the Ray Train MNIST tutorials do)."""
+STEMS = ("imagenet", "small")
+
+
+def resnet18(in_channels: int, num_classes: int, stem: str = "imagenet") -> nn.Module:
+    """torchvision ResNet-18 with `conv1` replaced for `in_channels` (as the Ray Train MNIST tutorials do).
+    `stem="small"`: a 3x3 stride-1 `conv1` for small images (28x28 reaches the first block as 14x14 instead of 7x7,
+    at four times the compute); `imagenet`: the tutorials' 7x7 stride-2 one."""
     from torchvision.models import resnet18 as tv_resnet18
 
+    if stem not in STEMS:
+        raise ValueError(f"stem={stem}: allowed values are {', '.join(STEMS)}")
     model = tv_resnet18(num_classes=num_classes)
-    if in_channels != 3:
+    if stem == "small":
+        model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)
+    elif in_channels != 3:
         model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)
     return model
 

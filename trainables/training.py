@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,14 +45,31 @@ class Split:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def batch(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def batch(self, index: torch.Tensor, shift: int = 0, generator: torch.Generator | None = None):
         images = self.images[index].float().div_(255.0)
+        if shift:
+            images = random_shifts(images, shift, generator)
         return (images - self.mean) / self.std, self.labels[index]
 
-    def batches(self, index: torch.Tensor, batch_size: int):
-        """(images, labels) of `index`, `batch_size` at a time, straight from memory."""
+    def batches(self, index: torch.Tensor, batch_size: int, shift: int = 0, generator: torch.Generator | None = None):
+        """(images, labels) of `index`, `batch_size` at a time, straight from memory; `shift` > 0: each image moved
+        by up to `shift` pixels in each direction (training augmentation, drawn from `generator`)."""
         for chunk in index.to(self.labels.device).split(batch_size):
-            yield self.batch(chunk)
+            yield self.batch(chunk, shift, generator)
+
+
+def random_shifts(images: torch.Tensor, shift: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Every image of a batch [N, C, H, W] translated by its own random offset in [-shift, shift] (zeros come in),
+    as one gather on the batch's device: no Python per image."""
+    n, _, height, width = images.shape
+    padded = torch.nn.functional.pad(images, (shift, shift, shift, shift))
+    offsets = torch.randint(0, 2 * shift + 1, (2, n), generator=generator, device=generator.device if generator else "cpu")
+    offsets = offsets.to(images.device)
+    rows = (torch.arange(height, device=images.device)[None, :] + offsets[0][:, None])[:, None, :, None]
+    cols = (torch.arange(width, device=images.device)[None, :] + offsets[1][:, None])[:, None, None, :]
+    batch = torch.arange(n, device=images.device)[:, None, None, None]
+    channel = torch.arange(images.shape[1], device=images.device)[None, :, None, None]
+    return padded[batch, channel, rows, cols]
 
 
 def shard_indices(n: int, rank: int, world_size: int, seed: int | None) -> torch.Tensor:
@@ -70,7 +88,9 @@ def make_optimizer(hp: dict, model: nn.Module) -> torch.optim.Optimizer:
     name = hp.get("optimizer", "sgd")
     lr, weight_decay = hp["lr"], hp.get("weight_decay", 0.0)
     if name == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=lr, momentum=hp.get("momentum", 0.0), weight_decay=weight_decay)
+        momentum = hp.get("momentum", 0.0)
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay,
+                               nesterov=bool(hp.get("nesterov", False)) and momentum > 0)  # fmt: skip
     if name == "adam":
         return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     if name == "adamw":
@@ -78,11 +98,51 @@ def make_optimizer(hp: dict, model: nn.Module) -> torch.optim.Optimizer:
     raise ValueError(f"optimizer={name}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
 
 
-def make_lr_scheduler(hp: dict, optimizer):
-    """`lr_schedule=plateau`: ReduceLROnPlateau on the validation loss (the transfer-learning tutorial's)."""
-    if hp.get("lr_schedule", "none") == "plateau":
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=0.1, patience=1)
-    return None
+LR_SCHEDULES = ("none", "plateau", "onecycle", "cosine")
+
+
+class LearningRate:
+    """The learning-rate schedule of a trial (`lr_schedule`): `none`; `plateau`, ReduceLROnPlateau on the validation
+    loss once an epoch (the transfer-learning tutorial's); `onecycle`, a warm-up to `lr` over the first quarter of
+    the steps, then annealed to near zero; `cosine`, a linear warm-up over the first epoch, then a cosine to zero.
+    The per-step schedules are rebuilt on a restart and moved past the epochs already trained."""
+
+    def __init__(self, hp: dict, optimizer, epochs: int, steps_per_epoch: int, first_epoch: int = 1):
+        name = hp.get("lr_schedule", "none")
+        if name not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule={name}: allowed values are {', '.join(LR_SCHEDULES)}")
+        self.per_step, self.per_epoch = None, None
+        total = max(1, epochs * steps_per_epoch)
+        if name == "plateau":
+            self.per_epoch = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=0.1, patience=1)
+        elif name == "onecycle":
+            self.per_step = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=hp["lr"], total_steps=total,
+                                                                pct_start=0.25)  # fmt: skip
+        elif name == "cosine":
+            warmup = max(1, min(steps_per_epoch, total - 1))
+            self.per_step = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: cosine_with_warmup(step, warmup, total))
+        if self.per_step is not None and first_epoch > 1:
+            with warnings.catch_warnings():  # moving the schedule on before any optimizer step is the point here
+                warnings.simplefilter("ignore", UserWarning)
+                for _ in range((first_epoch - 1) * steps_per_epoch):
+                    self.per_step.step()
+
+    def after_step(self) -> None:
+        if self.per_step is not None:
+            self.per_step.step()
+
+    def after_epoch(self, val_loss: float) -> None:
+        if self.per_epoch is not None:
+            self.per_epoch.step(val_loss)
+
+
+def cosine_with_warmup(step: int, warmup: int, total: int) -> float:
+    import math
+
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def load_matching_weights(model: nn.Module, path: str | Path) -> list[str]:
@@ -110,10 +170,12 @@ class StepOptions:
 
     channels_last: bool = False
     precision: str = "fp32"
+    label_smoothing: float = 0.0
 
     @classmethod
-    def of(cls, run) -> "StepOptions":
-        return cls(channels_last=run.channels_last, precision=run.precision)
+    def of(cls, run, hp: dict | None = None) -> "StepOptions":
+        return cls(channels_last=run.channels_last, precision=run.precision,
+                   label_smoothing=float((hp or {}).get("label_smoothing", 0.0)))  # fmt: skip
 
     def layout(self, images: torch.Tensor) -> torch.Tensor:
         if self.channels_last and images.dim() == 4:
@@ -124,8 +186,9 @@ class StepOptions:
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16")
 
 
-def train_one_epoch(model, optimizer, batches, device, options: StepOptions = StepOptions()) -> dict:
-    """One pass over this rank's batches. Returns the summed loss, sample count and seconds spent."""
+def train_one_epoch(model, optimizer, batches, device, options: StepOptions = StepOptions(), after_step=None) -> dict:
+    """One pass over this rank's batches. Returns the summed loss, sample count and seconds spent. `after_step`: called
+    after every optimizer step (a per-step learning-rate schedule)."""
     model.train()
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     count = 0
@@ -134,9 +197,11 @@ def train_one_epoch(model, optimizer, batches, device, options: StepOptions = St
         images, labels = options.layout(images.to(device, non_blocking=True)), labels.to(device, non_blocking=True)
         optimizer.zero_grad(set_to_none=True)
         with options.autocast(device):
-            loss = F.cross_entropy(model(images), labels)
+            loss = F.cross_entropy(model(images), labels, label_smoothing=options.label_smoothing)
         loss.backward()
         optimizer.step()
+        if after_step is not None:
+            after_step()
         loss_sum += loss.detach().double() * len(labels)
         count += len(labels)
     seconds = time.perf_counter() - start

@@ -22,7 +22,7 @@ from trainables.training import (
     load_matching_weights,
     load_model_weights,
     load_optimizer_state,
-    make_lr_scheduler,
+    LearningRate,
     make_optimizer,
     prepare_layout,
     read_checkpoint_state,
@@ -63,21 +63,22 @@ def train_fn_per_worker(config: dict) -> dict:
             optimizer_state = load_optimizer_state(directory)
 
     # 3. Move the model to the device and wrap it in DistributedDataParallel (then compile it, when asked).
-    options = StepOptions.of(run)
+    options = StepOptions.of(run, hp)
     model = session.prepare_model(prepare_layout(model, options))
     if run.compile:
         model = torch.compile(model, mode=run.compile_mode)
     optimizer = make_optimizer(hp, model)
-    lr_scheduler = make_lr_scheduler(hp, optimizer)
     if optimizer_state is not None:
         optimizer.load_state_dict(optimizer_state)
+    learning_rate = LearningRate(hp, optimizer, run.epochs, feed.steps_per_epoch(), first_epoch)
     clock.lap("ddp")
 
     for epoch in range(first_epoch, run.epochs + 1):
         epoch_start = time.perf_counter()
         started_at = time.time()
         with named_out_of_memory(device, hp, run):
-            train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options)
+            train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options,
+                                          learning_rate.after_step)  # fmt: skip
         broadcast_buffers_from_rank0(model)
         val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
@@ -86,8 +87,8 @@ def train_fn_per_worker(config: dict) -> dict:
         metrics["started_at"] = started_at  # wall clock, for overhead measurements across trials
         metrics.update(clock.take())  # the run's start-up figures, on its first report only
         metrics["diverged"] = not all(map(math.isfinite, (metrics["train_loss"], metrics["val_loss"])))
-        if lr_scheduler is not None and not metrics["diverged"]:
-            lr_scheduler.step(metrics["val_loss"])
+        if not metrics["diverged"]:
+            learning_rate.after_epoch(metrics["val_loss"])
 
         # 4. Every rank reports (a barrier); rank 0 attaches the checkpoint of this epoch.
         with tempfile.TemporaryDirectory() as directory:

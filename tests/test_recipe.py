@@ -1,0 +1,63 @@
+"""The training recipe's pieces: learning-rate schedules (and their restart), shifts on whole batches, the stem."""
+
+import pytest
+import torch
+
+from trainables.models import resnet18
+from trainables.training import LearningRate, StepOptions, make_optimizer, random_shifts
+
+
+def lrs(hp: dict, epochs: int, steps: int, first_epoch: int = 1) -> list[float]:
+    optimizer = make_optimizer(hp, torch.nn.Linear(2, 2))
+    schedule = LearningRate(hp, optimizer, epochs, steps, first_epoch)
+    seen = []
+    for _ in range((epochs - first_epoch + 1) * steps):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.after_step()
+    return seen
+
+
+@pytest.mark.parametrize("name", ["onecycle", "cosine"])
+def test_a_per_step_schedule_warms_up_to_lr_then_anneals(name):
+    seen = lrs({"lr": 0.1, "momentum": 0.9, "lr_schedule": name}, epochs=4, steps=10)
+    peak = seen.index(max(seen))
+    assert max(seen) == pytest.approx(0.1, rel=1e-3) and 0 < peak < len(seen) - 1
+    assert seen[0] < 0.05 and seen[-1] < 0.01
+
+
+@pytest.mark.parametrize("name", ["onecycle", "cosine"])
+def test_a_restarted_trial_continues_the_schedule_where_it_stopped(name):
+    hp = {"lr": 0.1, "momentum": 0.9, "lr_schedule": name}
+    whole = lrs(hp, epochs=4, steps=10)
+    assert lrs(hp, epochs=4, steps=10, first_epoch=3) == pytest.approx(whole[20:])
+
+
+def test_an_unknown_schedule_is_named():
+    with pytest.raises(ValueError, match="lr_schedule=step: allowed values are none, plateau, onecycle, cosine"):
+        lrs({"lr": 0.1, "lr_schedule": "step"}, epochs=1, steps=1)
+
+
+def test_nesterov_and_label_smoothing_reach_the_step():
+    optimizer = make_optimizer({"lr": 0.1, "momentum": 0.9, "nesterov": True}, torch.nn.Linear(2, 2))
+    assert optimizer.param_groups[0]["nesterov"] is True
+    assert StepOptions.of(type("Run", (), {"channels_last": False, "precision": "fp32"}), {"label_smoothing": 0.1}) \
+        .label_smoothing == 0.1  # fmt: skip
+
+
+def test_each_image_of_a_batch_moves_by_its_own_offset_within_the_bound():
+    images = torch.zeros(64, 1, 9, 9)
+    images[:, :, 4, 4] = 1.0  # one lit pixel in the middle of every image
+    moved = random_shifts(images, 2, torch.Generator().manual_seed(0))
+    assert moved.shape == images.shape and (moved.sum(dim=(1, 2, 3)) == 1).all()  # nothing cut off at 2 px
+    where = moved[:, 0].flatten(1).argmax(1)
+    rows, cols = where // 9, where % 9
+    assert rows.min() >= 2 and rows.max() <= 6 and cols.min() >= 2 and cols.max() <= 6
+    assert len(set(zip(rows.tolist(), cols.tolist()))) > 10  # not one offset for the whole batch
+
+
+def test_the_small_stem_keeps_more_of_a_28x28_image():
+    imagenet, small = resnet18(1, 10), resnet18(1, 10, stem="small")
+    x = torch.zeros(1, 1, 28, 28)
+    assert imagenet.maxpool(imagenet.conv1(x)).shape[-1] == 7 and small.maxpool(small.conv1(x)).shape[-1] == 14
+    assert small(x).shape == (1, 10)
