@@ -167,6 +167,13 @@ class SchedulerState(ray.tune.Callback):
         self.scheduler.save(str(tmp))
         os.replace(tmp, self.path)
 
+    def on_trial_start(self, iteration, trials, trial, **info):
+        known = getattr(self.scheduler, "_trial_info", None)  # ASHA's trial -> bracket
+        if known is not None and trial.trial_id not in known:
+            # Tune added this trial before `setup` restored rungs saved without it (it had not started then).
+            self.scheduler.on_trial_add(None, trial)
+        self._save()
+
     def on_trial_result(self, iteration, trials, trial, result, **info):
         self._save()
 

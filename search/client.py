@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import time
 
 import ray
 from ray.util.queue import Empty, Queue
@@ -24,7 +25,7 @@ from search.storage import experiment_of
 def run_through_ray_client(config: RunConfig, args: list[str], command) -> int:
     """Run `command` (the `run` command: words -> exit code) as one task on the cluster's head node."""
     refuse_unreachable(config.address, client_host_port(config.address))
-    ray.init(address=config.address, runtime_env=project_runtime_env(), log_to_driver=False, logging_level=logging.ERROR)
+    connect_client(config.address)
     # The name announced here; inside the cluster the search finds its Ray through the task it runs in.
     remote_args = [*args, f"name={config.name}", "address=auto"]
     try:
@@ -42,6 +43,19 @@ def run_through_ray_client(config: RunConfig, args: list[str], command) -> int:
     if error:
         raise RemoteCommandFailed(code, error)
     return code
+
+
+def connect_client(address: str, attempts: int = 3) -> None:
+    """Ray Client's server starts a process per client; its start sometimes fails once ("Starting Ray client server
+    failed", seen when gRPC threads were busy during its fork): try again before giving up."""
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address=address, runtime_env=project_runtime_env(), log_to_driver=False, logging_level=logging.ERROR)
+            return
+        except ConnectionAbortedError as exc:
+            if attempt == attempts or "Starting Ray client server failed" not in str(exc):
+                raise
+            time.sleep(2.0)
 
 
 def follow(task, lines: Queue) -> tuple[int, str]:

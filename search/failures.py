@@ -21,13 +21,13 @@ LIMIT = 400
 def root_cause(text: str) -> str:
     """One line: `Type: message` of the root exception, or what happened to a worker that died."""
     text = ANSI.sub("", text or "")
-    if "[Rank 0 Error Snippet]:" in text:  # Ray Train: the first rank's own failure, not the others' echo of it
-        text = text.split("[Rank 0 Error Snippet]:", 1)[1].split("[Rank 1 Error Snippet]", 1)[0]
-    if any(sign in text for sign in WORKER_DIED):
+    if any(sign in text for sign in WORKER_DIED):  # of any rank: the others' errors (a broken gloo pair) follow it
         pid = re.search(r"\bpid: (\d+)", text)
         which = f" (pid {pid.group(1)})" if pid else ""
         return (f"WorkerDied: a training worker process{which} died: killed by a signal or by the out-of-memory "
                 "killer (see the system log)")  # fmt: skip
+    if "[Rank 0 Error Snippet]:" in text:  # Ray Train: the first rank's own failure, not the others' echo of it
+        text = text.split("[Rank 0 Error Snippet]:", 1)[1].split("[Rank 1 Error Snippet]", 1)[0]
     causes = []
     for line in text.splitlines():
         match = EXCEPTION_LINE.match(line.strip())

@@ -51,6 +51,13 @@ def test_a_killed_worker_is_named_as_a_death_not_as_the_other_ranks_echo():
     assert cause.startswith("WorkerDied: a training worker process (pid 17188) died: killed by a signal")
 
 
+def test_a_killed_second_rank_is_the_cause_not_the_first_ranks_broken_connection():
+    first_rank_echo = WORKER_KILLED.split("[Rank 0 Error Snippet]:")[1].split("[Rank 1 Error Snippet]:")
+    swapped = ("ray.train.WorkerGroupError: Training failed due to worker errors:\n[Rank 0 Error Snippet]:"
+               + first_rank_echo[1] + "[Rank 1 Error Snippet]:" + first_rank_echo[0])
+    assert root_cause(swapped).startswith("WorkerDied: a training worker process (pid 17188) died")
+
+
 def test_the_exception_a_rank_raised_not_ray_trains_wrapper():
     assert root_cause(RAISED_IN_A_RANK) == "ValueError: this space's forward is broken"
 
