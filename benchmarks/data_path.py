@@ -10,6 +10,7 @@ import time
 
 import torch
 
+from benchmarks.throughput import TUTORIAL_MODEL
 from search.config import RunConfig
 from search.space import load_space
 from trainables.data import MNIST
@@ -40,7 +41,7 @@ def time_data_only(batches) -> float:
 def time_training_epoch(batches, seed: int = 0) -> float:
     torch.manual_seed(seed)
     space = load_space("resnet_mnist")
-    model = space.build_model({}, MNIST.info("", {}))
+    model = space.build_model(TUTORIAL_MODEL, MNIST.info("", {}))
     optimizer = make_optimizer({"lr": 0.05, "momentum": 0.9}, model)
     return train_one_epoch(model, optimizer, batches, torch.device("cpu"))["seconds"]
 

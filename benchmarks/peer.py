@@ -32,7 +32,7 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
     run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root}})
     feed = MemoryFeed(MNIST, run, {"batch_size": BATCH}, rank=0, world_size=1, device=cpu)  # loaded once
     space = load_space("resnet_mnist")
-    hp = {"lr": 0.02, "momentum": 0.9, "weight_decay": 1e-4, "optimizer": "sgd", "batch_size": BATCH}
+    hp = {"lr": 0.02, "momentum": 0.9, "weight_decay": 1e-4, "optimizer": "sgd", "batch_size": BATCH, "stem": "imagenet"}
 
     def objective(trial: optuna.Trial) -> float:
         trial.suggest_categorical("batch_size", [BATCH])

@@ -158,12 +158,13 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
 def preflight(config: RunConfig, space: Space) -> None:
     """Everything that can be refused before Ray starts."""
     from trainables.data import get_dataset
-    from trainables.training import OPTIMIZER_NAMES
+    from trainables.models import STEMS
+    from trainables.training import LR_SCHEDULES, OPTIMIZER_NAMES
 
     hp = {**space.constants, **config.fixed}
-    optimizer = hp.get("optimizer")
-    if optimizer is not None and optimizer not in OPTIMIZER_NAMES:
-        raise UsageError(f"optimizer={optimizer}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
+    for key, allowed in (("optimizer", OPTIMIZER_NAMES), ("lr_schedule", LR_SCHEDULES), ("stem", STEMS)):
+        if hp.get(key) is not None and hp[key] not in allowed:
+            raise UsageError(f"{key}={hp[key]}: allowed values are {', '.join(allowed)}")
     experiment = experiment_of(config.storage, config.name)
     if exists(experiment.location):
         raise UsageError(f"name={config.name}: {experiment.location} already exists; choose another name=")

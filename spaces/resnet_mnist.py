@@ -1,23 +1,32 @@
-"""ResNet-18 on MNIST, 1-channel conv1, SGD with momentum (the Ray Train ResNet-18/MNIST tutorial)."""
+"""ResNet-18 on MNIST (the Ray Train ResNet-18/MNIST tutorial's model), trained the way a practitioner would: SGD
+with nesterov momentum under a OneCycle learning rate, label smoothing and random shifts of whole batches on the
+device, and a 3x3 stride-1 stem that suits 28x28 digits (`stem=imagenet` restores the tutorial's 7x7 stride-2 one).
 
-from optuna.distributions import CategoricalDistribution, FloatDistribution
+The ranges come from measured runs (8 epochs on mnist-mini's 5,400 training digits, tested on its 2,000 test digits,
+2026-11-23; README "Spaces that can win"): OneCycle peaks of lr 0.05 (batch 64), 0.1 and 0.2 (batch 128) with label
+smoothing 0.1, shifts of 2 px and weight decay 5e-4 reached 99.05%, 98.95% and 98.95% test accuracy; the same recipe
+with the 7x7 stem 98.75%; the tutorial's (constant lr 0.02, momentum 0.9, 7x7 stem, nothing else) 97.7%.
+"""
+
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from search.space import Space
 
 SPACE = Space(
     name="resnet_mnist",
-    description="ResNet-18 (1-channel conv1) on MNIST",
+    description="ResNet-18 (1-channel, 3x3 stem) on MNIST: SGD nesterov, OneCycle, label smoothing, random shifts",
     architecture="resnet18",
     model_args=lambda hp, data: {"in_channels": data.in_channels, "num_classes": data.num_classes,
-                                 "stem": hp.get("stem", "imagenet")},  # fmt: skip
+                                 "stem": hp.get("stem", "small")},  # fmt: skip
     dataset="mnist",
     hyperparameters={
-        "lr": FloatDistribution(1e-3, 0.3, log=True),
-        "momentum": FloatDistribution(0.5, 0.99),
-        "weight_decay": FloatDistribution(1e-6, 1e-2, log=True),
-        "batch_size": CategoricalDistribution([32, 64, 128, 256]),
+        "lr": FloatDistribution(0.03, 0.3, log=True),
+        "weight_decay": FloatDistribution(5e-5, 2e-3, log=True),
+        "label_smoothing": FloatDistribution(0.0, 0.15),
+        "shift": IntDistribution(0, 3),
+        "batch_size": CategoricalDistribution([64, 128, 256]),
     },
-    constants={"optimizer": "sgd"},
+    constants={"optimizer": "sgd", "momentum": 0.9, "nesterov": True, "lr_schedule": "onecycle", "stem": "small"},
     metric="val_acc",
     mode="max",
 )
