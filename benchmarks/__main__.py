@@ -57,11 +57,11 @@ def steady_training_windows(trials: list[list[dict]]) -> list[tuple[float, float
     return [(row["started_at"], row["started_at"] + row["train_s"]) for row in steady]
 
 
-def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float) -> dict:
+def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float, images: int = 1024) -> dict:
     """The same trials with ASHA and with every trial run to `epochs`: TPE's first 10 proposals are seeded random
     draws whatever the results, so up to 10 trials use TPE and more use the random sampler."""
     sampler = "tpe" if trials <= 10 else "random"
-    common = ["space=resnet_mnist", f"data.root={root}", "data.limit=1024", "data.val_limit=500", f"trials={trials}",
+    common = ["space=resnet_mnist", f"data.root={root}", f"data.limit={images}", f"trials={trials}",
               f"epochs={epochs}", f"reduction={reduction:g}", "workers=1", "cpus=1", "concurrency=2", "seed=0",
               f"sampler={sampler}"]  # fmt: skip
     runs = {}
@@ -71,6 +71,7 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
         runs[label] = {
             "epochs_run": sum(t["epochs_run"] for t in summary["trials"]),
             "best_value": summary["best"]["metrics"][summary["metric"]],
+            "best_test_acc": summary["best"].get("test_acc"),
             "best_config": summary["best"]["config"],
             "configs": sorted(repr(sorted(t["config"].items())) for t in summary["trials"]),
             "wall_s": run["wall_s"],
@@ -87,6 +88,9 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
         "best_value": {"asha": asha["best_value"], "full": full["best_value"]},
         "same_best_configuration": asha["best_config"] == full["best_config"],
         "points_behind_full": 100 * (full["best_value"] - asha["best_value"]),
+        "best_test_acc": {"asha": asha["best_test_acc"], "full": full["best_test_acc"]},
+        "test_points_behind_full": 100 * (full["best_test_acc"] - asha["best_test_acc"]),
+        "train_images": images or "all",
         "wall_s": {"asha": asha["wall_s"], "full": full["wall_s"]},
     }
 
@@ -152,7 +156,8 @@ def print_tables(report: dict) -> None:
     if "asha" in report:
         a = report["asha"]
         print(f"ASHA ({a['trials']} trials, {a.get('sampler', 'tpe')}, reduction {a['reduction']:g}): {a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
-              f"{a['best_value']['asha']:.4f} vs {a['best_value']['full']:.4f} with every epoch; "
+              f"val_acc {a['best_value']['asha']:.4f} vs {a['best_value']['full']:.4f} with every epoch, test_acc "
+              f"{a['best_test_acc']['asha']:.4f} vs {a['best_test_acc']['full']:.4f}; "
               f"same configuration: {a['same_best_configuration']}")  # fmt: skip
     if "memory" in report:
         m = report["memory"]
@@ -173,7 +178,8 @@ def main() -> None:
                                                               args.trials_per_shape, shapes)),
         "ddp": ("ddp_without_ray", lambda storage: ddp_ceiling.measure(args.root)),
         "data": ("data_path", lambda storage: data_path.measure(args.root, batch=128)),
-        "asha": ("asha", lambda storage: measure_asha(args.root, storage, args.asha_trials, args.asha_epochs, args.reduction)),
+        "asha": ("asha", lambda storage: measure_asha(args.root, storage, args.asha_trials, args.asha_epochs, args.reduction,
+                                                      args.asha_images)),
         "memory": ("memory", lambda storage: measure_memory(args.root, storage, trials=args.memory_trials)),
         "gpu": ("accelerator", lambda storage: accelerator.measure(args.root, storage, args.device, limit=args.gpu_images)),
     }

@@ -19,7 +19,7 @@ SHAPES = {
 }
 # option -> the smallest value that measures something (the memory part compares trial 2 with the last trial).
 SMALLEST = {"peer_trials": 1, "peer_epochs": 1, "trials_per_shape": 1, "trial_images": 2, "trial_epochs": 1, "memory_trials": 3, "asha_trials": 2,
-            "asha_epochs": 2, "gpu_images": 1}  # fmt: skip
+            "asha_epochs": 2, "asha_images": 0, "gpu_images": 1}  # fmt: skip
 DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
 
@@ -46,6 +46,7 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--reduction", type=float, default=3.0, help="ASHA reduction factor of the ASHA part")
     parser.add_argument("--asha-trials", type=int, default=10, help="more than 10: random sampler")
     parser.add_argument("--asha-epochs", type=int, default=8, help="ASHA part: epochs of a trial run to the end")
+    parser.add_argument("--asha-images", type=int, default=1024, help="ASHA part: training images (0: all)")
     parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
     parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
     return parser
