@@ -129,9 +129,9 @@ def search_trial(root: str, storage, batch: int, limit: int, epochs: int, varian
     return steady_images_per_s(trial_rows(run["experiment"])[0])
 
 
-def measure(root: str, storage, device_name: str = "cuda", batch: int = 256, limit: int = 6000, epochs: int = 6) -> dict:
+def measure(root: str, storage, device_name: str = "cuda", batch: int = 128, limit: int = 6000, epochs: int = 6) -> dict:
     """Every variant on the device; `device_name=cpu` runs the same code on a CPU (a smoke run, not GPU figures).
-    `batch` is the largest the spaces offer."""
+    `batch` is the largest resnet_mnist offers."""
     if device_name == "cuda" and not torch.cuda.is_available():
         return {"skipped": "no CUDA device visible to torch"}
     device = torch.device(device_name)
