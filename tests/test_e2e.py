@@ -133,7 +133,8 @@ def test_export_folder_is_complete(exported, search):
     best = search["summary"]["best"]
     assert meta["trial_id"] == best["trial_id"] and meta["epoch"] == best["epoch"]
     assert meta["metric"] == {"name": "val_acc", "mode": "max", "value": best["metrics"]["val_acc"]}
-    assert meta["architecture"] == "resnet18" and meta["architecture_args"] == {"in_channels": 1, "num_classes": 10}
+    assert meta["architecture"] == "resnet18"
+    assert meta["architecture_args"] == {"in_channels": 1, "num_classes": 10, "stem": best["config"]["stem"]}
     assert meta["input"]["channels"] == 1 and meta["input"]["height"] == 28
     assert meta["normalization"] == {"mean": [0.1307], "std": [0.3081]}
     assert meta["class_names"] == [str(d) for d in range(10)]

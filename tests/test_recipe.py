@@ -33,6 +33,12 @@ def test_a_restarted_trial_continues_the_schedule_where_it_stopped(name):
     assert lrs(hp, epochs=4, steps=10, first_epoch=3) == pytest.approx(whole[20:])
 
 
+@pytest.mark.parametrize("name", ["onecycle", "cosine"])
+@pytest.mark.parametrize("epochs, steps", [(1, 1), (2, 1), (1, 3)])
+def test_a_schedule_over_a_few_steps_still_runs(name, epochs, steps):
+    assert all(0 < lr <= 0.1 + 1e-9 for lr in lrs({"lr": 0.1, "momentum": 0.9, "lr_schedule": name}, epochs, steps))
+
+
 def test_an_unknown_schedule_is_named():
     with pytest.raises(ValueError, match="lr_schedule=step: allowed values are none, plateau, onecycle, cosine"):
         lrs({"lr": 0.1, "lr_schedule": "step"}, epochs=1, steps=1)

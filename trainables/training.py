@@ -115,8 +115,8 @@ class LearningRate:
         total = max(1, epochs * steps_per_epoch)
         if name == "plateau":
             self.per_epoch = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=0.1, patience=1)
-        elif name == "onecycle":
-            self.per_step = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=hp["lr"], total_steps=total,
+        elif name == "onecycle":  # torch's OneCycleLR divides by zero below 8 steps (tiny data): stretched there
+            self.per_step = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=hp["lr"], total_steps=max(total, 8),
                                                                 pct_start=0.25)  # fmt: skip
         elif name == "cosine":
             warmup = max(1, min(steps_per_epoch, total - 1))

@@ -76,7 +76,7 @@ def train_fn_per_worker(config: dict) -> dict:
     for epoch in range(first_epoch, run.epochs + 1):
         epoch_start = time.perf_counter()
         started_at = time.time()
-        with named_out_of_memory(device, hp, run):
+        with named_out_of_memory(device, hp):
             train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options,
                                           learning_rate.after_step)  # fmt: skip
         broadcast_buffers_from_rank0(model)
@@ -112,7 +112,7 @@ class OutOfMemory(RuntimeError):
 
 
 @contextlib.contextmanager
-def named_out_of_memory(device: torch.device, hp: dict, run: RunConfig):
+def named_out_of_memory(device: torch.device, hp: dict):
     """Out of memory in a training step: name it, and what to lower."""
     try:
         yield
