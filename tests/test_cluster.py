@@ -45,7 +45,8 @@ def two_nodes():
 
 def search_args(mnist_root, storage: Path, name: str, *extra: str) -> list[str]:
     return ["space=resnet_mnist", f"data.root={mnist_root}", f"storage={storage}", f"name={name}", "workers=2",
-            "cpus=1", "data.limit=256", "data.val_limit=200", "lr=0.02", "momentum=0.9", *extra]  # fmt: skip
+            "cpus=1", "data.limit=256", "data.val_limit=200", "lr=0.02", "momentum=0.9", "stem=imagenet",
+            *extra]  # fmt: skip
 
 
 def first_rows(experiment: Path) -> dict[str, dict]:
