@@ -34,11 +34,16 @@ class TrialPlacement:
     """Tune-level restarts of a failed trial (a multi-worker trial's restarts are Ray Train's own)."""
 
 
+def trains_in_process(workers: int, in_process: bool) -> bool:
+    """Whether a trial of this shape trains inside its own Tune process (the same test for Tune and the driver)."""
+    return workers == 1 and in_process
+
+
 def place_trials(workers: int, cpus: float, gpus: float, concurrency: int, max_failures: int,
                  in_process: bool = True) -> TrialPlacement:  # fmt: skip
     """`concurrency` is what the cluster fits (see `search.resources.plan_concurrency`); `in_process=False` gives a
     one-worker trial a Ray Train worker group like a multi-worker one."""
-    if workers == 1 and in_process:
+    if trains_in_process(workers, in_process):
         resources = {"cpu": cpus, "gpu": gpus} if gpus else {"cpu": cpus}
         return TrialPlacement(True, resources, True, concurrency, max_failures)
     return TrialPlacement(False, {"cpu": 0, "memory": TOKEN_MEMORY}, False, concurrency, 0)

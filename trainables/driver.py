@@ -13,6 +13,7 @@ import ray.tune
 
 from search.config import RunConfig
 from search.resources import TrialShape, plan_concurrency
+from search.scheduling import trains_in_process
 from trainables.room import alive_node_resources, alive_nodes, wait_for_room, worker_resources
 
 # torch, Ray Train and the worker loop are imported by `fit_trial`, in the trial's process: the search driver,
@@ -50,7 +51,7 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
     settings = RunConfig.from_dict(run)
     trial_id = ray.tune.get_context().get_trial_id()
     config = {"hp": hp, "run": run, "driver_started_at": started_at, **process_start_figure()}
-    if settings.workers == 1 and settings.in_process:
+    if trains_in_process(settings.workers, settings.in_process):
         config["in_process"] = {"experiment_dir": experiment_dir, "run_name": train_run_name(trial_id),
                                 "metric": metric, "mode": mode, "keep": settings.checkpoints}  # fmt: skip
     else:
