@@ -58,6 +58,8 @@ class ModelConfig:
     """Pretrained weights: a local state_dict file, loaded into every layer of matching shape."""
 
 
+# Keys an experiment's search.json may hold from an earlier version, no longer used (`resume` reads such files).
+RETIRED_KEYS = {"prefetch"}
 PRECISIONS = ("fp32", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 SAMPLERS = ("tpe", "random")
@@ -143,7 +145,7 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> "RunConfig":
-        values = dict(values)
+        values = {key: value for key, value in values.items() if key not in RETIRED_KEYS}
         values["data"] = DataConfig(**values.get("data", {}))
         values["model"] = ModelConfig(**values.get("model", {}))
         return cls(**values)

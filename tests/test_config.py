@@ -75,3 +75,10 @@ def test_field_docs_reads_docstrings():
 def test_round_trip_through_dict():
     config = parse_overrides(["trials=2", "data.limit=5", "lr=0.2"], {"lr": float})
     assert RunConfig.from_dict(config.to_dict()) == config
+
+
+def test_a_search_json_of_an_earlier_version_still_reads():
+    from search.config import RunConfig
+
+    old = {**RunConfig().to_dict(), "prefetch": True, "workers": 2, "cpus": 1.0}
+    assert RunConfig.from_dict(old).workers == 2
