@@ -61,10 +61,11 @@ def choose_shape(nodes: list[dict], trials: int, workers: int | None = None, cpu
     several trials side by side; CPUs per worker split a node's cores among the workers sharing it."""
     node_gpus, node_cpus = most_on_one_node(nodes, "GPU"), most_on_one_node(nodes, "CPU")
     total_gpus = sum(math.floor(node.get("GPU", 0)) for node in nodes)
+    gpu_workers = workers or (2 if total_gpus >= 2 else 1)  # DDP wherever there are GPUs for two ranks
     if gpus is None:
-        gpus = 0.0 if node_gpus == 0 else (1.0 if (workers or (2 if total_gpus >= 2 else 1)) > 1 else PACKED_GPU_SHARE)
+        gpus = 0.0 if node_gpus == 0 else (1.0 if gpu_workers > 1 else PACKED_GPU_SHARE)
     if workers is None:
-        workers = (2 if total_gpus >= 2 else 1) if gpus else (2 if node_cpus >= DDP_MIN_CORES else 1)
+        workers = gpu_workers if gpus else (2 if node_cpus >= DDP_MIN_CORES else 1)
     if cpus is None:
         if gpus:
             sharing = math.floor(node_gpus / gpus + 1e-9) if node_gpus >= gpus else 1

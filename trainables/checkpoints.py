@@ -18,10 +18,10 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from search.storage import filesystem, uri_join
+from search.storage import filesystem, is_uri, uri_join
 
 COMPLETE_MARKER = ".complete"
-STATE_FILE = "state.json"
+STATE_FILE = "state.json"  # trainables.training.STATE_FILE, named here without importing torch
 FOLDER = re.compile(r"checkpoint_epoch_(\d{4,})$")
 
 
@@ -117,4 +117,4 @@ def epochs_to_delete(scores: dict[int, float | None], mode: str, keep: int, late
 
 def run_location(experiment_dir: str, run_name: str) -> str:
     """Where a trial's run folder lives inside the experiment (a folder or a URI)."""
-    return uri_join(experiment_dir, run_name) if "://" in experiment_dir else str(Path(experiment_dir) / run_name)
+    return uri_join(experiment_dir, run_name) if is_uri(experiment_dir) else str(Path(experiment_dir) / run_name)
