@@ -1,4 +1,4 @@
-"""Who starts when: what each trial asks Tune for, how many run side by side, and whether trial processes are reused.
+"""Who starts when: what each trial asks Tune for and how many run side by side.
 
 Tune alone decides when a trial starts: a trial starts as soon as the cluster holds its resources and fewer than
 `concurrency` trials run, never waiting on another trial's start. The resources a trial asks Tune for depend on
@@ -8,6 +8,9 @@ where it trains:
   the worker's CPUs and GPU share itself, and Tune reuses it for the next trial (torch imported, data in memory);
 - several workers: a Ray Train DDP group that Ray Train places itself; the trial process asks for nothing but a
   token of memory, and `concurrency` keeps the groups within what the cluster holds.
+
+Either way Tune hands a finished (or stopped) trial's process to the next trial (`reuse_actors`): a process start
+and its imports fewer per trial.
 
 Pure logic over a resolved RunConfig; no Ray, no torch.
 """
@@ -26,8 +29,6 @@ class TrialPlacement:
     """The trial trains in its own Tune process (one worker) instead of a Ray Train worker group."""
     resources: dict
     """What the Tune trial process itself asks of the cluster (`tune.with_resources`)."""
-    reuse_processes: bool
-    """Tune hands a finished trial's process to the next trial (`reuse_actors`)."""
     max_concurrent: int
     """Trials side by side (`max_concurrent_trials`)."""
     max_failures: int
@@ -45,5 +46,5 @@ def place_trials(workers: int, cpus: float, gpus: float, concurrency: int, max_f
     one-worker trial a Ray Train worker group like a multi-worker one."""
     if trains_in_process(workers, in_process):
         resources = {"cpu": cpus, "gpu": gpus} if gpus else {"cpu": cpus}
-        return TrialPlacement(True, resources, True, concurrency, max_failures)
-    return TrialPlacement(False, {"cpu": 0, "memory": TOKEN_MEMORY}, False, concurrency, 0)
+        return TrialPlacement(True, resources, concurrency, max_failures)
+    return TrialPlacement(False, {"cpu": 0, "memory": TOKEN_MEMORY}, concurrency, 0)

@@ -278,7 +278,7 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placeme
             scheduler=scheduler,
             num_samples=config.trials,
             max_concurrent_trials=placement.max_concurrent,
-            reuse_actors=placement.reuse_processes,
+            reuse_actors=True,  # see search.scheduling
             time_budget_s=config.time_budget or None,
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.trial_id}",

@@ -19,7 +19,7 @@ def run_cli(*args, cwd=REPO, timeout=120):
         (["trials=2"], "space= is required"),
         (["space=resnet_mnist", "epochz=2"], "epochz: unknown key; did you mean epochs?"),
         (["space=resnet_mnist", "trials=many"], "trials=many: expected an integer"),
-        (["space=resnet_mnist", "batch_size=100"], "batch_size=100: allowed values are 64, 128"),
+        (["space=cnn_mnist", "batch_size=100"], "batch_size=100: allowed values are 32, 64, 128"),
         (["space=resnet_mnist", "optimizer=rmsprop"], "optimizer=rmsprop: allowed values are sgd, adam, adamw"),
         (["space=resnet_mnist", "grace=5", "epochs=2"], "grace=5: must be between 1 and epochs=2"),
         (

@@ -157,3 +157,21 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
     summary = json.loads(uri_text(f"{experiment}/summary.json"))
     assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
     assert uri_text(f"{experiment}/trial_{first}/result.json") == first_rows, "a finished trial ran again"
+
+
+def test_ddp_trials_share_one_trial_process_and_an_asha_stop_frees_its_workers(tmp_path, mnist_root):
+    """Tune hands a DDP trial's process to the next trial, also after ASHA stopped it mid-run: the stop aborts the
+    trial's Ray Train run (its controller and workers) so that the process is free at once."""
+    log = tmp_path / "cli.log"
+    process = start_search(log, *COMMON, DDP, f"storage={tmp_path}", "name=d", "trials=4", "epochs=3", "grace=1",
+                           "concurrency=1", "data.limit=512")  # fmt: skip
+    try:
+        assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            kill_pids([process.pid, *descendants(process.pid)])
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    statuses = [t["status"] for t in summary["trials"]]
+    assert "stopped_early" in statuses and "failed" not in statuses, statuses
+    pids = {row["pid"] for t in summary["trials"] for row in result_rows(tmp_path / "d", t["trial_id"])}
+    assert len(pids) == 1, f"{len(pids)} trial processes for {len(statuses)} trials"

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from trainables.models import resnet18
-from trainables.training import LearningRate, StepOptions, make_optimizer, random_shifts
+from trainables.training import LearningRate, StepOptions, make_optimizer, random_rotations, random_shifts
 
 
 def lrs(hp: dict, epochs: int, steps: int, first_epoch: int = 1) -> list[float]:
@@ -60,6 +60,19 @@ def test_each_image_of_a_batch_moves_by_its_own_offset_within_the_bound():
     rows, cols = where // 9, where % 9
     assert rows.min() >= 2 and rows.max() <= 6 and cols.min() >= 2 and cols.max() <= 6
     assert len(set(zip(rows.tolist(), cols.tolist()))) > 10  # not one offset for the whole batch
+
+
+def test_each_image_of_a_batch_turns_by_its_own_angle_within_the_bound():
+    images = torch.zeros(256, 1, 29, 29)
+    images[:, :, 4, 14] = 1.0  # one lit pixel 10 px above the centre of every image
+    turned = random_rotations(images, 30, 0, torch.Generator().manual_seed(0))
+    assert turned.shape == images.shape
+    ys, xs = torch.meshgrid(torch.arange(29.0), torch.arange(29.0), indexing="ij")
+    mass = turned[:, 0].sum(dim=(1, 2))
+    y, x = (turned[:, 0] * ys).sum(dim=(1, 2)) / mass, (turned[:, 0] * xs).sum(dim=(1, 2)) / mass
+    angles = torch.atan2(x - 14, 14 - y) * 180 / torch.pi  # 0 degrees: straight up
+    assert angles.abs().max() <= 31 and angles.std() > 10  # within the bound, and not one angle for the batch
+    assert torch.allclose(random_rotations(images, 1e-9, 0), images, atol=1e-5)  # no turn, no move: the same image
 
 
 def test_the_small_stem_keeps_more_of_a_28x28_image():

@@ -50,3 +50,38 @@ def test_atomic_write_leaves_no_temporary(tmp_path):
     write_json_atomically(tmp_path / "summary.json", {"a": 1})
     assert json.loads((tmp_path / "summary.json").read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_ties_go_to_the_later_epoch(tmp_path):
+    rows = _rows(tmp_path, "a", [0.5, 0.9, 0.9])
+    assert best_epoch_row(rows, "val_acc", "max")["epoch"] == 3
+
+
+def test_an_annealed_trial_stands_by_its_final_epoch(tmp_path):
+    """A OneCycle/cosine trial's checkpoints before its last epoch are taken at a high learning rate: its model is the
+    final one, even when an earlier epoch scored higher on the validation digits."""
+    onecycle = TrialRecord("t1", {"lr_schedule": "onecycle"}, _rows(tmp_path, "t1", [0.5, 0.99, 0.98]))
+    constant = TrialRecord("t2", {"lr_schedule": "none"}, _rows(tmp_path, "t2", [0.5, 0.97, 0.96]))
+    summary = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, [onecycle, constant])
+    by_id = {t["trial_id"]: t for t in summary["trials"]}
+    assert by_id["t1"]["best_epoch"] == 3 and by_id["t1"]["val_acc"] == 0.98
+    assert by_id["t2"]["best_epoch"] == 2
+    assert summary["best"]["trial_id"] == "t1" and summary["best"]["checkpoint"].endswith("checkpoint_epoch_0003")
+
+
+def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
+    stopped = TrialRecord("t1", {"lr_schedule": "cosine"}, _rows(tmp_path, "t1", [0.9, 0.99]))
+    finished = TrialRecord("t2", {"lr_schedule": "cosine"}, _rows(tmp_path, "t2", [0.5, 0.9, 0.98]))
+    failed = TrialRecord("t3", {"lr_schedule": "cosine"}, [], error="RuntimeError: boom")
+    summary = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, [failed, stopped, finished])
+    assert [t["trial_id"] for t in summary["trials"]] == ["t2", "t1", "t3"]
+    assert summary["best"]["trial_id"] == "t2"
+    alone = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, [stopped])
+    assert alone["best"]["trial_id"] == "t1" and alone["best"]["epoch"] == 2
+
+
+def test_annealing_schedules_are_schedules_of_the_training_loop():
+    from search.summary import ANNEALING_SCHEDULES
+    from trainables.training import LR_SCHEDULES
+
+    assert set(ANNEALING_SCHEDULES) <= set(LR_SCHEDULES)

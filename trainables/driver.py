@@ -16,11 +16,12 @@ from search.resources import TrialShape, plan_concurrency
 from search.scheduling import trains_in_process
 from trainables.room import alive_node_resources, alive_nodes, wait_for_room, worker_resources
 
-# torch, Ray Train and the worker loop are imported by `fit_trial`, in the trial's process: the search driver,
-# which imports this module for `train_trial`, never trains.
+# Ray Train is imported by `fit_trial`, in the trial's process (the search driver, which imports this module for
+# `train_trial`, never trains), and torch only where training happens: on the ranks, or here for one-worker trials.
 
 HEALTH_CHECK_INTERVAL = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
 PREEMPTION_WATCHER = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
+THREAD_TIMEOUT = "TUNE_FUNCTION_THREAD_TIMEOUT_S"
 
 
 class NonFiniteLoss(RuntimeError):
@@ -71,6 +72,9 @@ def prepare_worker_group(settings: RunConfig) -> None:
     # Train's controller checks its workers every 2 s by default; a finished run's resources (which the next trial
     # waits for) are freed only at that check. Ray Train hands this variable on to the controller.
     os.environ.setdefault(HEALTH_CHECK_INTERVAL, "0.5")
+    # Tune hands this process to the next trial once the last one's thread has returned, and waits 2 s for it by
+    # default; a stopped trial's thread returns once its worker group is aborted (about a second).
+    os.environ.setdefault(THREAD_TIMEOUT, "10")
     # Train starts a preemption watcher (one more process) per run to tell workers their node is being drained; on a
     # lone node there is nowhere for the run to move to, and the worker loop does not read that signal anyway.
     if len(alive_nodes()) == 1:
@@ -80,13 +84,20 @@ def prepare_worker_group(settings: RunConfig) -> None:
     wait_for_room(settings)
 
 
+def train_fn_per_worker(config: dict) -> dict:
+    """What each rank runs (for a one-worker trial, this process): `trainables.worker`'s loop, imported only there, so
+    that a multi-worker trial's own process never imports torch (1.5-2 s before its workers could start)."""
+    from trainables import worker
+
+    return worker.train_fn_per_worker(config)
+
+
 def fit_trial(config: dict, settings: RunConfig, trial_id: str, experiment_dir: str, metric: str, mode: str) -> dict:
     """Fit the trial's TorchTrainer; returns the last epoch's metrics."""
     import ray.train
     from ray.tune.integration.ray_train import TuneReportCallback
 
     from trainables.trainer import TrialTrainer
-    from trainables.worker import train_fn_per_worker
 
     in_process = "in_process" in config
     trainer = TrialTrainer(
@@ -112,4 +123,12 @@ def fit_trial(config: dict, settings: RunConfig, trial_id: str, experiment_dir: 
             callbacks=[] if in_process else [TuneReportCallback()],
         ),
     )
-    return trainer.fit().return_value or {}
+    result = trainer.fit_until(tune_stop_event())
+    return (result.return_value or {}) if result is not None else {}
+
+
+def tune_stop_event():
+    """Set when Tune finishes this trial's session: an ASHA stop, or this process handed to the next trial."""
+    from ray.train._internal.session import get_session
+
+    return get_session().stop_event

@@ -39,6 +39,7 @@ class MemoryFeed:
         self.rank, self.world_size, self.seed = rank, world_size, run.seed
         self.batch_size = per_rank_batch_size(hp["batch_size"], world_size)
         self.shift = int(hp.get("shift", 0))  # pixels of random translation, on the device, whole batches
+        self.rotate = float(hp.get("rotate", 0.0))  # degrees of random rotation, the same way
         mean, std = (dataset.mean, dataset.std) if normalize else ((0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels)
         self.splits = {
             name: cached_split(dataset, run, name, limit, mean, std, device)
@@ -50,9 +51,9 @@ class MemoryFeed:
         split = self.splits["train"]
         index = shard_indices(len(split), self.rank, self.world_size, seed=train_seed(self.seed, epoch))
         generator = None
-        if self.shift:  # each rank and epoch its own draw, the same on a rerun
+        if self.shift or self.rotate:  # each rank and epoch its own draw, the same on a rerun
             generator = torch.Generator().manual_seed(train_seed(self.seed, epoch) * 1_000 + self.rank)
-        return split.batches(index, self.batch_size, self.shift, generator)
+        return split.batches(index, self.batch_size, self.shift, generator, self.rotate)
 
     def steps_per_epoch(self) -> int:
         per_rank = len(self.splits["train"]) // self.world_size

@@ -12,15 +12,96 @@ from torch import nn
 STEMS = ("imagenet", "small")
 
 
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.downsample = downsample
+        self.stride = stride
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + (self.downsample(x) if self.downsample is not None else x))
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.conv3 = nn.Conv2d(planes, planes * self.expansion, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * self.expansion)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+        self.stride = stride
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + (self.downsample(x) if self.downsample is not None else x))
+
+
+class ResNet(nn.Module):
+    """torchvision's ResNet (`torchvision.models.resnet`), module for module: the same state_dict keys, the same
+    initialisation drawn in the same order (so the same weights for the same seed), the same forward. Written out
+    here because importing torchvision costs every fresh training process ~1 s before its first step
+    (tests/test_models.py checks it against torchvision)."""
+
+    def __init__(self, block, layers: list[int], num_classes: int = 1000):
+        super().__init__()
+        self.inplanes = 64
+        self.conv1 = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+        self.layer1 = self._make_layer(block, 64, layers[0])
+        self.layer2 = self._make_layer(block, 128, layers[1], stride=2)
+        self.layer3 = self._make_layer(block, 256, layers[2], stride=2)
+        self.layer4 = self._make_layer(block, 512, layers[3], stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(512 * block.expansion, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+
+    def _make_layer(self, block, planes: int, blocks: int, stride: int = 1) -> nn.Sequential:
+        downsample = None
+        if stride != 1 or self.inplanes != planes * block.expansion:
+            downsample = nn.Sequential(nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride, bias=False),
+                                       nn.BatchNorm2d(planes * block.expansion))  # fmt: skip
+        layers = [block(self.inplanes, planes, stride, downsample)]
+        self.inplanes = planes * block.expansion
+        layers += [block(self.inplanes, planes) for _ in range(1, blocks)]
+        return nn.Sequential(*layers)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(self.avgpool(x).flatten(1))
+
+
 def resnet18(in_channels: int, num_classes: int, stem: str = "imagenet") -> nn.Module:
-    """torchvision ResNet-18 with `conv1` replaced for `in_channels` (as the Ray Train MNIST tutorials do).
+    """ResNet-18 (torchvision's) with `conv1` replaced for `in_channels` (as the Ray Train MNIST tutorials do).
     `stem="small"`: a 3x3 stride-1 `conv1` for small images (28x28 reaches the first block as 14x14 instead of 7x7,
     at four times the compute); `imagenet`: the tutorials' 7x7 stride-2 one."""
-    from torchvision.models import resnet18 as tv_resnet18
-
     if stem not in STEMS:
         raise ValueError(f"stem={stem}: allowed values are {', '.join(STEMS)}")
-    model = tv_resnet18(num_classes=num_classes)
+    model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=num_classes)
     if stem == "small":
         model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)
     elif in_channels != 3:
@@ -29,10 +110,8 @@ def resnet18(in_channels: int, num_classes: int, stem: str = "imagenet") -> nn.M
 
 
 def resnet50(in_channels: int, num_classes: int, freeze_backbone: bool = False) -> nn.Module:
-    """torchvision ResNet-50 with a new `num_classes` head; pretrained weights are loaded afterwards, by shape."""
-    from torchvision.models import resnet50 as tv_resnet50
-
-    model = tv_resnet50(num_classes=num_classes)
+    """ResNet-50 (torchvision's) with a new `num_classes` head; pretrained weights are loaded afterwards, by shape."""
+    model = ResNet(Bottleneck, [3, 4, 6, 3], num_classes=num_classes)
     if freeze_backbone:
         for name, parameter in model.named_parameters():
             parameter.requires_grad = name.startswith("fc.")

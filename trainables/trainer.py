@@ -1,15 +1,70 @@
-"""The TorchTrainer each trial driver fits, less what this project does not use."""
+"""The trainer each trial driver fits: Ray Train's TorchTrainer, less what this project does not use."""
 
 from __future__ import annotations
 
-from ray.train.torch import TorchTrainer
+import threading
+
+import ray
+from ray._common.constants import RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR
 from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+from ray.train.v2._internal.constants import DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE, get_env_vars_to_propagate
+from ray.train.v2._internal.execution.controller import TrainController
+from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
+
+from trainables.ddp_backend import DDPConfig
 
 
-class TrialTrainer(TorchTrainer):
-    """A TorchTrainer without Ray Data's DatasetManager: Train starts that actor (a process importing Ray Data) for
-    every run, datasets or not, and this project's workers read their data themselves. One process fewer to start
-    per trial."""
+class TrialTrainer(DataParallelTrainer):
+    """What `ray.train.torch.TorchTrainer` is (a DDP group over gloo, or NCCL with GPUs; the training function inside
+    the trial's own process in local mode), with two processes spared their work at every trial's start:
+    - the backend config is `DDPConfig`, which Train's controller unpickles without importing torch;
+    - no Ray Data DatasetManager: Train starts that actor (a process importing Ray Data) for every run, datasets or
+      not, and this project's workers read their data themselves.
+    And `fit_until` ends a worker group's run when Tune stops its trial, so that Tune can hand the trial's process to
+    the next trial."""
+
+    def __init__(self, train_loop_per_worker, *, train_loop_config, scaling_config, run_config):
+        super().__init__(train_loop_per_worker, train_loop_config=train_loop_config, scaling_config=scaling_config,
+                         run_config=run_config, backend_config=DDPConfig("nccl" if scaling_config.use_gpu else "gloo"))  # fmt: skip
+        self._controller = None
+
+    def _get_local_controller(self):
+        from ray.train.v2._internal.execution.local_mode.torch import LocalTorchController  # imports torch
+
+        return LocalTorchController(experiment_name=self.run_config.name, datasets=self.datasets)
 
     def _create_default_callbacks(self):
         return [c for c in super()._create_default_callbacks() if not isinstance(c, DatasetsCallback)]
+
+    def fit_until(self, stop: threading.Event):
+        """`fit()`, aborted as soon as `stop` is set (Tune finishing the trial's session: an ASHA stop, or the process
+        handed to the next trial); returns None when aborted. A stopped trial's thread would otherwise wait inside
+        `fit()` for a controller that nobody stops, and Tune would have to kill the whole process."""
+        fitted = threading.Event()
+        watcher = threading.Thread(target=self._abort_when, args=(stop, fitted), daemon=True, name="abort-on-stop")
+        watcher.start()
+        try:
+            return self.fit()
+        except Exception:
+            if stop.is_set():
+                return None
+            raise
+        finally:
+            fitted.set()
+
+    def _abort_when(self, stop: threading.Event, fitted: threading.Event) -> None:
+        while not fitted.is_set():
+            if stop.wait(0.1) and self._controller is not None:
+                self._controller.abort.remote()  # stops the workers, then the controller exits
+                return
+
+    def _initialize_and_run_controller(self, **controller_init_kwargs):
+        """Ray's own (ray.train.v2.api.data_parallel_trainer), less the SIGINT handler (Tune's trial thread is never
+        the main thread), with the controller kept where `fit_until` can abort it."""
+        env_vars = get_env_vars_to_propagate()
+        env_vars.setdefault(RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR, DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE)
+        controller_cls = ray.remote(num_cpus=0, runtime_env={"env_vars": env_vars},
+                                    label_selector={ray._raylet.RAY_NODE_ID_KEY: ray.get_runtime_context().get_node_id()})(TrainController)  # fmt: skip
+        self._controller = controller_cls.remote(**controller_init_kwargs)
+        ray.get(self._controller.run.remote())
+        return ray.get(self._controller.get_result.remote())

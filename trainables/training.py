@@ -45,17 +45,21 @@ class Split:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def batch(self, index: torch.Tensor, shift: int = 0, generator: torch.Generator | None = None):
+    def batch(self, index: torch.Tensor, shift: int = 0, generator: torch.Generator | None = None, rotate: float = 0.0):
         images = self.images[index].float().div_(255.0)
-        if shift:
+        if rotate:
+            images = random_rotations(images, rotate, shift, generator)
+        elif shift:
             images = random_shifts(images, shift, generator)
         return (images - self.mean) / self.std, self.labels[index]
 
-    def batches(self, index: torch.Tensor, batch_size: int, shift: int = 0, generator: torch.Generator | None = None):
-        """(images, labels) of `index`, `batch_size` at a time, straight from memory; `shift` > 0: each image moved
-        by up to `shift` pixels in each direction (training augmentation, drawn from `generator`)."""
+    def batches(self, index: torch.Tensor, batch_size: int, shift: int = 0, generator: torch.Generator | None = None,
+                rotate: float = 0.0):  # fmt: skip
+        """(images, labels) of `index`, `batch_size` at a time, straight from memory. Training augmentation, drawn
+        from `generator`: `shift` > 0, each image moved by up to `shift` pixels in each direction; `rotate` > 0, also
+        turned by up to `rotate` degrees either way."""
         for chunk in index.to(self.labels.device).split(batch_size):
-            yield self.batch(chunk, shift, generator)
+            yield self.batch(chunk, shift, generator, rotate)
 
 
 def random_shifts(images: torch.Tensor, shift: int, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -70,6 +74,21 @@ def random_shifts(images: torch.Tensor, shift: int, generator: torch.Generator |
     batch = torch.arange(n, device=images.device)[:, None, None, None]
     channel = torch.arange(images.shape[1], device=images.device)[None, :, None, None]
     return padded[batch, channel, rows, cols]
+
+
+def random_rotations(images: torch.Tensor, degrees: float, shift: int, generator: torch.Generator | None = None):
+    """Every image of a batch [N, C, H, W] turned by its own random angle in [-degrees, degrees] about its centre
+    and moved by up to `shift` pixels each way (zeros come in): one affine grid and one bilinear sample for the
+    whole batch, on its device."""
+    n, _, height, width = images.shape
+    draws = torch.rand((3, n), generator=generator, device=generator.device if generator else "cpu").to(images.device)
+    angle = (draws[0] * 2 - 1) * (degrees * 3.141592653589793 / 180)
+    cos, sin = angle.cos(), angle.sin()
+    # affine_grid works in [-1, 1] coordinates: a shift of one pixel is 2 / size
+    tx, ty = (draws[1] * 2 - 1) * (2 * shift / width), (draws[2] * 2 - 1) * (2 * shift / height)
+    theta = torch.stack([torch.stack([cos, -sin, tx], 1), torch.stack([sin, cos, ty], 1)], 1)
+    grid = F.affine_grid(theta, list(images.shape), align_corners=False)
+    return F.grid_sample(images, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
 
 
 def shard_indices(n: int, rank: int, world_size: int, seed: int | None) -> torch.Tensor:

@@ -1,0 +1,100 @@
+"""The torch.distributed process group of a multi-worker trial, set up as Ray Train's TorchConfig sets it up, from a
+module that does not import torch.
+
+Train's controller (one process per trial run) unpickles the trainer's backend config, and TorchConfig's module
+imports torch: 1.5-2 s of every DDP trial's start on 2 cores, in a process that never trains. Here torch is imported
+only inside the functions the workers run, and the workers have imported it already.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import ray
+from ray.train._internal.utils import get_address_and_port
+from ray.train.backend import Backend, BackendConfig
+from ray.train.v2._internal.util import TrainingFramework
+
+PROCESS_GROUP_SHUTDOWN_S = 30
+
+
+@dataclass
+class DDPConfig(BackendConfig):
+    """`backend`: gloo (CPU workers) or nccl (a GPU each); `timeout_s`: how long a collective may wait."""
+
+    backend: str = "gloo"
+    timeout_s: int = 1800
+
+    @property
+    def backend_cls(self):
+        return DDPBackend
+
+    @property
+    def train_func_context(self):
+        return WorkerDevice
+
+    @property
+    def framework(self):
+        return TrainingFramework.TORCH
+
+
+class DDPBackend(Backend):
+    share_cuda_visible_devices: bool = True  # each rank sees the group's GPUs and picks its own (as TorchConfig)
+
+    def on_start(self, worker_group, backend_config: DDPConfig):
+        address, port = worker_group.execute_single(0, get_address_and_port)
+        ray.get([worker_group.execute_single_async(rank, join_process_group, backend=backend_config.backend,
+                                                   address=address, port=port, timeout_s=backend_config.timeout_s)
+                 for rank in range(len(worker_group))])  # fmt: skip
+
+    def on_shutdown(self, worker_group, backend_config: DDPConfig):
+        futures = worker_group.execute_async(leave_process_group)
+        try:
+            ray.get(futures, timeout=PROCESS_GROUP_SHUTDOWN_S)
+        except ray.exceptions.GetTimeoutError:
+            pass  # the workers are killed next anyway
+
+
+def join_process_group(backend: str, address: str, port: int, timeout_s: int) -> None:
+    """On each rank: the environment torchrun would give it, then torch.distributed's process group."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    context = ray.train.get_context()
+    os.environ.update({"MASTER_ADDR": address, "MASTER_PORT": str(port), "RANK": str(context.get_world_rank()),
+                       "WORLD_SIZE": str(context.get_world_size()), "LOCAL_RANK": str(context.get_local_rank()),
+                       "LOCAL_WORLD_SIZE": str(context.get_local_world_size()),
+                       "NODE_RANK": str(context.get_node_rank())})  # fmt: skip
+    if backend == "nccl":
+        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")  # a timed-out collective fails, not hangs
+    dist.init_process_group(backend=backend, init_method="env://", rank=context.get_world_rank(),
+                            world_size=context.get_world_size(), timeout=timedelta(seconds=timeout_s))  # fmt: skip
+
+
+def leave_process_group() -> None:
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class WorkerDevice:
+    """Around the training function on each rank: the rank's GPU is CUDA's current device (as TorchConfig does)."""
+
+    def __enter__(self):
+        import torch
+
+        if torch.cuda.is_available():
+            import ray.train.torch
+
+            device = ray.train.torch.get_device()
+            if device.type == "cuda":
+                torch.cuda.set_device(device)
+
+    def __exit__(self, *exc):
+        return False
