@@ -40,9 +40,10 @@ class TrialTrainer(DataParallelTrainer):
         """`fit()`, aborted as soon as `stop` is set (Tune finishing the trial's session: an ASHA stop, or the process
         handed to the next trial); returns None when aborted. A stopped trial's thread would otherwise wait inside
         `fit()` for a controller that nobody stops, and Tune would have to kill the whole process."""
+        if self.running_in_local_mode:  # the training function runs in this thread: its next report ends it
+            return self.fit()
         fitted = threading.Event()
-        watcher = threading.Thread(target=self._abort_when, args=(stop, fitted), daemon=True, name="abort-on-stop")
-        watcher.start()
+        threading.Thread(target=self._abort_when, args=(stop, fitted), daemon=True, name="abort-on-stop").start()
         try:
             return self.fit()
         except Exception:
@@ -53,8 +54,8 @@ class TrialTrainer(DataParallelTrainer):
             fitted.set()
 
     def _abort_when(self, stop: threading.Event, fitted: threading.Event) -> None:
-        while not fitted.is_set():
-            if stop.wait(0.1) and self._controller is not None:
+        while not fitted.wait(0.1):
+            if stop.is_set() and self._controller is not None:
                 self._controller.abort.remote()  # stops the workers, then the controller exits
                 return
 
