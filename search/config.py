@@ -79,7 +79,7 @@ class RunConfig:
     """Maximum epochs per trial."""
     grace: int = 1
     """ASHA grace period: epochs every trial runs before it may be stopped."""
-    reduction: float = 2.0
+    reduction: float = 3.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
     workers: int | None = None
     """Distributed (DDP) training workers per trial (auto: 2 with 2+ GPUs or 8+ cores a node, else 1)."""
