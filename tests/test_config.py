@@ -78,7 +78,5 @@ def test_round_trip_through_dict():
 
 
 def test_a_search_json_of_an_earlier_version_still_reads():
-    from search.config import RunConfig
-
     old = {**RunConfig().to_dict(), "prefetch": True, "workers": 2, "cpus": 1.0}
     assert RunConfig.from_dict(old).workers == 2

@@ -7,6 +7,7 @@ tests and benchmarks call them directly.
 from __future__ import annotations
 
 import json
+import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ def random_rotations(images: torch.Tensor, degrees: float, shift: int, generator
     whole batch, on its device."""
     n, _, height, width = images.shape
     draws = torch.rand((3, n), generator=generator, device=generator.device if generator else "cpu").to(images.device)
-    angle = (draws[0] * 2 - 1) * (degrees * 3.141592653589793 / 180)
+    angle = (draws[0] * 2 - 1) * math.radians(degrees)
     cos, sin = angle.cos(), angle.sin()
     # affine_grid works in [-1, 1] coordinates: a shift of one pixel is 2 / size
     tx, ty = (draws[1] * 2 - 1) * (2 * shift / width), (draws[2] * 2 - 1) * (2 * shift / height)
@@ -156,8 +157,6 @@ class LearningRate:
 
 
 def cosine_with_warmup(step: int, warmup: int, total: int) -> float:
-    import math
-
     if step < warmup:
         return (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
