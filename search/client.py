@@ -16,7 +16,7 @@ import ray
 from ray.util.queue import Empty, Queue
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from search.cluster import client_host_port, project_runtime_env, refuse_unreachable
+from search.cluster import client_host_port, is_client_server_start_failure, project_runtime_env, refuse_unreachable
 from search.config import RunConfig
 from search.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
 from search.storage import experiment_of
@@ -46,14 +46,14 @@ def run_through_ray_client(config: RunConfig, args: list[str], command) -> int:
 
 
 def connect_client(address: str, attempts: int = 3) -> None:
-    """Ray Client's server starts a process per client; its start sometimes fails once ("Starting Ray client server
-    failed", seen when gRPC threads were busy during its fork): try again before giving up."""
+    """Ray Client's proxy starts a server process per client; that start sometimes fails once (seen when gRPC
+    threads were busy during its fork): try again before giving up."""
     for attempt in range(1, attempts + 1):
         try:
             ray.init(address=address, runtime_env=project_runtime_env(), log_to_driver=False, logging_level=logging.ERROR)
             return
         except ConnectionAbortedError as exc:
-            if attempt == attempts or "Starting Ray client server failed" not in str(exc):
+            if attempt == attempts or not is_client_server_start_failure(str(exc)):
                 raise
             time.sleep(2.0)
 

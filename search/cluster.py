@@ -70,6 +70,16 @@ def bound_gcs_history(environ) -> None:
         environ.setdefault(key, value)
 
 
+# How Ray Client's proxy says that the server process it started for a client died while starting: its own
+# RuntimeError, or psutil's ZombieProcess when the process exited between two of the proxy's looks at it (CI,
+# 2026-11-23). Neither is about the client's request; another connection gets a fresh process and port.
+CLIENT_SERVER_START_FAILURES = ("Starting Ray client server failed", "ZombieProcess")
+
+
+def is_client_server_start_failure(message: str) -> bool:
+    return any(marker in message for marker in CLIENT_SERVER_START_FAILURES)
+
+
 def project_runtime_env() -> dict:
     """Ship this project's packages to every worker of the job, so the cluster needs only Ray, torch and
     torchvision installed (Ray's `py_modules`)."""

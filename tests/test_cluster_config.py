@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from search.cluster import client_host_port, project_runtime_env, resolve_address, unseen_paths_message
+from search.cluster import (
+    client_host_port, is_client_server_start_failure, project_runtime_env, resolve_address, unseen_paths_message,
+)
 from search.commands import parse_run
 from search.errors import UsageError
 
@@ -134,3 +136,18 @@ def test_a_local_ray_instance_keeps_bounded_history_unless_the_user_set_it():
     assert environ["RAY_task_events_max_num_task_in_gcs"] == "500"
     assert all(environ[key] == value for key, value in GCS_HISTORY_CAPS.items() if key != "RAY_task_events_max_num_task_in_gcs")
     assert all(int(value) >= 1000 for value in GCS_HISTORY_CAPS.values())
+
+
+@pytest.mark.parametrize(
+    "message, retried",
+    [
+        ("Initialization failure from server:\n...RuntimeError: Starting Ray client server failed. See "
+         "ray_client_server_23000.err for detailed logs.", True),
+        ("Initialization failure from server:\n...in start_specific_server\n    cmd = psutil_proc.cmdline()\n..."
+         "psutil.ZombieProcess: PID still exists but it's a zombie (pid=8277)", True),
+        ("Initialization failure from server:\n...RuntimeEnvSetupError: Failed to set up runtime environment", False),
+        ("ray client connection timeout", False),
+    ],
+)  # fmt: skip
+def test_only_a_client_server_that_died_while_starting_is_worth_a_second_connection(message, retried):
+    assert is_client_server_start_failure(message) is retried
