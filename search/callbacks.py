@@ -41,9 +41,10 @@ class TrialOutcomes:
 
 
 class ProgressView(ray.tune.Callback):
-    """A compact view (under 100 columns) printed on every reported epoch and at every trial's end: each running
-    trial's epoch, metric and images/s; counts of running, finished, stopped early and failed trials; the best so
-    far; elapsed time and an estimate of the time left once a trial has finished."""
+    """A compact log (under 100 columns) that grows by what is new: on every reported epoch, that trial's epoch,
+    metric and images/s; at every trial's end, how it ended; after either, one status line (counts of running,
+    starting, finished, stopped early and failed trials, the best so far, elapsed time and, once a trial has
+    finished, an estimate of the time left). Each line is printed once, so a log file reads like the terminal."""
 
     def __init__(self, outcomes: TrialOutcomes, total_trials: int, concurrency: int):
         self.outcomes, self.total, self.concurrency = outcomes, total_trials, concurrency
@@ -77,15 +78,12 @@ class ProgressView(ray.tune.Callback):
         starting = len(active) - len(running)  # trials whose process or workers are still starting
         finished = statuses.count("completed") + statuses.count("stopped_early")
         lines = [f"[{_clock(elapsed)}] {event}"] if event else []
-        for trial in running[:8]:
-            last = _last_result(trial, latest)
+        for trial_id, last in latest.items():  # the epoch being reported now
             value = _number(last.get(o.metric))
             lines.append(
-                f"  {trial.trial_id:<12} epoch {int(last.get('epoch') or 0)}/{o.epochs}  "
+                f"  {trial_id:<12} epoch {int(last.get('epoch') or 0)}/{o.epochs}  "
                 f"{o.metric} {_fmt(value)}  {_number(last.get('images_per_s')) or 0:.0f} img/s"
             )
-        if len(running) > 8:
-            lines.append(f"  ... and {len(running) - 8} more running")
         best = self._best(trials, latest)
         best_text = f"best {o.metric} {_fmt(best[0])} {best[1]}" if best else f"best {o.metric} -"
         counts = (

@@ -111,6 +111,8 @@ class RunConfig:
     """Checkpoints kept per trial, the best ones by the metric."""
     max_failures: int = 0
     """Times a trial restarts its worker group after a worker dies."""
+    room_wait: float = 60.0
+    """Seconds a multi-worker trial waits for its workers' resources before it fails naming what holds them."""
     verbose: int = 0
     """1: also show Ray's and Tune's own log lines (always in <experiment>/search.log)."""
     data: DataConfig = field(default_factory=DataConfig)
@@ -130,6 +132,7 @@ class RunConfig:
         _require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
         _require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")
         _require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
+        _require(self.room_wait > 0, f"room_wait={self.room_wait:g}: must be > 0 seconds")
         _require(self.sampler in SAMPLERS, f"sampler={self.sampler}: allowed values are {', '.join(SAMPLERS)}")
         _require(self.precision in PRECISIONS, f"precision={self.precision}: allowed values are {', '.join(PRECISIONS)}")
         _require(self.compile_mode in COMPILE_MODES,

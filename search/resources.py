@@ -54,11 +54,12 @@ def most_on_one_node(nodes: list[dict], resource: str) -> float:
 
 
 def choose_shape(nodes: list[dict], trials: int, workers: int | None = None, cpus: float | None = None,
-                 gpus: float | None = None) -> TrialShape:  # fmt: skip
+                 gpus: float | None = None, concurrency: int = 0) -> TrialShape:  # fmt: skip
     """The trial shape for this cluster. Keys the user gave (not None) always win; the rest are chosen:
     with GPUs, a DDP trial of 2 workers x 1 GPU where the cluster has 2 or more GPUs, else one worker packed
     at 0.25 GPU; without GPUs, 2 workers where a node has DDP_MIN_CORES cores, else one worker per trial and
-    several trials side by side; CPUs per worker split a node's cores among the workers sharing it."""
+    several trials side by side; CPUs per worker split a node's cores among the workers sharing it, which are
+    never more than `trials` (or `concurrency`, when given) trials' workers."""
     node_gpus, node_cpus = most_on_one_node(nodes, "GPU"), most_on_one_node(nodes, "CPU")
     total_gpus = sum(math.floor(node.get("GPU", 0)) for node in nodes)
     gpu_workers = workers or (2 if total_gpus >= 2 else 1)  # DDP wherever there are GPUs for two ranks
@@ -67,10 +68,12 @@ def choose_shape(nodes: list[dict], trials: int, workers: int | None = None, cpu
     if workers is None:
         workers = gpu_workers if gpus else (2 if node_cpus >= DDP_MIN_CORES else 1)
     if cpus is None:
+        at_once = max(1, min(trials, concurrency) if concurrency else trials) * workers  # workers that can run at once
         if gpus:
             sharing = math.floor(node_gpus / gpus + 1e-9) if node_gpus >= gpus else 1
         else:
-            sharing = min(max(1, trials) * workers, node_cpus) if workers == 1 else 4
+            sharing = node_cpus if workers == 1 else 4
+        sharing = min(sharing, at_once)
         cpus = float(max(1, math.floor(node_cpus / max(1, sharing) + 1e-9)))
     return TrialShape(workers=workers, cpus_per_worker=cpus, gpus_per_worker=gpus)
 
@@ -138,7 +141,7 @@ def local_cpu_count() -> int:
 
 def settle_shape(config, nodes: list[dict]) -> TrialShape:
     """Fill a RunConfig's workers, cpus and gpus left to auto from the cluster's nodes, and check the shape."""
-    shape = choose_shape(nodes, config.trials, config.workers, config.cpus, config.gpus)
+    shape = choose_shape(nodes, config.trials, config.workers, config.cpus, config.gpus, config.concurrency)
     check_shape(nodes, shape, config.trials)
     config.workers, config.cpus, config.gpus = shape.workers, shape.cpus_per_worker, shape.gpus_per_worker
     return shape

@@ -134,7 +134,7 @@ def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(
 
 def test_resources_held_outside_the_search_fail_its_trials_instead_of_a_hang(tmp_path, mnist_root, two_nodes):
     """Another job holds one of the cluster's two CPUs (as a leaked placement group would): each 2-worker trial
-    waits for room for 60 s while no trial of the search trains, then fails naming what is free; no hang."""
+    waits for room for `room_wait` seconds while no trial of the search trains, then fails naming what is free."""
     import ray
     from ray.util.placement_group import placement_group
 
@@ -144,7 +144,7 @@ def test_resources_held_outside_the_search_fail_its_trials_instead_of_a_hang(tmp
         ray.get(placement_group([{"CPU": 1}]).ready(), timeout=60)
         started = time.monotonic()
         result = run_cli("run", *search_args(mnist_root, tmp_path, "held", "trials=2", "epochs=1",
-                                             f"address={cluster.address}"), timeout=600)  # fmt: skip
+                                             "room_wait=15", f"address={cluster.address}"), timeout=600)  # fmt: skip
         elapsed = time.monotonic() - started
     finally:
         ray.shutdown()
@@ -153,7 +153,7 @@ def test_resources_held_outside_the_search_fail_its_trials_instead_of_a_hang(tmp
     summary = json.loads((tmp_path / "held" / "summary.json").read_text())
     assert [t["status"] for t in summary["trials"]] == ["failed", "failed"]
     for trial in summary["trials"]:
-        assert "no room for 2 worker(s) x {'CPU': 1.0} for 60 s" in trial["error"], trial["error"]
+        assert "no room for 2 worker(s) x {'CPU': 1.0} for 15 s" in trial["error"], trial["error"]
         assert "free now: {'CPU': 1.0}" in trial["error"] and "outside this search" in trial["error"]
     assert elapsed < 300, f"the search took {elapsed:.0f} s"
 

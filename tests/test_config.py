@@ -31,6 +31,7 @@ def test_gpus_auto_and_number():
         ("trials=0", "trials=0: must be >= 1"),
         ("grace=9", "grace=9: must be between 1 and epochs=3"),
         ("workers=0", "workers=0: must be >= 1"),
+        ("room_wait=0", "room_wait=0: must be > 0 seconds"),
         ("data.limit=-1", "data.limit=-1: must be >= 0"),
         ("name=../x", "name=../x: use letters"),
         ("precision=fp16", "precision=fp16: allowed values are fp32, bf16"),

@@ -23,8 +23,8 @@ def test_view_counts_best_and_estimate_fit_100_columns():
     ]
     lines = view.render(trials, elapsed=300, latest={"aaaa0005": {"epoch": 2, "val_acc": 0.99, "images_per_s": 300}})
     assert all(len(line) <= 100 for line in lines)
-    assert lines[0].split() == ["aaaa0004", "epoch", "2/4", "val_acc", "0.9500", "512", "img/s"]
-    assert lines[1].split()[:4] == ["aaaa0005", "epoch", "2/4", "val_acc"]
+    assert len(lines) == 2  # the epoch reported now, then the status; running trials are not repeated
+    assert lines[0].split() == ["aaaa0005", "epoch", "2/4", "val_acc", "0.9900", "300", "img/s"]
     status = lines[-1]
     assert "2 running, 2/6 done, 1 early-stopped, 1 failed" in status
     assert "best val_acc 0.9900 aaaa0005" in status
@@ -47,5 +47,13 @@ def test_long_status_wraps_instead_of_overflowing():
 def test_a_trial_still_starting_shows_as_starting_not_running():
     view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=4, concurrency=1)
     lines = view.render([trial("c1", "RUNNING", 2, 0.5), trial("c2", "RUNNING", 0, None)], elapsed=20)
-    assert [line.split()[0] for line in lines[:-1]] == ["c1"]  # no line for a trial that has not trained yet
-    assert "1 running, 1 starting, 0/4 done" in lines[-1]
+    assert len(lines) == 1 and "1 running, 1 starting, 0/4 done" in lines[0]
+
+
+def test_a_trial_end_prints_the_event_and_the_status_once():
+    view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=3, concurrency=2)
+    ended = trial("d1", "TERMINATED", 3, 0.9)
+    lines = view.render([ended, trial("d2", "RUNNING", 2, 0.5)], elapsed=40, event="trial d1 finished: completed",
+                        ended=ended)  # fmt: skip
+    assert lines[0] == "[ 0m40s] trial d1 finished: completed"
+    assert len(lines) == 2 and "1 running, 1/3 done" in lines[1] and "best val_acc 0.9000 d1" in lines[1]

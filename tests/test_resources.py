@@ -50,6 +50,22 @@ def test_the_default_shape_fits_the_cluster(nodes, trials, expected):
     assert plan_concurrency(nodes, expected, 0) >= 1
 
 
+@pytest.mark.parametrize(
+    "nodes, trials, concurrency, expected",
+    [
+        ([{"CPU": 2}], 8, 1, TrialShape(1, 2, 0)),  # one trial at a time takes both cores
+        ([{"CPU": 2}], 8, 2, TrialShape(1, 1, 0)),
+        ([{"CPU": 32}], 8, 1, TrialShape(2, 16, 0)),  # one DDP trial at a time: all the cores to its two workers
+        ([{"CPU": 16, "GPU": 1}], 8, 1, TrialShape(1, 16, 0.25)),  # one trial on the GPU: every core for its data
+        ([{"CPU": 16, "GPU": 1}], 8, 2, TrialShape(1, 8, 0.25)),
+        ([{"CPU": 16, "GPU": 8}], 8, 1, TrialShape(2, 8, 1)),
+    ],
+)
+def test_trials_run_one_at_a_time_share_the_cores_among_fewer_workers(nodes, trials, concurrency, expected):
+    assert choose_shape(nodes, trials, concurrency=concurrency) == expected
+    assert plan_concurrency(nodes, expected, concurrency) == concurrency
+
+
 def test_keys_the_user_gives_always_win():
     assert choose_shape([{"CPU": 16, "GPU": 1}], 8, workers=1, gpus=1) == TrialShape(1, 16, 1)
     assert choose_shape([{"CPU": 16, "GPU": 1}], 8, gpus=0) == TrialShape(2, 4, 0)
@@ -70,6 +86,11 @@ def test_a_shape_that_cannot_work_on_one_gpu_is_refused_naming_one_that_fits(sha
         check_shape([{"CPU": 16, "GPU": 1}], shape, 8)
     assert str(excinfo.value).startswith(named)
     assert str(excinfo.value).endswith("a shape that fits: workers=1 cpus=4 gpus=0.25")
+
+
+def test_settle_shape_gives_one_trial_at_a_time_every_core():
+    config = parse_overrides(["space=resnet_mnist", "concurrency=1"])
+    assert settle_shape(config, [{"CPU": 2}]) == TrialShape(1, 2, 0) and config.cpus == 2.0
 
 
 def test_settle_shape_fills_only_what_was_left_to_auto():

@@ -3,7 +3,7 @@
 Ray Train's worker-group start gives up after 60 s and, without retries, the trial fails with Train's own words.
 Waiting here first lets the trial name the cause: a lost node (checked on every poll) or resources that something
 outside the search holds (the search never starts more groups than fit, so room that does not come within
-`limit_s` is held by someone else).
+`room_wait` seconds is held by someone else).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def worker_resources(run: RunConfig) -> dict:
     return resources
 
 
-def wait_for_room(settings: RunConfig, poll_s: float = 0.5, limit_s: float = 60.0) -> None:
+def wait_for_room(settings: RunConfig, poll_s: float = 0.5) -> None:
+    limit_s = settings.room_wait
     shape = TrialShape.of(settings)
     room = placement_group([worker_resources(settings)] * settings.workers, strategy="PACK")
     since = time.monotonic()
@@ -53,6 +54,6 @@ def wait_for_room(settings: RunConfig, poll_s: float = 0.5, limit_s: float = 60.
 
 def no_room_message(settings: RunConfig, limit_s: float) -> str:
     free = {key: value for key, value in ray.available_resources().items() if key in ("CPU", "GPU")}
-    return (f"no room for {settings.workers} worker(s) x {worker_resources(settings)} for {limit_s:.0f} s "
+    return (f"no room for {settings.workers} worker(s) x {worker_resources(settings)} for {limit_s:g} s "
             f"(free now: {free}): something outside this search holds the resources (another job, or placement "
             "groups a crashed run left behind)")
