@@ -135,11 +135,12 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, mnist_root):
 
 
 def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri(tmp_path, mnist_root, s3_bucket):
-    """An interrupted search whose storage is a URI resumes from the URI alone (local working folder deleted)."""
+    """An interrupted search whose storage is a URI resumes from the URI alone (local working folder deleted).
+    One-worker trials, in their trial processes (the Ctrl-C test above stops a DDP group)."""
     experiment = f"{s3_bucket}/runs/s"
     log = tmp_path / "run.log"
-    process = start_search(log, *COMMON, DDP, f"storage={s3_bucket}/runs", "name=s", "trials=2", "epochs=2", "grace=2",
-                           "data.limit=512")  # fmt: skip
+    process = start_search(log, *COMMON, "workers=1", f"storage={s3_bucket}/runs", "name=s", "trials=2", "epochs=2",
+                           "grace=2", "concurrency=1", "data.limit=512")  # fmt: skip
     try:
         first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
         process.send_signal(signal.SIGINT)
