@@ -99,7 +99,12 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
               f"({shape.keys()}), log in {log_file}")  # fmt: skip
         if experiment.remote:
             print(f"results: {experiment.location}")
-        results = make_tuner(placement_of(config, concurrency)).fit()
+        placement = placement_of(config, concurrency)
+        if not placement.in_process:
+            from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
+
+            start_train_coordinator()  # comes up while Tune starts the first trial
+        results = make_tuner(placement).fit()
         if not search_finished(results, config):
             raise SearchInterrupted(experiment.location)
         records = [trial_record(result, config.storage) for result in results]
