@@ -49,6 +49,7 @@ class ProgressView(ray.tune.Callback):
     def __init__(self, outcomes: TrialOutcomes, total_trials: int, concurrency: int):
         self.outcomes, self.total, self.concurrency = outcomes, total_trials, concurrency
         self.start = time.monotonic()
+        self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
 
     def __getstate__(self):
         return {**self.__dict__, "start": None}
@@ -104,11 +105,15 @@ class ProgressView(ray.tune.Callback):
         return pick(scored, key=lambda pair: pair[0])
 
     def _eta(self, trials, elapsed: float, finished: int) -> str:
+        """Wall time per ended trial so far (concurrency included) times the trials to go, as of the last trial
+        end, counting down from there: it never grows while a long trial runs."""
         done = finished + sum(1 for t in trials if self.outcomes.status(t) == "failed")
         if done == 0 or done >= self.total:
             return ""
-        per_trial = elapsed / done  # wall time per finished trial so far, concurrency included
-        return f" | ~{_clock(per_trial * (self.total - done)).strip()} left"
+        if done != self._eta_done:
+            self._eta_done, self._eta_at, self._eta_left = done, elapsed, elapsed / done * (self.total - done)
+        left = max(0.0, self._eta_left - (elapsed - self._eta_at))
+        return f" | ~{_clock(left).strip()} left"
 
 
 class TensorBoardEvents(ray.tune.Callback):

@@ -57,3 +57,13 @@ def test_a_trial_end_prints_the_event_and_the_status_once():
                         ended=ended)  # fmt: skip
     assert lines[0] == "[ 0m40s] trial d1 finished: completed"
     assert len(lines) == 2 and "1 running, 1/3 done" in lines[1] and "best val_acc 0.9000 d1" in lines[1]
+
+
+def test_the_estimate_counts_down_between_trial_ends():
+    view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=4, concurrency=1)
+    trials = [trial("e1", "TERMINATED", 3, 0.9), trial("e2", "RUNNING", 1, 0.5)]
+    assert "~6m00s left" in view.render(trials, elapsed=120)[-1]  # 1 trial ended in 2 min, 3 to go
+    assert "~4m20s left" in view.render(trials, elapsed=220)[-1]  # the same estimate, 100 s later
+    assert "~0m00s left" in view.render(trials, elapsed=900)[-1]  # overdue: never below zero
+    trials.append(trial("e3", "TERMINATED", 1, 0.4))
+    assert "~15m00s left" in view.render(trials, elapsed=900)[-1]  # another ended: 2 in 15 min, 2 to go
