@@ -39,21 +39,20 @@ def worker_resources(run: RunConfig) -> dict:
 
 
 def wait_for_room(settings: RunConfig, poll_s: float = 0.5) -> None:
-    limit_s = settings.room_wait
     shape = TrialShape.of(settings)
     room = placement_group([worker_resources(settings)] * settings.workers, strategy="PACK")
     since = time.monotonic()
     try:
         while not ray.wait([room.ready()], timeout=poll_s)[0]:
             plan_concurrency(alive_node_resources(), shape, 1)  # a node left: refused, not waited for
-            if time.monotonic() - since > limit_s:
-                raise NoRoom(no_room_message(settings, limit_s))
+            if time.monotonic() - since > settings.room_wait:
+                raise NoRoom(no_room_message(settings))
     finally:
         remove_placement_group(room)  # handed over to the Train run this trial starts next
 
 
-def no_room_message(settings: RunConfig, limit_s: float) -> str:
+def no_room_message(settings: RunConfig) -> str:
     free = {key: value for key, value in ray.available_resources().items() if key in ("CPU", "GPU")}
-    return (f"no room for {settings.workers} worker(s) x {worker_resources(settings)} for {limit_s:g} s "
+    return (f"no room for {settings.workers} worker(s) x {worker_resources(settings)} for {settings.room_wait:g} s "
             f"(free now: {free}): something outside this search holds the resources (another job, or placement "
             "groups a crashed run left behind)")
