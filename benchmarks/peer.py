@@ -28,21 +28,21 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
     from trainables.training import evaluate, make_optimizer, train_one_epoch
 
     torch.set_num_threads(threads)
-    cpu = torch.device("cpu")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # where the search's trials train too
     run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root}})
-    feed = MemoryFeed(MNIST, run, {"batch_size": BATCH}, rank=0, world_size=1, device=cpu)  # loaded once
+    feed = MemoryFeed(MNIST, run, {"batch_size": BATCH}, rank=0, world_size=1, device=device)  # loaded once
     space = load_space("resnet_mnist")
     hp = {"lr": 0.02, "momentum": 0.9, "weight_decay": 1e-4, "optimizer": "sgd", "batch_size": BATCH, "stem": "imagenet"}
 
     def objective(trial: optuna.Trial) -> float:
         trial.suggest_categorical("batch_size", [BATCH])
         torch.manual_seed(0)
-        model = space.build_model(hp, MNIST.info(root, hp))
+        model = space.build_model(hp, MNIST.info(root, hp)).to(device)
         optimizer = make_optimizer(hp, model)
         accuracy = 0.0
         for epoch in range(1, epochs + 1):
-            train_one_epoch(model, optimizer, feed.train_batches(epoch), cpu)
-            stats = evaluate(model, feed.val_batches(), cpu)
+            train_one_epoch(model, optimizer, feed.train_batches(epoch), device)
+            stats = evaluate(model, feed.val_batches(), device)
             accuracy = (stats["correct"] / stats["count"]).item()
             trial.report(accuracy, epoch)
         return accuracy
@@ -50,7 +50,8 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=0))
     study.optimize(objective, n_trials=trials)
-    return {"wall_s": time.perf_counter() - started, "best_val_acc": study.best_value, "threads": threads}
+    return {"wall_s": time.perf_counter() - started, "best_val_acc": study.best_value, "threads": threads,
+            "device": str(device)}
 
 
 def measure(root: str, storage: Path, trials: int, epochs: int) -> dict:

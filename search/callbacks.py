@@ -10,7 +10,8 @@ import ray.tune
 
 from search.failures import root_cause
 from search.summary import outcome
-from search.tensorboard import TrialEventWriter
+from search.tensorboard import TrialEventWriter, written_epochs
+from search.trial_files import TrialFiles
 
 RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"
 WIDTH = 100  # the view fits a 100-column terminal
@@ -84,6 +85,7 @@ class ProgressView(ray.tune.Callback):
             lines.append(
                 f"  {trial_id:<12} epoch {int(last.get('epoch') or 0)}/{o.epochs}  "
                 f"{o.metric} {_fmt(value)}  {_number(last.get('images_per_s')) or 0:.0f} img/s"
+                + ("  (recovered from its files)" if last.get("recovered") else "")
             )
         best = self._best(trials, latest)
         best_text = f"best {o.metric} {_fmt(best[0])} {best[1]}" if best else f"best {o.metric} -"
@@ -116,15 +118,31 @@ class ProgressView(ray.tune.Callback):
         return f" | ~{_clock(left).strip()} left"
 
 
+class TrialEnds(ray.tune.Callback):
+    """Writes each trial's `end.json` the moment Tune ends it: how it ended (and why it failed), so that `resume`
+    neither trains on a trial ASHA stopped nor forgets a failure (search.trial_files)."""
+
+    def __init__(self, outcomes: TrialOutcomes, experiment_dir: str):
+        self.outcomes, self.experiment_dir = outcomes, experiment_dir
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        TrialFiles(self.experiment_dir, trial.trial_id).write_ending(self.outcomes.status(trial, ended=True))
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        TrialFiles(self.experiment_dir, trial.trial_id).write_ending("failed", root_cause(_error_text(trial)))
+
+
 class TensorBoardEvents(ray.tune.Callback):
-    """Writes each trial's TensorBoard events once (here, in the search driver, never once per worker)."""
+    """Writes each trial's TensorBoard events once (here, in the search driver, never once per worker). A resumed
+    trial's recovered epochs are written only where its event files lack them."""
 
     def __init__(self, outcomes: TrialOutcomes, experiment_folder: Path):
         self.outcomes, self.folder = outcomes, Path(experiment_folder)
         self.writers: dict[str, TrialEventWriter] = {}
+        self.written: dict[str, set[int]] = {}
 
     def __getstate__(self):
-        return {**self.__dict__, "writers": {}}
+        return {**self.__dict__, "writers": {}, "written": {}}
 
     def _writer(self, trial) -> TrialEventWriter:
         if trial.trial_id not in self.writers:
@@ -133,8 +151,14 @@ class TensorBoardEvents(ray.tune.Callback):
         return self.writers[trial.trial_id]
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        if "epoch" in result:
-            self._writer(trial).epoch(result)
+        if "epoch" not in result:
+            return
+        if result.get("recovered"):
+            if trial.trial_id not in self.written:
+                self.written[trial.trial_id] = written_epochs(self.folder / Path(trial.path).name)
+            if int(result["epoch"]) in self.written[trial.trial_id]:
+                return
+        self._writer(trial).epoch(result)
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self._end(trial, self.outcomes.status(trial, ended=True))

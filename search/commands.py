@@ -15,7 +15,7 @@ from search.errors import SearchInterrupted, UsageError
 from search.resources import local_cpu_count, plan_concurrency, settle_shape
 from search.space import Space, builtin_space_names, coerce_hyperparameter, describe_distribution, load_space
 from search.storage import (
-    SEARCH_FILE, Experiment, exists, experiment_of, filesystem, is_uri, open_for_reading, refuse_unwritable,
+    SEARCH_FILE, Experiment, claim, exists, experiment_of, filesystem, is_uri, open_for_reading, refuse_unwritable,
 )
 from search.summary import SUMMARY_FILE, format_table
 
@@ -37,6 +37,7 @@ def cmd_run(args: list[str]) -> int:
     from search.tuner import run_search  # Ray is imported only once the input is known to be good
 
     experiment = experiment_of(config.storage, config.name)
+    claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
     try:
         summary = run_search(config, space, experiment)
     except KeyboardInterrupt:

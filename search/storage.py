@@ -220,6 +220,23 @@ class Experiment:
         return target
 
 
+def claim(experiment: Experiment, name: str) -> None:
+    """Create the experiment's folder, or refuse in one line when it exists: one step, so that of two searches
+    started at once with the same storage and name, exactly one gets it (mkdir is atomic). A URI's working folder is
+    made anew; the URI itself is checked for an experiment (object stores offer pyarrow no create-if-absent)."""
+    if experiment.remote:
+        if exists(experiment.location):
+            raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=")
+        shutil.rmtree(experiment.local, ignore_errors=True)
+        experiment.local.mkdir(parents=True)
+        return
+    experiment.local.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        experiment.local.mkdir()
+    except FileExistsError:
+        raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=") from None
+
+
 def experiment_of(storage: str, name: str) -> Experiment:
     """Experiment `name` under `storage` (a folder or a URI)."""
     return Experiment.at(uri_join(storage, name) if is_uri(storage) else str(Path(storage) / name))

@@ -63,6 +63,18 @@ class TrialEventWriter:
         self.writer.close()
 
 
+def written_epochs(folder: Path) -> set[int]:
+    """The epochs whose scalars the trial's event files already hold (a resumed trial's are not written twice)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    epochs = set()
+    for path in sorted(Path(folder).glob(EVENT_FILES)):
+        for event in EventFileLoader(str(path)).Load():
+            if any(value.tag == SCALARS[0] for value in event.summary.value):
+                epochs.add(int(event.step))
+    return epochs
+
+
 # ---------------------------------------------------------------- the `tensorboard` command
 
 

@@ -16,12 +16,13 @@ from pathlib import Path
 import ray
 import ray.tune
 from optuna.samplers import RandomSampler, TPESampler
-from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.optuna import OptunaSearch
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from search.callbacks import ProgressView, SchedulerState, TensorBoardEvents, TrialOutcomes, UploadOwnFiles
+from search.callbacks import (
+    ProgressView, SchedulerState, TensorBoardEvents, TrialEnds, TrialOutcomes, UploadOwnFiles,
+)
 from search.cluster import (
     bound_gcs_history, check_every_node_sees, paths_every_node_needs, project_runtime_env, refuse_unreachable,
 )
@@ -36,26 +37,27 @@ from search.storage import (
     SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_text, write_text,
 )
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
+from search.trial_files import TRIAL_DIR_PREFIX, TrialFiles, recorded_trial_ids
 from search.testset import test_accuracy
 from search.tensorboard import EVENT_FILES, free_port
 from trainables.driver import train_trial
 from trainables.room import alive_node_resources, alive_nodes
 
-TRIAL_DIR_PREFIX = "trial_"
 LOG_FILE = "search.log"
-SCHEDULER_FILE = "scheduler-state.pkl"  # Tune saves the searcher's state but not the scheduler's
+# Tune saves the searcher's state but not the scheduler's. Not a .pkl: Tune's restore copies the experiment's top-level
+# .pkl and .json files into its staging folder and syncs that folder back every few seconds, over the newer file.
+SCHEDULER_FILE = "scheduler-state.pickle"
 
 # Keys Tune adds to every result; the summary keeps only what the training loop reported.
 _TUNE_BOOKKEEPING = {
     "timestamp", "done", "training_iteration", "trial_id", "date", "time_this_iter_s", "pid", "hostname",
     "node_ip", "time_since_restore", "iterations_since_restore", "checkpoint_dir_name", "should_checkpoint",
 }  # fmt: skip
+_RECORD_BOOKKEEPING = {"config", "recovered"}  # each row of a trial's own result.json names its hyperparameters
 
 
 def run_search(config: RunConfig, space: Space, experiment: Experiment) -> dict:
-    """Run the whole search and write `summary.json`; returns the summary."""
-    shutil.rmtree(experiment.local, ignore_errors=True)  # a URI's working folder left by an earlier search
-    experiment.local.mkdir(parents=True)
+    """Run the whole search in `experiment` (claimed: an empty folder) and write `summary.json`; returns the summary."""
     write_json_atomically(experiment.local / SEARCH_FILE, {"run": config.to_dict()})
     experiment.upload([SEARCH_FILE])
     try:
@@ -107,7 +109,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
         results = make_tuner(placement).fit()
         if not search_finished(results, config):
             raise SearchInterrupted(experiment.location)
-        records = [trial_record(result, config.storage) for result in results]
+        records = trial_records(results, experiment, config.storage)
     finally:
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
@@ -152,9 +154,10 @@ def search_finished(results, config: RunConfig) -> bool:
     return unfinished == 0 and never_ran == 0 and len(results) >= config.trials
 
 
-# Tune writes its state and the trials' results in a staging folder and copies them to the experiment every 10 s or
-# more; a search killed in between loses what was not copied (a trial that finished runs again on `resume`).
-STATE_SYNC_PERIOD = ("TUNE_GLOBAL_CHECKPOINT_S", "3")
+# Tune snapshots its experiment state (which trials exist, and their status) at most this often. A trial's own files
+# are the truth for what it did (search.trial_files); the period bounds how long a very short first epoch waits to be
+# recorded until the snapshot names its trial.
+STATE_SYNC_PERIOD = ("TUNE_GLOBAL_CHECKPOINT_S", "2")
 
 
 def route_logs(log_file: Path, verbose: int) -> None:
@@ -301,8 +304,7 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placeme
 def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, scheduler, concurrency: int) -> list:
     outcomes = TrialOutcomes(config.epochs, space.metric, space.mode)
     return [
-        CSVLoggerCallback(),
-        JsonLoggerCallback(),  # each trial's result.json: every epoch's metrics
+        TrialEnds(outcomes, experiment.location),  # each trial writes its own result.json (search.trial_files)
         TensorBoardEvents(outcomes, experiment.local),
         ProgressView(outcomes, config.trials, concurrency),
         SchedulerState(scheduler, experiment.local / SCHEDULER_FILE),
@@ -323,21 +325,31 @@ def make_sampler(config: RunConfig) -> RandomSampler | TPESampler:
     return TPESampler(seed=config.seed)
 
 
-def trial_record(result, storage: str) -> TrialRecord:
-    frame = result.metrics_dataframe
-    rows = frame.to_dict("records") if frame is not None else []
-    return TrialRecord(
-        trial_id=Path(result.path).name.removeprefix(TRIAL_DIR_PREFIX),
-        config=dict(result.config or {}),
-        history=[_clean_row(row, storage) for row in rows],
-        error=root_cause(str(result.error)) if result.error else None,
-    )
+def trial_records(results, experiment: Experiment, storage: str) -> list[TrialRecord]:
+    """Every trial that Tune ran or that left a record in the experiment folder, as its own files tell it (they can
+    be newer than Tune's state after an interrupted search); Tune adds the reason a trial failed."""
+    errors = {trial_id_of(r): root_cause(str(r.error)) for r in results if r.error}
+    configs = {trial_id_of(r): dict(r.config or {}) for r in results}
+    ids = list(configs) + [i for i in recorded_trial_ids(experiment.location) if i not in configs]
+    records = []
+    for trial_id in ids:
+        files = TrialFiles(experiment.location, trial_id)
+        rows = files.rows()
+        ending = files.ending() or {}
+        config = configs.get(trial_id) or (rows[0].get("config") if rows else {}) or {}
+        records.append(TrialRecord(trial_id=trial_id, config=config, history=[_clean_row(r, storage) for r in rows],
+                                   error=errors.get(trial_id) or ending.get("error")))  # fmt: skip
+    return records
+
+
+def trial_id_of(result) -> str:
+    return Path(result.path).name.removeprefix(TRIAL_DIR_PREFIX)
 
 
 def _clean_row(row: dict, storage: str) -> dict:
     cleaned = {}
     for key, value in row.items():
-        if key in _TUNE_BOOKKEEPING or key.startswith("config/"):
+        if key in _TUNE_BOOKKEEPING or key in _RECORD_BOOKKEEPING or key.startswith("config/"):
             continue
         if isinstance(value, float) and math.isnan(value):
             value = None

@@ -90,7 +90,7 @@ def test_sigkilled_search_resumes_without_rerunning_finished_trials(tmp_path, mn
             kill_pids([process.pid, *descendants(process.pid)])
     experiment = tmp_path / "r"
     assert not (experiment / "summary.json").exists()
-    with open(experiment / "scheduler-state.pkl", "rb") as saved:  # ASHA's rungs, kept for the resume
+    with open(experiment / "scheduler-state.pickle", "rb") as saved:  # ASHA's rungs, kept for the resume
         rungs = str(pickle.load(saved)["_brackets"][0]._rungs)
     assert first in rungs
     first_rows = result_rows(experiment, first)
@@ -150,7 +150,7 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
             kill_pids([process.pid, *descendants(process.pid)])
     assert f"python -m search resume {experiment}" in log.read_text()
     files = uri_files(experiment)
-    assert "summary.json" not in files and {"search.json", "scheduler-state.pkl", "search.log"} <= set(files)
+    assert "summary.json" not in files and {"search.json", "scheduler-state.pickle", "search.log"} <= set(files)
     first_rows = uri_text(f"{experiment}/trial_{first}/result.json")
 
     shutil.rmtree(tmp_path / "cache")  # as on another machine

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from search.storage import filesystem, is_uri, uri_join
+from search.summary import CHECKPOINT_KEY
 
 COMPLETE_MARKER = ".complete"
 STATE_FILE = "state.json"  # trainables.training.STATE_FILE, named here without importing torch
@@ -58,10 +59,18 @@ class CheckpointStore:
 
         return self.fs.get_file_info(str(PurePosixPath(folder, COMPLETE_MARKER))).type == pyarrow.fs.FileType.File
 
-    def _score_of(self, epoch: int) -> float | None:
+    def _state_of(self, epoch: int) -> dict:
         with self.fs.open_input_stream(str(PurePosixPath(self.path_of(epoch), STATE_FILE))) as stream:
-            value = json.loads(stream.read().decode()).get("metrics", {}).get(self.metric)
+            return json.loads(stream.read().decode())
+
+    def _score_of(self, epoch: int) -> float | None:
+        value = self._state_of(epoch).get("metrics", {}).get(self.metric)
         return value if isinstance(value, (int, float)) else None
+
+    def rows_after(self, epoch: int) -> list[dict]:
+        """The metrics each complete checkpoint newer than `epoch` was saved with, and its path (CHECKPOINT_KEY)."""
+        return [{**self._state_of(e).get("metrics", {}), "epoch": e, CHECKPOINT_KEY: self.path_of(e)}
+                for e in self.complete_epochs() if e > epoch]  # fmt: skip
 
     def save(self, local_folder: str | Path, epoch: int, score: float | None) -> str:
         """Copy a checkpoint written in `local_folder` into the store; returns its path (see `path_of`)."""

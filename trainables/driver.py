@@ -14,6 +14,8 @@ import ray.tune
 from search.config import RunConfig
 from search.resources import TrialShape, plan_concurrency
 from search.scheduling import trains_in_process
+from search.trial_files import TrialFiles
+from trainables.checkpoints import CheckpointStore, run_location
 from trainables.room import alive_node_resources, alive_nodes, wait_for_room, worker_resources
 
 # Ray Train is imported by `fit_trial`, in the trial's process (the search driver, which imports this module for
@@ -51,15 +53,50 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
     started_at = time.time()
     settings = RunConfig.from_dict(run)
     trial_id = ray.tune.get_context().get_trial_id()
-    config = {"hp": hp, "run": run, "driver_started_at": started_at, **process_start_figure()}
+    files = TrialFiles(experiment_dir, trial_id)
+    store = CheckpointStore(run_location(experiment_dir, train_run_name(trial_id)), metric, mode, settings.checkpoints)
+    rows = rows_with_checkpointed_epochs(files, store)
+    if rows:  # `resume` of a trial that ran: Tune, ASHA and Optuna hear again what its files hold
+        if replay(rows, files.ending(), settings.epochs, hp):
+            return
+    where = {"experiment_dir": experiment_dir, "trial_id": trial_id, "run_name": train_run_name(trial_id),
+             "metric": metric, "mode": mode, "keep": settings.checkpoints, "hp": hp, "trial_pid": os.getpid(),
+             "driver_started_at": started_at, "time_base": rows[-1].get("time_total_s", 0.0) if rows else 0.0}  # fmt: skip
+    config = {"hp": hp, "run": run, "driver_started_at": started_at, "record": where, **process_start_figure()}
     if trains_in_process(settings.workers, settings.in_process):
-        config["in_process"] = {"experiment_dir": experiment_dir, "run_name": train_run_name(trial_id),
-                                "metric": metric, "mode": mode, "keep": settings.checkpoints}  # fmt: skip
+        config["in_process"] = True
     else:
         prepare_worker_group(settings)
     last = fit_trial(config, settings, trial_id, experiment_dir, metric, mode)
     if last.get("diverged"):
         raise NonFiniteLoss(divergence_message(last, hp))
+
+
+def rows_with_checkpointed_epochs(files: TrialFiles, store: CheckpointStore) -> list[dict]:
+    """The trial's rows, and a row for each complete checkpoint newer than them (a kill between a checkpoint and its
+    row), taken from the checkpoint's own state.json."""
+    rows = files.rows()
+    last = rows[-1]["epoch"] if rows else 0
+    for row in store.rows_after(last):
+        rows = files.append(rows, row)
+    return rows
+
+
+class EndedBefore(RuntimeError):
+    """A trial that had failed before the search was interrupted fails again on `resume`, for the same reason."""
+
+
+def replay(rows: list[dict], ending: dict | None, epochs: int, hp: dict) -> bool:
+    """Report the trial's recorded epochs to Tune again (marked `recovered`); True when the trial had ended (by its
+    `end.json`, its last epoch or a diverged loss) and has nothing left to train."""
+    for row in rows:
+        ray.tune.report({**row, "recovered": True})
+    last = rows[-1]
+    if ending and ending.get("status") == "failed":
+        raise EndedBefore(ending.get("error") or "the trial failed before the search was interrupted")
+    if last.get("diverged"):
+        raise NonFiniteLoss(divergence_message(last, hp))
+    return bool(ending) or int(last.get("epoch", 0)) >= epochs
 
 
 def divergence_message(last: dict, hp: dict) -> str:
@@ -111,11 +148,7 @@ def fit_trial(config: dict, settings: RunConfig, trial_id: str, experiment_dir: 
         run_config=ray.train.RunConfig(
             name=train_run_name(trial_id),
             storage_path=experiment_dir,
-            checkpoint_config=ray.train.CheckpointConfig(
-                num_to_keep=settings.checkpoints,
-                checkpoint_score_attribute=metric,
-                checkpoint_score_order=mode,
-            ),
+            # No Train checkpoints: rank 0 keeps them in the trial's CheckpointStore (trainables.session).
             # The worker group's start (waiting for resources) is retried as often as a worker failure, not forever.
             failure_config=ray.train.FailureConfig(
                 max_failures=settings.max_failures, controller_failure_limit=settings.max_failures

@@ -2,12 +2,16 @@
 
 Two kinds of trial: a Ray Train DDP group (several workers), and a one-worker trial that trains inside its own Tune
 trial process (Ray Train's local mode), where `ray.train.get_context`, `prepare_model` and `ray.train.report` are
-not available, so results go to Tune directly and checkpoints to the same place a Train run keeps them.
+not available, so results go to Tune directly.
+
+Both keep their checkpoints in the same `CheckpointStore` (`train_<id>/checkpoint_epoch_NNNN`, complete once marked)
+and their epochs in the trial's own `result.json`, in this order: the checkpoint, then its row, then Tune hears of the
+epoch. So a search killed at any moment leaves files that know at least what Tune knew (`search.trial_files`).
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+import time
 
 import ray.train
 import ray.train.torch
@@ -15,44 +19,65 @@ import ray.tune
 import torch
 
 from search.summary import CHECKPOINT_KEY
-from trainables.checkpoints import CheckpointStore, checkpoint_folder_name, run_location
+from search.trial_files import TrialFiles, wait_until_tune_knows
+from trainables.checkpoints import CheckpointStore, run_location
+
+
+class TrialRecord:
+    """Rank 0's writer of the trial's checkpoints and epochs (the other ranks only read the latest checkpoint)."""
+
+    def __init__(self, where: dict):
+        self.experiment_dir, self.trial_id = where["experiment_dir"], where["trial_id"]
+        self.store = CheckpointStore(run_location(where["experiment_dir"], where["run_name"]), where["metric"],
+                                     where["mode"], where["keep"])  # fmt: skip
+        self.files = TrialFiles(where["experiment_dir"], where["trial_id"])
+        self.rows = self.files.rows()
+        self.extra = {"trial_id": where["trial_id"], "pid": where.get("trial_pid"), "config": where.get("hp", {})}
+        self.started_at, self.time_base = where.get("driver_started_at") or time.time(), where.get("time_base", 0.0)
+
+    def keep(self, metrics: dict, folder: str | None, epoch: int) -> None:
+        """The epoch's checkpoint (when there is one), then its row; adds the checkpoint's path to `metrics`."""
+        if not self.rows:
+            wait_until_tune_knows(self.experiment_dir, self.trial_id)
+        if folder:
+            metrics[CHECKPOINT_KEY] = self.store.save(folder, epoch, metrics.get(self.store.metric))
+        row = {**metrics, **self.extra, "time_total_s": self.time_base + time.time() - self.started_at}
+        self.rows = self.files.append(self.rows, row)
 
 
 class TrainGroupSession:
-    """A rank of a Ray Train worker group: Train keeps the checkpoints and hands results to Tune (TuneReportCallback
-    adds their path)."""
+    """A rank of a Ray Train worker group: Train hands each epoch's metrics to Tune (TuneReportCallback); rank 0
+    keeps the trial's checkpoints and rows."""
 
-    def __init__(self):
+    def __init__(self, where: dict):
         context = ray.train.get_context()
         self.rank, self.world_size = context.get_world_rank(), context.get_world_size()
         self.device = ray.train.torch.get_device()
+        self.record = TrialRecord(where) if self.rank == 0 else None
+        self.store = self.record.store if self.record else CheckpointStore(
+            run_location(where["experiment_dir"], where["run_name"]), where["metric"], where["mode"], where["keep"])
 
     def prepare_model(self, model: torch.nn.Module) -> torch.nn.Module:
         """On the device, wrapped in DistributedDataParallel."""
         return ray.train.torch.prepare_model(model)
 
-    @contextmanager
     def latest_checkpoint(self):
-        checkpoint = ray.train.get_checkpoint()
-        if checkpoint is None:
-            yield None
-            return
-        with checkpoint.as_directory() as directory:
-            yield directory
+        return self.store.latest()
 
     def report(self, metrics: dict, folder: str | None, epoch: int) -> None:
-        checkpoint = ray.train.Checkpoint.from_directory(folder) if folder else None
-        ray.train.report(metrics, checkpoint=checkpoint, checkpoint_dir_name=checkpoint_folder_name(epoch))
+        if self.record:
+            self.record.keep(metrics, folder, epoch)
+        ray.train.report(metrics)  # every rank: a barrier; Tune hears rank 0's
 
 
 class InProcessSession:
     """The trial's own process, the only rank: the GPU share Ray gave it (it sets CUDA_VISIBLE_DEVICES) or the CPU."""
 
-    def __init__(self, experiment_dir: str, run_name: str, metric: str, mode: str, keep: int):
+    def __init__(self, where: dict):
         self.rank, self.world_size = 0, 1
         self.device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
-        self.metric = metric
-        self.store = CheckpointStore(run_location(experiment_dir, run_name), metric, mode, keep)
+        self.record = TrialRecord(where)
+        self.store = self.record.store
 
     def prepare_model(self, model: torch.nn.Module) -> torch.nn.Module:
         return model.to(self.device)
@@ -61,13 +86,10 @@ class InProcessSession:
         return self.store.latest()
 
     def report(self, metrics: dict, folder: str | None, epoch: int) -> None:
-        if folder:
-            metrics[CHECKPOINT_KEY] = self.store.save(folder, epoch, metrics.get(self.metric))
+        self.record.keep(metrics, folder, epoch)
         ray.tune.report(metrics)
 
 
 def session_for(config: dict):
-    where = config.get("in_process")
-    if not where:
-        return TrainGroupSession()
-    return InProcessSession(where["experiment_dir"], where["run_name"], where["metric"], where["mode"], where["keep"])
+    where = config["record"]
+    return InProcessSession(where) if config.get("in_process") else TrainGroupSession(where)
