@@ -94,10 +94,14 @@ def exists(location: str) -> bool:
     return fs.get_file_info(path).type != pyarrow.fs.FileType.NotFound
 
 
-def read_text(location: str) -> str:
+def read_bytes(location: str) -> bytes:
     fs, path = filesystem(location)
     with fs.open_input_stream(path) as stream:
-        return stream.read().decode()
+        return stream.read()
+
+
+def read_text(location: str) -> str:
+    return read_bytes(location).decode()
 
 
 def write_text(location: str, text: str) -> None:

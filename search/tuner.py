@@ -34,7 +34,7 @@ from search.scheduling import TrialPlacement, place_trials
 from search.files import write_json_atomically
 from search.space import Space, load_space
 from search.storage import (
-    SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_text, write_text,
+    SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_bytes, read_text, write_text,
 )
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
 from search.trial_files import TRIAL_DIR_PREFIX, TrialFiles, recorded_trial_ids
@@ -76,6 +76,8 @@ def resume_search(experiment: Experiment) -> dict:
     space = load_space(config.space)
 
     def restore(placement: TrialPlacement) -> ray.tune.Tuner:
+        if not tune_state_is_whole(experiment):  # interrupted before any trial ran: start the search afresh
+            return build_tuner(config, space, experiment, placement)
         # Tune keeps the scheduler, searcher and max_concurrent_trials it pickled when the search started.
         return ray.tune.Tuner.restore(
             experiment.location,
@@ -85,6 +87,21 @@ def resume_search(experiment: Experiment) -> dict:
         )
 
     return drive(config, space, experiment, restore)
+
+
+TUNER_FILE = "tuner.pkl"  # Tune's, written once when a search starts, not through a temporary name
+
+
+def tune_state_is_whole(experiment: Experiment) -> bool:
+    """Whether Tune can restore the search: its tuner.pkl is there and whole (a kill while Tune writes it leaves a
+    part, before any trial ran; a pickle ends with its STOP opcode). Trials record nothing before Tune's snapshot
+    names them (search.trial_files), so without it there is nothing to restore."""
+    if not ray.tune.Tuner.can_restore(experiment.location):
+        return False
+    try:
+        return read_bytes(experiment.join(TUNER_FILE)).endswith(b".")
+    except OSError:
+        return False
 
 
 def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -> dict:

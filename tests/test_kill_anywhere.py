@@ -1,0 +1,161 @@
+"""SIGKILL at any moment, then `resume`: nothing that a trial did is lost.
+
+One search is killed (SIGKILL to its process group: the driver and every Ray process it started) at eight moments
+of its life, each during the `run` or `resume` before it, and resumed after each; a last resume finishes it. After
+every kill the files are snapshotted; at the end every epoch a trial reported before a kill is still there with the
+same metrics, files were only ever grown or added, every trial ended completed, stopped early or failed, the best is
+the best by the documented rule, and it exports.
+"""
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.e2e_helpers import descendants, kill_pids, run_cli
+
+pytestmark = pytest.mark.e2e
+
+# stem=imagenet and batch 128: the tutorial's cheap model; this test is about processes and files, not accuracy
+COMMON = ["space=resnet_mnist", "data.val_limit=200", "seed=3", "stem=imagenet", "batch_size=128", "data.limit=256",
+          "epochs=2", "grace=1"]  # fmt: skip
+SHAPES = {"in_process": ["workers=1", "trials=8", "concurrency=2"], "ddp": ["workers=2", "cpus=1", "trials=3"]}
+EPOCH_LINE = re.compile(r"(?m)^\s+(\w{8})\s+epoch (\d+)/\d+\s+val_acc (\d\.\d{4})")
+
+
+def log_has(pattern: str, after_s: float = 0.0):
+    def moment(log: str, experiment: Path, elapsed: float) -> bool:
+        match = re.search(pattern, log)
+        if match and after_s:
+            time.sleep(after_s)
+        return bool(match)
+    return moment
+
+
+def after_seconds(seconds: float):
+    return lambda log, experiment, elapsed: elapsed >= seconds
+
+
+def experiment_claimed(log: str, experiment: Path, elapsed: float) -> bool:
+    """search.json written: the driver is about to start Ray."""
+    if (experiment / "search.json").exists():
+        time.sleep(0.5)
+        return True
+    return False
+
+
+def checkpoint_being_written(log: str, experiment: Path, elapsed: float) -> bool:
+    """A checkpoint folder without its completion marker (or, after 30 s of looking, any moment)."""
+    return elapsed > 30 or any(not (folder / ".complete").exists() for folder in experiment.glob("train_*/checkpoint_epoch_*"))
+
+
+# (what the moment is, when it has come), in the order the chain meets them
+MOMENTS = [
+    ("while Ray starts", experiment_claimed),
+    ("right after a trial's first epoch", log_has(r"epoch 1/2  val_acc")),
+    ("while resume replays recorded epochs", log_has(r"recovered from its files")),
+    ("right after a trial's last epoch", log_has(r"finished: completed")),
+    ("between a trial's end and the next one's start", log_has(r"finished: \w+", after_s=0.3)),
+    ("during a checkpoint write", checkpoint_being_written),
+    ("while resume starts", after_seconds(2.5)),
+    ("after the last trial ended (the summary)", log_has(r"(\d+)/\1 done")),
+]
+
+
+def start(command: str, *args: str, log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "w")
+    return subprocess.Popen([sys.executable, "-m", "search", command, *args], cwd=REPO, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL to the command's process group, and to every process below it (Ray's may have left the group)."""
+    below = descendants(process.pid)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    kill_pids([process.pid, *below])
+    process.wait(timeout=30)
+
+
+def snapshot(experiment: Path) -> dict:
+    """What the files hold now: each result.json's text, each event file's size, each complete checkpoint's hash."""
+    return {
+        "results": {p.parent.name: p.read_text() for p in experiment.glob("trial_*/result.json")},
+        "events": {str(p): p.stat().st_size for p in experiment.glob("trial_*/events.out.tfevents.*")},
+        "checkpoints": {str(folder): hashlib.sha256((folder / "model.pt").read_bytes()).hexdigest()
+                        for folder in experiment.glob("train_*/checkpoint_epoch_*") if (folder / ".complete").exists()},
+    }  # fmt: skip
+
+
+def rows_of(experiment: Path, trial_id: str) -> dict[int, dict]:
+    text = (experiment / f"trial_{trial_id}" / "result.json").read_text()
+    return {row["epoch"]: row for row in map(json.loads, text.splitlines())}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_search_killed_at_eight_moments_resumes_without_losing_anything(tmp_path, mnist_root, shape):
+    experiment = tmp_path / "k"
+    run_args = [*COMMON, *SHAPES[shape], f"data.root={mnist_root}", f"storage={tmp_path}", "name=k"]
+    reported, snapshots, kills, logs = set(), [], [], []
+    for index, (label, has_come) in enumerate(MOMENTS):
+        log_path = tmp_path / f"segment{index}.log"
+        process = start("run", *run_args, log_path=log_path) if index == 0 else start("resume", str(experiment), log_path=log_path)
+        began = time.monotonic()
+        while process.poll() is None and not has_come(log_path.read_text(), experiment, time.monotonic() - began):
+            assert time.monotonic() - began < 300, f"{label}: not reached in 300 s\n{log_path.read_text()[-3000:]}"
+            time.sleep(0.01)
+        finished = process.poll() is not None
+        kill_group(process)
+        log = log_path.read_text()
+        logs.append(log)
+        reported |= set(EPOCH_LINE.findall(log))
+        if finished:  # the search ended before this moment: nothing left to kill
+            assert process.returncode == 0, log[-3000:]
+            break
+        kills.append((label, round(time.monotonic() - began, 1)))
+        snapshots.append(snapshot(experiment))
+    assert len(kills) == len(MOMENTS), f"only {len(kills)} kills before the search ended: {kills}"
+
+    final = run_cli("resume", str(experiment))
+    assert final.returncode == 0, final.stdout[-3000:] + final.stderr[-3000:]
+    reported |= set(EPOCH_LINE.findall(final.stdout))
+    again = run_cli("resume", str(experiment))
+    assert again.returncode == 0 and "already finished" in again.stdout
+
+    summary = json.loads((experiment / "summary.json").read_text())
+    trials = {t["trial_id"]: t for t in summary["trials"]}
+    assert len(trials) == summary["run"]["trials"], (kills, sorted(trials))
+    assert {t["status"] for t in trials.values()} <= {"completed", "stopped_early", "failed"}, summary["trials"]
+    for trial in trials.values():
+        assert trial["status"] != "failed" or trial["error"], trial
+    # every epoch reported before a kill keeps its metrics
+    for trial_id, epoch, value in reported:
+        assert trial_id in trials, f"trial {trial_id} reported epoch {epoch}, then vanished ({kills})"
+        assert f"{rows_of(experiment, trial_id)[int(epoch)]['val_acc']:.4f}" == value, (trial_id, epoch)
+    # files only grew or were added; a complete checkpoint is never rewritten (pruning may remove it)
+    now = snapshot(experiment)
+    for before in snapshots:
+        for name, text in before["results"].items():
+            assert now["results"][name].startswith(text), f"{name}/result.json lost lines"
+        for path, size in before["events"].items():
+            assert Path(path).stat().st_size >= size, f"{path} shrank"
+        for path, digest in before["checkpoints"].items():
+            assert path not in now["checkpoints"] or now["checkpoints"][path] == digest, f"{path} was rewritten"
+    # the best by the documented rule: a trial that finished its OneCycle schedule, by its final epoch
+    finishers = [t for t in trials.values() if t["status"] == "completed"]
+    if finishers:
+        assert summary["best"]["metrics"]["val_acc"] == max(t["val_acc"] for t in finishers)
+        assert summary["best"]["epoch"] == 2
+    exported = run_cli("export", str(experiment), f"out={tmp_path / 'model'}")
+    assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
+    print(f"{shape}: killed {kills}; trials {[(t['trial_id'], t['status'], t['epochs_run']) for t in trials.values()]}")
