@@ -72,6 +72,9 @@ def cmd_resume(args: list[str]) -> int:
         print(f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}")
         return 0
     experiment.download()  # a URI's search.json, scheduler state, log and events, into the working folder
+    from trainables.checkpoints import refuse_damaged_in
+
+    refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
     from search.tuner import resume_search
 
     try:

@@ -25,7 +25,8 @@ from search.errors import SearchFailed, UsageError
 from search.files import publish_folder, staging_folder
 from search.space import Space, load_space
 from search.storage import Experiment
-from search.summary import read_summary
+from search.summary import SUMMARY_FILE, read_summary
+from trainables.checkpoints import refuse_damaged
 from trainables.data import get_dataset
 from trainables.training import evaluate, load_model_weights
 
@@ -105,6 +106,7 @@ def export_experiment(experiment: Experiment, out: Path | None = None, trial_id:
     reported = next(t for t in summary["trials"] if t["trial_id"] == chosen)[summary["metric"]]
     out = (out or experiment.local / "export").resolve()
 
+    refuse_damaged(checkpoint, f"export another trial with trial=ID (see {SUMMARY_FILE})")  # never another silently
     info = get_dataset(space.dataset).info(run.data.root, config)
     classifier = classifier_from_checkpoint(space, info, config, experiment.local_checkpoint(checkpoint))
     staging = staging_folder(out)

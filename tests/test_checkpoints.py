@@ -74,3 +74,66 @@ def test_store_on_s3(tmp_path, s3_bucket):
     assert store.complete_epochs() == [1, 3]
     with store.latest() as folder:
         assert (folder / "model.pt").read_bytes() == b"weights 3"
+
+
+class FullDisk:
+    """An fsspec filesystem over a real folder whose disk is full for files named `full_for` (ENOSPC on write)."""
+
+    def __new__(cls, full_for: str):
+        import errno
+
+        from fsspec.implementations.local import LocalFileSystem
+
+        class Full(LocalFileSystem):
+            def _open(self, path, mode="rb", **kwargs):
+                if "w" in mode and path.endswith(full_for):
+                    raise OSError(errno.ENOSPC, "No space left on device", path)
+                return super()._open(path, mode=mode, **kwargs)
+
+        return Full()
+
+
+def test_a_checkpoint_that_cannot_be_written_fails_in_one_line_and_never_counts(tmp_path):
+    import pyarrow.fs
+
+    from trainables.checkpoints import CheckpointWriteFailed
+
+    run = tmp_path / "exp" / "train_abc"
+    store = CheckpointStore(str(run), "val_acc", "max", keep=2)
+    store.save(written_checkpoint(tmp_path / "local1", 1, 0.5), 1, 0.5)
+    full = CheckpointStore(str(run), "val_acc", "max", keep=2,
+                           fs=pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(FullDisk("model.pt"))))
+    with pytest.raises(CheckpointWriteFailed, match=r"could not write the checkpoint of epoch 2 to .*checkpoint_epoch_0002: .*No space left"):
+        full.save(written_checkpoint(tmp_path / "local2", 2, 0.9), 2, 0.9)
+    assert (run / "checkpoint_epoch_0002").is_dir() and not (run / "checkpoint_epoch_0002" / COMPLETE_MARKER).exists()
+    assert CheckpointStore(str(run), "val_acc", "max", keep=2).complete_epochs() == [1]
+    with store.latest() as latest:
+        assert latest.name == "checkpoint_epoch_0001"
+
+
+def torch_checkpoint(folder):
+    import torch
+
+    folder.mkdir(parents=True)
+    torch.save({"w": torch.zeros(1000)}, folder / "model.pt")
+    (folder / "state.json").write_text(json.dumps({"epoch": 1, "metrics": {}}))
+    (folder / COMPLETE_MARKER).write_text("")
+    return folder
+
+
+def test_damage_names_the_file(tmp_path):
+    from trainables.checkpoints import damage
+
+    whole = torch_checkpoint(tmp_path / "whole")
+    assert damage(str(whole)) is None
+    cut = torch_checkpoint(tmp_path / "cut")
+    data = (cut / "model.pt").read_bytes()
+    (cut / "model.pt").write_bytes(data[: len(data) // 2])
+    assert damage(str(cut)).startswith(f"{cut}/model.pt is damaged: cut short")
+    no_state = torch_checkpoint(tmp_path / "no_state")
+    (no_state / "state.json").unlink()
+    assert damage(str(no_state)) == f"{no_state}/state.json is missing"
+    unmarked = torch_checkpoint(tmp_path / "unmarked")
+    (unmarked / COMPLETE_MARKER).unlink()
+    assert "no .complete marker" in damage(str(unmarked))
+    assert damage(str(tmp_path / "gone")) == f"{tmp_path / 'gone'} is missing"

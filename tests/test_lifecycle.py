@@ -74,41 +74,6 @@ def test_worker_failures_beyond_the_bound_fail_the_trial_with_the_cause(tmp_path
     assert trial["error"].startswith("WorkerDied: a training worker process (pid "), trial["error"]
 
 
-def test_sigkilled_search_resumes_without_rerunning_finished_trials(tmp_path, mnist_root):
-    """One-worker trials (the default here): a trial process continues from the checkpoints it kept itself."""
-    log = tmp_path / "run.log"
-    args = [*COMMON, f"storage={tmp_path}", "name=r", "trials=3", "epochs=3", "grace=3", "data.limit=2048",
-            "concurrency=1"]  # fmt: skip
-    process = start_search(log, *args)
-    try:
-        first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
-        wait_for_file_lines(tmp_path / "r" / f"trial_{first}" / "result.json", 3)  # Tune copied it from its staging
-        second = wait_for_line(log, rf"(?m)^\s+(?!{first})(\w+)\s+epoch 1/3", process).group(1)
-        kill_pids([*descendants(process.pid), process.pid])  # the driver and every Ray process it started
-    finally:
-        if process.poll() is None:
-            kill_pids([process.pid, *descendants(process.pid)])
-    experiment = tmp_path / "r"
-    assert not (experiment / "summary.json").exists()
-    with open(experiment / "scheduler-state.pickle", "rb") as saved:  # ASHA's rungs, kept for the resume
-        rungs = str(pickle.load(saved)["_brackets"][0]._rungs)
-    assert first in rungs
-    first_rows = result_rows(experiment, first)
-
-    resumed = run_cli("resume", str(experiment))
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    summary = json.loads((experiment / "summary.json").read_text())
-    assert len(summary["trials"]) == 3
-    assert all(t["status"] == "completed" for t in summary["trials"])
-    assert result_rows(experiment, first) == first_rows, "a finished trial ran again"
-    second_rows = result_rows(experiment, second)
-    assert second_rows[-1]["epoch"] == 3
-    assert all(row["resumed_from"] >= 1 for row in second_rows if row["epoch"] >= 2), second_rows
-
-    again = run_cli("resume", str(experiment))
-    assert again.returncode == 0 and "already finished" in again.stdout
-
-
 def test_resume_refuses_a_folder_that_is_not_an_experiment(tmp_path):
     result = run_cli("resume", str(tmp_path))
     assert result.returncode == 2 and "not an experiment folder" in result.stderr

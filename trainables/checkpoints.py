@@ -18,23 +18,42 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from search.storage import filesystem, is_uri, uri_join
+from search.errors import UsageError
+from search.storage import as_location, filesystem, is_uri, uri_join
 from search.summary import CHECKPOINT_KEY
 
 COMPLETE_MARKER = ".complete"
 STATE_FILE = "state.json"  # trainables.training.STATE_FILE, named here without importing torch
+MODEL_FILE = "model.pt"  # trainables.training.MODEL_FILE
 FOLDER = re.compile(r"checkpoint_epoch_(\d{4,})$")
+
+
+class CheckpointWriteFailed(OSError):
+    """A checkpoint could not be written whole: the trial fails with this reason, and the folder never counts."""
 
 
 def checkpoint_folder_name(epoch: int) -> str:
     return f"checkpoint_epoch_{epoch:04d}"
 
 
+def complete_epochs(fs, root: str) -> list[int]:
+    """The epochs of a run folder's checkpoints that hold their marker (written last, so they are whole)."""
+    import pyarrow.fs
+
+    epochs = []
+    for info in fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True)):
+        match = FOLDER.match(PurePosixPath(info.path).name)
+        marker = str(PurePosixPath(info.path, COMPLETE_MARKER))
+        if match and info.type == pyarrow.fs.FileType.Directory and fs.get_file_info(marker).type == pyarrow.fs.FileType.File:
+            epochs.append(int(match.group(1)))
+    return sorted(epochs)
+
+
 class CheckpointStore:
-    def __init__(self, run_location: str, metric: str, mode: str, keep: int):
+    def __init__(self, run_location: str, metric: str, mode: str, keep: int, fs=None):
         import pyarrow.fs
 
-        self.fs, self.root = filesystem(run_location)
+        self.fs, self.root = (fs, run_location) if fs is not None else filesystem(run_location)
         self.local_fs = pyarrow.fs.LocalFileSystem()
         self.metric, self.mode, self.keep = metric, mode, keep
         self.fs.create_dir(self.root)
@@ -45,19 +64,7 @@ class CheckpointStore:
         return str(PurePosixPath(self.root, checkpoint_folder_name(epoch)))
 
     def complete_epochs(self) -> list[int]:
-        import pyarrow.fs
-
-        epochs = []
-        for info in self.fs.get_file_info(pyarrow.fs.FileSelector(self.root, allow_not_found=True)):
-            match = FOLDER.match(PurePosixPath(info.path).name)
-            if match and info.type == pyarrow.fs.FileType.Directory and self._is_complete(info.path):
-                epochs.append(int(match.group(1)))
-        return sorted(epochs)
-
-    def _is_complete(self, folder: str) -> bool:
-        import pyarrow.fs
-
-        return self.fs.get_file_info(str(PurePosixPath(folder, COMPLETE_MARKER))).type == pyarrow.fs.FileType.File
+        return complete_epochs(self.fs, self.root)
 
     def _state_of(self, epoch: int) -> dict:
         with self.fs.open_input_stream(str(PurePosixPath(self.path_of(epoch), STATE_FILE))) as stream:
@@ -77,11 +84,16 @@ class CheckpointStore:
         import pyarrow.fs
 
         target = self.path_of(epoch)
-        self.fs.delete_dir_contents(target, missing_dir_ok=True)  # a copy an earlier run of this epoch cut short
-        self.fs.create_dir(target)
-        pyarrow.fs.copy_files(str(local_folder), target, self.local_fs, self.fs)
-        with self.fs.open_output_stream(str(PurePosixPath(target, COMPLETE_MARKER))) as stream:
-            stream.write(b"")
+        try:
+            self.fs.delete_dir_contents(target, missing_dir_ok=True)  # a copy an earlier run of this epoch cut short
+            self.fs.create_dir(target)
+            pyarrow.fs.copy_files(str(local_folder), target, self.local_fs, self.fs)
+            with self.fs.open_output_stream(str(PurePosixPath(target, COMPLETE_MARKER))) as stream:
+                stream.write(b"")  # last: without it the folder is not a checkpoint
+        except OSError as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CheckpointWriteFailed(f"could not write the checkpoint of epoch {epoch} to {target}: {reason} "
+                                        "(is the disk full, or the folder gone?)") from None  # fmt: skip
         self.scores[epoch] = score
         self._prune(latest=epoch)
         return target
@@ -110,6 +122,57 @@ class CheckpointStore:
             yield Path(folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def damage(location: str) -> str | None:
+    """What is wrong with a checkpoint folder (a path or a URI), naming the file; None when it is whole: its marker,
+    its state.json (parsed) and its model.pt (a torch zip archive read to its central directory, which a file cut
+    short lacks). Pyarrow and the standard library only: cheap enough to check every checkpoint before a resume."""
+    import pyarrow.fs
+    import zipfile
+
+    fs, folder = filesystem(location, key="checkpoint")
+    where = lambda name: f"{location.rstrip('/')}/{name}"  # noqa: E731
+    if fs.get_file_info(folder).type != pyarrow.fs.FileType.Directory:
+        return f"{location} is missing"
+    if fs.get_file_info(str(PurePosixPath(folder, COMPLETE_MARKER))).type != pyarrow.fs.FileType.File:
+        return f"{location}: not a complete checkpoint (no {COMPLETE_MARKER} marker: its writing was cut short)"
+    try:
+        with fs.open_input_stream(str(PurePosixPath(folder, STATE_FILE))) as stream:
+            json.loads(stream.read().decode())
+    except FileNotFoundError:
+        return f"{where(STATE_FILE)} is missing"
+    except (OSError, ValueError) as exc:
+        return f"{where(STATE_FILE)} is damaged ({type(exc).__name__})"
+    try:
+        with fs.open_input_file(str(PurePosixPath(folder, MODEL_FILE))) as handle, zipfile.ZipFile(handle) as archive:
+            archive.infolist()
+    except FileNotFoundError:
+        return f"{where(MODEL_FILE)} is missing"
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+        return f"{where(MODEL_FILE)} is damaged: cut short or not a torch checkpoint ({exc})"
+    return None
+
+
+def refuse_damaged(location: str, remedy: str) -> None:
+    problem = damage(location)
+    if problem:
+        raise UsageError(f"damaged checkpoint: {problem}; {remedy}")
+
+
+def refuse_damaged_in(experiment_dir: str) -> None:
+    """Every complete checkpoint of every trial of an experiment, checked before `resume` trains from them (a
+    folder without its marker is a write cut short, which resume ignores)."""
+    import pyarrow.fs
+
+    fs, root = filesystem(experiment_dir)
+    for run in fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True)):
+        if run.type != pyarrow.fs.FileType.Directory or not PurePosixPath(run.path).name.startswith("train_"):
+            continue
+        for epoch in complete_epochs(fs, run.path):
+            path = str(PurePosixPath(run.path, checkpoint_folder_name(epoch)))
+            refuse_damaged(as_location(experiment_dir, path), "delete that folder to resume from the trial's checkpoint "
+                                                             "before it")  # fmt: skip
 
 
 def epochs_to_delete(scores: dict[int, float | None], mode: str, keep: int, latest: int) -> list[int]:
