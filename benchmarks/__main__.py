@@ -173,7 +173,8 @@ def print_tables(report: dict) -> None:
 def main() -> None:
     args, parts, shapes = parse_args(sys.argv[1:], __doc__.split("\n\n")[0])
     measures = {
-        "peer": ("peer", lambda storage: peer.measure(args.root, storage, args.peer_trials, args.peer_epochs)),
+        "peer": ("peer", lambda storage: peer.measure(args.root, storage, args.peer_trials, args.peer_epochs,
+                                                       args.peer_keys.split())),
         "overhead": ("trials", lambda storage: measure_trials(args.root, storage, 128, args.trial_images, args.trial_epochs,
                                                               args.trials_per_shape, shapes)),
         "ddp": ("ddp_without_ray", lambda storage: ddp_ceiling.measure(args.root)),

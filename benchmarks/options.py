@@ -39,6 +39,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}")
     parser.add_argument("--peer-trials", type=int, default=8, help="peer part: trials of the loop and of the search")
     parser.add_argument("--peer-epochs", type=int, default=2, help="peer part: epochs per trial")
+    parser.add_argument("--peer-keys", default="", help="peer part: key=value words added to the search's command "
+                                                        "(e.g. gpus=0.125), space-separated")
     parser.add_argument("--trials-per-shape", type=int, default=3, help="overhead part: trials one after another")
     parser.add_argument("--trial-images", type=int, default=2048, help="overhead part: training images per trial")
     parser.add_argument("--trial-epochs", type=int, default=5, help="overhead part: epochs (the first two are warm-up)")

@@ -54,11 +54,11 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
             "device": str(device)}
 
 
-def measure(root: str, storage: Path, trials: int, epochs: int) -> dict:
+def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] = ()) -> dict:
     loop = plain_optuna_loop(root, trials, epochs, threads=len(os.sched_getaffinity(0)))
     print(f"  plain Optuna loop: {loop['wall_s']:.0f} s", flush=True)
     overrides = ["space=resnet_mnist", f"data.root={root}", f"trials={trials}", f"epochs={epochs}", f"grace={epochs}",
-                 f"batch_size={BATCH}", *FIXED_HP]  # fmt: skip
+                 f"batch_size={BATCH}", *FIXED_HP, *keys]  # fmt: skip
     run = run_search(storage, "peer", overrides)
     summary = summary_of(run["experiment"])
     settings = summary["run"]
@@ -70,7 +70,8 @@ def measure(root: str, storage: Path, trials: int, epochs: int) -> dict:
         "search": {
             "wall_s": run["wall_s"],
             "best_val_acc": summary["best"]["metrics"]["val_acc"],
-            "shape": {key: settings[key] for key in ("workers", "cpus", "gpus")},
+            "shape": {key: settings[key] for key in ("workers", "cpus", "gpus", "concurrency")},
+            "keys": list(keys),
         },
         "search_over_loop": run["wall_s"] / loop["wall_s"],
     }

@@ -17,7 +17,7 @@ PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
 
 
 def trial_histories(experiment: Path, summary: dict) -> dict[str, list[dict]]:
-    """Every epoch each trial reported, from Tune's result.json in its folder."""
+    """Every epoch each trial reported, from the result.json it wrote in its folder."""
     histories = {}
     for trial in summary["trials"]:
         result_file = experiment / f"trial_{trial['trial_id']}" / "result.json"
@@ -27,11 +27,11 @@ def trial_histories(experiment: Path, summary: dict) -> dict[str, list[dict]]:
 
 
 def start_order(summary: dict, histories: dict[str, list[dict]]) -> list[dict]:
-    """Trials in the order they started (Tune's timestamps), for the optimization history."""
+    """Trials in the order they started training (their first epoch's wall clock), for the optimization history."""
 
     def started(trial):
         rows = histories[trial["trial_id"]]
-        return rows[0]["timestamp"] - rows[0].get("time_total_s", 0) if rows else float("inf")
+        return rows[0].get("started_at", float("inf")) if rows else float("inf")
 
     return sorted(summary["trials"], key=started)
 

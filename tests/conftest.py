@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-MNIST_MINI = (REPO / ".." / "shared" / "datasets" / "mnist-mini").resolve()
+import os  # noqa: E402
+
+# $MNIST_MINI: where a machine keeps its copy elsewhere (the GPU machine's .gpu/mnist-mini)
+MNIST_MINI = Path(os.environ.get("MNIST_MINI") or REPO / ".." / "shared" / "datasets" / "mnist-mini").resolve()
 
 
 @pytest.fixture
