@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a 1-GPU machine (see ../shared/gpu/README.md): the default command with no shape keys, its export and a
+# On a 1-GPU machine (see benchmarks/README.md, "On a GPU"): the default command with no shape keys, its export and a
 # prediction, with the GPU's use sampled by nvidia-smi every second; then the loop peer. Writes under $OUT (or
 # ./gpu-out): default.log, smi-default.csv, default-trials.json, predict.log, peer.log, peer.json.
 # Usage: source .gpu/prep.sh && bash benchmarks/gpu_default.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a 1-GPU machine (see ../shared/gpu/README.md): the GPU test file, then the benchmark's gpu part (every accelerator
+# On a 1-GPU machine (see benchmarks/README.md, "On a GPU"): the GPU test file, then the benchmark's gpu part (every accelerator
 # key's img/s against the plain step). Writes gpu-tests.log, accelerator.json and accelerator.log under $OUT.
 # Usage: source .gpu/prep.sh && bash benchmarks/gpu_keys.sh
 set -uo pipefail

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from benchmarks.search_runs import REPO
 
-DEFAULT_ROOT = str(REPO.parent / "shared/datasets/mnist-mini")
+DEFAULT_ROOT = ""  # the package's MNIST sample (search.samples), unpacked when a part runs
 PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu")
 SHAPES = {
     "workers=1 cpus=2": ("workers=1", "cpus=2"),  # trains in its own trial process, reused for the next trial
@@ -33,7 +33,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser(description: str) -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m benchmarks", description=description)
-    parser.add_argument("--root", default=DEFAULT_ROOT, help="MNIST in torchvision's layout (a folder holding MNIST/raw)")
+    parser.add_argument("--root", default=DEFAULT_ROOT, help="MNIST in torchvision's layout (a folder holding MNIST/raw; "
+                                                             "default: the 8,000-digit sample that ships with search)")
     parser.add_argument("--out", default="benchmarks.json", help="JSON file of the figures (written as each part ends)")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}")
@@ -57,6 +58,10 @@ def build_parser(description: str) -> argparse.ArgumentParser:
 def parse_args(argv: list[str] | None, description: str) -> tuple[argparse.Namespace, set[str], list[str]]:
     """The options, the parts to run and the trial shapes; a bad option: one line on stderr, exit 2."""
     args = build_parser(description).parse_args(argv)
+    if not args.root:
+        from search import samples
+
+        args.root = str(samples.mnist_root())
     problem = first_problem(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -83,7 +88,7 @@ def first_problem(args: argparse.Namespace) -> str | None:
     if not DEVICE.fullmatch(args.device):
         return f"--device={args.device}: allowed devices are cpu, cuda, cuda:N"
     if not (Path(args.root) / "MNIST" / "raw").is_dir():
-        return f"--root={args.root}: no MNIST/raw folder there (torchvision's MNIST layout, see ../shared/README.md)"
+        return f"--root={args.root}: no MNIST/raw folder there (torchvision's MNIST layout)"
     out = Path(args.out)
     if out.is_dir() or not out.parent.is_dir():
         return f"--out={args.out}: must be a file in an existing folder"

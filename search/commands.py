@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -177,8 +178,39 @@ def preflight(config: RunConfig, space: Space) -> None:
         local_node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
         plan_concurrency([local_node], settle_shape(config, [local_node]), config.concurrency)
     dataset = get_dataset(space.dataset)
-    config.data.skip = dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
+    try:
+        config.data.skip = dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
+    except UsageError as missing:
+        if not use_the_sample(config, space.dataset, missing):
+            raise
+        config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
     config.model.weights = resolve_weights(config.model.weights, space, hp)
+
+
+SAMPLE_WORDS = {
+    "mnist": "the 6,000 MNIST digits that ship with search (and 2,000 more to test on; CC BY-SA 3.0)",
+    "imagefolder": "digit PNGs drawn from the MNIST sample that ships with search (40 a class in train/, 10 in val/ "
+                   "and test/)",
+    "imagefolder_split": "digit PNGs drawn from the MNIST sample that ships with search (60 a class)",
+}  # fmt: skip
+
+
+def use_the_sample(config: RunConfig, dataset: str, missing: UsageError) -> bool:
+    """With no data.root given and the dataset neither there nor downloadable: the sample that ships with the package,
+    said in one line. A data.root the user gave is never replaced."""
+    from search import samples
+    from search.config import default_data_root
+
+    if dataset not in SAMPLE_WORDS or config.data.root != str(Path(default_data_root()).resolve()):
+        return False
+    given_up = config.data.root
+    config.data.root = str(samples.mnist_root() if dataset == "mnist" else
+                           samples.digit_folders_root(split_by_pct=dataset == "imagefolder_split"))  # fmt: skip
+    why = re.search(r"\((download failed: [^)]{0,80}|data\.download=false)", str(missing))
+    print(f"data: no {dataset} in {given_up}{f' ({why.group(1)})' if why else ''}; this search trains on "
+          f"{SAMPLE_WORDS[dataset]}, unpacked in {config.data.root}; for a real dataset give data.root=PATH",
+          flush=True)  # fmt: skip
+    return True
 
 
 def resolve_weights(weights: str, space: Space, hp: dict) -> str:

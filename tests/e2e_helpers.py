@@ -66,8 +66,6 @@ def main_search(tmp_path_factory) -> dict:
     machine (on 2 cores: one-worker trials in reused trial processes, 2 at a time). Another
     Ray instance runs on the machine meanwhile: Ray's State API would then look up the wrong one, and the search
     hung after its first early-stopped trial (its workers' placement group was never freed)."""
-    if not (MNIST_MINI / "MNIST" / "raw").is_dir():
-        pytest.skip("../shared/datasets/mnist-mini is missing")
     storage = tmp_path_factory.mktemp("runs")
     log = storage / "cli.log"
     with another_ray_instance() as bystander:

@@ -1,7 +1,7 @@
 """On a CUDA machine: the default command packs trials on the GPU, and every accelerator key trains a trial there (or
 is refused before Ray, or fails its trial with the reason on the terminal). Skipped without CUDA, as in CI.
 
-    source .gpu/prep.sh && python3 -m pytest -q -m gpu tests/test_gpu.py   (../shared/gpu/README.md)
+    source .gpu/prep.sh && python3 -m pytest -q -m gpu tests/test_gpu.py   (a GPU machine without Ray: see benchmarks/README.md)
 """
 
 import json

@@ -1,24 +1,23 @@
-"""Image-folder datasets: layout checks and unreadable images, on real photos (linked from ../shared)."""
+"""Image-folder datasets: layout checks and unreadable images, on real digit PNGs (the package's sample)."""
 
 import pytest
 
+from search import samples
 from search.errors import UsageError
-from tests.conftest import REPO
 from trainables.data import IMAGEFOLDER, IMAGEFOLDER_SPLIT
 
-HYMENOPTERA = (REPO / ".." / "shared" / "datasets" / "hymenoptera").resolve()
+DIGITS = samples.digit_folders_root(split_by_pct=False)
+CLASSES = {"ants": "0", "bees": "1"}  # two classes of the tree, named unlike their digits
 
 
 @pytest.fixture
 def tree(tmp_path):
-    """A small train/val tree of real photos (symlinks into ../shared), 3 per class."""
-    if not HYMENOPTERA.is_dir():
-        pytest.skip("../shared/datasets/hymenoptera is missing")
+    """A small train/val tree of real PNGs (symlinks into the unpacked sample), 3 per class."""
     for split in ("train", "val"):
-        for name in ("ants", "bees"):
+        for name, digit in CLASSES.items():
             folder = tmp_path / "tree" / split / name
             folder.mkdir(parents=True)
-            for source in sorted((HYMENOPTERA / split / name).iterdir())[:3]:
+            for source in sorted((DIGITS / split / digit).iterdir())[:3]:
                 (folder / source.name).symlink_to(source)
     return tmp_path / "tree"
 
@@ -31,13 +30,12 @@ def test_real_tree_passes_and_indexes(tree):
 
 
 def test_split_by_train_pct_is_stratified_and_seeded():
-    if not HYMENOPTERA.is_dir():
-        pytest.skip("../shared/datasets/hymenoptera is missing")
-    first = IMAGEFOLDER_SPLIT.index(HYMENOPTERA / "train", {"train_pct": 0.8}, seed=1)
-    again = IMAGEFOLDER_SPLIT.index(HYMENOPTERA / "train", {"train_pct": 0.8}, seed=1)
+    pooled = samples.digit_folders_root(split_by_pct=True)  # 10 digit folders of 60 PNGs
+    first = IMAGEFOLDER_SPLIT.index(pooled, {"train_pct": 0.8}, seed=1)
+    again = IMAGEFOLDER_SPLIT.index(pooled, {"train_pct": 0.8}, seed=1)
     assert first.train == again.train and not set(first.train) & set(first.val)
-    assert len(first.train) + len(first.val) == 245 and abs(len(first.train) - 196) <= 2
-    assert {label for _, label in first.val} == {0, 1}
+    assert len(first.train) + len(first.val) == 600 and len(first.train) == 480
+    assert {label for _, label in first.val} == set(range(10))
 
 
 def test_empty_class_folder_is_an_error(tree):
@@ -90,7 +88,7 @@ def test_pretrained_without_weights_offline_is_a_clear_error(monkeypatch):
 
 def test_a_class_whose_every_image_is_unreadable_is_an_error(tree):
     for image in (tree / "val" / "bees").iterdir():
-        image.unlink()  # a symlink into ../shared: replaced, never written through
+        image.unlink()  # a symlink into the sample: replaced, never written through
         image.write_bytes(b"not an image")
     with pytest.raises(UsageError, match="val/bees: none of its .* images can be decoded"):
         IMAGEFOLDER.check(tree, {"image_size": 32}, download=False, strict=False, seed=0)

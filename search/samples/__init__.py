@@ -1,0 +1,77 @@
+"""Data that ships with the package, so that the first search runs on a machine without network: 8,000 MNIST digits
+(`mnist/`, IDX, gzipped; see mnist/README.md for their source and licence) and image-folder trees drawn from them.
+
+Unpacked once into `~/.cache/search/samples/` (or $XDG_CACHE_HOME), through a temporary folder, so that a reader never
+sees half of it. numpy and Pillow only: no Ray, no torch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+from pathlib import Path
+
+PACKED = Path(__file__).resolve().parent / "mnist"
+VERSION = "1"  # a new sample gets a new folder
+TRAIN_DIGITS, TEST_DIGITS = 6000, 2000
+RAW_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+PNGS_PER_CLASS = {"train": 40, "val": 10, "test": 10}  # the image-folder sample: a handful per digit
+
+
+def samples_root() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+    return Path(cache, "search", "samples")
+
+
+def _built(target: Path, build) -> Path:
+    """`target`, built by `build(folder)` in a temporary folder beside it and moved into place when whole."""
+    if target.is_dir():
+        return target
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    build(partial)
+    try:
+        os.replace(partial, target)
+    except OSError:  # another process finished first
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def mnist_root() -> Path:
+    """A data.root holding the sample as torchvision lays out MNIST: <root>/MNIST/raw/<IDX files>."""
+
+    def unpack(folder: Path) -> None:
+        raw = folder / "MNIST" / "raw"
+        raw.mkdir(parents=True)
+        for name in RAW_FILES:
+            with gzip.open(PACKED / f"{name}.gz") as packed, open(raw / name, "wb") as out:
+                shutil.copyfileobj(packed, out)
+
+    return _built(samples_root() / f"mnist-{VERSION}", unpack)
+
+
+def digit_folders_root(split_by_pct: bool) -> Path:
+    """An ImageFolder tree of digit PNGs (RGB, 28x28) drawn from the sample: `train/`, `val/` and `test/` with one folder
+    per digit, or (`split_by_pct`) one folder per digit that the search splits itself."""
+    import numpy as np
+    from PIL import Image
+
+    def read(name: str, offset: int) -> np.ndarray:
+        return np.frombuffer(gzip.open(PACKED / f"{name}.gz").read(), np.uint8, offset=offset)
+
+    def draw(folder: Path) -> None:
+        images = {"train": read(RAW_FILES[0], 16).reshape(-1, 28, 28), "test": read(RAW_FILES[2], 16).reshape(-1, 28, 28)}
+        labels = {"train": read(RAW_FILES[1], 8), "test": read(RAW_FILES[3], 8)}
+        for split, count in PNGS_PER_CLASS.items():
+            source = "test" if split == "test" else "train"
+            for digit in range(10):
+                picks = np.flatnonzero(labels[source] == digit)
+                picks = picks[count:2 * count] if split == "val" else picks[:count]  # val: other digits than train
+                where = folder / (str(digit) if split_by_pct else f"{split}/{digit}")
+                where.mkdir(parents=True, exist_ok=True)
+                for index in picks:
+                    Image.fromarray(images[source][index]).convert("RGB").save(where / f"{split}-{index}.png")
+
+    return _built(samples_root() / f"digit-folders-{'pooled' if split_by_pct else 'split'}-{VERSION}", draw)
