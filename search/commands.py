@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import struct
 import time
 from pathlib import Path
 
@@ -185,6 +186,23 @@ def preflight(config: RunConfig, space: Space) -> None:
             raise
         config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
     config.model.weights = resolve_weights(config.model.weights, space, hp)
+    say_when_long(config, space, dataset, hp)
+
+
+def say_when_long(config: RunConfig, space: Space, dataset, hp: dict) -> None:
+    """Before a long search on a machine without a GPU: about how long, and which keys shorten it (IDX datasets)."""
+    from search.estimate import long_search_line
+    from trainables.data import IdxDataset
+
+    if config.address or not isinstance(dataset, IdxDataset) or local_gpu_count():
+        return
+    images, _ = dataset.split_files(config.data.root, train=True)
+    with open(images, "rb") as stream:
+        count = int(struct.unpack(">I", stream.read(8)[4:])[0] * (1 - config.data.val_fraction))
+    count = min(count, config.data.limit) if config.data.limit else count
+    line = long_search_line(config, space, count, dataset.info(config.data.root, hp), local_cpu_count())
+    if line:
+        print(line, flush=True)
 
 
 SAMPLE_WORDS = {

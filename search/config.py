@@ -138,9 +138,7 @@ class RunConfig:
         _require(self.compile_mode in COMPILE_MODES,
                  f"compile_mode={self.compile_mode}: allowed values are {', '.join(COMPILE_MODES)}")
         _require(self.verbose in (0, 1), f"verbose={self.verbose}: must be 0 or 1")
-        _require(not (self.compile and self.precision == "bf16" and self.channels_last),
-                 "compile=true with precision=bf16 and channels_last=true: torch's inductor fails on this combination "
-                 "(AssertionError on a convolution's strides; torch 2.11, H100, 2026-11-24); drop one of the three")
+
         _require(
             self.name == "" or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name) is not None,
             f"name={self.name}: use letters, digits, '.', '_' and '-' only",

@@ -139,9 +139,18 @@ def local_cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def refuse_crashing_gpu_options(config, shape: TrialShape) -> None:
+    """Options that crash torch's compiler on a GPU, refused before any trial (on CPU cores they train)."""
+    if shape.gpus_per_worker and config.compile and config.precision == "bf16" and config.channels_last:
+        raise UsageError("compile=true with precision=bf16 and channels_last=true on a GPU: torch's inductor fails on "
+                         "this combination (an AssertionError on a convolution's strides; torch 2.11, H100, "
+                         "2026-11-24); drop one of the three")  # fmt: skip
+
+
 def settle_shape(config, nodes: list[dict]) -> TrialShape:
     """Fill a RunConfig's workers, cpus and gpus left to auto from the cluster's nodes, and check the shape."""
     shape = choose_shape(nodes, config.trials, config.workers, config.cpus, config.gpus, config.concurrency)
     check_shape(nodes, shape, config.trials)
+    refuse_crashing_gpu_options(config, shape)
     config.workers, config.cpus, config.gpus = shape.workers, shape.cpus_per_worker, shape.gpus_per_worker
     return shape

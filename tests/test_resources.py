@@ -97,3 +97,13 @@ def test_settle_shape_fills_only_what_was_left_to_auto():
     config = parse_overrides(["space=resnet_mnist", "cpus=2"])
     shape = settle_shape(config, [{"CPU": 2}])
     assert (config.workers, config.cpus, config.gpus) == (1, 2.0, 0.0) == (shape.workers, shape.cpus_per_worker, 0.0)
+
+
+def test_the_compile_combination_that_crashes_inductor_on_a_gpu_is_refused_in_one_line():
+    combination = ["space=resnet_mnist", "compile=true", "precision=bf16", "channels_last=true"]
+    with pytest.raises(UsageError) as excinfo:
+        settle_shape(parse_overrides(combination), [{"CPU": 16, "GPU": 1}])
+    assert str(excinfo.value).startswith("compile=true with precision=bf16 and channels_last=true on a GPU: ")
+    assert "\n" not in str(excinfo.value)
+    settle_shape(parse_overrides(combination), [{"CPU": 2}])  # on CPU cores it trains (tests/test_spaces_e2e.py)
+    settle_shape(parse_overrides(combination[:-1]), [{"CPU": 16, "GPU": 1}])  # two of the three train on a GPU

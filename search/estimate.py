@@ -1,0 +1,79 @@
+"""About how long a search will take on this machine without a GPU, said before Ray starts when it is long.
+
+The work is the training images the trials will see (ASHA's expected share of the epochs); the speed is two
+training steps of the space's model timed here, on every core, at a typical batch size. A rough figure, meant to
+tell a user that a 3-hour search is a 3-hour search, and which keys shorten it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+LONG_S = 600.0  # a search shorter than this goes without a word
+CALIBRATE_ABOVE_IMAGES = 200_000  # below this many training images no search takes LONG_S: no steps are timed
+
+
+def asha_epoch_share(epochs: int, grace: int, reduction: float) -> float:
+    """The share of `trials x epochs` that ASHA is expected to run: every trial to `grace`, then 1/reduction of them
+    on to each next rung (grace x reduction^k), the last share to `epochs`."""
+    milestones = [grace * reduction**k for k in range(64) if grace * reduction**k < epochs]
+    run, share, previous = 0.0, 1.0, 0.0
+    for milestone in milestones:
+        run += share * (milestone - previous)
+        share, previous = share / reduction, milestone
+    return (run + share * (epochs - previous)) / epochs
+
+
+def typical_hyperparameters(space) -> dict:
+    """A middle value of each searched range (the middle choice of a list), with the space's fixed values."""
+    hp = dict(space.constants)
+    for key, dist in space.hyperparameters.items():
+        if isinstance(dist, CategoricalDistribution):
+            hp[key] = dist.choices[len(dist.choices) // 2]
+        elif isinstance(dist, (FloatDistribution, IntDistribution)):
+            middle = math.sqrt(dist.low * dist.high) if dist.log else (dist.low + dist.high) / 2
+            hp[key] = int(round(middle)) if isinstance(dist, IntDistribution) else middle
+    return hp
+
+
+def images_per_s(space, hp: dict, info, threads: int) -> float:
+    """Training images per second of the space's model on this machine's CPU cores (two steps, the second timed)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    batch = int(hp.get("batch_size", 64))
+    model = space.build_model(hp, info)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
+    labels = torch.randint(0, info.num_classes, (batch,))
+    elapsed = 0.0
+    for step in range(2):
+        started = time.perf_counter()
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+        elapsed = time.perf_counter() - started
+    return batch / elapsed
+
+
+def long_search_line(config, space, train_images: int, info, cores: int) -> str | None:
+    """The line to print before a long search on CPU cores, or None when it is short (or not measured)."""
+    share = asha_epoch_share(config.epochs, config.grace, config.reduction)
+    images = config.trials * config.epochs * share * train_images
+    if images < CALIBRATE_ABOVE_IMAGES:
+        return None
+    rate = images_per_s(space, typical_hyperparameters(space) | config.fixed, info, cores)
+    seconds = images / rate * 1.1  # and validation: a tenth of the images, forward only
+    if seconds < LONG_S:
+        return None
+    return (f"search: about {_duration(seconds)} on this machine's {cores} CPU cores, no GPU ({config.trials} trials x "
+            f"up to {config.epochs} epochs of {train_images:,} images at ~{rate:.0f} img/s, ASHA stopping some); "
+            f"shorten it with trials=, epochs= or data.limit=")  # fmt: skip
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 90 else f"{minutes / 60:.1f} h"
