@@ -100,7 +100,7 @@ class RunConfig:
     compile_mode: str = "default"
     """torch.compile's mode: default, reduce-overhead (CUDA graphs: small models on a GPU) or max-autotune."""
     sampler: str = "tpe"
-    """How Optuna proposes trials: tpe (random for the first 10, then guided by results) or random."""
+    """How Optuna proposes trials: tpe (random for a quarter of the trials, 2 to 10, then multivariate TPE) or random."""
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     time_budget: float = 0.0

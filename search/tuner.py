@@ -15,9 +15,7 @@ from pathlib import Path
 
 import ray
 import ray.tune
-from optuna.samplers import RandomSampler, TPESampler
 from ray.tune.schedulers import ASHAScheduler
-from ray.tune.search.optuna import OptunaSearch
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from search.callbacks import (
@@ -30,6 +28,7 @@ from search.config import RunConfig
 from search.errors import SearchFailed, SearchInterrupted, UsageError
 from search.failures import root_cause
 from search.resources import local_cpu_count, plan_concurrency, settle_shape
+from search.searcher import StudySearcher, make_sampler
 from search.scheduling import TrialPlacement, place_trials
 from search.files import write_json_atomically
 from search.space import Space, load_space
@@ -329,17 +328,12 @@ def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, sc
     ]
 
 
-def build_searcher(config: RunConfig, space: Space) -> OptunaSearch | None:
+def build_searcher(config: RunConfig, space: Space) -> StudySearcher | None:
     searched = {k: v for k, v in space.hyperparameters.items() if k not in config.fixed}
     if not searched:
         return None  # everything fixed: Tune repeats the one configuration `trials` times
-    return OptunaSearch(space=searched, metric=space.metric, mode=space.mode, sampler=make_sampler(config))
-
-
-def make_sampler(config: RunConfig) -> RandomSampler | TPESampler:
-    if config.sampler == "random":
-        return RandomSampler(seed=config.seed)
-    return TPESampler(seed=config.seed)
+    sampler = make_sampler(config.sampler, config.seed, config.trials)
+    return StudySearcher(searched, space.metric, space.mode, sampler, config.epochs)
 
 
 def trial_records(results, experiment: Experiment, storage: str) -> list[TrialRecord]:

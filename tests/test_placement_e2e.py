@@ -19,7 +19,7 @@ def training_span(trial_dir) -> tuple[float, float]:
 def test_trials_that_fit_train_side_by_side(tmp_path, mnist_root):
     result = run_cli("run", "space=resnet_mnist", f"data.root={mnist_root}", f"storage={tmp_path}", "name=side",
                      "trials=4", "epochs=3", "grace=3", "workers=1", "cpus=0.5", "data.limit=512",
-                     "data.val_limit=200", "lr=0.02", "momentum=0.9", "batch_size=128")  # fmt: skip
+                     "data.val_limit=200", "lr=0.02", "momentum=0.9", "batch_size=128", "stem=imagenet")  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "4 trials of resnet_mnist, 4 at a time, 1 worker x 0.5 CPUs each" in result.stdout
     spans = [training_span(trial) for trial in (tmp_path / "side").glob("trial_*")]

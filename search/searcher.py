@@ -1,0 +1,87 @@
+"""Optuna proposes the trials: its ask-and-tell interface behind Ray Tune's public `Searcher` API.
+
+A sampler fit for a search's budget (`make_sampler`): TPE's random start is a quarter of the trials (2 to 10), so
+a default search of 8 trials is guided for 6 of them; TPE is multivariate (lr, batch size and weight decay are
+modelled together, not one by one); trials proposed while others run see those as "constant liars", so trials
+started side by side do not get near-identical proposals. A trial ASHA stopped reaches the study as pruned with
+every epoch it reported, not as a complete trial scored at an early epoch; a failed or diverged one as failed.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import warnings
+
+import optuna
+from optuna.samplers import RandomSampler, TPESampler
+from optuna.trial import TrialState
+from ray.tune.search import Searcher
+
+STEP_KEY = "epoch"
+
+
+def startup_trials(trials: int) -> int:
+    """TPE's random start: a quarter of the budget, at least 2 and at most Optuna's default of 10."""
+    return max(2, min(10, trials // 4))
+
+
+def make_sampler(sampler: str, seed: int, trials: int) -> RandomSampler | TPESampler:
+    if sampler == "random":
+        return RandomSampler(seed=seed)
+    with warnings.catch_warnings():  # multivariate and constant_liar are marked experimental by Optuna
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return TPESampler(seed=seed, n_startup_trials=startup_trials(trials), multivariate=True, constant_liar=True)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class StudySearcher(Searcher):
+    """One Optuna study: `suggest` asks it for a trial's hyperparameters, every reported epoch is an intermediate
+    value, and a trial's end tells it complete, pruned (stopped before `epochs`) or failed."""
+
+    def __init__(self, space: dict, metric: str, mode: str, sampler, epochs: int):
+        super().__init__(metric=metric, mode=mode)
+        self.space, self.epochs = space, epochs
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        direction = "maximize" if mode == "max" else "minimize"
+        self.study = optuna.create_study(direction=direction, sampler=sampler)
+        self.running: dict[str, optuna.trial.Trial] = {}
+        self.steps: dict[str, set[int]] = {}  # epochs already reported per running trial (a resumed one replays)
+
+    def suggest(self, trial_id: str) -> dict:
+        trial = self.study.ask(self.space)
+        self.running[trial_id], self.steps[trial_id] = trial, set()
+        return dict(trial.params)
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        trial, value, step = self.running.get(trial_id), result.get(self.metric), result.get(STEP_KEY)
+        if trial is None or not _finite(value) or step is None:
+            return
+        if int(step) not in self.steps[trial_id]:
+            self.steps[trial_id].add(int(step))
+            trial.report(float(value), int(step))
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        trial = self.running.pop(trial_id, None)
+        self.steps.pop(trial_id, None)
+        if trial is None:
+            return
+        result = result or {}
+        value = result.get(self.metric)
+        if error or result.get("diverged") or not _finite(value):
+            self.study.tell(trial, state=TrialState.FAIL)
+        elif int(result.get(STEP_KEY) or 0) < self.epochs:
+            self.study.tell(trial, state=TrialState.PRUNED)  # Optuna ranks it by its last intermediate value
+        else:
+            self.study.tell(trial, float(value))
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as file:
+            pickle.dump(self.__dict__, file)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as file:
+            self.__dict__.update(pickle.load(file))
