@@ -40,6 +40,7 @@ from search.trial_files import TRIAL_DIR_PREFIX, TrialFiles, recorded_trial_ids
 from search.testset import test_accuracy
 from search.tensorboard import EVENT_FILES, free_port
 from trainables.driver import train_trial
+from trainables.ray_private import canonical_bootstrap_address  # checks every Ray internal this project uses
 from trainables.room import alive_node_resources, alive_nodes
 
 LOG_FILE = "search.log"
@@ -231,9 +232,7 @@ def connect(config: RunConfig) -> bool:
 def bootstrap_address(address: str) -> str:
     """The host:port Ray will really dial for `address` (auto: the cluster this machine started last)."""
     try:
-        from ray._private.services import canonicalize_bootstrap_address
-
-        return canonicalize_bootstrap_address(address) or address
+        return canonical_bootstrap_address(address) or address
     except (ConnectionError, ValueError) as exc:
         raise UsageError(f"address={address}: {exc}") from None
 

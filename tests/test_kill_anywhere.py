@@ -158,4 +158,7 @@ def test_a_search_killed_at_eight_moments_resumes_without_losing_anything(tmp_pa
         assert summary["best"]["epoch"] == 2
     exported = run_cli("export", str(experiment), f"out={tmp_path / 'model'}")
     assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
-    print(f"{shape}: killed {kills}; trials {[(t['trial_id'], t['status'], t['epochs_run']) for t in trials.values()]}")
+    for (label, at), before in zip(kills, snapshots):  # what each resume found recorded, and kept
+        recorded = {name.removeprefix("trial_"): len(text.splitlines()) for name, text in before["results"].items()}
+        print(f"{shape}: killed {at:>5.1f} s into the segment, {label}: epochs recorded {recorded or 'none'}, all kept")
+    print(f"{shape}: end: {[(t['trial_id'], t['status'], t['epochs_run']) for t in trials.values()]}")

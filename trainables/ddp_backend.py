@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass
 
 import ray
-from ray.train._internal.utils import get_address_and_port
 from ray.train.backend import Backend, BackendConfig
-from ray.train.v2._internal.util import TrainingFramework
+
+from trainables.ray_private import TrainingFramework, get_address_and_port
 
 PROCESS_GROUP_SHUTDOWN_S = 30
 

@@ -162,6 +162,6 @@ def fit_trial(config: dict, settings: RunConfig, trial_id: str, experiment_dir: 
 
 def tune_stop_event():
     """Set when Tune finishes this trial's session: an ASHA stop, or this process handed to the next trial."""
-    from ray.train._internal.session import get_session
+    from trainables.ray_private import get_session
 
     return get_session().stop_event

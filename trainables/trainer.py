@@ -6,13 +6,13 @@ import logging
 import threading
 
 import ray
-from ray._common.constants import RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR
-from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
-from ray.train.v2._internal.constants import DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE, get_env_vars_to_propagate
-from ray.train.v2._internal.execution.controller import TrainController
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
 from trainables.ddp_backend import DDPConfig
+from trainables.ray_private import (
+    DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE, NODE_ID_LABEL, RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR,
+    DatasetsCallback, TrainController, get_env_vars_to_propagate, local_torch_controller, start_autoscaling_coordinator,
+)
 
 
 class TrialTrainer(DataParallelTrainer):
@@ -30,9 +30,7 @@ class TrialTrainer(DataParallelTrainer):
         self._controller = None
 
     def _get_local_controller(self):
-        from ray.train.v2._internal.execution.local_mode.torch import LocalTorchController  # imports torch
-
-        return LocalTorchController(experiment_name=self.run_config.name, datasets=self.datasets)
+        return local_torch_controller()(experiment_name=self.run_config.name, datasets=self.datasets)
 
     def _create_default_callbacks(self):
         return [c for c in super()._create_default_callbacks() if not isinstance(c, DatasetsCallback)]
@@ -66,7 +64,7 @@ class TrialTrainer(DataParallelTrainer):
         env_vars = get_env_vars_to_propagate()
         env_vars.setdefault(RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR, DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE)
         controller_cls = ray.remote(num_cpus=0, runtime_env={"env_vars": env_vars},
-                                    label_selector={ray._raylet.RAY_NODE_ID_KEY: ray.get_runtime_context().get_node_id()})(TrainController)  # fmt: skip
+                                    label_selector={NODE_ID_LABEL: ray.get_runtime_context().get_node_id()})(TrainController)  # fmt: skip
         self._controller = controller_cls.remote(**controller_init_kwargs)
         ray.get(self._controller.run.remote())
         return ray.get(self._controller.get_result.remote())
@@ -81,10 +79,6 @@ def start_train_coordinator() -> None:
     comes up while Tune starts the first trial's process. The same named actor Train would create (`get_if_exists`).
     Only a head start: with a Ray whose internals moved, the first trial starts the actor as before."""
     try:
-        from ray.data._internal.cluster_autoscaler.default_autoscaling_coordinator import (
-            get_or_create_autoscaling_coordinator,
-        )
-
-        get_or_create_autoscaling_coordinator()
+        start_autoscaling_coordinator()
     except Exception as exc:  # noqa: BLE001 - never worth failing a search over
         logging.getLogger("ray").info("Ray Train's AutoscalingCoordinator not started ahead: %r", exc)
