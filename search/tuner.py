@@ -9,39 +9,34 @@ import json
 import logging
 import math
 import os
-import secrets
 import shutil
 from pathlib import Path
 
 import ray
 import ray.tune
 from ray.tune.schedulers import ASHAScheduler
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from search.callbacks import (
     ProgressView, SchedulerState, TensorBoardEvents, TrialEnds, TrialOutcomes, UploadOwnFiles,
 )
-from search.cluster import (
-    bound_gcs_history, check_every_node_sees, paths_every_node_needs, project_runtime_env, refuse_unreachable,
-)
+from search.connect import check_paths_on_every_node, connect
 from search.config import RunConfig
 from search.errors import SearchFailed, SearchInterrupted, UsageError
 from search.failures import root_cause
-from search.resources import local_cpu_count, plan_concurrency, settle_shape
+from search.resources import plan_concurrency, settle_shape
 from search.searcher import StudySearcher, make_sampler
 from search.scheduling import TrialPlacement, place_trials
 from search.files import write_json_atomically
 from search.space import Space, load_space
 from search.storage import (
-    SEARCH_FILE, Experiment, as_location, delete_file, delete_folder, read_bytes, read_text, write_text,
+    SEARCH_FILE, Experiment, as_location, delete_folder, read_bytes,
 )
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
 from search.trial_files import TRIAL_DIR_PREFIX, TrialFiles, recorded_trial_ids
 from search.testset import test_accuracy
-from search.tensorboard import EVENT_FILES, free_port
+from search.tensorboard import EVENT_FILES
 from trainables.driver import train_trial
-from trainables.ray_private import canonical_bootstrap_address  # checks every Ray internal this project uses
-from trainables.room import alive_node_resources, alive_nodes
+from trainables.room import alive_node_resources
 
 LOG_FILE = "search.log"
 # Tune saves the searcher's state but not the scheduler's. Not a .pkl: Tune's restore copies the experiment's top-level
@@ -191,86 +186,6 @@ def route_logs(log_file: Path, verbose: int) -> None:
         logger.setLevel(logging.INFO)
         logger.propagate = False
     logging.captureWarnings(True)
-
-
-# Ray Train's placement-group cleaner asks Ray's State API whether a run's controller lives. Without an address the
-# State API looks for the Ray instances on this machine, and with two of them (another search, a `ray start`) it
-# gives up or picks the newest: the cleaner then dies, or frees nothing, and the next trial waits forever for the
-# stopped trial's workers. Every process of the job is told where its own cluster is.
-STATE_API_ADDRESS = "RAY_API_SERVER_ADDRESS"
-
-
-def connect(config: RunConfig) -> bool:
-    """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance; False
-    when this process already is a Ray task (a search sent through Ray Client): nothing to connect or release."""
-    if ray.is_initialized():
-        logging.getLogger("ray").info("search runs as a task on the Ray cluster (sent through Ray Client)")
-        return False
-    common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
-    if config.address:
-        address = bootstrap_address(config.address)
-        refuse_unreachable(config.address, address)
-        runtime_env = {**project_runtime_env(), "env_vars": {"RAY_ADDRESS": address}}  # see STATE_API_ADDRESS
-        context = ray.init(address=config.address, runtime_env=runtime_env, **common)
-        logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
-        return True
-    dashboard_port = free_port()  # a Ray instance that just shut down may still hold the default port
-    bound_gcs_history(os.environ)
-    context = ray.init(
-        address="local",
-        num_cpus=local_cpu_count(),
-        include_dashboard=True,
-        dashboard_host="127.0.0.1",
-        dashboard_port=dashboard_port,
-        runtime_env={"env_vars": {STATE_API_ADDRESS: f"http://127.0.0.1:{dashboard_port}"}},
-        **common,
-    )
-    logging.getLogger("ray").info("search started a local Ray instance, session %s", context.address_info["session_dir"])
-    return True
-
-
-def bootstrap_address(address: str) -> str:
-    """The host:port Ray will really dial for `address` (auto: the cluster this machine started last)."""
-    try:
-        return canonical_bootstrap_address(address) or address
-    except (ConnectionError, ValueError) as exc:
-        raise UsageError(f"address={address}: {exc}") from None
-
-
-@ray.remote(num_cpus=0)
-def _paths_this_node_sees(paths: dict[str, str], marker: str, token: str) -> dict[str, bool]:
-    seen = {label: os.path.exists(path) for label, path in paths.items()}
-    try:
-        seen["storage"] = read_text(marker) == token
-    except Exception:  # OSError, or pyarrow's errors for a URI this node cannot reach
-        seen["storage"] = False
-    return seen
-
-
-def check_paths_on_every_node(config: RunConfig, experiment: Experiment, timeout_s: float = 120.0) -> None:
-    """On a multi-node cluster, ask every node whether it reads storage (a file written here, through pyarrow for a
-    URI), the data and the other files a trial opens; refuse the search before it starts when one does not."""
-    nodes = alive_nodes()
-    if len(nodes) < 2:
-        return
-    paths = paths_every_node_needs(config)
-    token = secrets.token_hex(8)
-    marker = experiment.join(f".search-probe-{token}")
-    write_text(marker, token)
-    try:
-        probes = {
-            f"{node['NodeManagerAddress']} {node['NodeID'][:8]}": _paths_this_node_sees.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-            ).remote(paths, marker, token)
-            for node in nodes
-        }
-        try:
-            answers = dict(zip(probes, ray.get(list(probes.values()), timeout=timeout_s)))
-        except ray.exceptions.GetTimeoutError:
-            raise SearchFailed(f"a node of the cluster did not answer within {timeout_s:g} s; see `ray status`") from None
-    finally:
-        delete_file(marker)
-    check_every_node_sees(answers, paths)
 
 
 def placement_of(config: RunConfig, concurrency: int) -> TrialPlacement:

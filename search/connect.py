@@ -1,0 +1,102 @@
+"""Joining Ray for a search: a local instance of this machine's own, or a cluster (its address checked in one line),
+and, on a cluster, whether every node sees the experiment's storage and the files a trial opens."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+
+import ray
+
+from search.cluster import (
+    bound_gcs_history, check_every_node_sees, paths_every_node_needs, project_runtime_env, refuse_unreachable,
+)
+from search.config import RunConfig
+from search.errors import SearchFailed, UsageError
+from search.resources import local_cpu_count
+from search.storage import Experiment, delete_file, read_text, write_text
+from search.tensorboard import free_port
+from trainables.ray_private import canonical_bootstrap_address  # checks every Ray internal this project uses
+from trainables.room import alive_nodes
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+
+# Ray Train's placement-group cleaner asks Ray's State API whether a run's controller lives. Without an address the
+# State API looks for the Ray instances on this machine, and with two of them (another search, a `ray start`) it
+# gives up or picks the newest: the cleaner then dies, or frees nothing, and the next trial waits forever for the
+# stopped trial's workers. Every process of the job is told where its own cluster is.
+STATE_API_ADDRESS = "RAY_API_SERVER_ADDRESS"
+
+
+def connect(config: RunConfig) -> bool:
+    """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance; False
+    when this process already is a Ray task (a search sent through Ray Client): nothing to connect or release."""
+    if ray.is_initialized():
+        logging.getLogger("ray").info("search runs as a task on the Ray cluster (sent through Ray Client)")
+        return False
+    common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
+    if config.address:
+        address = bootstrap_address(config.address)
+        refuse_unreachable(config.address, address)
+        runtime_env = {**project_runtime_env(), "env_vars": {"RAY_ADDRESS": address}}  # see STATE_API_ADDRESS
+        context = ray.init(address=config.address, runtime_env=runtime_env, **common)
+        logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
+        return True
+    dashboard_port = free_port()  # a Ray instance that just shut down may still hold the default port
+    bound_gcs_history(os.environ)
+    context = ray.init(
+        address="local",
+        num_cpus=local_cpu_count(),
+        include_dashboard=True,
+        dashboard_host="127.0.0.1",
+        dashboard_port=dashboard_port,
+        runtime_env={"env_vars": {STATE_API_ADDRESS: f"http://127.0.0.1:{dashboard_port}"}},
+        **common,
+    )
+    logging.getLogger("ray").info("search started a local Ray instance, session %s", context.address_info["session_dir"])
+    return True
+
+
+def bootstrap_address(address: str) -> str:
+    """The host:port Ray will really dial for `address` (auto: the cluster this machine started last)."""
+    try:
+        return canonical_bootstrap_address(address) or address
+    except (ConnectionError, ValueError) as exc:
+        raise UsageError(f"address={address}: {exc}") from None
+
+
+@ray.remote(num_cpus=0)
+def _paths_this_node_sees(paths: dict[str, str], marker: str, token: str) -> dict[str, bool]:
+    seen = {label: os.path.exists(path) for label, path in paths.items()}
+    try:
+        seen["storage"] = read_text(marker) == token
+    except Exception:  # OSError, or pyarrow's errors for a URI this node cannot reach
+        seen["storage"] = False
+    return seen
+
+
+def check_paths_on_every_node(config: RunConfig, experiment: Experiment, timeout_s: float = 120.0) -> None:
+    """On a multi-node cluster, ask every node whether it reads storage (a file written here, through pyarrow for a
+    URI), the data and the other files a trial opens; refuse the search before it starts when one does not."""
+    nodes = alive_nodes()
+    if len(nodes) < 2:
+        return
+    paths = paths_every_node_needs(config)
+    token = secrets.token_hex(8)
+    marker = experiment.join(f".search-probe-{token}")
+    write_text(marker, token)
+    try:
+        probes = {
+            f"{node['NodeManagerAddress']} {node['NodeID'][:8]}": _paths_this_node_sees.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+            ).remote(paths, marker, token)
+            for node in nodes
+        }
+        try:
+            answers = dict(zip(probes, ray.get(list(probes.values()), timeout=timeout_s)))
+        except ray.exceptions.GetTimeoutError:
+            raise SearchFailed(f"a node of the cluster did not answer within {timeout_s:g} s; see `ray status`") from None
+    finally:
+        delete_file(marker)
+    check_every_node_sees(answers, paths)
