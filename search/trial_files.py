@@ -24,7 +24,7 @@ from search.storage import filesystem, is_uri, uri_join
 TRIAL_DIR_PREFIX = "trial_"
 RESULT_FILE = "result.json"
 END_FILE = "end.json"
-EXPERIMENT_STATE_GLOB = "experiment_state-"  # Tune's snapshot files at the experiment's top level
+EXPERIMENT_STATE_PREFIX = "experiment_state-"  # Tune's snapshot files at the experiment's top level
 
 
 def trial_location(experiment_dir: str, trial_id: str) -> str:
@@ -46,7 +46,7 @@ class TrialFiles:
         try:
             with self.fs.open_input_stream(self._path(name)) as stream:
                 return stream.read().decode()
-        except (FileNotFoundError, OSError):
+        except OSError:  # not there (yet)
             return None
 
     def _write_whole(self, name: str, text: str) -> None:
@@ -114,7 +114,7 @@ def tune_knows(experiment_dir: str, trial_id: str) -> bool:
 
     fs, root = filesystem(experiment_dir)
     snapshots = [info.path for info in fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
-                 if PurePosixPath(info.path).name.startswith(EXPERIMENT_STATE_GLOB)]  # fmt: skip
+                 if PurePosixPath(info.path).name.startswith(EXPERIMENT_STATE_PREFIX)]  # fmt: skip
     if not snapshots:
         return False
     try:

@@ -23,7 +23,7 @@ from search.trial_files import TrialFiles, wait_until_tune_knows
 from trainables.checkpoints import CheckpointStore, run_location
 
 
-class TrialRecord:
+class EpochWriter:
     """Rank 0's writer of the trial's checkpoints and epochs (the other ranks only read the latest checkpoint)."""
 
     def __init__(self, where: dict):
@@ -53,7 +53,7 @@ class TrainGroupSession:
         context = ray.train.get_context()
         self.rank, self.world_size = context.get_world_rank(), context.get_world_size()
         self.device = ray.train.torch.get_device()
-        self.record = TrialRecord(where) if self.rank == 0 else None
+        self.record = EpochWriter(where) if self.rank == 0 else None
         self.store = self.record.store if self.record else CheckpointStore(
             run_location(where["experiment_dir"], where["run_name"]), where["metric"], where["mode"], where["keep"])
 
@@ -76,7 +76,7 @@ class InProcessSession:
     def __init__(self, where: dict):
         self.rank, self.world_size = 0, 1
         self.device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
-        self.record = TrialRecord(where)
+        self.record = EpochWriter(where)
         self.store = self.record.store
 
     def prepare_model(self, model: torch.nn.Module) -> torch.nn.Module:
