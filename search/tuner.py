@@ -53,8 +53,11 @@ _RECORD_BOOKKEEPING = {"config", "recovered"}  # each row of a trial's own resul
 
 def run_search(config: RunConfig, space: Space, experiment: Experiment) -> dict:
     """Run the whole search in `experiment` (claimed: an empty folder) and write `summary.json`; returns the summary."""
-    write_json_atomically(experiment.local / SEARCH_FILE, {"run": config.to_dict()})
-    experiment.upload([SEARCH_FILE])
+    settings = {"run": config.to_dict()}
+    write_json_atomically(experiment.local / SEARCH_FILE, settings)
+    (experiment.local / SETTINGS_COPY).parent.mkdir(exist_ok=True)
+    write_json_atomically(experiment.local / SETTINGS_COPY, settings)
+    experiment.upload([SEARCH_FILE, SETTINGS_COPY])
     try:
         return drive(config, space, experiment, lambda placement: build_tuner(config, space, experiment, placement))
     except UsageError:
@@ -67,8 +70,9 @@ def run_search(config: RunConfig, space: Space, experiment: Experiment) -> dict:
 
 def resume_search(experiment: Experiment) -> dict:
     """Continue an interrupted search: finished trials are kept, unfinished ones continue from their checkpoints."""
-    config = RunConfig.from_dict(json.loads((experiment.local / SEARCH_FILE).read_text())["run"])
+    config = RunConfig.from_dict(read_settings(experiment.local)["run"])
     space = load_space(config.space)
+    set_aside_damaged_snapshots(experiment.local)
 
     def restore(placement: TrialPlacement) -> ray.tune.Tuner:
         if not tune_state_is_whole(experiment):  # interrupted before any trial ran: start the search afresh
@@ -82,6 +86,34 @@ def resume_search(experiment: Experiment) -> dict:
         )
 
     return drive(config, space, experiment, restore)
+
+
+# Tune's restore copies the experiment's top-level .json files into its staging folder and copies them back every few
+# seconds, not through a temporary name: a kill during such a copy can leave search.json cut short. A copy in a
+# folder of its own, which Tune never copies, keeps the settings.
+SETTINGS_COPY = ".search/search.json"
+
+
+def read_settings(folder: Path) -> dict:
+    for name in (SEARCH_FILE, SETTINGS_COPY):
+        try:
+            return json.loads((folder / name).read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+    raise SearchFailed(f"{folder / SEARCH_FILE}: the search's settings are damaged, and so is {folder / SETTINGS_COPY}")
+
+
+def set_aside_damaged_snapshots(folder: Path) -> None:
+    """Tune restores from its newest experiment snapshot; one cut short by a kill during Tune's copy is moved to
+    .search/ (never deleted), so that Tune restores from the one before. The trials' own files hold what it lacks."""
+    for snapshot in sorted(folder.glob("experiment_state-*.json"), reverse=True):
+        try:
+            json.loads(snapshot.read_text())
+            return
+        except (OSError, json.JSONDecodeError):
+            (folder / ".search").mkdir(exist_ok=True)
+            os.replace(snapshot, folder / ".search" / f"damaged-{snapshot.name}")
+            logging.getLogger("ray").warning("%s was cut short; Tune restores from the snapshot before it", snapshot)
 
 
 TUNER_FILE = "tuner.pkl"  # Tune's, written once when a search starts, not through a temporary name
@@ -150,7 +182,7 @@ def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> 
 def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
     """This project's files in an experiment's working folder (Ray's own files reach storage through Ray): the
     search's own, and the TensorBoard events of every trial or of `trial_folder` only."""
-    names = [SEARCH_FILE, LOG_FILE, SCHEDULER_FILE]
+    names = [SEARCH_FILE, SETTINGS_COPY, LOG_FILE, SCHEDULER_FILE]
     files = [name for name in names if (folder / name).is_file()]
     return files + sorted(str(path.relative_to(folder)) for path in folder.glob(f"{trial_folder}/{EVENT_FILES}"))
 

@@ -85,3 +85,20 @@ def test_annealing_schedules_are_schedules_of_the_training_loop():
     from trainables.training import LR_SCHEDULES
 
     assert set(ANNEALING_SCHEDULES) <= set(LR_SCHEDULES)
+
+
+def test_resume_reads_the_settings_copy_when_search_json_was_cut_short(tmp_path):
+    """Tune's restore re-copies top-level .json files; a kill mid-copy left search.json empty in CI (2026-11-24)."""
+    import json as _json
+
+    from search.tuner import SETTINGS_COPY, read_settings, set_aside_damaged_snapshots
+
+    (tmp_path / ".search").mkdir()
+    (tmp_path / SETTINGS_COPY).write_text(_json.dumps({"run": {"space": "mlp_mnist"}}))
+    (tmp_path / "search.json").write_text("")
+    assert read_settings(tmp_path) == {"run": {"space": "mlp_mnist"}}
+    (tmp_path / "experiment_state-2026-01-01_00-00-00.json").write_text("{}")
+    (tmp_path / "experiment_state-2026-01-02_00-00-00.json").write_text('{"trial_da')
+    set_aside_damaged_snapshots(tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("experiment_state-*")) == ["experiment_state-2026-01-01_00-00-00.json"]
+    assert (tmp_path / ".search" / "damaged-experiment_state-2026-01-02_00-00-00.json").is_file()
