@@ -1,8 +1,8 @@
 """Search performance on this machine, in one run: the search against a plain Optuna loop, trial start and
 overhead, throughput against a bare loop, the data path, DDP without Ray, ASHA's savings, memory over a 20-trial
-search, and the training step on a GPU.
+search, the training step on a GPU, and the search against its peers at one budget over several seeds.
 
-    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu] [--device cuda]
+    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu,efficiency] [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
 """
@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks import accelerator, data_path, ddp_ceiling, overhead, peer, throughput
+from benchmarks import accelerator, data_path, ddp_ceiling, efficiency, overhead, peer, throughput
 from benchmarks.options import PARTS, SHAPES, parse_args
 from benchmarks.report import write_report
 from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
@@ -166,12 +166,15 @@ def print_tables(report: dict) -> None:
               f" worker peak {w['first']:.0f} -> {w['last']:.0f} MiB (max {w['max']:.0f})")  # fmt: skip
         for role, r in m["long_lived_rss_mib"].items():
             print(f"  {role}: {r['after_trial_2']:.0f} MiB after trial 2, {r['after_last_trial']:.0f} MiB at the end")
+    if "efficiency" in report:
+        efficiency.print_table(report["efficiency"])
     if "accelerator" in report:
         accelerator.print_table(report["accelerator"])
 
 
 def main() -> None:
     args, parts, shapes = parse_args(sys.argv[1:], __doc__.split("\n\n")[0])
+    seeds = [int(seed) for seed in args.seeds.split(",")]
     measures = {
         "peer": ("peer", lambda storage: peer.measure(args.root, storage, args.peer_trials, args.peer_epochs,
                                                        args.peer_keys.split())),
@@ -182,6 +185,8 @@ def main() -> None:
         "asha": ("asha", lambda storage: measure_asha(args.root, storage, args.asha_trials, args.asha_epochs, args.reduction,
                                                       args.asha_images)),
         "memory": ("memory", lambda storage: measure_memory(args.root, storage, trials=args.memory_trials)),
+        "efficiency": ("efficiency", lambda storage: efficiency.measure(args.root, storage, args.efficiency_trials,
+                                                                       args.efficiency_epochs, seeds)),
         "gpu": ("accelerator", lambda storage: accelerator.measure(args.root, storage, args.device, limit=args.gpu_images)),
     }
     figures = {}

@@ -19,10 +19,11 @@ import torch
 
 from benchmarks.search_runs import FIXED_HP, run_search, trial_rows
 from benchmarks.throughput import TUTORIAL_MODEL, steady_images_per_s
-from search.config import RunConfig
-from search.space import load_space
 from trainables.data import MNIST
 from trainables.feeds import MemoryFeed
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import load_space
+from trainables.models import model_for
 from trainables.training import StepOptions, make_optimizer, prepare_layout, train_one_epoch
 
 VARIANTS = {
@@ -76,7 +77,7 @@ def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: in
     """Images/s of epochs after the first two (warm-up, compilation) and the device's mean utilization."""
     torch.manual_seed(0)
     options = StepOptions(channels_last=variant.get("channels_last", False), precision=variant.get("precision", "fp32"))
-    model = prepare_layout(load_space("resnet_mnist").build_model(TUTORIAL_MODEL, MNIST.info("", {})), options).to(device)
+    model = prepare_layout(model_for(load_space("resnet_mnist"), TUTORIAL_MODEL, MNIST.info("", {})), options).to(device)
     optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
     if variant.get("compile"):
         model = torch.compile(model, mode=variant.get("compile_mode", "default"))

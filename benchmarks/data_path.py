@@ -11,10 +11,11 @@ import time
 import torch
 
 from benchmarks.throughput import TUTORIAL_MODEL
-from search.config import RunConfig
-from search.space import load_space
 from trainables.data import MNIST
 from trainables.feeds import MemoryFeed
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import load_space
+from trainables.models import model_for
 from trainables.training import make_optimizer, train_one_epoch
 
 
@@ -41,7 +42,7 @@ def time_data_only(batches) -> float:
 def time_training_epoch(batches, seed: int = 0) -> float:
     torch.manual_seed(seed)
     space = load_space("resnet_mnist")
-    model = space.build_model(TUTORIAL_MODEL, MNIST.info("", {}))
+    model = model_for(space, TUTORIAL_MODEL, MNIST.info("", {}))
     optimizer = make_optimizer({"lr": 0.05, "momentum": 0.9}, model)
     return train_one_epoch(model, optimizer, batches, torch.device("cpu"))["seconds"]
 

@@ -14,11 +14,12 @@ import torch.multiprocessing as mp
 
 from benchmarks import throughput
 from benchmarks.throughput import TUTORIAL_MODEL
-from search.config import RunConfig
-from search.space import load_space
 from search.tensorboard import free_port
 from trainables.data import MNIST
 from trainables.feeds import MemoryFeed
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import load_space
+from trainables.models import model_for
 from trainables.training import make_optimizer, train_one_epoch
 
 
@@ -30,7 +31,7 @@ def _rank_rate(rank: int, world_size: int, port: int, ddp: bool, root: str, limi
     torch.manual_seed(0)
     run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root, "limit": limit}})
     feed = MemoryFeed(MNIST, run, {"batch_size": batch}, rank=rank, world_size=world_size, device=torch.device("cpu"))
-    model = load_space("resnet_mnist").build_model(TUTORIAL_MODEL, MNIST.info(root, {}))
+    model = model_for(load_space("resnet_mnist"), TUTORIAL_MODEL, MNIST.info(root, {}))
     if ddp:
         model = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)

@@ -8,10 +8,9 @@ import re
 import sys
 from pathlib import Path
 
-from benchmarks.search_runs import REPO
-
 DEFAULT_ROOT = ""  # the package's MNIST sample (search.samples), unpacked when a part runs
-PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu")
+PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu", "efficiency")
+DEFAULT_PARTS = PARTS[:-1]
 SHAPES = {
     "workers=1 cpus=2": ("workers=1", "cpus=2"),  # trains in its own trial process, reused for the next trial
     "workers=1 cpus=2 in_process=false": ("workers=1", "cpus=2", "in_process=false"),  # a Train worker group (before)
@@ -19,7 +18,8 @@ SHAPES = {
 }
 # option -> the smallest value that measures something (the memory part compares trial 2 with the last trial).
 SMALLEST = {"peer_trials": 1, "peer_epochs": 1, "trials_per_shape": 1, "trial_images": 2, "trial_epochs": 1, "memory_trials": 3, "asha_trials": 2,
-            "asha_epochs": 2, "asha_images": 0, "gpu_images": 1}  # fmt: skip
+            "asha_epochs": 2, "asha_images": 0, "gpu_images": 1,
+            "efficiency_trials": 1, "efficiency_epochs": 1}  # fmt: skip
 DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
 
@@ -36,7 +36,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--root", default=DEFAULT_ROOT, help="MNIST in torchvision's layout (a folder holding MNIST/raw; "
                                                              "default: the 8,000-digit sample that ships with search)")
     parser.add_argument("--out", default="benchmarks.json", help="JSON file of the figures (written as each part ends)")
-    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of: {', '.join(PARTS)}")
+    parser.add_argument("--only", default=",".join(DEFAULT_PARTS), help=f"comma-separated parts of: {', '.join(PARTS)} "
+                                                                        "(default: all but efficiency, which takes hours)")
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}")
     parser.add_argument("--peer-trials", type=int, default=8, help="peer part: trials of the loop and of the search")
     parser.add_argument("--peer-epochs", type=int, default=2, help="peer part: epochs per trial")
@@ -52,6 +53,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--asha-images", type=int, default=1024, help="ASHA part: training images (0: all)")
     parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
     parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
+    parser.add_argument("--efficiency-trials", type=int, default=16, help="efficiency part: trials of every arm")
+    parser.add_argument("--efficiency-epochs", type=int, default=8, help="efficiency part: epochs of a finished trial")
+    parser.add_argument("--seeds", default="0,1,2", help="efficiency part: comma-separated seeds, each run by every arm")
     return parser
 
 
@@ -83,6 +87,8 @@ def first_problem(args: argparse.Namespace) -> str | None:
     for key, smallest in SMALLEST.items():
         if getattr(args, key) < smallest:
             return f"--{key.replace('_', '-')}={getattr(args, key)}: must be >= {smallest}"
+    if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
+        return f"--seeds={args.seeds}: must be comma-separated whole numbers, e.g. 0,1,2"
     if not args.reduction > 1:
         return f"--reduction={args.reduction:g}: must be > 1"
     if not DEVICE.fullmatch(args.device):

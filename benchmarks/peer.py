@@ -21,10 +21,11 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
     import optuna
     import torch
 
-    from search.config import RunConfig
-    from search.space import load_space
     from trainables.data import MNIST
     from trainables.feeds import MemoryFeed
+    from trainables.foundation.config import RunConfig
+    from trainables.foundation.space import load_space
+    from trainables.models import model_for
     from trainables.training import evaluate, make_optimizer, train_one_epoch
 
     torch.set_num_threads(threads)
@@ -37,7 +38,7 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
     def objective(trial: optuna.Trial) -> float:
         trial.suggest_categorical("batch_size", [BATCH])
         torch.manual_seed(0)
-        model = space.build_model(hp, MNIST.info(root, hp)).to(device)
+        model = model_for(space, hp, MNIST.info(root, hp)).to(device)
         optimizer = make_optimizer(hp, model)
         accuracy = 0.0
         for epoch in range(1, epochs + 1):

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import torch
 
-from search.config import RunConfig
-from search.space import load_space
 from trainables.data import MNIST
 from trainables.feeds import MemoryFeed
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import load_space
+from trainables.models import model_for
 from trainables.training import make_optimizer, train_one_epoch
 
 # The Ray Train tutorial's ResNet-18 (7x7 stride-2 stem), which every benchmark has measured since 2026-11-21.
@@ -22,7 +23,7 @@ def bare_loop(root: str, limit: int, epochs: int, batch: int, threads: int) -> f
     torch.manual_seed(0)
     run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root, "limit": limit}})
     feed = MemoryFeed(MNIST, run, {"batch_size": batch}, rank=0, world_size=1, device=torch.device("cpu"))
-    model = load_space("resnet_mnist").build_model(TUTORIAL_MODEL, MNIST.info(root, {}))
+    model = model_for(load_space("resnet_mnist"), TUTORIAL_MODEL, MNIST.info(root, {}))
     optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
     rates = []
     for epoch in range(1, epochs + 1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from search.commands import cmd_export, cmd_predict, cmd_report, cmd_resume, cmd_run, cmd_spaces, cmd_tensorboard
-from search.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
+from trainables.foundation.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
 
 COMMANDS = {
     "run": (cmd_run, "run a hyperparameter search: run space=NAME [key=value ...]"),

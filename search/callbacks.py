@@ -11,7 +11,7 @@ import ray.tune
 from search.failures import root_cause
 from search.summary import outcome
 from search.tensorboard import TrialEventWriter, written_epochs
-from search.trial_files import TrialFiles
+from trainables.foundation.trial_files import TrialFiles
 
 RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"
 WIDTH = 100  # the view fits a 100-column terminal
@@ -120,7 +120,7 @@ class ProgressView(ray.tune.Callback):
 
 class TrialEnds(ray.tune.Callback):
     """Writes each trial's `end.json` the moment Tune ends it: how it ended (and why it failed), so that `resume`
-    neither trains on a trial ASHA stopped nor forgets a failure (search.trial_files)."""
+    neither trains on a trial ASHA stopped nor forgets a failure (trainables.foundation.trial_files)."""
 
     def __init__(self, outcomes: TrialOutcomes, experiment_dir: str):
         self.outcomes, self.experiment_dir = outcomes, experiment_dir

@@ -17,9 +17,9 @@ from ray.util.queue import Empty, Queue
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from search.cluster import client_host_port, is_client_server_start_failure, project_runtime_env, refuse_unreachable
-from search.config import RunConfig
-from search.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
-from search.storage import experiment_of
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
+from trainables.foundation.storage import experiment_of
 
 
 def run_through_ray_client(config: RunConfig, args: list[str], command) -> int:

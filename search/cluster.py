@@ -9,7 +9,7 @@ import importlib.util
 import socket
 from pathlib import Path
 
-from search.errors import UsageError
+from trainables.foundation.errors import UsageError
 
 PROJECT_PACKAGES = ("search", "trainables", "spaces")
 LOCAL = "local"

@@ -10,14 +10,27 @@ import time
 from pathlib import Path
 
 from search.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
-from search.config import RunConfig, format_help, help_rows, parse_overrides, split_override
-from search.errors import SearchInterrupted, UsageError
 from search.preflight import preflight
-from search.space import Space, builtin_space_names, coerce_hyperparameter, describe_distribution, load_space
-from search.storage import (
-    SEARCH_FILE, Experiment, claim, exists, experiment_of, filesystem, is_uri, open_for_reading,
-)
 from search.summary import SUMMARY_FILE, format_table
+from trainables.foundation.config import RunConfig, format_help, help_rows, parse_overrides, split_override
+from trainables.foundation.errors import SearchInterrupted, UsageError
+from trainables.foundation.space import (
+    Space,
+    builtin_space_names,
+    coerce_hyperparameter,
+    describe_distribution,
+    load_space,
+)
+from trainables.foundation.storage import (
+    SEARCH_FILE,
+    Experiment,
+    claim,
+    exists,
+    experiment_of,
+    filesystem,
+    is_uri,
+    open_for_reading,
+)
 
 RUN_USAGE = "usage: python -m search run space=NAME [key=value ...]"
 
@@ -176,8 +189,8 @@ def cmd_tensorboard(args: list[str]) -> int:
     positional, options, _ = split_options(args, {"port"})
     if len(positional) != 1:
         raise UsageError("usage: python -m search tensorboard EXPERIMENT_DIR [port=N]")
-    from search.config import parse_scalar
     from search.tensorboard import start_server, stop_server
+    from trainables.foundation.config import parse_scalar
 
     port = parse_scalar("port", options.get("port", "6006"), int)
     if not 0 <= port <= 65535:

@@ -8,19 +8,22 @@ import os
 import secrets
 
 import ray
-
-from search.cluster import (
-    bound_gcs_history, check_every_node_sees, paths_every_node_needs, project_runtime_env, refuse_unreachable,
-)
-from search.config import RunConfig
-from search.errors import SearchFailed, UsageError
-from search.resources import local_cpu_count
-from search.storage import Experiment, delete_file, read_text, write_text
-from search.tensorboard import free_port
-from trainables.ray_private import canonical_bootstrap_address  # checks every Ray internal this project uses
-from trainables.room import alive_nodes
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from search.cluster import (
+    bound_gcs_history,
+    check_every_node_sees,
+    paths_every_node_needs,
+    project_runtime_env,
+    refuse_unreachable,
+)
+from search.tensorboard import free_port
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import SearchFailed, UsageError
+from trainables.foundation.resources import local_cpu_count
+from trainables.foundation.storage import Experiment, delete_file, read_text, write_text
+from trainables.ray_private import canonical_bootstrap_address  # checks every Ray internal this project uses
+from trainables.room import alive_nodes
 
 # Ray Train's placement-group cleaner asks Ray's State API whether a run's controller lives. Without an address the
 # State API looks for the Ray instances on this machine, and with two of them (another search, a `ray start`) it

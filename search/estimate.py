@@ -43,9 +43,11 @@ def images_per_s(space, hp: dict, info, threads: int) -> float:
     """Training images per second of the space's model on this machine's CPU cores (two steps, the second timed)."""
     import torch
 
+    from trainables.models import model_for
+
     torch.set_num_threads(threads)
     batch = int(hp.get("batch_size", 64))
-    model = space.build_model(hp, info)
+    model = model_for(space, hp, info)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
     labels = torch.randint(0, info.num_classes, (batch,))

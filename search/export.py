@@ -20,14 +20,15 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from search.config import RunConfig
-from search.errors import SearchFailed, UsageError
 from search.files import publish_folder, staging_folder
-from search.space import Space, load_space
-from search.storage import Experiment
 from search.summary import SUMMARY_FILE, read_summary
 from trainables.checkpoints import refuse_damaged
 from trainables.data import get_dataset
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import SearchFailed, UsageError
+from trainables.foundation.space import Space, load_space
+from trainables.foundation.storage import Experiment
+from trainables.models import build_model, model_for
 from trainables.training import evaluate, load_model_weights
 
 WEIGHTS_FILE = "model.safetensors"
@@ -132,7 +133,7 @@ def preprocessing(space: Space, info) -> dict:
 
 
 def classifier_from_checkpoint(space: Space, info, config: dict, checkpoint: Path) -> NormalizedClassifier:
-    network = space.build_model(config, info)
+    network = model_for(space, config, info)
     load_model_weights(checkpoint, network)  # torch.load(weights_only=True)
     return NormalizedClassifier(network, info.mean, info.std).eval()
 
@@ -208,7 +209,6 @@ def load_model(path: str | Path) -> NormalizedClassifier:
     """
     folder = Path(path)
     meta = json.loads((folder / META_FILE).read_text())
-    from trainables.models import build_model
 
     network = build_model(meta["architecture"], meta["architecture_args"])
     network.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))

@@ -8,11 +8,11 @@ import re
 import struct
 from pathlib import Path
 
-from search.config import RunConfig
-from search.errors import UsageError
-from search.resources import local_cpu_count, plan_concurrency, settle_shape
-from search.space import Space
-from search.storage import exists, experiment_of, refuse_unwritable
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import UsageError
+from trainables.foundation.resources import local_cpu_count, plan_concurrency, settle_shape
+from trainables.foundation.space import Space
+from trainables.foundation.storage import exists, experiment_of, refuse_unwritable
 
 
 def preflight(config: RunConfig, space: Space) -> None:
@@ -71,7 +71,7 @@ def use_the_sample(config: RunConfig, dataset: str, missing: UsageError) -> bool
     """With no data.root given and the dataset neither there nor downloadable: the sample that ships with the package,
     said in one line. A data.root the user gave is never replaced."""
     from search import samples
-    from search.config import default_data_root
+    from trainables.foundation.config import default_data_root
 
     if dataset not in SAMPLE_WORDS or config.data.root != str(Path(default_data_root()).resolve()):
         return False

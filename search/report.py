@@ -7,10 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
-from search.config import RunConfig
 from search.files import publish_folder, staging_folder
-from search.space import load_space
 from search.summary import format_table, read_summary
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import load_space
 
 REPORT_FOLDER = "report"
 PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")

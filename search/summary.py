@@ -8,8 +8,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainables.foundation.trial_files import CHECKPOINT_KEY
+
 SUMMARY_FILE = "summary.json"
-CHECKPOINT_KEY = "checkpoint_path"  # added to each epoch's metrics by Tune's TuneReportCallback
 
 
 @dataclass

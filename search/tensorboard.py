@@ -15,7 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from search.errors import UsageError
+from trainables.foundation.errors import UsageError
 
 SCALARS = ("train_loss", "val_loss", "val_acc", "lr", "images_per_s", "epoch_s")
 EVENT_FILES = "events.out.tfevents.*"

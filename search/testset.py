@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from search.config import RunConfig
-from search.space import Space
-from search.storage import Experiment
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import Space
+from trainables.foundation.storage import Experiment
 
 
 def test_accuracy(best: dict, run: RunConfig, space: Space, experiment: Experiment) -> dict | None:
@@ -20,13 +20,14 @@ def test_accuracy(best: dict, run: RunConfig, space: Space, experiment: Experime
 
     from trainables.data import get_dataset
     from trainables.feeds import make_feed
+    from trainables.models import model_for
     from trainables.training import evaluate, load_model_weights
 
     dataset = get_dataset(space.dataset)
     if not dataset.has_test_split(run.data.root):
         return None
     hp = best["config"]
-    model = space.build_model(hp, dataset.info(run.data.root, hp))
+    model = model_for(space, hp, dataset.info(run.data.root, hp))
     load_model_weights(experiment.local_checkpoint(best["checkpoint"]), model)  # weights_only=True
     cpu = torch.device("cpu")
     run = dataclasses.replace(run, data=dataclasses.replace(run.data, workers=0))  # decode in this process

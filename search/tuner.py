@@ -17,25 +17,34 @@ import ray.tune
 from ray.tune.schedulers import ASHAScheduler
 
 from search.callbacks import (
-    ProgressView, SchedulerState, TensorBoardEvents, TrialEnds, TrialOutcomes, UploadOwnFiles,
+    ProgressView,
+    SchedulerState,
+    TensorBoardEvents,
+    TrialEnds,
+    TrialOutcomes,
+    UploadOwnFiles,
 )
 from search.connect import check_paths_on_every_node, connect
-from search.config import RunConfig
-from search.errors import SearchFailed, SearchInterrupted, UsageError
 from search.failures import root_cause
-from search.resources import plan_concurrency, settle_shape
-from search.searcher import StudySearcher, make_sampler
-from search.scheduling import TrialPlacement, place_trials
 from search.files import write_json_atomically
-from search.space import Space, load_space
-from search.storage import (
-    SEARCH_FILE, Experiment, as_location, delete_folder, read_bytes,
-)
+from search.searcher import StudySearcher, make_sampler
 from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
-from search.trial_files import TRIAL_DIR_PREFIX, TrialFiles, recorded_trial_ids
-from search.testset import test_accuracy
 from search.tensorboard import EVENT_FILES
+from search.testset import test_accuracy
 from trainables.driver import train_trial
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
+from trainables.foundation.resources import plan_concurrency, settle_shape
+from trainables.foundation.scheduling import TrialPlacement, place_trials
+from trainables.foundation.space import Space, load_space
+from trainables.foundation.storage import (
+    SEARCH_FILE,
+    Experiment,
+    as_location,
+    delete_folder,
+    read_bytes,
+)
+from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TrialFiles, recorded_trial_ids
 from trainables.room import alive_node_resources
 
 LOG_FILE = "search.log"
@@ -122,7 +131,7 @@ TUNER_FILE = "tuner.pkl"  # Tune's, written once when a search starts, not throu
 def tune_state_is_whole(experiment: Experiment) -> bool:
     """Whether Tune can restore the search: its tuner.pkl is there and whole (a kill while Tune writes it leaves a
     part, before any trial ran; a pickle ends with its STOP opcode). Trials record nothing before Tune's snapshot
-    names them (search.trial_files), so without it there is nothing to restore."""
+    names them (trainables.foundation.trial_files), so without it there is nothing to restore."""
     if not ray.tune.Tuner.can_restore(experiment.location):
         return False
     try:
@@ -199,7 +208,7 @@ def search_finished(results, config: RunConfig) -> bool:
 
 
 # Tune snapshots its experiment state (which trials exist, and their status) at most this often. A trial's own files
-# are the truth for what it did (search.trial_files); the period bounds how long a very short first epoch waits to be
+# are the truth for what it did (trainables.foundation.trial_files); the period bounds how long a very short first epoch waits to be
 # recorded until the snapshot names its trial.
 STATE_SYNC_PERIOD = ("TUNE_GLOBAL_CHECKPOINT_S", "2")
 
@@ -248,7 +257,7 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placeme
             scheduler=scheduler,
             num_samples=config.trials,
             max_concurrent_trials=placement.max_concurrent,
-            reuse_actors=True,  # see search.scheduling
+            reuse_actors=True,  # see trainables.foundation.scheduling
             time_budget_s=config.time_budget or None,
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.trial_id}",
@@ -266,7 +275,7 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placeme
 def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, scheduler, concurrency: int) -> list:
     outcomes = TrialOutcomes(config.epochs, space.metric, space.mode)
     return [
-        TrialEnds(outcomes, experiment.location),  # each trial writes its own result.json (search.trial_files)
+        TrialEnds(outcomes, experiment.location),  # each trial writes its own result.json (trainables.foundation.trial_files)
         TensorBoardEvents(outcomes, experiment.local),
         ProgressView(outcomes, config.trials, concurrency),
         SchedulerState(scheduler, experiment.local / SCHEDULER_FILE),

@@ -2,7 +2,7 @@
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from search.space import Space
+from spaces import Space
 
 SPACE = Space(
     name="mlp_mnist",

@@ -6,7 +6,7 @@ ImageNet weights from `model.weights=PATH` or, online, from torchvision's downlo
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from search.space import Space
+from spaces import Space
 
 SPACE = Space(
     name="resnet50_transfer",

@@ -5,7 +5,7 @@ Train: random resized crop + horizontal flip; val: resize + center crop; `image_
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from search.space import Space
+from spaces import Space
 
 SPACE = Space(
     name="resnet_imagefolder",

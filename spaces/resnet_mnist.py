@@ -11,7 +11,7 @@ so that the search has something to find. The recipe the measured runs favoured 
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from search.space import Space
+from spaces import Space
 
 SPACE = Space(
     name="resnet_mnist",

@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import MNIST_MINI, REPO
 
 VAL_LIMIT = 400

@@ -16,9 +16,10 @@ def good(tmp_path) -> list[str]:
     return ["--root", str(tmp_path / "mnist"), "--out", str(tmp_path / "bench.json")]
 
 
-def test_the_defaults_run_every_part_and_shape(good):
+def test_the_defaults_run_every_part_but_the_hours_long_efficiency_and_every_shape(good):
     args, parts, shapes = parse_args(good, "benchmarks")
-    assert parts == set(PARTS) and shapes == list(SHAPES)
+    assert parts == set(PARTS) - {"efficiency"} and shapes == list(SHAPES)
+    assert (args.efficiency_trials, args.efficiency_epochs, args.seeds) == (16, 8, "0,1,2")  # the target's budget
     assert args.trials_per_shape >= 1 and args.memory_trials >= 3
 
 
@@ -42,6 +43,8 @@ def test_parts_and_shapes_are_read_from_comma_lists(good):
         ("--device", "tpu", "--device=tpu: allowed devices are cpu, cuda, cuda:N"),
         ("--root", "/nonexistent", "--root=/nonexistent: no MNIST/raw folder there"),
         ("--out", "/nonexistent/bench.json", "--out=/nonexistent/bench.json: must be a file in an existing folder"),
+        ("--seeds", "0,a", "--seeds=0,a: must be comma-separated whole numbers"),
+        ("--efficiency-epochs", "0", "--efficiency-epochs=0: must be >= 1"),
         ("--trial-images", "many", "argument --trial-images: invalid int value: 'many'"),
     ],
 )

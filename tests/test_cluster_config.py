@@ -5,10 +5,14 @@ from pathlib import Path
 import pytest
 
 from search.cluster import (
-    client_host_port, is_client_server_start_failure, project_runtime_env, resolve_address, unseen_paths_message,
+    client_host_port,
+    is_client_server_start_failure,
+    project_runtime_env,
+    resolve_address,
+    unseen_paths_message,
 )
 from search.commands import parse_run
-from search.errors import UsageError
+from trainables.foundation.errors import UsageError
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 import pytest
 
-from search.config import DataConfig, RunConfig, config_keys, field_docs, help_rows, parse_overrides
-from search.errors import UsageError
+from trainables.foundation.config import DataConfig, RunConfig, config_keys, field_docs, help_rows, parse_overrides
+from trainables.foundation.errors import UsageError
 
 
 def test_defaults_and_typed_values():

@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from search.errors import UsageError
 from tests.e2e_helpers import run_cli
 from trainables.data import MNIST
+from trainables.foundation.errors import UsageError
 
 
 @pytest.fixture

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from search.space import load_space
-from trainables.data import MNIST
-from trainables.training import Split, evaluate, load_model_weights, shard_indices
 from tests.conftest import MNIST_MINI
 from tests.e2e_helpers import VAL_LIMIT, main_search, ray_processes_of, run_search, session_dir_of
+from trainables.data import MNIST
+from trainables.foundation.space import load_space
+from trainables.models import model_for
+from trainables.training import Split, evaluate, load_model_weights, shard_indices
 
 pytestmark = pytest.mark.e2e
 
@@ -68,7 +69,7 @@ def test_best_is_the_final_epoch_of_the_best_trial_that_finished_its_schedule(se
 def test_best_checkpoint_reproduces_reported_val_acc(search):
     best = search["summary"]["best"]
     space = load_space("resnet_mnist")
-    model = space.build_model(best["config"], MNIST.info(MNIST_MINI, {}))
+    model = model_for(space, best["config"], MNIST.info(MNIST_MINI, {}))
     load_model_weights(best["checkpoint"], model)  # torch.load(weights_only=True)
     run = search["summary"]["run"]
     images, labels = MNIST.load_split(MNIST_MINI, "val", run["data"]["val_fraction"], run["seed"], limit=VAL_LIMIT)
@@ -84,7 +85,7 @@ def test_best_checkpoint_reproduces_reported_val_acc(search):
 
 def test_the_best_checkpoint_is_tested_once_on_the_test_files_the_search_never_saw(search):
     best = search["summary"]["best"]
-    model = load_space("resnet_mnist").build_model(best["config"], MNIST.info(MNIST_MINI, {}))
+    model = model_for(load_space("resnet_mnist"), best["config"], MNIST.info(MNIST_MINI, {}))
     load_model_weights(best["checkpoint"], model)
     images, labels = MNIST.load(MNIST_MINI, train=False)  # t10k: 2,000 digits
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
@@ -164,7 +165,7 @@ def test_program_loads_in_plain_pytorch_and_matches_the_checkpoint(exported, sea
     from_program = torch.load(tmp_path / "pred.pt", weights_only=True)
 
     best = search["summary"]["best"]
-    model = load_space("resnet_mnist").build_model(best["config"], MNIST.info(MNIST_MINI, {})).eval()
+    model = model_for(load_space("resnet_mnist"), best["config"], MNIST.info(MNIST_MINI, {})).eval()
     load_model_weights(best["checkpoint"], model)
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
     with torch.no_grad():

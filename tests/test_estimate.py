@@ -2,10 +2,10 @@
 
 import pytest
 
-from search.config import parse_overrides
 from search.estimate import asha_epoch_share, long_search_line, typical_hyperparameters
-from search.space import load_space
 from trainables.data import MNIST
+from trainables.foundation.config import parse_overrides
+from trainables.foundation.space import load_space
 
 
 @pytest.mark.parametrize("epochs, grace, reduction, share", [

@@ -14,7 +14,7 @@ from optuna.distributions import FloatDistribution
 import torch
 from torch import nn
 
-from search.space import Space
+from trainables.foundation.space import Space
 
 
 class Broken(nn.Module):

@@ -3,8 +3,8 @@
 import pytest
 
 from search import samples
-from search.errors import UsageError
 from trainables.data import IMAGEFOLDER, IMAGEFOLDER_SPLIT
+from trainables.foundation.errors import UsageError
 
 DIGITS = samples.digit_folders_root(split_by_pct=False)
 CLASSES = {"ants": "0", "bees": "1"}  # two classes of the tree, named unlike their digits
@@ -72,7 +72,7 @@ def test_pretrained_without_weights_offline_is_a_clear_error(monkeypatch):
     """The offline branch of resolve_weights; the download itself is replaced: tests never reach the internet."""
     import trainables.models
     from search.preflight import resolve_weights
-    from search.space import load_space
+    from trainables.foundation.space import load_space
 
     def offline(architecture):
         raise OSError("network is unreachable")

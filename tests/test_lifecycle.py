@@ -1,7 +1,6 @@
 """Real processes, real signals: a Train worker killed mid-trial, a search driver killed and resumed."""
 
 import json
-import pickle
 import shutil
 import signal
 import time
@@ -10,7 +9,14 @@ import pytest
 
 from tests.conftest import MNIST_MINI
 from tests.e2e_helpers import (
-    descendants, kill_pids, process_title, run_cli, start_search, uri_files, uri_text, wait_for_line,
+    descendants,
+    kill_pids,
+    process_title,
+    run_cli,
+    start_search,
+    uri_files,
+    uri_text,
+    wait_for_line,
 )
 
 pytestmark = pytest.mark.e2e

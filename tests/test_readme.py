@@ -9,9 +9,9 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from search.__main__ import COMMANDS
 from search.commands import parse_run
-from search.space import builtin_space_names, load_space
 from tests.conftest import REPO
 from tests.e2e_helpers import run_cli
+from trainables.foundation.space import builtin_space_names, load_space
 
 README = (REPO / "README.md").read_text()
 OPTIONS = {"export": {"out", "trial"}, "tensorboard": {"port"}, "predict": {"--json"}, "report": set(), "resume": set()}

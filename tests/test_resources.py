@@ -1,8 +1,15 @@
 import pytest
 
-from search.errors import UsageError
-from search.config import parse_overrides
-from search.resources import TrialShape, check_shape, choose_shape, plan_concurrency, settle_shape, trials_that_fit
+from trainables.foundation.config import parse_overrides
+from trainables.foundation.errors import UsageError
+from trainables.foundation.resources import (
+    TrialShape,
+    check_shape,
+    choose_shape,
+    plan_concurrency,
+    settle_shape,
+    trials_that_fit,
+)
 
 
 def test_two_workers_fit_once_on_two_cores():

@@ -1,4 +1,4 @@
-from search.scheduling import TOKEN_MEMORY, place_trials
+from trainables.foundation.scheduling import TOKEN_MEMORY, place_trials
 
 
 def test_a_one_worker_trial_holds_its_own_resources():

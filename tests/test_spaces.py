@@ -6,7 +6,8 @@ import sys
 import optuna
 import pytest
 
-from search.space import Space, builtin_space_names, load_space
+from trainables.foundation.space import Space, builtin_space_names, load_space
+from trainables.models import model_for
 
 SPACES = builtin_space_names()
 
@@ -17,9 +18,9 @@ def test_registry_is_not_empty():
 
 def test_spaces_import_without_ray_or_torch():
     code = (
-        "import sys; from search.space import builtin_space_names, load_space\n"
+        "import sys; from trainables.foundation.space import builtin_space_names, load_space\n"
         "[load_space(n) for n in builtin_space_names()]\n"
-        "import search.config, search.commands\n"
+        "import trainables.foundation.config, search.commands\n"
         "bad = [m for m in ('ray', 'torch') if m in sys.modules]\n"
         "assert not bad, bad"
     )
@@ -68,7 +69,7 @@ def test_model_output_shape(name):
     space = load_space(name)
     hp = sampled_hyperparameters(space)
     info = example_info(space, hp)
-    model = space.build_model(hp, info).eval()
+    model = model_for(space, hp, info).eval()
     images = torch.zeros(2, info.in_channels, info.image_size, info.image_size)
     with torch.no_grad():
         assert model(images).shape == (2, info.num_classes)
@@ -76,7 +77,7 @@ def test_model_output_shape(name):
 
 def test_resnet_mnist_is_resnet18_with_one_channel_conv1():
     space = load_space("resnet_mnist")
-    model = space.build_model({}, example_info(space, {}))
+    model = model_for(space, {}, example_info(space, {}))
     assert model.conv1.in_channels == 1 and model.fc.out_features == 10
     assert type(model).__name__ == "ResNet" and len(model.layer1) == 2
 
@@ -84,24 +85,24 @@ def test_resnet_mnist_is_resnet18_with_one_channel_conv1():
 def test_frozen_backbone_trains_only_the_head():
     space = load_space("resnet50_transfer")
     hp = {**space.constants, "freeze_backbone": True}
-    model = space.build_model(hp, example_info(space, hp))
+    model = model_for(space, hp, example_info(space, hp))
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
     assert trainable == {"fc.weight", "fc.bias"} and model.fc.out_features == 3
 
 
 def test_user_space_breaking_the_contract_says_what_is_missing(tmp_path):
-    from search.errors import UsageError
+    from trainables.foundation.errors import UsageError
 
     no_space = tmp_path / "empty_space.py"
     no_space.write_text("X = 1\n")
     with pytest.raises(UsageError, match="defines no SPACE"):
         load_space(str(no_space))
     missing = tmp_path / "missing_space.py"
-    missing.write_text("from search.space import Space\nSPACE = Space(name='m', description='d', architecture='cnn')\n")
+    missing.write_text("from spaces import Space\nSPACE = Space(name='m', description='d', architecture='cnn')\n")
     with pytest.raises(UsageError, match="missing 2 required positional arguments: 'dataset' and 'hyperparameters'"):
         load_space(str(missing))
     wrong = tmp_path / "wrong_space.py"
-    wrong.write_text("from search.space import Space\nSPACE = Space(name='w', description='d', architecture='cnn', "
+    wrong.write_text("from spaces import Space\nSPACE = Space(name='w', description='d', architecture='cnn', "
                      "dataset='mnist', hyperparameters={'lr': (0.1, 1.0)})\n")
     with pytest.raises(UsageError, match="hyperparameter lr must be an optuna distribution"):
         load_space(str(wrong))
@@ -130,7 +131,7 @@ def test_every_model_trains_under_every_step_option(name, option):
     info = example_info(space, hp)
     size = min(info.image_size, 32)  # ResNets take any size; the MLP needs its own 28
     torch.manual_seed(0)
-    model = prepare_layout(space.build_model(hp, info), options)
+    model = prepare_layout(model_for(space, hp, info), options)
     before = [p.detach().clone() for p in model.parameters() if p.requires_grad]
     batch = [(torch.randn(4, info.in_channels, size, size), torch.randint(0, info.num_classes, (4,)))]
     stats = train_one_epoch(model, make_optimizer(hp, model), batch, cpu, options)

@@ -8,11 +8,10 @@ import os
 
 import pytest
 
-from search.space import builtin_space_names, load_space
 from search import samples
-from tests.conftest import MNIST_MINI, REPO
+from tests.conftest import MNIST_MINI
 from tests.e2e_helpers import run_cli
-
+from trainables.foundation.space import builtin_space_names, load_space
 
 pytestmark = pytest.mark.e2e
 
@@ -74,7 +73,7 @@ USER_SPACE = '''
 from optuna.distributions import FloatDistribution
 from torch import nn  # a user's space may import torch; the built-in ones do not
 
-from search.space import Space
+from trainables.foundation.space import Space
 
 
 def tiny_net(in_channels, num_classes, width):

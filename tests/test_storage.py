@@ -4,7 +4,16 @@ from pathlib import Path
 
 import pytest
 
-from search.storage import Experiment, as_location, exists, experiment_of, read_text, uri_join, uri_parent, write_text
+from trainables.foundation.storage import (
+    Experiment,
+    as_location,
+    exists,
+    experiment_of,
+    read_text,
+    uri_join,
+    uri_parent,
+    write_text,
+)
 
 
 @pytest.mark.parametrize(

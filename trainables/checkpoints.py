@@ -18,9 +18,9 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from search.errors import UsageError
-from search.storage import as_location, filesystem, is_uri, uri_join
-from search.summary import CHECKPOINT_KEY
+from trainables.foundation.errors import UsageError
+from trainables.foundation.storage import as_location, filesystem, is_uri, uri_join
+from trainables.foundation.trial_files import CHECKPOINT_KEY
 
 COMPLETE_MARKER = ".complete"
 STATE_FILE = "state.json"  # trainables.training.STATE_FILE, named here without importing torch
@@ -128,8 +128,9 @@ def damage(location: str) -> str | None:
     """What is wrong with a checkpoint folder (a path or a URI), naming the file; None when it is whole: its marker,
     its state.json (parsed) and its model.pt (a torch zip archive read to its central directory, which a file cut
     short lacks). Pyarrow and the standard library only: cheap enough to check every checkpoint before a resume."""
-    import pyarrow.fs
     import zipfile
+
+    import pyarrow.fs
 
     fs, folder = filesystem(location, key="checkpoint")
     where = lambda name: f"{location.rstrip('/')}/{name}"  # noqa: E731

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from search.errors import UsageError
+from trainables.foundation.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ import time
 
 import ray.tune
 
-from search.config import RunConfig
-from search.resources import TrialShape, plan_concurrency
-from search.scheduling import trains_in_process
-from search.trial_files import TrialFiles
 from trainables.checkpoints import CheckpointStore, run_location
+from trainables.foundation.config import RunConfig
+from trainables.foundation.resources import TrialShape, plan_concurrency
+from trainables.foundation.scheduling import trains_in_process
+from trainables.foundation.trial_files import TrialFiles
 from trainables.room import alive_node_resources, alive_nodes, wait_for_room, worker_resources
 
 # Ray Train is imported by `fit_trial`, in the trial's process (the search driver, which imports this module for

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from torch import nn
 
-
 STEMS = ("imagenet", "small")
 
 
@@ -188,3 +187,9 @@ def download_pretrained(architecture: str) -> str:
     weights = getattr(torchvision.models, PRETRAINED[architecture]).DEFAULT
     weights.get_state_dict(progress=False)  # downloads into the hub cache, or raises when offline
     return str(Path(torch.hub.get_dir()) / "checkpoints" / Path(weights.url).name)
+
+
+def model_for(space, hp: dict, info) -> nn.Module:
+    """The `nn.Module` of a trial: the space's architecture, built with its arguments for these hyperparameters and
+    data (`Space.builder_args`)."""
+    return build_model(space.architecture, space.builder_args(hp, info))

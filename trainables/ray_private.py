@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ray
 
-from search.errors import UsageError
+from trainables.foundation.errors import UsageError
 
 TESTED_RAY = "2.60.0"
 
@@ -29,24 +29,27 @@ try:
     # Train's controller actor. `TrialTrainer` starts it itself, as `DataParallelTrainer.fit` does, to keep a handle
     # on it: Tune stopping a trial (ASHA) must abort the trial's run, and `fit()` offers no abort. Without it a
     # stopped DDP trial's thread waits in `fit()` and Tune kills the whole trial process.
-    from ray.train.v2._internal.execution.controller import TrainController
-
-    # The environment `DataParallelTrainer` gives that controller; the same, so the controller behaves the same.
-    from ray.train.v2._internal.constants import DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE, get_env_vars_to_propagate
     from ray._common.constants import RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR
+
+    # The Tune session's stop event: set when Tune finishes a trial's session (an ASHA stop, or the process handed
+    # to the next trial). No public API exposes it; without it a stopped DDP trial cannot abort its run.
+    from ray.train._internal.session import get_session
+    from ray.train._internal.utils import get_address_and_port
 
     # Train adds this callback to every run; it starts a Ray Data actor per run, which this project (whose workers
     # read their own data) does not use. Left out by type: without it every DDP trial starts one more process.
     from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
 
+    # The environment `DataParallelTrainer` gives that controller; the same, so the controller behaves the same.
+    from ray.train.v2._internal.constants import (
+        DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE,
+        get_env_vars_to_propagate,
+    )
+    from ray.train.v2._internal.execution.controller import TrainController
+
     # A backend config names its framework, and the process group needs rank 0's address and a free port: what
     # `TorchConfig` uses, whose module imports torch in Train's controller (1.5-2 s of each DDP trial's start).
     from ray.train.v2._internal.util import TrainingFramework
-    from ray.train._internal.utils import get_address_and_port
-
-    # The Tune session's stop event: set when Tune finishes a trial's session (an ASHA stop, or the process handed
-    # to the next trial). No public API exposes it; without it a stopped DDP trial cannot abort its run.
-    from ray.train._internal.session import get_session
 
     # The label that pins an actor to a node; the controller is pinned to its trial's node, as Train pins it.
     NODE_ID_LABEL = ray._raylet.RAY_NODE_ID_KEY

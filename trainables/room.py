@@ -13,8 +13,8 @@ import time
 import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 
-from search.config import RunConfig
-from search.resources import TrialShape, plan_concurrency
+from trainables.foundation.config import RunConfig
+from trainables.foundation.resources import TrialShape, plan_concurrency
 
 
 class NoRoom(RuntimeError):

@@ -6,7 +6,7 @@ not available, so results go to Tune directly.
 
 Both keep their checkpoints in the same `CheckpointStore` (`train_<id>/checkpoint_epoch_NNNN`, complete once marked)
 and their epochs in the trial's own `result.json`, in this order: the checkpoint, then its row, then Tune hears of the
-epoch. So a search killed at any moment leaves files that know at least what Tune knew (`search.trial_files`).
+epoch. So a search killed at any moment leaves files that know at least what Tune knew (`trainables.foundation.trial_files`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ import ray.train.torch
 import ray.tune
 import torch
 
-from search.summary import CHECKPOINT_KEY
-from search.trial_files import TrialFiles, wait_until_tune_knows
 from trainables.checkpoints import CheckpointStore, run_location
+from trainables.foundation.trial_files import CHECKPOINT_KEY, TrialFiles, wait_until_tune_knows
 
 
 class EpochWriter:

@@ -10,8 +10,14 @@ from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
 from trainables.ddp_backend import DDPConfig
 from trainables.ray_private import (
-    DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE, NODE_ID_LABEL, RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR,
-    DatasetsCallback, TrainController, get_env_vars_to_propagate, local_torch_controller, start_autoscaling_coordinator,
+    DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE,
+    NODE_ID_LABEL,
+    RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR,
+    DatasetsCallback,
+    TrainController,
+    get_env_vars_to_propagate,
+    local_torch_controller,
+    start_autoscaling_coordinator,
 )
 
 

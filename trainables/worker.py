@@ -11,18 +11,19 @@ import ray
 import torch
 import torch.distributed as dist
 
-from search.config import RunConfig
-from search.space import load_space
 from trainables.data import get_dataset
 from trainables.feeds import make_feed
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import load_space
+from trainables.models import model_for
 from trainables.session import session_for
 from trainables.training import (
+    LearningRate,
     StepOptions,
     evaluate,
     load_matching_weights,
     load_model_weights,
     load_optimizer_state,
-    LearningRate,
     make_optimizer,
     prepare_layout,
     read_checkpoint_state,
@@ -49,7 +50,7 @@ def train_fn_per_worker(config: dict) -> dict:
     torch.manual_seed(run.seed)
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
     clock.lap("data")
-    model = space.build_model(hp, get_dataset(space.dataset).info(run.data.root, hp))
+    model = model_for(space, hp, get_dataset(space.dataset).info(run.data.root, hp))
     if run.model.weights:
         load_matching_weights(model, run.model.weights)
     clock.lap("model")

@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from search.errors import UsageError
+from trainables.foundation.errors import UsageError
 
 SEARCH_FILE = "search.json"  # the search's config, written before the first trial: marks an experiment folder
 URI_EXAMPLES = "s3://bucket/prefix, gs://bucket/prefix or file:///path"

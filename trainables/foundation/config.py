@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from search.errors import UsageError
+from trainables.foundation.errors import UsageError
 
 
 def default_data_root() -> str:

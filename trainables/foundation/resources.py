@@ -11,7 +11,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from search.errors import UsageError
+from trainables.foundation.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,12 @@ import json
 import time
 from pathlib import PurePosixPath
 
-from search.storage import filesystem, is_uri, uri_join
+from trainables.foundation.storage import filesystem, is_uri, uri_join
 
 TRIAL_DIR_PREFIX = "trial_"
 RESULT_FILE = "result.json"
 END_FILE = "end.json"
+CHECKPOINT_KEY = "checkpoint_path"  # the checkpoint's location, added to each epoch's row beside its metrics
 EXPERIMENT_STATE_PREFIX = "experiment_state-"  # Tune's snapshot files at the experiment's top level
 
 

@@ -1,0 +1,148 @@
+"""The contract of a search space, and how spaces are found by name or path.
+
+A space is a module (in `spaces/`, or a user's file or package) that defines `SPACE = Space(...)`.
+This module imports neither Ray nor torch: listing and validating spaces must stay cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+
+from trainables.foundation.config import parse_scalar
+from trainables.foundation.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Space:
+    """What a search tunes: a model, its data, the searched hyperparameters and the metric."""
+
+    name: str
+    """Short name, as given to `space=`."""
+    description: str
+    """One line for `python -m search spaces`."""
+    architecture: str
+    """Model builder: a name in `trainables.models.MODELS`, or "path/to/file.py:function" / "module:function"."""
+    dataset: str
+    """Name of the dataset in `trainables.data.DATASETS` (mnist, fashion_mnist, imagefolder, imagefolder_split)."""
+    hyperparameters: dict[str, BaseDistribution]
+    """The searched hyperparameters as Optuna distributions."""
+    model_args: Callable[[dict, Any], dict] | None = None
+    """The builder's keyword arguments from (hyperparameters, DataInfo); default: in_channels and num_classes."""
+    constants: dict[str, Any] = field(default_factory=dict)
+    """Hyperparameters the training loop reads that are not searched (overridable with key=value)."""
+    metric: str = "val_acc"
+    """The metric the search optimizes."""
+    mode: str = "max"
+    """"max" or "min"."""
+
+    def __post_init__(self):
+        if self.mode not in ("max", "min"):
+            raise UsageError(f"space {self.name}: mode must be 'max' or 'min', not {self.mode!r}")
+        overlap = set(self.hyperparameters) & set(self.constants)
+        if overlap:
+            raise UsageError(f"space {self.name}: {sorted(overlap)} are both searched and constant")
+
+    def builder_args(self, hp: dict, info) -> dict:
+        if self.model_args is not None:
+            return self.model_args(hp, info)
+        return {"in_channels": info.in_channels, "num_classes": info.num_classes}
+
+    def hyperparameter_names(self) -> list[str]:
+        return list(self.hyperparameters) + list(self.constants)
+
+
+def describe_distribution(dist: BaseDistribution) -> str:
+    """A human-readable range, e.g. 'float, log scale, 0.0001 .. 0.3'."""
+    if isinstance(dist, CategoricalDistribution):
+        return "one of " + ", ".join(str(c) for c in dist.choices)
+    if isinstance(dist, (FloatDistribution, IntDistribution)):
+        kind = "float" if isinstance(dist, FloatDistribution) else "int"
+        scale = ", log scale" if dist.log else ""
+        has_step = dist.step is not None and not (kind == "int" and dist.step == 1)
+        step = f", step {dist.step:g}" if has_step else ""
+        return f"{kind}{scale}{step}, {dist.low:g} .. {dist.high:g}"
+    return repr(dist)
+
+
+def coerce_hyperparameter(space: Space, key: str, text: str) -> Any:
+    """Parse `key=text` for a hyperparameter of `space` into a value of the right type."""
+    if key in space.constants:
+        return parse_scalar(key, text, type(space.constants[key]))
+    dist = space.hyperparameters[key]
+    if isinstance(dist, CategoricalDistribution):
+        for choice in dist.choices:
+            if str(choice) == text:
+                return choice
+        allowed = ", ".join(str(c) for c in dist.choices)
+        raise UsageError(f"{key}={text}: allowed values are {allowed}")
+    if isinstance(dist, IntDistribution):
+        return parse_scalar(key, text, int)
+    return parse_scalar(key, text, float)
+
+
+BUILTIN_PACKAGE = "spaces"
+
+
+def builtin_space_names() -> list[str]:
+    """The modules of the `spaces` package that define a SPACE."""
+    package = importlib.import_module(BUILTIN_PACKAGE)
+    names = [m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")]
+    return sorted(names)
+
+
+def load_space(ref: str) -> Space:
+    """Resolve `space=` : a built-in name, a path to a .py file, or a dotted module name."""
+    if ref.endswith(".py") or "/" in ref:
+        module = _import_file(Path(ref))
+    elif ref in builtin_space_names():
+        module = importlib.import_module(f"{BUILTIN_PACKAGE}.{ref}")
+    elif "." in ref:
+        try:
+            module = importlib.import_module(ref)
+        except ImportError as exc:
+            raise UsageError(f"space={ref}: cannot import module ({exc})") from None
+    else:
+        known = ", ".join(builtin_space_names())
+        raise UsageError(f"space={ref}: unknown space; known spaces: {known} (or a path to a .py file)")
+    return _space_of(module, ref)
+
+
+def _import_file(path: Path):
+    if not path.is_file():
+        raise UsageError(f"space={path}: no such file")
+    spec = importlib.util.spec_from_file_location(f"user_space_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except UsageError:
+        raise
+    except Exception as exc:  # the user's module: say what broke, in one line
+        raise UsageError(f"space={path}: the module failed to load: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+REQUIRED = "name, description, architecture, dataset, hyperparameters"
+
+
+def _space_of(module, ref: str) -> Space:
+    space = getattr(module, "SPACE", None)
+    if space is None:
+        raise UsageError(f"space={ref}: the module defines no SPACE; add SPACE = spaces.Space({REQUIRED}, ...)")
+    if not isinstance(space, Space):
+        raise UsageError(f"space={ref}: SPACE is a {type(space).__name__}, not a spaces.Space({REQUIRED}, ...)")
+    for key, dist in space.hyperparameters.items():
+        if not isinstance(dist, BaseDistribution):
+            raise UsageError(f"space={ref}: hyperparameter {key} must be an optuna distribution, not {dist!r}")
+    return space
