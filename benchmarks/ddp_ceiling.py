@@ -14,7 +14,7 @@ import torch.multiprocessing as mp
 
 from benchmarks import throughput
 from benchmarks.throughput import TUTORIAL_MODEL
-from search.tensorboard import free_port
+from search.results.tensorboard import free_port
 from trainables.data import MNIST
 from trainables.feeds import MemoryFeed
 from trainables.foundation.config import RunConfig

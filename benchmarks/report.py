@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from search.files import write_json_atomically
+from search.results.files import write_json_atomically
 
 
 def write_report(path: str | Path, figures: dict) -> dict:

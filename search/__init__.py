@@ -3,6 +3,6 @@
 
 def load_model(path):
     """Restore an exported model (`python -m search export`): an eval-mode module taking float images in [0, 1]."""
-    from search.export import load_model as _load_model
+    from search.results.export import load_model as _load_model
 
     return _load_model(path)

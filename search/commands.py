@@ -9,9 +9,9 @@ import signal
 import time
 from pathlib import Path
 
-from search.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
-from search.preflight import preflight
-from search.summary import SUMMARY_FILE, format_table
+from search.results.summary import SUMMARY_FILE, format_table
+from search.running.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
+from search.running.preflight import preflight
 from trainables.foundation.config import RunConfig, format_help, help_rows, parse_overrides, split_override
 from trainables.foundation.errors import SearchInterrupted, UsageError
 from trainables.foundation.space import (
@@ -43,11 +43,11 @@ def cmd_run(args: list[str]) -> int:
         return 0
     config, space = parse_run(args)
     if is_ray_client(config.address):
-        from search.client import run_through_ray_client
+        from search.running.client import run_through_ray_client
 
         return run_through_ray_client(config, args, cmd_run)
     preflight(config, space)
-    from search.tuner import run_search  # Ray is imported only once the input is known to be good
+    from search.running.tuner import run_search  # Ray is imported only once the input is known to be good
 
     experiment = experiment_of(config.storage, config.name)
     claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
@@ -88,7 +88,7 @@ def cmd_resume(args: list[str]) -> int:
     from trainables.checkpoints import refuse_damaged_in
 
     refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
-    from search.tuner import resume_search
+    from search.running.tuner import resume_search
 
     try:
         summary = resume_search(experiment)
@@ -119,7 +119,7 @@ def cmd_export(args: list[str]) -> int:
     positional, options, _ = split_options(args, {"out", "trial"})
     if len(positional) != 1:
         raise UsageError("usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID]")
-    from search.export import export_experiment
+    from search.results.export import export_experiment
 
     out = Path(options["out"]).expanduser() if "out" in options else None
     meta = export_experiment(open_for_reading(positional[0], SUMMARY_FILE), out, options.get("trial"))
@@ -135,8 +135,8 @@ def cmd_predict(args: list[str]) -> int:
     if len(positional) < 2:
         raise UsageError("usage: python -m search predict EXPORT_DIR INPUT... [--json]")
     folder, inputs = Path(positional[0]), positional[1:]
-    from search.export import META_FILE, load_model
-    from search.predict import predict_files
+    from search.results.export import META_FILE, load_model
+    from search.results.predict import predict_files
 
     if not (folder / META_FILE).is_file():
         raise UsageError(f"{folder}: not an export folder (no {META_FILE}); create one with `python -m search export`")
@@ -189,7 +189,7 @@ def cmd_tensorboard(args: list[str]) -> int:
     positional, options, _ = split_options(args, {"port"})
     if len(positional) != 1:
         raise UsageError("usage: python -m search tensorboard EXPERIMENT_DIR [port=N]")
-    from search.tensorboard import start_server, stop_server
+    from search.results.tensorboard import start_server, stop_server
     from trainables.foundation.config import parse_scalar
 
     port = parse_scalar("port", options.get("port", "6006"), int)
@@ -216,7 +216,7 @@ def _stop_on_sigterm(signum, frame):
 def cmd_report(args: list[str]) -> int:
     if len(args) != 1:
         raise UsageError("usage: python -m search report EXPERIMENT_DIR")
-    from search.report import PLOTS, build_report, savings_line
+    from search.results.report import PLOTS, build_report, savings_line
 
     report = build_report(open_for_reading(args[0], SUMMARY_FILE).local)
     print(report["table"])

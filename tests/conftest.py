@@ -25,7 +25,7 @@ def mnist_root() -> Path:
 def s3_bucket(tmp_path, monkeypatch):
     """A real S3 endpoint on 127.0.0.1 (moto's server, a separate process) with an empty bucket; AWS_* variables in
     the environment point pyarrow at it (this process, the CLI, and Ray nodes started afterwards). Stopped by pid."""
-    from search.tensorboard import free_port
+    from search.results.tensorboard import free_port
 
     port = free_port()
     log = open(tmp_path / "s3.log", "w")

@@ -206,7 +206,7 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
 
 def test_through_ray_client_the_search_runs_on_the_cluster_and_reports_back(tmp_path, mnist_root):
     """address=ray://: the whole `run` runs as a task on the head node; its output and exit code come back here."""
-    from search.tensorboard import free_port
+    from search.results.tensorboard import free_port
 
     client_port = free_port()
     shared = tmp_path / "cluster_storage"
@@ -242,7 +242,7 @@ def tensorboard_runs(experiment: str, tmp_path: Path) -> set[str]:
     """The runs `python -m search tensorboard <experiment>` serves on 127.0.0.1 (stopped by pid afterwards)."""
     import urllib.request
 
-    from search.tensorboard import free_port
+    from search.results.tensorboard import free_port
 
     port = free_port()
     log = tmp_path / "tb.log"

@@ -4,14 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from search.cluster import (
+from search.commands import parse_run
+from search.running.cluster import (
     client_host_port,
     is_client_server_start_failure,
     project_runtime_env,
     resolve_address,
     unseen_paths_message,
 )
-from search.commands import parse_run
 from trainables.foundation.errors import UsageError
 
 
@@ -62,7 +62,7 @@ def test_missing_data_on_a_node_names_the_key():
 
 
 def test_a_refused_cluster_check_is_a_usage_error():
-    from search.cluster import check_every_node_sees
+    from search.running.cluster import check_every_node_sees
 
     with pytest.raises(UsageError):
         check_every_node_sees({"n": {"storage": False}}, {"storage": "/x"})
@@ -85,8 +85,8 @@ def test_a_node_that_cannot_read_a_storage_uri_is_named():
 
 
 def test_an_address_where_no_cluster_answers_is_refused_in_one_line():
-    from search.cluster import refuse_unreachable
-    from search.tensorboard import free_port
+    from search.results.tensorboard import free_port
+    from search.running.cluster import refuse_unreachable
 
     port = free_port()  # nothing listens there
     with pytest.raises(UsageError, match=rf"^address=127.0.0.1:{port}: no Ray cluster answers at 127.0.0.1:{port}"):
@@ -115,7 +115,7 @@ def test_through_ray_client_the_default_storage_must_be_given():
 
 
 def test_a_free_port_is_never_one_ray_takes_by_default():
-    from search.tensorboard import RAY_DEFAULT_PORTS, first_not_taken, free_port
+    from search.results.tensorboard import RAY_DEFAULT_PORTS, first_not_taken, free_port
 
     assert first_not_taken(iter([52365, 6379, 8265, 10001, 40123]), RAY_DEFAULT_PORTS) == 40123
     port = free_port()
@@ -125,7 +125,7 @@ def test_a_free_port_is_never_one_ray_takes_by_default():
 def test_the_ports_kept_free_are_rays_own_defaults():
     from ray._private import ray_constants
 
-    from search.tensorboard import RAY_DEFAULT_PORTS
+    from search.results.tensorboard import RAY_DEFAULT_PORTS
 
     defaults = {ray_constants.DEFAULT_PORT, ray_constants.DEFAULT_DASHBOARD_PORT,
                 ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT}  # fmt: skip
@@ -133,7 +133,7 @@ def test_the_ports_kept_free_are_rays_own_defaults():
 
 
 def test_a_local_ray_instance_keeps_bounded_history_unless_the_user_set_it():
-    from search.cluster import GCS_HISTORY_CAPS, bound_gcs_history
+    from search.running.cluster import GCS_HISTORY_CAPS, bound_gcs_history
 
     environ = {"RAY_task_events_max_num_task_in_gcs": "500"}
     bound_gcs_history(environ)

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from trainables.data import MNIST, read_idx
+from trainables.data import MNIST
+from trainables.idx_files import read_idx
 from trainables.training import Split, evaluate, shard_indices
 
 
@@ -53,7 +54,7 @@ def test_sharded_evaluation_sums_to_the_whole():
 
 
 def test_validation_is_held_out_of_the_training_files_stratified_and_seeded():
-    from trainables.data import holdout
+    from trainables.idx_files import holdout
 
     labels = np.repeat(np.arange(10), 100)
     train, val = holdout(labels, 0.1, seed=3)

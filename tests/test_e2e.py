@@ -286,7 +286,7 @@ def test_tensorboard_server_serves_the_scalars_on_loopback(search, tmp_path):
     import urllib.parse
     import urllib.request
 
-    from search.tensorboard import free_port
+    from search.results.tensorboard import free_port
     from tests.e2e_helpers import descendants, kill_pids, start_search, wait_for_line
 
     port = free_port()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from search.estimate import asha_epoch_share, long_search_line, typical_hyperparameters
+from search.running.estimate import asha_epoch_share, long_search_line, typical_hyperparameters
 from trainables.data import MNIST
 from trainables.foundation.config import parse_overrides
 from trainables.foundation.space import load_space

@@ -71,7 +71,7 @@ def test_missing_layout_names_what_is_expected(tmp_path):
 def test_pretrained_without_weights_offline_is_a_clear_error(monkeypatch):
     """The offline branch of resolve_weights; the download itself is replaced: tests never reach the internet."""
     import trainables.models
-    from search.preflight import resolve_weights
+    from search.running.preflight import resolve_weights
     from trainables.foundation.space import load_space
 
     def offline(architecture):

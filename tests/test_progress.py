@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from search.callbacks import ProgressView, TrialOutcomes
+from search.running.callbacks import ProgressView, TrialOutcomes
 
 
 def trial(trial_id, status, epoch, value, images_per_s=480.0, diverged=False):

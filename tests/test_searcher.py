@@ -7,7 +7,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 
-from search.searcher import StudySearcher, make_sampler, startup_trials
+from search.running.searcher import StudySearcher, make_sampler, startup_trials
 
 SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True), "wd": FloatDistribution(1e-5, 1e-1, log=True)}
 

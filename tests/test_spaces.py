@@ -108,6 +108,16 @@ def test_user_space_breaking_the_contract_says_what_is_missing(tmp_path):
         load_space(str(wrong))
 
 
+@pytest.mark.parametrize("import_line", ["from spaces import Space", "from search.space import Space"])
+def test_a_space_file_of_ones_own_loads_with_either_import(tmp_path, import_line):
+    mine = tmp_path / "my_space.py"
+    mine.write_text(f"{import_line}\nfrom optuna.distributions import FloatDistribution\n"
+                    "SPACE = Space(name='mine', description='d', architecture='cnn', dataset='mnist', "
+                    "hyperparameters={'lr': FloatDistribution(0.01, 0.1, log=True)})\n")  # fmt: skip
+    space = load_space(str(mine))
+    assert space.name == "mine" and isinstance(space, Space)
+
+
 STEP_OPTIONS = {
     "fp32": {},
     "channels_last": {"channels_last": True},

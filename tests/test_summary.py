@@ -1,7 +1,7 @@
 import json
 
-from search.files import write_json_atomically
-from search.summary import TrialRecord, best_epoch_row, format_table, summarize
+from search.results.files import write_json_atomically
+from search.results.summary import TrialRecord, best_epoch_row, format_table, summarize
 
 
 def _rows(tmp_path, trial, values):
@@ -81,7 +81,7 @@ def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
 
 
 def test_annealing_schedules_are_schedules_of_the_training_loop():
-    from search.summary import ANNEALING_SCHEDULES
+    from search.results.summary import ANNEALING_SCHEDULES
     from trainables.training import LR_SCHEDULES
 
     assert set(ANNEALING_SCHEDULES) <= set(LR_SCHEDULES)
@@ -91,7 +91,7 @@ def test_resume_reads_the_settings_copy_when_search_json_was_cut_short(tmp_path)
     """Tune's restore re-copies top-level .json files; a kill mid-copy left search.json empty in CI (2026-11-24)."""
     import json as _json
 
-    from search.tuner import SETTINGS_COPY, read_settings, set_aside_damaged_snapshots
+    from search.running.restore import SETTINGS_COPY, read_settings, set_aside_damaged_snapshots
 
     (tmp_path / ".search").mkdir()
     (tmp_path / SETTINGS_COPY).write_text(_json.dumps({"run": {"space": "mlp_mnist"}}))

@@ -1,6 +1,6 @@
 """Running on an existing Ray cluster: which address, what code to ship, which paths every node must see.
 
-Pure logic, no Ray import: `search.tuner` asks the cluster and hands the answers here.
+Pure logic, no Ray import: `search.running.tuner` asks the cluster and hands the answers here.
 """
 
 from __future__ import annotations

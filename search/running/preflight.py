@@ -45,7 +45,7 @@ def preflight(config: RunConfig, space: Space) -> None:
 
 def say_when_long(config: RunConfig, space: Space, dataset, hp: dict) -> None:
     """Before a long search on a machine without a GPU: about how long, and which keys shorten it (IDX datasets)."""
-    from search.estimate import long_search_line
+    from search.running.estimate import long_search_line
     from trainables.data import IdxDataset
 
     if config.address or not isinstance(dataset, IdxDataset) or local_gpu_count():

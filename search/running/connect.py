@@ -10,14 +10,14 @@ import secrets
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from search.cluster import (
+from search.results.tensorboard import free_port
+from search.running.cluster import (
     bound_gcs_history,
     check_every_node_sees,
     paths_every_node_needs,
     project_runtime_env,
     refuse_unreachable,
 )
-from search.tensorboard import free_port
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, UsageError
 from trainables.foundation.resources import local_cpu_count

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import ray.tune
 
-from search.failures import root_cause
-from search.summary import outcome
-from search.tensorboard import TrialEventWriter, written_epochs
+from search.results.summary import outcome
+from search.results.tensorboard import TrialEventWriter, written_epochs
+from search.running.failures import root_cause
 from trainables.foundation.trial_files import TrialFiles
 
 RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainables.data import read_idx
+from trainables.idx_files import read_idx
 
 
 class InputError(ValueError):

@@ -1,11 +1,10 @@
 """Runs a search on Ray Tune: Optuna (TPE) proposes, ASHA stops, every trial is a TorchTrainer run.
 
-Ray is imported here, in `search.callbacks` (Tune callbacks) and in `trainables` (driver and worker loop) only.
+Ray is imported here, in `search.running.callbacks` (Tune callbacks) and in `trainables` (driver and worker loop) only.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -16,7 +15,11 @@ import ray
 import ray.tune
 from ray.tune.schedulers import ASHAScheduler
 
-from search.callbacks import (
+from search.results.files import write_json_atomically
+from search.results.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
+from search.results.tensorboard import EVENT_FILES
+from search.results.testset import test_accuracy
+from search.running.callbacks import (
     ProgressView,
     SchedulerState,
     TensorBoardEvents,
@@ -24,13 +27,10 @@ from search.callbacks import (
     TrialOutcomes,
     UploadOwnFiles,
 )
-from search.connect import check_paths_on_every_node, connect
-from search.failures import root_cause
-from search.files import write_json_atomically
-from search.searcher import StudySearcher, make_sampler
-from search.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
-from search.tensorboard import EVENT_FILES
-from search.testset import test_accuracy
+from search.running.connect import check_paths_on_every_node, connect
+from search.running.failures import root_cause
+from search.running.restore import SETTINGS_COPY, read_settings, set_aside_damaged_snapshots, tune_state_is_whole
+from search.running.searcher import StudySearcher, make_sampler
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
@@ -42,7 +42,6 @@ from trainables.foundation.storage import (
     Experiment,
     as_location,
     delete_folder,
-    read_bytes,
 )
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TrialFiles, recorded_trial_ids
 from trainables.room import alive_node_resources
@@ -95,49 +94,6 @@ def resume_search(experiment: Experiment) -> dict:
         )
 
     return drive(config, space, experiment, restore)
-
-
-# Tune's restore copies the experiment's top-level .json files into its staging folder and copies them back every few
-# seconds, not through a temporary name: a kill during such a copy can leave search.json cut short. A copy in a
-# folder of its own, which Tune never copies, keeps the settings.
-SETTINGS_COPY = ".search/search.json"
-
-
-def read_settings(folder: Path) -> dict:
-    for name in (SEARCH_FILE, SETTINGS_COPY):
-        try:
-            return json.loads((folder / name).read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-    raise SearchFailed(f"{folder / SEARCH_FILE}: the search's settings are damaged, and so is {folder / SETTINGS_COPY}")
-
-
-def set_aside_damaged_snapshots(folder: Path) -> None:
-    """Tune restores from its newest experiment snapshot; one cut short by a kill during Tune's copy is moved to
-    .search/ (never deleted), so that Tune restores from the one before. The trials' own files hold what it lacks."""
-    for snapshot in sorted(folder.glob("experiment_state-*.json"), reverse=True):
-        try:
-            json.loads(snapshot.read_text())
-            return
-        except (OSError, json.JSONDecodeError):
-            (folder / ".search").mkdir(exist_ok=True)
-            os.replace(snapshot, folder / ".search" / f"damaged-{snapshot.name}")
-            logging.getLogger("ray").warning("%s was cut short; Tune restores from the snapshot before it", snapshot)
-
-
-TUNER_FILE = "tuner.pkl"  # Tune's, written once when a search starts, not through a temporary name
-
-
-def tune_state_is_whole(experiment: Experiment) -> bool:
-    """Whether Tune can restore the search: its tuner.pkl is there and whole (a kill while Tune writes it leaves a
-    part, before any trial ran; a pickle ends with its STOP opcode). Trials record nothing before Tune's snapshot
-    names them (trainables.foundation.trial_files), so without it there is nothing to restore."""
-    if not ray.tune.Tuner.can_restore(experiment.location):
-        return False
-    try:
-        return read_bytes(experiment.join(TUNER_FILE)).endswith(b".")
-    except OSError:
-        return False
 
 
 def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -> dict:

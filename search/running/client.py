@@ -16,7 +16,12 @@ import ray
 from ray.util.queue import Empty, Queue
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from search.cluster import client_host_port, is_client_server_start_failure, project_runtime_env, refuse_unreachable
+from search.running.cluster import (
+    client_host_port,
+    is_client_server_start_failure,
+    project_runtime_env,
+    refuse_unreachable,
+)
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
 from trainables.foundation.storage import experiment_of

@@ -20,8 +20,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from search.files import publish_folder, staging_folder
-from search.summary import SUMMARY_FILE, read_summary
+from search.results.files import publish_folder, staging_folder
+from search.results.summary import SUMMARY_FILE, read_summary
 from trainables.checkpoints import refuse_damaged
 from trainables.data import get_dataset
 from trainables.foundation.config import RunConfig

@@ -7,8 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from search.files import publish_folder, staging_folder
-from search.summary import format_table, read_summary
+from search.results.files import publish_folder, staging_folder
+from search.results.summary import format_table, read_summary
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_space
 
