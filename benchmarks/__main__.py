@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import accelerator, data_path, ddp_ceiling, efficiency, overhead, peer, throughput
-from benchmarks.options import PARTS, SHAPES, parse_args
+from benchmarks.options import PARTS, SHAPES, names, parse_args
 from benchmarks.report import write_report
 from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
 
@@ -186,7 +186,7 @@ def main() -> None:
                                                       args.asha_images)),
         "memory": ("memory", lambda storage: measure_memory(args.root, storage, trials=args.memory_trials)),
         "efficiency": ("efficiency", lambda storage: efficiency.measure(args.root, storage, args.efficiency_trials,
-                                                                       args.efficiency_epochs, seeds)),
+                                                                       args.efficiency_epochs, seeds, names(args.arms))),
         "gpu": ("accelerator", lambda storage: accelerator.measure(args.root, storage, args.device, limit=args.gpu_images)),
     }
     figures = {}

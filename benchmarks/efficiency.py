@@ -12,9 +12,9 @@ import os
 import time
 from pathlib import Path
 
+from benchmarks.options import ARMS
 from benchmarks.search_runs import run_search, summary_of, trial_rows
 
-ARMS = ("tpe_asha", "random_asha", "optuna_loop")
 WITHIN = 0.003  # "near its best": within 0.3 pt of the val_acc of the model the arm chose in the end
 
 
@@ -126,11 +126,11 @@ def first_near(finished: list[tuple[float, float]], best: float) -> float | None
     return round(times[0], 1) if times else None
 
 
-def measure(root: str, storage: Path, trials: int, epochs: int, seeds: list[int]) -> dict:
+def measure(root: str, storage: Path, trials: int, epochs: int, seeds: list[int], arms: list[str] = ARMS) -> dict:
     """Every arm for every seed, arms in turn within a seed (so that a drift of this machine's speed falls on all)."""
-    runs = {arm: [] for arm in ARMS}
+    runs = {arm: [] for arm in arms}
     for seed in seeds:
-        for arm in ARMS:
+        for arm in arms:
             if arm == "optuna_loop":
                 result = optuna_loop_arm(root, seed, trials, epochs)
             else:
@@ -139,7 +139,7 @@ def measure(root: str, storage: Path, trials: int, epochs: int, seeds: list[int]
             print(f"  {arm} seed {seed}: test_acc {result['test_acc']:.4f} in {result['wall_s']:.0f} s, "
                   f"{result['epochs_run']} epochs", flush=True)  # fmt: skip
     return {"trials": trials, "epochs": epochs, "seeds": seeds, "within_pt": 100 * WITHIN, "runs": runs,
-            "mean": {arm: mean_of(runs[arm]) for arm in ARMS}}  # fmt: skip
+            "mean": {arm: mean_of(runs[arm]) for arm in arms}}  # fmt: skip
 
 
 def mean_of(results: list[dict]) -> dict:
@@ -150,7 +150,7 @@ def mean_of(results: list[dict]) -> dict:
 def print_table(e: dict) -> None:
     print(f"efficiency, resnet_mnist, {e['trials']} trials x up to {e['epochs']} epochs, seeds {e['seeds']}:")
     print(f"{'arm':<13}{'seed':>5}{'test_acc':>10}{'wall s':>8}{'epochs':>8}{'near best s':>12}")
-    for arm in ARMS:
+    for arm in e["runs"]:
         for r in e["runs"][arm]:
             near = f"{r['near_best_at_s']:.0f}" if r["near_best_at_s"] is not None else "-"
             print(f"{arm:<13}{r['seed']:>5}{r['test_acc']:>10.4f}{r['wall_s']:>8.0f}{r['epochs_run']:>8}{near:>12}")

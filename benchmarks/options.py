@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+ARMS = ("tpe_asha", "random_asha", "optuna_loop")  # the efficiency part's (benchmarks.efficiency imports torch)
 DEFAULT_ROOT = ""  # the package's MNIST sample (search.samples), unpacked when a part runs
 PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu", "efficiency")
 DEFAULT_PARTS = PARTS[:-1]
@@ -55,6 +56,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
     parser.add_argument("--efficiency-trials", type=int, default=16, help="efficiency part: trials of every arm")
     parser.add_argument("--efficiency-epochs", type=int, default=8, help="efficiency part: epochs of a finished trial")
+    parser.add_argument("--arms", default="tpe_asha,random_asha,optuna_loop",
+                        help="efficiency part: comma-separated arms of: tpe_asha, random_asha, optuna_loop")
     parser.add_argument("--seeds", default="0,1,2", help="efficiency part: comma-separated seeds, each run by every arm")
     return parser
 
@@ -87,6 +90,9 @@ def first_problem(args: argparse.Namespace) -> str | None:
     for key, smallest in SMALLEST.items():
         if getattr(args, key) < smallest:
             return f"--{key.replace('_', '-')}={getattr(args, key)}: must be >= {smallest}"
+    arms = names(args.arms)
+    if not arms or set(arms) - set(ARMS):
+        return f"--arms={args.arms}: allowed arms are {', '.join(ARMS)}"
     if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
         return f"--seeds={args.seeds}: must be comma-separated whole numbers, e.g. 0,1,2"
     if not args.reduction > 1:

@@ -43,6 +43,7 @@ def test_parts_and_shapes_are_read_from_comma_lists(good):
         ("--device", "tpu", "--device=tpu: allowed devices are cpu, cuda, cuda:N"),
         ("--root", "/nonexistent", "--root=/nonexistent: no MNIST/raw folder there"),
         ("--out", "/nonexistent/bench.json", "--out=/nonexistent/bench.json: must be a file in an existing folder"),
+        ("--arms", "tpe", "--arms=tpe: allowed arms are tpe_asha, random_asha, optuna_loop"),
         ("--seeds", "0,a", "--seeds=0,a: must be comma-separated whole numbers"),
         ("--efficiency-epochs", "0", "--efficiency-epochs=0: must be >= 1"),
         ("--trial-images", "many", "argument --trial-images: invalid int value: 'many'"),
