@@ -21,6 +21,14 @@ def mnist_root() -> Path:
     return MNIST_MINI
 
 
+@pytest.fixture(scope="session")
+def search(tmp_path_factory) -> dict:
+    """The shared end-to-end search (tests/e2e_helpers.main_search), run once for the files that read it."""
+    from tests.e2e_helpers import main_search
+
+    return main_search(tmp_path_factory)
+
+
 @pytest.fixture
 def s3_bucket(tmp_path, monkeypatch):
     """A real S3 endpoint on 127.0.0.1 (moto's server, a separate process) with an empty bucket; AWS_* variables in
