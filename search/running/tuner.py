@@ -29,7 +29,13 @@ from search.running.callbacks import (
 )
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.failures import root_cause
-from search.running.restore import SETTINGS_COPY, read_settings, set_aside_damaged_snapshots, tune_state_is_whole
+from search.running.restore import (
+    SETTINGS_COPY,
+    read_settings,
+    set_aside_damaged_snapshots,
+    tune_state_is_whole,
+    write_settings,
+)
 from search.running.searcher import StudySearcher, make_sampler
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
@@ -61,11 +67,7 @@ _RECORD_BOOKKEEPING = {"config", "recovered"}  # each row of a trial's own resul
 
 def run_search(config: RunConfig, space: Space, experiment: Experiment) -> dict:
     """Run the whole search in `experiment` (claimed: an empty folder) and write `summary.json`; returns the summary."""
-    settings = {"run": config.to_dict()}
-    write_json_atomically(experiment.local / SEARCH_FILE, settings)
-    (experiment.local / SETTINGS_COPY).parent.mkdir(exist_ok=True)
-    write_json_atomically(experiment.local / SETTINGS_COPY, settings)
-    experiment.upload([SEARCH_FILE, SETTINGS_COPY])
+    write_settings(experiment, {"run": config.to_dict()})
     try:
         return drive(config, space, experiment, lambda placement: build_tuner(config, space, experiment, placement))
     except UsageError:
