@@ -14,6 +14,7 @@ from search.running.cluster import is_ray_client, refuse_client_relative_paths, 
 from search.running.preflight import preflight
 from trainables.foundation.config import RunConfig, format_help, help_rows, parse_overrides, split_override
 from trainables.foundation.errors import SearchInterrupted, UsageError
+from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import (
     Space,
     builtin_space_names,
@@ -164,6 +165,8 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     if os.path.exists(config.space):
         config.space = str(Path(config.space).resolve())
     config.name = config.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    config.grace = config.grace or first_rung(config.epochs, schedules_of(space.constants, space.hyperparameters,
+                                                                          config.fixed))
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):
         filesystem(config.storage)  # refuses, in one line, a URI pyarrow cannot open

@@ -21,7 +21,7 @@ def run_cli(*args, cwd=REPO, timeout=120):
         (["space=resnet_mnist", "trials=many"], "trials=many: expected an integer"),
         (["space=cnn_mnist", "batch_size=100"], "batch_size=100: allowed values are 32, 64, 128"),
         (["space=resnet_mnist", "optimizer=rmsprop"], "optimizer=rmsprop: allowed values are sgd, adam, adamw"),
-        (["space=resnet_mnist", "grace=5", "epochs=2"], "grace=5: must be between 1 and epochs=2"),
+        (["space=resnet_mnist", "grace=5", "epochs=2"], "grace=5: must be between 1 and epochs=2, or 0 (past the lr warm-up)"),
         (
             ["space=resnet_mnist", "workers=16", "gpus=0", f"data.root={MNIST_MINI}"],
             "workers=16 x (1 CPU): one trial needs 16 CPUs but the cluster has",

@@ -29,7 +29,7 @@ def test_gpus_auto_and_number():
         ("cpus=lots", "cpus=lots: expected a number"),
         ("data.download=maybe", "data.download=maybe: expected true or false"),
         ("trials=0", "trials=0: must be >= 1"),
-        ("grace=9", "grace=9: must be between 1 and epochs=3"),
+        ("grace=9", "grace=9: must be between 1 and epochs=3, or 0 (past the lr warm-up)"),
         ("workers=0", "workers=0: must be >= 1"),
         ("room_wait=0", "room_wait=0: must be > 0 seconds"),
         ("data.limit=-1", "data.limit=-1: must be >= 0"),

@@ -80,13 +80,6 @@ def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
     assert alone["best"]["trial_id"] == "t1" and alone["best"]["epoch"] == 2
 
 
-def test_annealing_schedules_are_schedules_of_the_training_loop():
-    from search.results.summary import ANNEALING_SCHEDULES
-    from trainables.training import LR_SCHEDULES
-
-    assert set(ANNEALING_SCHEDULES) <= set(LR_SCHEDULES)
-
-
 def test_resume_reads_the_settings_copy_when_search_json_was_cut_short(tmp_path):
     """Tune's restore re-copies top-level .json files; a kill mid-copy left search.json empty in CI (2026-11-24)."""
     import json as _json

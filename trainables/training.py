@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainables.foundation.schedules import LR_SCHEDULES, ONECYCLE_WARMUP
+
 OPTIMIZER_NAMES = ("sgd", "adam", "adamw")
 
 MODEL_FILE = "model.pt"
@@ -118,9 +120,6 @@ def make_optimizer(hp: dict, model: nn.Module) -> torch.optim.Optimizer:
     raise ValueError(f"optimizer={name}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
 
 
-LR_SCHEDULES = ("none", "plateau", "onecycle", "cosine")
-
-
 class LearningRate:
     """The learning-rate schedule of a trial (`lr_schedule`): `none`; `plateau`, ReduceLROnPlateau on the validation
     loss once an epoch (the transfer-learning tutorial's); `onecycle`, a warm-up to `lr` over the first quarter of
@@ -137,7 +136,7 @@ class LearningRate:
             self.per_epoch = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=0.1, patience=1)
         elif name == "onecycle":  # torch's OneCycleLR divides by zero below 8 steps (tiny data): stretched there
             self.per_step = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=hp["lr"], total_steps=max(total, 8),
-                                                                pct_start=0.25)  # fmt: skip
+                                                                pct_start=ONECYCLE_WARMUP)  # fmt: skip
         elif name == "cosine":
             warmup = max(1, min(steps_per_epoch, total - 1))
             self.per_step = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: cosine_with_warmup(step, warmup, total))

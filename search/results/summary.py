@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainables.foundation.schedules import ANNEALING_SCHEDULES
 from trainables.foundation.trial_files import CHECKPOINT_KEY
 
 SUMMARY_FILE = "summary.json"
@@ -50,9 +51,6 @@ def _rows_with_checkpoint(history: list[dict], metric: str, checkpoint_exists):
     for row in history:
         if _finite(row.get(metric)) and row.get(CHECKPOINT_KEY) and checkpoint_exists(row[CHECKPOINT_KEY]):
             yield row
-
-
-ANNEALING_SCHEDULES = ("onecycle", "cosine")  # learning rates that end near zero (trainables.training.LR_SCHEDULES)
 
 
 def anneals(config: dict) -> bool:

@@ -109,7 +109,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
         concurrency = plan_concurrency(nodes, shape, config.concurrency)
         check_paths_on_every_node(config, experiment)
         print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, {shape.in_words()} "
-              f"({shape.keys()}), log in {log_file}")  # fmt: skip
+              f"({shape.keys()}), {asha_words(config)}log in {log_file}")  # fmt: skip
         if experiment.remote:
             print(f"results: {experiment.location}")
         placement = placement_of(config, concurrency)
@@ -185,6 +185,10 @@ def route_logs(log_file: Path, verbose: int) -> None:
         logger.setLevel(logging.INFO)
         logger.propagate = False
     logging.captureWarnings(True)
+
+
+def asha_words(config: RunConfig) -> str:
+    return f"ASHA from epoch {config.grace} of {config.epochs}, " if config.grace < config.epochs else ""
 
 
 def placement_of(config: RunConfig, concurrency: int) -> TrialPlacement:

@@ -77,8 +77,8 @@ class RunConfig:
     """Number of trials (hyperparameter configurations) to run."""
     epochs: int = 3
     """Maximum epochs per trial."""
-    grace: int = 1
-    """ASHA grace period: epochs every trial runs before it may be stopped."""
+    grace: int = 0
+    """ASHA grace period: epochs every trial runs before it may be stopped; 0: one epoch past the lr warm-up."""
     reduction: float = 3.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
     workers: int | None = None
@@ -123,7 +123,8 @@ class RunConfig:
     def __post_init__(self):
         _require(self.trials >= 1, f"trials={self.trials}: must be >= 1")
         _require(self.epochs >= 1, f"epochs={self.epochs}: must be >= 1")
-        _require(1 <= self.grace <= self.epochs, f"grace={self.grace}: must be between 1 and epochs={self.epochs}")
+        _require(0 <= self.grace <= self.epochs,
+                 f"grace={self.grace}: must be between 1 and epochs={self.epochs}, or 0 (past the lr warm-up)")
         _require(self.reduction > 1, f"reduction={self.reduction:g}: must be > 1")
         _require(self.workers is None or self.workers >= 1, f"workers={self.workers}: must be >= 1")
         _require(self.cpus is None or self.cpus > 0, f"cpus={self.cpus}: must be > 0")

@@ -1,0 +1,46 @@
+"""ASHA's first rung for `grace=0`: one epoch past the longest learning-rate warm-up a trial may have."""
+
+import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+from trainables.foundation.schedules import ANNEALING_SCHEDULES, LR_SCHEDULES, first_rung, schedules_of
+
+
+@pytest.mark.parametrize("epochs, schedules, grace", [
+    (8, ["onecycle"], 3),  # warm-up to epoch 2: epoch 1 and 2 end inside or at its top
+    (3, ["onecycle"], 1),  # the default command: warm-up ends inside epoch 1
+    (4, ["onecycle"], 2),
+    (20, ["onecycle"], 6),
+    (8, ["cosine"], 2),
+    (1, ["cosine"], 1),  # never past `epochs`
+    (8, ["none"], 1),
+    (8, ["plateau"], 1),
+    (8, ["none", "onecycle"], 3),  # the longest warm-up among a searched schedule's choices
+    (8, [], 1),
+])  # fmt: skip
+def test_the_first_rung_comes_one_epoch_past_the_warm_up(epochs, schedules, grace):
+    assert first_rung(epochs, schedules) == grace
+
+
+def test_a_pinned_schedule_wins_over_the_space_and_a_searched_one_gives_its_choices():
+    constants = {"lr_schedule": "onecycle"}
+    assert schedules_of(constants, {}, {}) == ["onecycle"]
+    assert schedules_of(constants, {}, {"lr_schedule": "none"}) == ["none"]
+    searched = {"lr_schedule": CategoricalDistribution(["none", "cosine"]), "lr": FloatDistribution(0.01, 0.1)}
+    assert schedules_of({}, searched, {}) == ["none", "cosine"]
+    assert schedules_of({}, {}, {}) == ["none"]
+
+
+def test_annealing_schedules_are_schedules_of_the_training_loop():
+    assert set(ANNEALING_SCHEDULES) <= set(LR_SCHEDULES)
+
+
+def test_run_resolves_grace_zero_from_the_space_and_keeps_a_given_one():
+    from search.commands import parse_run
+
+    config, _ = parse_run(["space=resnet_mnist", "epochs=8"])
+    assert config.grace == 3
+    config, _ = parse_run(["space=resnet_mnist", "epochs=8", "lr_schedule=none"])
+    assert config.grace == 1
+    config, _ = parse_run(["space=resnet_mnist", "epochs=8", "grace=2"])
+    assert config.grace == 2

@@ -1,0 +1,42 @@
+"""The learning-rate schedules by name, and how long each warms up, in epochs: what the driver needs to place ASHA's
+first rung (`grace=0`, the default) without importing torch. trainables/training.py builds the schedules themselves.
+
+Before its warm-up ends a trial's validation score says how far up the warm-up it got, not how well it trains:
+a search of `resnet_mnist` (OneCycle, 8 epochs, 2026-11-24) scored its trials between 0.10 and 0.82 after epoch 1
+and stopped near-recipe ones there, against 0.96-0.98 after epoch 3 (benchmarks/README.md). So the first rung
+comes one epoch past the longest warm-up a trial of the search may have.
+"""
+
+from __future__ import annotations
+
+import math
+
+LR_SCHEDULES = ("none", "plateau", "onecycle", "cosine")
+ANNEALING_SCHEDULES = ("onecycle", "cosine")  # learning rates that end near zero
+ONECYCLE_WARMUP = 0.25  # of all the steps: OneCycle's pct_start
+
+
+def warmup_epochs(schedule: str, epochs: int) -> float:
+    """Epochs of learning-rate warm-up: OneCycle's first quarter of the steps, cosine's first epoch, else none."""
+    if schedule == "onecycle":
+        return ONECYCLE_WARMUP * epochs
+    if schedule == "cosine":
+        return min(1.0, epochs)
+    return 0.0
+
+
+def first_rung(epochs: int, schedules: list[str]) -> int:
+    """ASHA's grace period for trials that may have any of `schedules`: the first epoch that ends past every
+    warm-up (1 without one; never past `epochs`, where ASHA stops nothing)."""
+    warm = max((warmup_epochs(s, epochs) for s in schedules), default=0.0)
+    return max(1, min(epochs, math.floor(warm) + 1))
+
+
+def schedules_of(constants: dict, hyperparameters: dict, fixed: dict) -> list[str]:
+    """The schedules a trial of a space may have: a pinned one, else the space's constant, else a searched
+    categorical's choices."""
+    if "lr_schedule" in fixed:
+        return [fixed["lr_schedule"]]
+    if "lr_schedule" in hyperparameters:
+        return [str(choice) for choice in getattr(hyperparameters["lr_schedule"], "choices", ())]
+    return [constants.get("lr_schedule", "none")]
