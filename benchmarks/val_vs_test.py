@@ -1,0 +1,84 @@
+"""How well the validation split ranks a search's trials: every trial's last checkpoint evaluated on the test split.
+
+    python -m benchmarks.val_vs_test EXPERIMENT_DIR...
+
+Prints, per trial, how it ended, its last epoch's val_acc and that checkpoint's test_acc, and per experiment the rank
+correlation of the two among the trials that ran to the end. A research tool for benchmarks/README.md: the search
+itself never reads the test split before the end.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from search.results.testset import test_accuracy
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import load_space
+from trainables.foundation.storage import Experiment
+
+
+def last_checkpoint(experiment: Path, trial_id: str) -> Path | None:
+    folders = sorted(experiment.glob(f"train_{trial_id}/checkpoint_epoch_*"))
+    complete = [folder for folder in folders if (folder / ".complete").exists()]
+    return complete[-1] if complete else None
+
+
+def ranks(values: list[float]) -> list[float]:
+    order = sorted(range(len(values)), key=values.__getitem__)
+    result = [0.0] * len(values)
+    for rank, index in enumerate(order):
+        result[index] = float(rank)
+    return result
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    if len(a) < 3:
+        return None
+    ra, rb = ranks(a), ranks(b)
+    mean = (len(a) - 1) / 2
+    cov = sum((x - mean) * (y - mean) for x, y in zip(ra, rb))
+    var = sum((x - mean) ** 2 for x in ra)
+    return cov / var if var else None
+
+
+def measure(folder: Path) -> list[dict]:
+    settings = json.loads((folder / "search.json").read_text())
+    run = RunConfig.from_dict(settings["run"])
+    space = load_space(run.space)
+    summary = json.loads((folder / "summary.json").read_text())
+    rows = []
+    for trial in summary["trials"]:
+        checkpoint = last_checkpoint(folder, trial["trial_id"])
+        if checkpoint is None:
+            continue
+        epoch = int(checkpoint.name.rsplit("_", 1)[1])
+        history = [json.loads(line) for line in (folder / f"trial_{trial['trial_id']}" / "result.json").read_text().splitlines()]
+        val = next(row["val_acc"] for row in history if row["epoch"] == epoch)
+        test = test_accuracy({"config": trial["config"], "checkpoint": str(checkpoint)}, run, space, Experiment.at(str(folder)))
+        rows.append({"trial_id": trial["trial_id"], "status": trial["status"], "epoch": epoch, "val_acc": val,
+                     "test_acc": test["test_acc"], "config": trial["config"],
+                     "chosen": trial["trial_id"] == summary["best"]["trial_id"]})  # fmt: skip
+    return rows
+
+
+def main(folders: list[str]) -> None:
+    for folder in map(Path, folders):
+        rows = measure(folder)
+        print(f"{folder.name}:")
+        for row in sorted(rows, key=lambda r: (-r["epoch"], -r["val_acc"])):
+            hp = row["config"]
+            print(f"  {row['trial_id']} {row['status']:<13} epoch {row['epoch']}  val {row['val_acc']:.4f}  test "
+                  f"{row['test_acc']:.4f}{'  chosen' if row['chosen'] else ''}   lr {hp.get('lr', 0):.3f} wd "
+                  f"{hp.get('weight_decay', 0):.1e} ls {hp.get('label_smoothing', 0):.2f} shift {hp.get('shift')} "
+                  f"batch {hp.get('batch_size')}")  # fmt: skip
+        finished = [row for row in rows if row["status"] == "completed"]
+        rho = spearman([r["val_acc"] for r in finished], [r["test_acc"] for r in finished])
+        print(f"  trials run to the end: {len(finished)}, rank correlation of val and test among them: "
+              f"{'n/a' if rho is None else f'{rho:+.2f}'}")
+        print(json.dumps({"experiment": folder.name, "trials": rows}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
