@@ -27,3 +27,11 @@ def test_the_loop_samples_every_space_as_the_search_does(name):
     params = sample(trial, space.hyperparameters)
     assert set(params) == set(space.hyperparameters)
     assert trial.distributions == space.hyperparameters  # the same distributions the search's study asks with
+
+
+def test_val_vs_test_ranks_agree_disagree_and_need_three():
+    from benchmarks.val_vs_test import spearman
+
+    assert spearman([0.90, 0.95, 0.99], [0.91, 0.96, 0.98]) == 1.0
+    assert spearman([0.90, 0.95, 0.99], [0.98, 0.96, 0.91]) == -1.0
+    assert spearman([0.90, 0.95], [0.91, 0.96]) is None
