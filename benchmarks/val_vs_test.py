@@ -13,16 +13,21 @@ import json
 import sys
 from pathlib import Path
 
+import pyarrow.fs
+
 from search.results.testset import test_accuracy
+from trainables.checkpoints import checkpoint_folder_name, complete_epochs
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_space
 from trainables.foundation.storage import Experiment
+from trainables.foundation.trial_files import RESULT_FILE, TRIAL_DIR_PREFIX, parse_rows
 
 
-def last_checkpoint(experiment: Path, trial_id: str) -> Path | None:
-    folders = sorted(experiment.glob(f"train_{trial_id}/checkpoint_epoch_*"))
-    complete = [folder for folder in folders if (folder / ".complete").exists()]
-    return complete[-1] if complete else None
+def last_checkpoint(experiment: Path, trial_id: str) -> tuple[int, Path] | None:
+    """(epoch, folder) of the trial's newest checkpoint that holds its completion marker."""
+    run_folder = experiment / f"train_{trial_id}"
+    epochs = complete_epochs(pyarrow.fs.LocalFileSystem(), str(run_folder))
+    return (epochs[-1], run_folder / checkpoint_folder_name(epochs[-1])) if epochs else None
 
 
 def ranks(values: list[float]) -> list[float]:
@@ -50,12 +55,12 @@ def measure(folder: Path) -> list[dict]:
     summary = json.loads((folder / "summary.json").read_text())
     rows = []
     for trial in summary["trials"]:
-        checkpoint = last_checkpoint(folder, trial["trial_id"])
-        if checkpoint is None:
+        found = last_checkpoint(folder, trial["trial_id"])
+        if found is None:
             continue
-        epoch = int(checkpoint.name.rsplit("_", 1)[1])
-        history = [json.loads(line) for line in (folder / f"trial_{trial['trial_id']}" / "result.json").read_text().splitlines()]
-        val = next(row["val_acc"] for row in history if row["epoch"] == epoch)
+        epoch, checkpoint = found
+        rows_text = (folder / f"{TRIAL_DIR_PREFIX}{trial['trial_id']}" / RESULT_FILE).read_text()
+        val = next(row["val_acc"] for row in parse_rows(rows_text) if row["epoch"] == epoch)
         test = test_accuracy({"config": trial["config"], "checkpoint": str(checkpoint)}, run, space, Experiment.at(str(folder)))
         rows.append({"trial_id": trial["trial_id"], "status": trial["status"], "epoch": epoch, "val_acc": val,
                      "test_acc": test["test_acc"], "config": trial["config"],

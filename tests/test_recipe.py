@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from trainables.foundation.schedules import ANNEALING_SCHEDULES, LR_SCHEDULES, warmup_epochs
 from trainables.models import resnet18
 from trainables.training import LearningRate, StepOptions, make_optimizer, random_rotations, random_shifts
 
@@ -18,7 +19,7 @@ def lrs(hp: dict, epochs: int, steps: int, first_epoch: int = 1) -> list[float]:
     return seen
 
 
-@pytest.mark.parametrize("name", ["onecycle", "cosine"])
+@pytest.mark.parametrize("name", ANNEALING_SCHEDULES)
 def test_a_per_step_schedule_warms_up_to_lr_then_anneals(name):
     seen = lrs({"lr": 0.1, "momentum": 0.9, "lr_schedule": name}, epochs=4, steps=10)
     peak = seen.index(max(seen))
@@ -80,3 +81,14 @@ def test_the_small_stem_keeps_more_of_a_28x28_image():
     x = torch.zeros(1, 1, 28, 28)
     assert imagenet.maxpool(imagenet.conv1(x)).shape[-1] == 7 and small.maxpool(small.conv1(x)).shape[-1] == 14
     assert small(x).shape == (1, 10)
+
+
+@pytest.mark.parametrize("name", LR_SCHEDULES)
+@pytest.mark.parametrize("epochs", [3, 8])
+def test_the_warm_up_the_driver_places_asha_by_is_where_the_training_loop_peaks(name, epochs):
+    """foundation/schedules.py states each warm-up without torch; the loop's learning rate must peak inside it."""
+    steps = 10
+    seen = lrs({"lr": 0.1, "momentum": 0.9, "lr_schedule": name}, epochs=epochs, steps=steps)
+    peak_epoch = (seen.index(max(seen)) + 1) / steps
+    assert peak_epoch <= max(warmup_epochs(name, epochs), 1 / steps) + 1 / steps, (name, peak_epoch)
+    assert (name in ANNEALING_SCHEDULES) == (seen[-1] < 0.01)

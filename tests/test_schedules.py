@@ -3,7 +3,7 @@
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from trainables.foundation.schedules import ANNEALING_SCHEDULES, LR_SCHEDULES, first_rung, schedules_of
+from trainables.foundation.schedules import first_rung, schedules_of
 
 
 @pytest.mark.parametrize("epochs, schedules, grace", [
@@ -29,10 +29,6 @@ def test_a_pinned_schedule_wins_over_the_space_and_a_searched_one_gives_its_choi
     searched = {"lr_schedule": CategoricalDistribution(["none", "cosine"]), "lr": FloatDistribution(0.01, 0.1)}
     assert schedules_of({}, searched, {}) == ["none", "cosine"]
     assert schedules_of({}, {}, {}) == ["none"]
-
-
-def test_annealing_schedules_are_schedules_of_the_training_loop():
-    assert set(ANNEALING_SCHEDULES) <= set(LR_SCHEDULES)
 
 
 def test_run_resolves_grace_zero_from_the_space_and_keeps_a_given_one():
