@@ -31,21 +31,29 @@ def last_checkpoint(experiment: Path, trial_id: str) -> tuple[int, Path] | None:
 
 
 def ranks(values: list[float]) -> list[float]:
+    """Rank of each value (0 = smallest); tied values share the mean of their ranks (600 validation digits tie often)."""
     order = sorted(range(len(values)), key=values.__getitem__)
     result = [0.0] * len(values)
-    for rank, index in enumerate(order):
-        result[index] = float(rank)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            result[order[position]] = (start + end) / 2
+        start = end + 1
     return result
 
 
 def spearman(a: list[float], b: list[float]) -> float | None:
+    """Pearson's correlation of the ranks (None below three pairs, or when either side is all ties)."""
     if len(a) < 3:
         return None
     ra, rb = ranks(a), ranks(b)
     mean = (len(a) - 1) / 2
     cov = sum((x - mean) * (y - mean) for x, y in zip(ra, rb))
-    var = sum((x - mean) ** 2 for x in ra)
-    return cov / var if var else None
+    var_a, var_b = (sum((x - mean) ** 2 for x in r) for r in (ra, rb))
+    return cov / (var_a * var_b) ** 0.5 if var_a and var_b else None
 
 
 def measure(folder: Path) -> list[dict]:

@@ -35,3 +35,7 @@ def test_val_vs_test_ranks_agree_disagree_and_need_three():
     assert spearman([0.90, 0.95, 0.99], [0.91, 0.96, 0.98]) == 1.0
     assert spearman([0.90, 0.95, 0.99], [0.98, 0.96, 0.91]) == -1.0
     assert spearman([0.90, 0.95], [0.91, 0.96]) is None
+    # ties share their mean rank: the order the trials come in does not change the figure
+    tied = spearman([0.99, 0.99, 0.98, 0.98], [0.991, 0.9895, 0.988, 0.9835])
+    assert tied == spearman([0.99, 0.99, 0.98, 0.98], [0.9895, 0.991, 0.9835, 0.988])
+    assert abs(tied - 0.894) < 0.001
