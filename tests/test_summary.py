@@ -84,7 +84,8 @@ def test_resume_reads_the_settings_copy_when_search_json_was_cut_short(tmp_path)
     """Tune's restore re-copies top-level .json files; a kill mid-copy left search.json empty in CI (2026-11-24)."""
     import json as _json
 
-    from search.running.restore import SETTINGS_COPY, read_settings, set_aside_damaged_snapshots
+    from search.running.restore import SETTINGS_COPY, read_settings
+    from search.running.tune_state import set_aside_damaged_state
 
     (tmp_path / ".search").mkdir()
     (tmp_path / SETTINGS_COPY).write_text(_json.dumps({"run": {"space": "mlp_mnist"}}))
@@ -92,6 +93,6 @@ def test_resume_reads_the_settings_copy_when_search_json_was_cut_short(tmp_path)
     assert read_settings(tmp_path) == {"run": {"space": "mlp_mnist"}}
     (tmp_path / "experiment_state-2026-01-01_00-00-00.json").write_text("{}")
     (tmp_path / "experiment_state-2026-01-02_00-00-00.json").write_text('{"trial_da')
-    set_aside_damaged_snapshots(tmp_path)
+    set_aside_damaged_state(tmp_path)
     assert sorted(p.name for p in tmp_path.glob("experiment_state-*")) == ["experiment_state-2026-01-01_00-00-00.json"]
     assert (tmp_path / ".search" / "damaged-experiment_state-2026-01-02_00-00-00.json").is_file()

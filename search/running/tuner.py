@@ -29,14 +29,16 @@ from search.running.callbacks import (
 )
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.failures import root_cause
-from search.running.restore import (
-    SETTINGS_COPY,
-    read_settings,
-    set_aside_damaged_snapshots,
-    tune_state_is_whole,
-    write_settings,
-)
+from search.running.restore import SETTINGS_COPY, read_settings, write_settings
 from search.running.searcher import StudySearcher, make_sampler
+from search.running.tune_state import (
+    KeepExperimentState,
+    keep_tuner_copy,
+    newest_session,
+    prepare_restore,
+    set_aside_sessions_after,
+    tune_state_is_whole,
+)
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
@@ -82,7 +84,11 @@ def resume_search(experiment: Experiment) -> dict:
     """Continue an interrupted search: finished trials are kept, unfinished ones continue from their checkpoints."""
     config = RunConfig.from_dict(read_settings(experiment.local)["run"])
     space = load_space(config.space)
-    set_aside_damaged_snapshots(experiment.local)
+
+    def prepare() -> tuple[int, str]:  # trials Tune must restore, from which session's state
+        if experiment.remote:
+            return 0, ""
+        return prepare_restore(experiment.local, lambda: build_searcher(config, space)), newest_session(experiment.local)
 
     def restore(placement: TrialPlacement) -> ray.tune.Tuner:
         if not tune_state_is_whole(experiment):  # interrupted before any trial ran: start the search afresh
@@ -95,13 +101,15 @@ def resume_search(experiment: Experiment) -> dict:
             resume_errored=True,
         )
 
-    return drive(config, space, experiment, restore)
+    return drive(config, space, experiment, restore, prepare)
 
 
-def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -> dict:
-    """Connect to Ray, fit the tuner, always release Ray, then write the summary of a finished search."""
+def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner, prepare=lambda: (0, "")) -> dict:
+    """Connect to Ray, fit the tuner, always release Ray, then write the summary of a finished search. `prepare()`:
+    how many trials a restored Tune must find, in which session's state (fewer means its restore failed)."""
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
+    known, session = prepare()
     started_here = connect(config)
     try:
         nodes = alive_node_resources()
@@ -117,7 +125,14 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner) -
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
             start_train_coordinator()  # comes up while Tune starts the first trial
-        results = make_tuner(placement).fit()
+        tuner = make_tuner(placement)
+        if not experiment.remote:
+            keep_tuner_copy(experiment.local)
+        results = tuner.fit()
+        if len(results) < known:  # Tune could not restore and started an empty search: keep it from shadowing
+            set_aside_sessions_after(experiment.local, session, "unrestored")
+            raise SearchFailed(f"Tune could not restore the search's state ({known} trials; see {log_file}); "
+                               f"its files are untouched: run resume again")  # fmt: skip
         if not search_finished(results, config):
             raise SearchInterrupted(experiment.location)
         records = trial_records(results, experiment, config.storage)
@@ -242,7 +257,7 @@ def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, sc
         ProgressView(outcomes, config.trials, concurrency),
         SchedulerState(scheduler, experiment.local / SCHEDULER_FILE),
         UploadOwnFiles(experiment, own_files),
-    ]
+    ] + ([] if experiment.remote else [KeepExperimentState(experiment.local)])
 
 
 def build_searcher(config: RunConfig, space: Space) -> StudySearcher | None:

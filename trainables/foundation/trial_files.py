@@ -26,6 +26,9 @@ RESULT_FILE = "result.json"
 END_FILE = "end.json"
 CHECKPOINT_KEY = "checkpoint_path"  # the checkpoint's location, added to each epoch's row beside its metrics
 EXPERIMENT_STATE_PREFIX = "experiment_state-"  # Tune's snapshot files at the experiment's top level
+# The search's own folder in an experiment, which Tune never copies into or over. In a local folder it holds a whole
+# copy of Tune's newest snapshot (Tune rewrites its own in place, so a kill can cut it short): search.running.tune_state
+OWN_FOLDER = ".search"
 
 
 def trial_location(experiment_dir: str, trial_id: str) -> str:
@@ -108,14 +111,14 @@ def recorded_trial_ids(experiment_dir: str) -> list[str]:
 
 
 def tune_knows(experiment_dir: str, trial_id: str) -> bool:
-    """Whether the experiment snapshot Tune restores from (the newest by name: one per session, named by its start;
-    older ones are copied on, unchanged) names this trial: then `resume` runs it again, and its files decide what
-    that run does. Read as text: only the trial id is looked for."""
-    import pyarrow.fs
+    """Whether the experiment snapshot `resume` restores from names this trial: then `resume` runs it again, and its
+    files decide what that run does. In a local folder that is the whole copy the driver keeps in .search/ (when it
+    keeps one); on a URI, Tune's newest (an object store writes objects whole). The newest by name: one per session,
+    named by its start. Read as text: only the trial id is looked for."""
 
     fs, root = filesystem(experiment_dir)
-    snapshots = [info.path for info in fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
-                 if PurePosixPath(info.path).name.startswith(EXPERIMENT_STATE_PREFIX)]  # fmt: skip
+    kept = _snapshots(fs, str(PurePosixPath(root, OWN_FOLDER))) if not is_uri(experiment_dir) else []
+    snapshots = kept or _snapshots(fs, root)
     if not snapshots:
         return False
     try:
@@ -123,6 +126,13 @@ def tune_knows(experiment_dir: str, trial_id: str) -> bool:
             return trial_id in stream.read().decode(errors="replace")
     except OSError:
         return False
+
+
+def _snapshots(fs, folder: str) -> list[str]:
+    import pyarrow.fs
+
+    return [info.path for info in fs.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
+            if PurePosixPath(info.path).name.startswith(EXPERIMENT_STATE_PREFIX)]  # fmt: skip
 
 
 def wait_until_tune_knows(experiment_dir: str, trial_id: str, timeout_s: float = 60.0, every_s: float = 0.1) -> bool:
