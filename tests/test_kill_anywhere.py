@@ -1,8 +1,9 @@
 """SIGKILL at any moment, then `resume`: nothing that a trial did is lost.
 
 One search is killed (SIGKILL to its process group: the driver and every Ray process it started) at eight moments
-of its life, each during the `run` or `resume` before it, and resumed after each; a last resume finishes it, after
-the newest of each of Tune's state files is cut short, as a kill during Tune's in-place copy of them leaves it. After
+of its life (one of 2-worker DDP trials at the four where their own code runs), each during the `run` or `resume`
+before it, and resumed after each; a last resume finishes it, after the newest of each of Tune's state files is cut
+short, as a kill during Tune's in-place copy of them leaves it. After
 every kill the files are snapshotted; at the end every epoch a trial reported before a kill is still there with the
 same metrics, files were only ever grown or added, every trial ended completed, stopped early or failed, the best is
 the best by the documented rule, and it exports.
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.e2e
 # stem=imagenet and batch 128: the tutorial's cheap model; this test is about processes and files, not accuracy
 COMMON = ["space=resnet_mnist", "data.val_limit=200", "seed=3", "stem=imagenet", "batch_size=128", "data.limit=256",
           "epochs=2", "grace=1"]  # fmt: skip
-SHAPES = {"in_process": ["workers=1", "trials=8", "concurrency=2"], "ddp": ["workers=2", "cpus=1", "trials=3"]}
+SHAPES = {"in_process": ["workers=1", "trials=8", "concurrency=2"], "ddp": ["workers=2", "cpus=1", "trials=2"]}
 EPOCH_LINE = re.compile(r"(?m)^\s+(\w{8})\s+epoch (\d+)/\d+\s+val_acc (\d\.\d{4})")
 
 
@@ -69,6 +70,13 @@ MOMENTS = [
     ("while resume starts", after_seconds(2.5)),
     ("after the last trial ended (the summary)", log_has(r"(\d+)/\1 done")),
 ]
+
+
+# DDP trials are killed only where their own code runs (rank 0's rows and checkpoints, the replay, the end); the
+# driver's own moments (Ray or resume starting, the gap between trials) are the same for both shapes.
+DDP_MOMENTS = ["right after a trial's first epoch", "while resume replays recorded epochs", "during a checkpoint write",
+               "after the last trial ended (the summary)"]  # fmt: skip
+MOMENTS_OF = {"in_process": MOMENTS, "ddp": [moment for moment in MOMENTS if moment[0] in DDP_MOMENTS]}
 
 
 def start(command: str, *args: str, log_path: Path) -> subprocess.Popen:
@@ -113,11 +121,12 @@ def rows_of(experiment: Path, trial_id: str) -> dict[int, dict]:
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_a_search_killed_at_eight_moments_resumes_without_losing_anything(tmp_path, mnist_root, shape):
+def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_path, mnist_root, shape):
     experiment = tmp_path / "k"
     run_args = [*COMMON, *SHAPES[shape], f"data.root={mnist_root}", f"storage={tmp_path}", "name=k"]
     reported, snapshots, kills, logs = set(), [], [], []
-    for index, (label, has_come) in enumerate(MOMENTS):
+    moments = MOMENTS_OF[shape]
+    for index, (label, has_come) in enumerate(moments):
         log_path = tmp_path / f"segment{index}.log"
         process = start("run", *run_args, log_path=log_path) if index == 0 else start("resume", str(experiment), log_path=log_path)
         began = time.monotonic()
@@ -134,7 +143,7 @@ def test_a_search_killed_at_eight_moments_resumes_without_losing_anything(tmp_pa
             break
         kills.append((label, round(time.monotonic() - began, 1)))
         snapshots.append(snapshot(experiment))
-    assert len(kills) == len(MOMENTS), f"only {len(kills)} kills before the search ended: {kills}"
+    assert len(kills) == len(moments), f"only {len(kills)} kills before the search ended: {kills}"
     cut_newest_tune_state(experiment)
 
     final = run_cli("resume", str(experiment))

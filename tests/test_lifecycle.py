@@ -50,7 +50,7 @@ def search_with_a_killed_worker(tmp_path, max_failures: int, shape: str = "ddp")
     key, title, count = TRAINING_PROCESSES[shape]
     log = tmp_path / "cli.log"
     process = start_search(log, *COMMON, key, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
-                           "data.limit=2048", f"max_failures={max_failures}")
+                           "data.limit=1024", f"max_failures={max_failures}")
     try:
         wait_for_line(log, r"epoch 1/3", process)
         workers = [pid for pid in descendants(process.pid) if title in process_title(pid)]

@@ -48,12 +48,18 @@ def data_args(dataset: str, tmp_path, weights) -> list[str]:
     raise AssertionError(f"no test data for dataset {dataset}")
 
 
+# Spaces train as one-worker trials here; the one with a frozen backbone (parameters without gradients, which a DDP
+# group must be told of) as a 2-worker DDP trial. DDP on every shape of trial: test_kill_anywhere, test_lifecycle.
+DDP_SPACES = {"resnet50_transfer"}
+
+
 @pytest.mark.parametrize("name", builtin_space_names())
 def test_space_runs_exports_and_logs(name, tmp_path, random_resnet50_weights):
     space = load_space(name)
     args = data_args(space.dataset, tmp_path, random_resnet50_weights)
+    workers = 2 if name in DDP_SPACES else 1
     result = run_cli("run", f"space={name}", *args, f"storage={tmp_path}", "name=s", "trials=1", "epochs=1",
-                     "workers=2", "data.limit=256", "data.val_limit=200", "data.workers=1")  # fmt: skip
+                     f"workers={workers}", "data.limit=256", "data.val_limit=200", "data.workers=1")  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     experiment = tmp_path / "s"
     summary = json.loads((experiment / "summary.json").read_text())
@@ -99,11 +105,11 @@ def test_user_defined_space_from_a_file_compiled_in_bf16_channels_last(tmp_path)
     space_file = tmp_path / "my_space.py"
     space_file.write_text(USER_SPACE)
     result = run_cli("run", f"space={space_file}", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=u",
-                     "trials=2", "epochs=2", "workers=2", "data.limit=256", "data.val_limit=200", "compile=true",
+                     "trials=1", "epochs=2", "workers=2", "data.limit=256", "data.val_limit=200", "compile=true",
                      "precision=bf16", "channels_last=true")  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     summary = json.loads((tmp_path / "u" / "summary.json").read_text())
-    assert summary["space"] == "tiny" and len(summary["trials"]) == 2
+    assert summary["space"] == "tiny" and len(summary["trials"]) == 1
     assert {t["status"] for t in summary["trials"]} <= {"completed", "stopped_early"}
     exported = run_cli("export", str(tmp_path / "u"))
     assert exported.returncode == 0, exported.stdout + exported.stderr
