@@ -129,7 +129,7 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
     log = tmp_path / "cli.log"
     with started_two_nodes() as (cluster, second):  # after s3_bucket: the nodes' workers inherit its AWS_* variables
         result = subprocess.run(
-            [sys.executable, "-m", "search", "run", *search_args(mnist_root, runs, "on-s3", "trials=2", "epochs=2",
+            [sys.executable, "-m", "search", "run", *search_args(mnist_root, runs, "on-s3", "trials=1", "epochs=2",
                                                                    "grace=2", f"address={cluster.address}")],
             cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT, timeout=600,
         )  # fmt: skip
@@ -140,7 +140,7 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
 
     files = uri_files(experiment)
     summary = json.loads(uri_text(f"{experiment}/summary.json"))
-    assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
+    assert [t["status"] for t in summary["trials"]] == ["completed"]
     best = summary["best"]["checkpoint"]
     assert best.startswith(f"{experiment}/train_"), best  # Ray Train wrote the checkpoints to S3, from both nodes
     assert best.removeprefix(f"{experiment}/") + "/model.pt" in files
@@ -158,7 +158,7 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
     assert (tmp_path / "export" / "model.safetensors").is_file()
     report = run_cli("report", experiment)
     assert report.returncode == 0, report.stderr
-    assert "early stopping: 4 epochs run of 4" in report.stdout
+    assert "early stopping: 2 epochs run of 2" in report.stdout
     resumed = run_cli("resume", experiment)
     assert resumed.returncode == 0 and "this search already finished" in resumed.stdout, resumed.stderr
     assert tensorboard_runs(experiment, tmp_path) >= {f"trial_{t['trial_id']}" for t in summary["trials"]}
