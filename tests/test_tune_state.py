@@ -103,7 +103,9 @@ def test_a_cut_tuner_file_is_put_back_from_the_copy_kept_at_the_start(folder):
 
 
 def test_the_files_of_a_session_that_failed_to_restore_are_moved_out_of_tunes_way(folder):
+    KeepExperimentState(folder).on_step_end(iteration=1, trials=[])  # its kept copy would be put back otherwise
     set_aside_sessions_after(folder, OLD, "unrestored")
+    assert prepare_restore(folder, FreshSearcher) == 3
     assert sorted(path.name for path in folder.glob("*state-*")) == [
         f"experiment_state-{OLD}.json", f"search_gen_state-{OLD}.json", f"searcher-state-{OLD}.pkl"]
     assert (folder / ".search" / f"unrestored-experiment_state-{NEW}.json").is_file()

@@ -150,11 +150,15 @@ def set_aside(folder: Path, path: Path, why: str) -> None:
 
 
 def set_aside_sessions_after(folder: Path, session: str, why: str) -> None:
-    """Move every state file of a session newer than `session` to .search/: Tune restores from `session` again."""
+    """Move every state file of a session newer than `session`, and its kept copy, aside in .search/: Tune restores
+    from `session` again, and no copy is put back over it."""
     for prefix in STATE_KINDS:
         for path in folder.glob(f"{prefix}*"):
             if session_of(path) > session:
                 set_aside(folder, path, why)
+    for kept in (folder / OWN_FOLDER).glob(f"{EXPERIMENT_STATE_PREFIX}*"):
+        if session_of(kept) > session:
+            os.replace(kept, kept.with_name(f"{why}-kept-{kept.name}"))
 
 
 def trial_statuses(experiment_state: dict) -> dict[str, str]:
