@@ -55,14 +55,14 @@ def folder(tmp_path):
 
 def test_whole_and_consistent_files_are_left_as_they_are(folder):
     before = {path.name: path.read_bytes() for path in folder.iterdir()}
-    assert prepare_restore(folder, FreshSearcher) == 4
+    assert prepare_restore(folder, FreshSearcher) == (4, NEW)
     assert {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()} == before
 
 
 def test_a_cut_newest_search_state_is_set_aside_and_the_older_one_counts_every_named_trial(folder):
     """CI, 2026-11-24: the newest search_gen_state cut to 0 bytes made Tune's restore fail and start afresh."""
     (folder / f"search_gen_state-{NEW}.json").write_bytes(b"")
-    assert prepare_restore(folder, FreshSearcher) == 4
+    assert prepare_restore(folder, FreshSearcher) == (4, NEW)
     assert (folder / ".search" / f"damaged-search_gen_state-{NEW}.json").is_file()
     state = loaded(folder / f"search_gen_state-{OLD}.json")
     assert state["counter"] == 4 and state["finished"] is False
@@ -72,7 +72,7 @@ def test_a_cut_newest_search_state_is_set_aside_and_the_older_one_counts_every_n
 def test_a_cut_newest_experiment_state_lowers_a_newer_count_to_the_trials_tune_restores(folder):
     """Restoring the older state with the newer count would leave a trial never made: `resume` said interrupted."""
     (folder / f"experiment_state-{NEW}.json").write_text('{"trial_da')
-    assert prepare_restore(folder, FreshSearcher) == 3
+    assert prepare_restore(folder, FreshSearcher) == (3, OLD)
     state = loaded(folder / f"search_gen_state-{NEW}.json")
     assert state["counter"] == 3 and state["name:ConcurrencyLimiter"]["live_trials"] == {"bb22bb22", "cc33cc33"}
 
@@ -81,7 +81,7 @@ def test_a_trial_only_its_files_know_is_counted_as_made(folder):
     (folder / f"experiment_state-{NEW}.json").write_bytes(b"")
     (folder / "trial_dd44dd44").mkdir()
     (folder / "trial_dd44dd44" / "result.json").write_text('{"epoch": 1, "val_acc": 0.5}\n')
-    assert prepare_restore(folder, FreshSearcher) == 3
+    assert prepare_restore(folder, FreshSearcher) == (3, OLD)
     assert loaded(folder / f"search_gen_state-{NEW}.json")["counter"] == 4
 
 
@@ -105,7 +105,7 @@ def test_a_cut_tuner_file_is_put_back_from_the_copy_kept_at_the_start(folder):
 def test_the_files_of_a_session_that_failed_to_restore_are_moved_out_of_tunes_way(folder):
     KeepExperimentState(folder).on_step_end(iteration=1, trials=[])  # its kept copy would be put back otherwise
     set_aside_sessions_after(folder, OLD, "unrestored")
-    assert prepare_restore(folder, FreshSearcher) == 3
+    assert prepare_restore(folder, FreshSearcher) == (3, OLD)
     assert sorted(path.name for path in folder.glob("*state-*")) == [
         f"experiment_state-{OLD}.json", f"search_gen_state-{OLD}.json", f"searcher-state-{OLD}.pkl"]
     assert (folder / ".search" / f"unrestored-experiment_state-{NEW}.json").is_file()
@@ -117,7 +117,7 @@ def test_a_cut_experiment_state_is_put_back_from_the_whole_copy_kept_beside_it(f
     newest = folder / f"experiment_state-{NEW}.json"
     whole = newest.read_text()
     newest.write_text(whole[:50])
-    assert prepare_restore(folder, FreshSearcher) == 4
+    assert prepare_restore(folder, FreshSearcher) == (4, NEW)
     assert newest.read_text() == whole
     assert (folder / ".search" / f"damaged-experiment_state-{NEW}.json").read_text() == whole[:50]
 
@@ -129,7 +129,7 @@ def test_the_kept_copy_follows_tunes_newest_state_and_never_takes_a_half_copied_
     assert kept.read_text() == newest.read_text()
     newest.write_text(experiment_state({"aa11aa11": "TERMINATED"})[:30])  # Tune is copying it
     keeper.on_step_end(iteration=2, trials=[])
-    assert json.loads(kept.read_text())["trial_data"][3]  # still the whole one with 4 trials
+    assert len(json.loads(kept.read_text())["trial_data"]) == 4  # still the whole one
     newest.write_text(experiment_state({"aa11aa11": "TERMINATED"}))
     keeper.on_step_end(iteration=3, trials=[])
     assert len(json.loads(kept.read_text())["trial_data"]) == 1

@@ -35,6 +35,7 @@ from pathlib import Path
 import ray.cloudpickle
 import ray.tune
 
+from search.results.files import write_bytes_atomically
 from trainables.foundation.storage import Experiment, read_bytes
 from trainables.foundation.trial_files import EXPERIMENT_STATE_PREFIX, OWN_FOLDER, recorded_trial_ids
 
@@ -50,14 +51,14 @@ log = logging.getLogger("ray")
 
 def keep_tuner_copy(folder: Path) -> None:
     """A whole copy of tuner.pkl in .search/, which Tune never copies over: `resume` puts it back if Tune's is cut."""
-    if tuner_is_whole(folder / TUNER_FILE) and not (folder / TUNER_COPY).is_file():
+    if tuner_is_whole(str(folder / TUNER_FILE)) and not (folder / TUNER_COPY).is_file():
         _write_atomically(folder / TUNER_COPY, (folder / TUNER_FILE).read_bytes())
 
 
-def tuner_is_whole(path: Path) -> bool:
+def tuner_is_whole(location: str) -> bool:
     """A pickle ends with its STOP opcode; one cut short by a kill does not (loading it would need Ray running)."""
     try:
-        return path.read_bytes().endswith(b".")
+        return read_bytes(location).endswith(b".")
     except OSError:
         return False
 
@@ -65,25 +66,20 @@ def tuner_is_whole(path: Path) -> bool:
 def tune_state_is_whole(experiment: Experiment) -> bool:
     """Whether Tune can restore the search: its tuner.pkl is there and whole. Trials record nothing before Tune's
     snapshot names them (trainables.foundation.trial_files), so without it there is nothing to restore."""
-    if not ray.tune.Tuner.can_restore(experiment.location):
-        return False
-    try:
-        return read_bytes(experiment.join(TUNER_FILE)).endswith(b".")
-    except OSError:
-        return False
+    return ray.tune.Tuner.can_restore(experiment.location) and tuner_is_whole(experiment.join(TUNER_FILE))
 
 
-def prepare_restore(folder: Path, make_searcher) -> int:
+def prepare_restore(folder: Path, make_searcher) -> tuple[int, str]:
     """Make Tune's state files in `folder` whole and consistent (see the module's docstring). `make_searcher()`
-    gives a fresh searcher whose state is written when no whole one is left. Returns the trials Tune must restore."""
-    if not tuner_is_whole(folder / TUNER_FILE) and tuner_is_whole(folder / TUNER_COPY):
+    gives a fresh searcher whose state is written when no whole one is left. Returns how many trials Tune must
+    restore, and the session whose experiment state it restores them from."""
+    if not tuner_is_whole(str(folder / TUNER_FILE)) and tuner_is_whole(str(folder / TUNER_COPY)):
         _write_atomically(folder / TUNER_FILE, (folder / TUNER_COPY).read_bytes())
         log.warning("%s was cut short; put back the copy kept when the search started", folder / TUNER_FILE)
-    put_back_kept_states(folder)
     set_aside_damaged_state(folder)
     states = _newest(folder, EXPERIMENT_STATE_PREFIX)
     if states is None:
-        return 0
+        return 0, ""
     statuses = trial_statuses(json.loads(states.read_text()))
     only_in_files = [trial for trial in recorded_trial_ids(str(folder)) if trial not in statuses]
     agree_search_count(folder, statuses, len(only_in_files))
@@ -92,7 +88,7 @@ def prepare_restore(folder: Path, make_searcher) -> int:
         if searcher is not None:
             searcher.save(str(folder / f"{SEARCHER_PREFIX}{session_of(states)}.pkl"))
             log.warning("no whole searcher state: the study starts over; every trial keeps its files")
-    return len(statuses)
+    return len(statuses), session_of(states)
 
 
 class KeepExperimentState(ray.tune.Callback):
@@ -103,9 +99,12 @@ class KeepExperimentState(ray.tune.Callback):
 
     def on_step_end(self, iteration, trials, **info):
         newest = _newest(self.folder, EXPERIMENT_STATE_PREFIX)
+        if newest is None:
+            return
         try:
-            seen = (newest.name, newest.stat().st_mtime_ns, newest.stat().st_size) if newest else None
-            if seen is None or seen == self.seen:
+            stat = newest.stat()
+            seen = (newest.name, stat.st_mtime_ns, stat.st_size)
+            if seen == self.seen:
                 return
             data = newest.read_bytes()
             json.loads(data)
@@ -113,18 +112,6 @@ class KeepExperimentState(ray.tune.Callback):
             return
         _write_atomically(self.folder / OWN_FOLDER / newest.name, data)
         self.seen = seen
-
-
-def put_back_kept_states(folder: Path) -> None:
-    """Each experiment state that is missing or cut short, and whose whole copy .search/ keeps, is put back."""
-    for kept in sorted((folder / OWN_FOLDER).glob(f"{EXPERIMENT_STATE_PREFIX}*")):
-        path = folder / kept.name
-        if path.exists() and _loads(path, json.loads):
-            continue
-        if path.exists():
-            set_aside(folder, path, "damaged")
-        _write_atomically(path, kept.read_bytes())
-        log.warning("%s was cut short; put back its whole copy from %s", path, kept.parent)
 
 
 def _loads(path: Path, load) -> bool:
@@ -136,11 +123,18 @@ def _loads(path: Path, load) -> bool:
 
 
 def set_aside_damaged_state(folder: Path) -> None:
-    """Each of Tune's state files that does not load goes to .search/damaged-NAME, so Tune restores from a whole one."""
+    """Each of Tune's state files that does not load goes to .search/damaged-NAME, so Tune restores from a whole
+    one; an experiment state whose whole copy .search/ keeps is replaced by that copy."""
     for prefix, load in STATE_KINDS.items():
         for path in sorted(folder.glob(f"{prefix}*")):
-            if not _loads(path, load):
-                set_aside(folder, path, "damaged")
+            if _loads(path, load):
+                continue
+            set_aside(folder, path, "damaged")
+            kept = folder / OWN_FOLDER / path.name
+            if prefix == EXPERIMENT_STATE_PREFIX and kept.is_file():
+                _write_atomically(path, kept.read_bytes())
+                log.warning("%s was cut short; put back its whole copy from %s", path, kept.parent)
+            else:
                 log.warning("%s was cut short; Tune restores from the newest whole one", path)
 
 
@@ -199,11 +193,6 @@ def session_of(path: Path) -> str:
     raise ValueError(path)
 
 
-def newest_session(folder: Path) -> str:
-    path = _newest(folder, EXPERIMENT_STATE_PREFIX)
-    return session_of(path) if path else ""
-
-
 def _newest(folder: Path, prefix: str) -> Path | None:
     paths = sorted(folder.glob(f"{prefix}*"), key=lambda p: p.name)
     return paths[-1] if paths else None
@@ -211,6 +200,4 @@ def _newest(folder: Path, prefix: str) -> Path | None:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_bytes_atomically(path, data)

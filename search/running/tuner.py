@@ -34,7 +34,6 @@ from search.running.searcher import StudySearcher, make_sampler
 from search.running.tune_state import (
     KeepExperimentState,
     keep_tuner_copy,
-    newest_session,
     prepare_restore,
     set_aside_sessions_after,
     tune_state_is_whole,
@@ -88,7 +87,7 @@ def resume_search(experiment: Experiment) -> dict:
     def prepare() -> tuple[int, str]:  # trials Tune must restore, from which session's state
         if experiment.remote:
             return 0, ""
-        return prepare_restore(experiment.local, lambda: build_searcher(config, space)), newest_session(experiment.local)
+        return prepare_restore(experiment.local, lambda: build_searcher(config, space))
 
     def restore(placement: TrialPlacement) -> ray.tune.Tuner:
         if not tune_state_is_whole(experiment):  # interrupted before any trial ran: start the search afresh
