@@ -1,13 +1,14 @@
 """The sampler and the searcher on synthetic objectives (no training, no Ray instance): TPE guides most of a default
-search, trials proposed side by side differ, ASHA-stopped trials are pruned with their epochs, seeds reproduce."""
+search, trials proposed side by side differ, ASHA-stopped trials are pruned with their epochs, a choice among
+numbers is modelled as ordered, seeds reproduce."""
 
 import math
 
 import pytest
-from optuna.distributions import FloatDistribution
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from search.running.searcher import StudySearcher, make_sampler, startup_trials
+from search.running.searcher import StudySearcher, good_group, make_sampler, startup_trials
 
 SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True), "wd": FloatDistribution(1e-5, 1e-1, log=True)}
 
@@ -39,10 +40,15 @@ def test_the_random_start_is_a_quarter_of_the_budget(trials, startup):
     assert sampler._n_startup_trials == startup and sampler._multivariate and sampler._constant_liar
 
 
+@pytest.mark.parametrize("finished, good", [(4, 1), (12, 3), (16, 4), (200, 25)])
+def test_tpe_models_a_fifth_of_the_finished_trials_as_good(finished, good):
+    assert good_group(finished) == good and make_sampler("tpe", 0, 12)._gamma is good_group
+
+
 def test_a_default_budget_is_guided_and_beats_random_search():
-    guided = [max(run_sequentially(searcher(16, seed), 16)) for seed in range(3)]
-    random = [max(run_sequentially(searcher(16, seed, "random"), 16)) for seed in range(3)]
-    assert sum(guided) / 3 > sum(random) / 3, (guided, random)
+    guided = [max(run_sequentially(searcher(16, seed), 16)) for seed in range(10)]
+    random = [max(run_sequentially(searcher(16, seed, "random"), 16)) for seed in range(10)]
+    assert sum(guided) > sum(random), (guided, random)
 
 
 def test_trials_proposed_side_by_side_are_not_near_identical():
@@ -74,3 +80,44 @@ def test_the_same_seed_proposes_the_same_trials_and_a_restored_searcher_goes_on(
     restored = searcher(8, seed=99)
     restored.restore(str(tmp_path / "state.pkl"))
     assert restored.suggest("next") == second.suggest("next")
+
+
+BATCHES = [256, 32, 128, 64]  # a user's order; as numbers they are ordered all the same
+SHAPED = {"lr": FloatDistribution(0.005, 0.5, log=True), "batch_size": CategoricalDistribution(BATCHES),
+          "shift": IntDistribution(0, 4)}  # fmt: skip
+
+
+def shaped_score(config: dict) -> float:
+    """Like resnet_mnist on few digits: smaller batches train better, the best lr grows with the batch size."""
+    larger = math.log2(config["batch_size"] / 32)
+    best_lr = math.log10(0.06) + 0.2 * larger
+    return -0.25 * larger**1.5 - 1.4 * (math.log10(config["lr"]) - best_lr) ** 2 - 0.15 * abs(config["shift"] - 3)
+
+
+def best_of(search: StudySearcher, trials: int) -> float:
+    scores = []
+    for index in range(trials):
+        config = search.suggest(f"t{index}")
+        assert config["batch_size"] in BATCHES
+        scores.append(shaped_score(config))
+        search.on_trial_complete(f"t{index}", {"val_acc": scores[-1], "epoch": 3})
+    return max(scores)
+
+
+def test_a_choice_among_numbers_is_ordered_for_tpe_and_that_finds_more():
+    ordered = [best_of(StudySearcher(SHAPED, "val_acc", "max", make_sampler("tpe", s, 12), 3), 12) for s in range(20)]
+    unordered = []
+    for seed in range(20):
+        search = StudySearcher(SHAPED, "val_acc", "max", make_sampler("tpe", seed, 12), 3)
+        search.ordered, search.study_space = {}, SHAPED  # what Optuna does with a categorical by itself
+        unordered.append(best_of(search, 12))
+    assert sum(ordered) > sum(unordered), (ordered, unordered)
+    search = StudySearcher(SHAPED, "val_acc", "max", make_sampler("tpe", 0, 12), 3)
+    best_of(search, 2)
+    assert search.study.trials[0].distributions["batch_size"] == IntDistribution(0, 3)
+
+
+def test_random_search_keeps_a_choice_among_numbers_categorical():
+    search = StudySearcher(SHAPED, "val_acc", "max", make_sampler("random", 0, 12), 3)
+    best_of(search, 2)
+    assert search.study.trials[0].distributions["batch_size"] == SHAPED["batch_size"]
