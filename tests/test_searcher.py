@@ -5,9 +5,10 @@ numbers is modelled as ordered, seeds reproduce."""
 import math
 
 import pytest
-from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.distributions import FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
+from benchmarks.samplers import BATCHES, SHAPED, shaped_score
 from search.running.searcher import StudySearcher, good_group, make_sampler, startup_trials
 
 SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True), "wd": FloatDistribution(1e-5, 1e-1, log=True)}
@@ -80,18 +81,6 @@ def test_the_same_seed_proposes_the_same_trials_and_a_restored_searcher_goes_on(
     restored = searcher(8, seed=99)
     restored.restore(str(tmp_path / "state.pkl"))
     assert restored.suggest("next") == second.suggest("next")
-
-
-BATCHES = [256, 32, 128, 64]  # a user's order; as numbers they are ordered all the same
-SHAPED = {"lr": FloatDistribution(0.005, 0.5, log=True), "batch_size": CategoricalDistribution(BATCHES),
-          "shift": IntDistribution(0, 4)}  # fmt: skip
-
-
-def shaped_score(config: dict) -> float:
-    """Like resnet_mnist on few digits: smaller batches train better, the best lr grows with the batch size."""
-    larger = math.log2(config["batch_size"] / 32)
-    best_lr = math.log10(0.06) + 0.2 * larger
-    return -0.25 * larger**1.5 - 1.4 * (math.log10(config["lr"]) - best_lr) ** 2 - 0.15 * abs(config["shift"] - 3)
 
 
 def best_of(search: StudySearcher, trials: int) -> float:
