@@ -56,10 +56,7 @@ def searcher_for(space: dict, variant: str, seed: int, trials: int) -> StudySear
         sampler = RandomSampler(seed=seed) if kind == "random" else TPESampler(
             seed=seed, n_startup_trials=startup_trials(trials), multivariate=True, constant_liar=True,
             gamma=good_group if fifth else None)  # fmt: skip
-    search = StudySearcher(space, "score", "max", sampler, epochs=1)
-    if not ordered:
-        search.ordered, search.study_space = {}, space  # what Optuna does with a categorical by itself
-    return search
+    return StudySearcher(space, "score", "max", sampler, epochs=1, order_numbers=ordered)
 
 
 def chosen_score(space: dict, score, variant: str, seed: int, trials: int, noise: float) -> float:

@@ -6,8 +6,9 @@ default tenth is 2 of 12 trials, too few to outline a region); TPE is multivaria
 are modelled together, not one by one); trials proposed while others run see those as "constant liars", so trials
 started side by side do not get near-identical proposals. TPE sees a choice among numbers (batch size 32, 64, 128,
 256) as ordered: Optuna models a categorical's choices as unrelated, so after one good trial at 256 it keeps
-drawing 256 and rarely 128; as the position in the sorted choices, a good 256 also makes 128 likelier. A trial ASHA stopped reaches the study as pruned with
-every epoch it reported, not as a complete trial scored at an early epoch; a failed or diverged one as failed.
+drawing 256 and rarely 128; as the position in the sorted choices, a good 256 also makes 128 likelier. A trial ASHA
+stopped reaches the study as pruned with every epoch it reported, not as a complete trial scored at an early epoch;
+a failed or diverged one as failed.
 """
 
 from __future__ import annotations
@@ -48,12 +49,13 @@ def make_sampler(sampler: str, seed: int, trials: int) -> RandomSampler | TPESam
 
 
 def ordered_choices(space: dict) -> dict[str, list]:
-    """The categoricals whose choices are all numbers, each with its choices sorted."""
-    def numeric(choice) -> bool:
-        return isinstance(choice, (int, float)) and not isinstance(choice, bool)
+    """The categoricals of three or more choices, all numbers, each with its choices sorted (two have no order that
+    TPE could use)."""
+    def orderable(distribution) -> bool:
+        choices = distribution.choices if isinstance(distribution, CategoricalDistribution) else ()
+        return len(choices) > 2 and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in choices)
 
-    return {name: sorted(d.choices) for name, d in space.items()
-            if isinstance(d, CategoricalDistribution) and len(d.choices) > 2 and all(map(numeric, d.choices))}  # fmt: skip
+    return {name: sorted(d.choices) for name, d in space.items() if orderable(d)}
 
 
 def _finite(value) -> bool:
@@ -64,11 +66,11 @@ class StudySearcher(Searcher):
     """One Optuna study: `suggest` asks it for a trial's hyperparameters, every reported epoch is an intermediate
     value, and a trial's end tells it complete, pruned (stopped before `epochs`) or failed."""
 
-    def __init__(self, space: dict, metric: str, mode: str, sampler, epochs: int):
+    def __init__(self, space: dict, metric: str, mode: str, sampler, epochs: int, order_numbers: bool = True):
         super().__init__(metric=metric, mode=mode)
         self.space, self.epochs = space, epochs
         # TPE is given an ordered choice's position; random sampling is uniform either way and keeps its draws
-        self.ordered = ordered_choices(space) if isinstance(sampler, TPESampler) else {}
+        self.ordered = ordered_choices(space) if order_numbers and isinstance(sampler, TPESampler) else {}
         self.study_space = {**space, **{name: IntDistribution(0, len(c) - 1) for name, c in self.ordered.items()}}
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         direction = "maximize" if mode == "max" else "minimize"
