@@ -1,15 +1,23 @@
 """The peer: the same fixed-configuration trials as the plain Optuna loop a user would write by hand, in one
 process (`study.optimize`, data loaded once, one model per trial), and as a search with its defaults, in the same
 run. Part of `python -m benchmarks`.
+
+Where the search's wall goes, from the rows its trials report: Ray and Tune starting (the run's start to the first
+trial's driver), the trials' span, and the end (last report to exit, the summary and Ray's shutdown); within the span,
+trial-seconds summed over trials: start (driver to first step: launch, data, model), steps, evaluation and reporting, checkpoints,
+and slots left empty (trials at once x span, less the rest). On a GPU, how busy nvidia-smi saw it during each run.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from pathlib import Path
 
-from benchmarks.search_runs import FIXED_HP, run_search, summary_of
+from benchmarks.accelerator import UtilizationSampler, synchronize
+from benchmarks.overhead import SETUP_STEPS, last_report_at
+from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
 
 BATCH = 128
 
@@ -31,7 +39,9 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
     torch.set_num_threads(threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # where the search's trials train too
     run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root}})
+    loading = time.perf_counter()
     feed = MemoryFeed(MNIST, run, {"batch_size": BATCH}, rank=0, world_size=1, device=device)  # loaded once
+    spent = {"imports_s": loading - started, "data_s": time.perf_counter() - loading, "steps_s": 0.0, "eval_s": 0.0}
     space = load_space("resnet_mnist")
     hp = {"lr": 0.02, "momentum": 0.9, "weight_decay": 1e-4, "optimizer": "sgd", "batch_size": BATCH, "stem": "imagenet"}
 
@@ -42,17 +52,25 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
         optimizer = make_optimizer(hp, model)
         accuracy = 0.0
         for epoch in range(1, epochs + 1):
+            stepping = time.perf_counter()
             train_one_epoch(model, optimizer, feed.train_batches(epoch), device)
+            synchronize(device)
+            evaluating = time.perf_counter()
             stats = evaluate(model, feed.val_batches(), device)
             accuracy = (stats["correct"] / stats["count"]).item()
+            spent["steps_s"] += evaluating - stepping
+            spent["eval_s"] += time.perf_counter() - evaluating
             trial.report(accuracy, epoch)
         return accuracy
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=0))
-    study.optimize(objective, n_trials=trials)
-    return {"wall_s": time.perf_counter() - started, "best_val_acc": study.best_value, "threads": threads,
-            "device": str(device)}
+    with UtilizationSampler(every_s=0.5) as gpu:
+        study.optimize(objective, n_trials=trials)
+    wall = time.perf_counter() - started
+    spent["other_s"] = wall - sum(spent.values())  # models, optimizers, Optuna
+    return {"wall_s": wall, "best_val_acc": study.best_value, "threads": threads, "device": str(device),
+            "split": spent, "gpu_busy_pct": gpu.mean()}
 
 
 def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] = ()) -> dict:
@@ -60,7 +78,8 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
     print(f"  plain Optuna loop: {loop['wall_s']:.0f} s", flush=True)
     overrides = ["space=resnet_mnist", f"data.root={root}", f"trials={trials}", f"epochs={epochs}", f"grace={epochs}",
                  f"batch_size={BATCH}", *FIXED_HP, *keys]  # fmt: skip
-    run = run_search(storage, "peer", overrides)
+    with UtilizationSampler(every_s=0.5) as gpu:
+        run = run_search(storage, "peer", overrides)
     summary = summary_of(run["experiment"])
     settings = summary["run"]
     print(f"  search: {run['wall_s']:.0f} s", flush=True)
@@ -73,9 +92,63 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
             "best_val_acc": summary["best"]["metrics"]["val_acc"],
             "shape": {key: settings[key] for key in ("workers", "cpus", "gpus", "concurrency")},
             "keys": list(keys),
+            "split": search_split(run, trial_rows(run["experiment"])),
+            "gpu_busy_pct": gpu.mean(),
         },
         "search_over_loop": run["wall_s"] / loop["wall_s"],
     }
+
+
+def search_split(run: dict, trials: list[list[dict]]) -> dict:
+    """The search's wall in three phases, and the trials' span in trial-seconds by what they spent it on."""
+    starts = [rows[0]["started_at"] - trial_start_s(rows[0]) for rows in trials]
+    ends = [last_report_at(rows) for rows in trials]
+    span = max(ends) - min(starts)
+    at_once = max(sum(s <= t < e for s, e in zip(starts, ends)) for t in starts)
+    split = {"ray_and_tune_start_s": min(starts) - run["started_at"],
+             "ray_and_tune_start": start_phases(run, min(starts)), "trials_span_s": span,
+             "end_s": run["ended_at"] - max(ends), "trials_at_once": at_once,
+             "trial_s": {"start": sum(trial_start_s(rows[0]) for rows in trials),
+                         "steps": sum(r["train_s"] for rows in trials for r in rows),
+                         "eval_and_report": sum(r["epoch_s"] - r["train_s"] for rows in trials for r in rows),
+                         "checkpoint": sum(r.get("checkpoint_s", 0.0) for rows in trials for r in rows),
+                         "between_epochs": sum(between_epochs_s(rows) for rows in trials)}}  # fmt: skip
+    split["trial_s"]["empty_slots"] = at_once * span - sum(split["trial_s"].values())
+    images = sum(r["train_samples"] for rows in trials for r in rows)
+    split["images_per_s_together"] = images / span
+    split["images_per_s_per_trial"] = sum(r["images_per_s"] for rows in trials for r in rows) / sum(map(len, trials))
+    return split
+
+
+# search.log lines that end each phase before the first trial's driver starts, after the command's own start
+START_MARKERS = {"command_s": "search is starting a local Ray instance",
+                 "ray_init_s": "search started a local Ray instance", "checks_s": "search hands the trials to Tune"}
+
+
+def start_phases(run: dict, first_trial_driver_at: float) -> dict:
+    """The command's start (imports, data checks) -> ray.init -> the search's own cluster checks -> Tune's start of
+    the first trial's driver, in seconds, from search.log's timestamps (local time, millisecond resolution)."""
+    stamps = {}
+    for line in (run["experiment"] / "search.log").read_text(errors="replace").splitlines():
+        for phase, marker in START_MARKERS.items():
+            if marker in line and phase not in stamps:
+                stamps[phase] = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    phases, last = {}, run["started_at"]
+    for phase in START_MARKERS:
+        if phase in stamps:
+            phases[phase], last = stamps[phase] - last, stamps[phase]
+    phases["tune_to_first_trial_driver_s"] = first_trial_driver_at - last
+    return phases
+
+
+def trial_start_s(first: dict) -> float:
+    """A trial's driver start to its first training step. Not from its process's start: Ray may have started that
+    process long before, idle in its pool; the time Tune takes to get a driver running counts as an empty slot."""
+    return first["launch_s"] + sum(first.get(step, 0.0) for step in SETUP_STEPS)
+
+
+def between_epochs_s(rows: list[dict]) -> float:
+    return sum(b["started_at"] - last_report_at([a]) for a, b in zip(rows, rows[1:]))
 
 
 def print_table(p: dict) -> None:
@@ -84,3 +157,12 @@ def print_table(p: dict) -> None:
           f"({loop['threads']} threads, best {loop['best_val_acc']:.4f}), search {s['wall_s']:.0f} s "
           f"(workers={s['shape']['workers']} cpus={s['shape']['cpus']:g}, best {s['best_val_acc']:.4f}): "
           f"{p['search_over_loop']:.2f}x the loop")  # fmt: skip
+    busy = lambda pct: "" if pct is None else f", GPU busy {pct:.0f}%"  # noqa: E731
+    print("  loop: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in loop["split"].items()) + busy(loop["gpu_busy_pct"]))
+    w = s["split"]
+    print(f"  search: Ray and Tune start {w['ray_and_tune_start_s']:.1f} s, trials {w['trials_span_s']:.1f} s "
+          f"({w['trials_at_once']} at once), end {w['end_s']:.1f} s{busy(s['gpu_busy_pct'])}; images/s "
+          f"{w['images_per_s_per_trial']:.0f} per trial, {w['images_per_s_together']:.0f} together")  # fmt: skip
+    print("  search's start: " + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.1f} s"
+                                          for k, v in w["ray_and_tune_start"].items()))  # fmt: skip
+    print("  trial-seconds: " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in w["trial_s"].items()))

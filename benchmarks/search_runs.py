@@ -20,7 +20,7 @@ FIXED_HP = ("lr=0.02", "momentum=0.9", "weight_decay=0.0001", "label_smoothing=0
 def run_search(storage: Path, name: str, overrides: list[str], sample_processes: bool = False) -> dict:
     """Run one search to completion; returns its experiment folder, wall time and (optionally) its processes' samples."""
     command = [sys.executable, "-m", "search", "run", f"storage={storage}", f"name={name}", *overrides]
-    start = time.perf_counter()
+    start, started_at = time.perf_counter(), time.time()
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     sampler = ProcessSampler(process.pid) if sample_processes else None
     if sampler:
@@ -30,7 +30,8 @@ def run_search(storage: Path, name: str, overrides: list[str], sample_processes:
         sampler.stop()
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {stderr.strip()[-2000:]}")
-    return {"experiment": storage / name, "wall_s": time.perf_counter() - start, "processes": sampler}
+    return {"experiment": storage / name, "wall_s": time.perf_counter() - start, "processes": sampler,
+            "started_at": started_at, "ended_at": time.time()}
 
 
 def trial_rows(experiment: Path) -> list[list[dict]]:

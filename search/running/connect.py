@@ -48,6 +48,7 @@ def connect(config: RunConfig) -> bool:
         return True
     dashboard_port = free_port()  # a Ray instance that just shut down may still hold the default port
     bound_gcs_history(os.environ)
+    logging.getLogger("ray").info("search is starting a local Ray instance")  # its start is timed from here
     context = ray.init(
         address="local",
         num_cpus=local_cpu_count(),

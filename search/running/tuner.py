@@ -127,6 +127,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner, p
         tuner = make_tuner(placement)
         if not experiment.remote:
             keep_tuner_copy(experiment.local)
+        logging.getLogger("ray").info("search hands the trials to Tune")
         results = tuner.fit()
         if len(results) < known:  # Tune could not restore and started an empty search: keep it from shadowing
             set_aside_sessions_after(experiment.local, session, "unrestored")
