@@ -32,6 +32,7 @@ VARIANTS = {
     "bf16": {"precision": "bf16"},
     "bf16 channels_last": {"precision": "bf16", "channels_last": True},
     "bf16 channels_last compile": {"precision": "bf16", "channels_last": True, "compile": True},
+    "compile": {"compile": True},  # inductor's default mode
     "compile reduce-overhead": {"compile": True, "compile_mode": "reduce-overhead"},  # CUDA graphs
 }
 
