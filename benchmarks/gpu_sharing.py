@@ -29,6 +29,8 @@ def together(root: str, processes: int, limit: int, epochs: int) -> list[int]:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
     if sys.argv[1] == "--one":
         one(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:

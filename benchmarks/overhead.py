@@ -15,16 +15,21 @@ from __future__ import annotations
 SETUP_STEPS = ("setup_data_s", "setup_model_s", "setup_ddp_s")
 
 
+def driver_to_first_step_s(first: dict) -> float:
+    """A trial's driver start to its first training step (launch and setup), from its first row."""
+    return first["launch_s"] + sum(first.get(step, 0.0) for step in SETUP_STEPS)
+
+
 def trial_breakdown(rows: list[dict], previous: list[dict] | None) -> dict:
     first = rows[0]
-    setup = sum(first.get(step, 0.0) for step in SETUP_STEPS)
-    driver_started = first["started_at"] - setup - first["launch_s"]
+    to_first_step = driver_to_first_step_s(first)
+    driver_started = first["started_at"] - to_first_step
     figures = {
         "process_s": first.get("process_s", 0.0),
         "launch_s": first["launch_s"],
         **{step: first.get(step, 0.0) for step in SETUP_STEPS},
-        "driver_to_first_step_s": first["launch_s"] + setup,
-        "process_to_first_step_s": first.get("process_s", 0.0) + first["launch_s"] + setup,
+        "driver_to_first_step_s": to_first_step,
+        "process_to_first_step_s": first.get("process_s", 0.0) + to_first_step,
         "checkpoint_s_per_epoch": sum(r.get("checkpoint_s", 0.0) for r in rows) / len(rows),
     }
     if previous:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from benchmarks.accelerator import UtilizationSampler, synchronize
-from benchmarks.overhead import SETUP_STEPS, last_report_at
+from benchmarks.overhead import driver_to_first_step_s, last_report_at
 from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
 
 BATCH = 128
@@ -100,15 +100,17 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
 
 
 def search_split(run: dict, trials: list[list[dict]]) -> dict:
-    """The search's wall in three phases, and the trials' span in trial-seconds by what they spent it on."""
-    starts = [rows[0]["started_at"] - trial_start_s(rows[0]) for rows in trials]
+    """The search's wall in three phases, and the trials' span in trial-seconds by what they spent it on. A trial
+    starts at its driver, not at its process: Ray may have started that process long before, idle in its pool; the
+    time Tune takes to get a driver running counts as an empty slot."""
+    starts = [rows[0]["started_at"] - driver_to_first_step_s(rows[0]) for rows in trials]
     ends = [last_report_at(rows) for rows in trials]
     span = max(ends) - min(starts)
     at_once = max(sum(s <= t < e for s, e in zip(starts, ends)) for t in starts)
     split = {"ray_and_tune_start_s": min(starts) - run["started_at"],
              "ray_and_tune_start": start_phases(run, min(starts)), "trials_span_s": span,
              "end_s": run["ended_at"] - max(ends), "trials_at_once": at_once,
-             "trial_s": {"start": sum(trial_start_s(rows[0]) for rows in trials),
+             "trial_s": {"start": sum(driver_to_first_step_s(rows[0]) for rows in trials),
                          "steps": sum(r["train_s"] for rows in trials for r in rows),
                          "eval_and_report": sum(r["epoch_s"] - r["train_s"] for rows in trials for r in rows),
                          "checkpoint": sum(r.get("checkpoint_s", 0.0) for rows in trials for r in rows),
@@ -139,12 +141,6 @@ def start_phases(run: dict, first_trial_driver_at: float) -> dict:
             phases[phase], last = stamps[phase] - last, stamps[phase]
     phases["tune_to_first_trial_driver_s"] = first_trial_driver_at - last
     return phases
-
-
-def trial_start_s(first: dict) -> float:
-    """A trial's driver start to its first training step. Not from its process's start: Ray may have started that
-    process long before, idle in its pool; the time Tune takes to get a driver running counts as an empty slot."""
-    return first["launch_s"] + sum(first.get(step, 0.0) for step in SETUP_STEPS)
 
 
 def between_epochs_s(rows: list[dict]) -> float:
