@@ -70,7 +70,7 @@ def main_search(tmp_path_factory) -> dict:
         result = run_search(
             log, "space=resnet_mnist", f"data.root={MNIST_MINI}", f"storage={storage}", "name=e2e",
             "trials=6", "epochs=4", "grace=1", "data.limit=256", f"data.val_limit={VAL_LIMIT}",
-            "seed=1",
+            "seed=1", "rung_cycles=true",
         )
         assert not bystander.head_node.dead_processes(), "the search stopped another Ray instance's processes"
     output = log.read_text()

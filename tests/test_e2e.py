@@ -41,6 +41,17 @@ def test_every_epoch_reports_the_required_metrics(search):
             assert row["val_samples"] == VAL_LIMIT and row["train_samples"] == 256
 
 
+def test_rung_cycles_anneal_the_learning_rate_at_every_rung(search):
+    """rung_cycles=true with grace=1, epochs=4: ASHA judges at epochs 1 and 3, and the schedule ends a cycle there."""
+    assert "ASHA from epoch 1 of 4 (lr cycles end at epoch 1, 3)," in search["output"]
+    for trial in search["summary"]["trials"]:
+        lines = (search["experiment"] / f"trial_{trial['trial_id']}" / "result.json").read_text().splitlines()
+        lr_after = {row["epoch"]: row["lr"] / trial["config"]["lr"] for row in map(json.loads, lines)}
+        # after epochs 1 and 3 a new OneCycle has begun (it starts at lr / 25); after epoch 2 it is under way
+        assert lr_after[1] == pytest.approx(1 / 25) and lr_after.get(3, 1 / 25) == pytest.approx(1 / 25), lr_after
+        assert lr_after.get(2, 1) > 1.01 / 25, lr_after
+
+
 def test_asha_stopped_a_trial_early(search):
     stopped = [t for t in search["summary"]["trials"] if t["status"] == "stopped_early"]
     assert stopped and all(t["epochs_run"] < 4 for t in stopped)

@@ -8,9 +8,9 @@ from trainables.models import resnet18
 from trainables.training import LearningRate, StepOptions, make_optimizer, random_rotations, random_shifts
 
 
-def lrs(hp: dict, epochs: int, steps: int, first_epoch: int = 1) -> list[float]:
+def lrs(hp: dict, epochs: int, steps: int, first_epoch: int = 1, ends: tuple[int, ...] = ()) -> list[float]:
     optimizer = make_optimizer(hp, torch.nn.Linear(2, 2))
-    schedule = LearningRate(hp, optimizer, epochs, steps, first_epoch)
+    schedule = LearningRate(hp, optimizer, epochs, steps, first_epoch, ends)
     seen = []
     for _ in range((epochs - first_epoch + 1) * steps):
         seen.append(optimizer.param_groups[0]["lr"])
@@ -32,6 +32,18 @@ def test_a_restarted_trial_continues_the_schedule_where_it_stopped(name):
     hp = {"lr": 0.1, "momentum": 0.9, "lr_schedule": name}
     whole = lrs(hp, epochs=4, steps=10)
     assert lrs(hp, epochs=4, steps=10, first_epoch=3) == pytest.approx(whole[20:])
+
+
+@pytest.mark.parametrize("name", ANNEALING_SCHEDULES)
+def test_rung_cycles_anneal_at_each_end_then_warm_up_again_and_restart_where_they_stopped(name):
+    hp = {"lr": 0.1, "momentum": 0.9, "lr_schedule": name}
+    seen = lrs(hp, epochs=8, steps=10, ends=(3,))
+    first, second = seen[:30], seen[30:]
+    assert max(first) == pytest.approx(0.1, rel=1e-2) and first[-1] < 0.01  # annealed when the rung judges
+    assert second[0] < 0.05 and max(second) == pytest.approx(0.1, rel=1e-2) and second[-1] < 0.01
+    assert first == pytest.approx(lrs(hp, epochs=3, steps=10))  # the first cycle is the 3-epoch schedule itself
+    for restart in (3, 4, 6):
+        assert lrs(hp, epochs=8, steps=10, first_epoch=restart, ends=(3,)) == pytest.approx(seen[(restart - 1) * 10:])
 
 
 @pytest.mark.parametrize("name", ["onecycle", "cosine"])

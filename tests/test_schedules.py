@@ -1,9 +1,10 @@
-"""ASHA's first rung for `grace=0`: one epoch past the longest learning-rate warm-up a trial may have."""
+"""ASHA's first rung for `grace=0`: one epoch past the longest learning-rate warm-up a trial may have; the rungs where
+`rung_cycles=true` restarts the schedule."""
 
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from trainables.foundation.schedules import first_rung, schedules_of
+from trainables.foundation.schedules import cycle_ends, first_rung, schedules_of
 
 
 @pytest.mark.parametrize("epochs, schedules, grace", [
@@ -40,3 +41,15 @@ def test_run_resolves_grace_zero_from_the_space_and_keeps_a_given_one():
     assert config.grace == 1
     config, _ = parse_run(["space=resnet_mnist", "epochs=8", "grace=2"])
     assert config.grace == 2
+
+
+@pytest.mark.parametrize("epochs, grace, reduction, ends", [
+    (8, 3, 3.0, (3,)),  # the target command: one rung, then the last epoch
+    (3, 1, 3.0, (1,)),  # the default command: its second rung is the last epoch, where nothing restarts
+    (27, 1, 3.0, (1, 3, 9)),
+    (20, 2, 2.5, (2, 5, 13)),  # 12.5: Tune judges at the first epoch that reaches it
+    (8, 8, 3.0, ()),  # no ASHA
+])  # fmt: skip
+def test_cycles_end_where_asha_judges_before_the_last_epoch(epochs, grace, reduction, ends):
+    assert cycle_ends(epochs, grace, reduction) == ends
+

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainables.foundation.schedules import LR_SCHEDULES, ONECYCLE_WARMUP
+from trainables.foundation.schedules import ANNEALING_SCHEDULES, LR_SCHEDULES, ONECYCLE_WARMUP
 
 OPTIMIZER_NAMES = ("sgd", "adam", "adamw")
 
@@ -124,30 +124,47 @@ class LearningRate:
     """The learning-rate schedule of a trial (`lr_schedule`): `none`; `plateau`, ReduceLROnPlateau on the validation
     loss once an epoch (the transfer-learning tutorial's); `onecycle`, a warm-up to `lr` over the first quarter of
     the steps, then annealed to near zero; `cosine`, a linear warm-up over the first epoch, then a cosine to zero.
-    The per-step schedules are rebuilt on a restart and moved past the epochs already trained."""
+    `cycle_ends`: epochs (before the last) where a per-step schedule ends early and starts again over the epochs up
+    to the next end, so that a score taken there is an annealed one. The per-step schedules are rebuilt on a restart
+    and moved past the epochs already trained."""
 
-    def __init__(self, hp: dict, optimizer, epochs: int, steps_per_epoch: int, first_epoch: int = 1):
+    def __init__(self, hp: dict, optimizer, epochs: int, steps_per_epoch: int, first_epoch: int = 1,
+                 cycle_ends: tuple[int, ...] = ()):  # fmt: skip
         name = hp.get("lr_schedule", "none")
         if name not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule={name}: allowed values are {', '.join(LR_SCHEDULES)}")
+        self.hp, self.optimizer, self.name, self.steps_per_epoch = hp, optimizer, name, steps_per_epoch
         self.per_step, self.per_epoch = None, None
-        total = max(1, epochs * steps_per_epoch)
+        ends = sorted({e for e in cycle_ends if 0 < e < epochs} | {max(1, epochs)})
+        self.boundaries = [e * steps_per_epoch for e in ends]  # in steps, the last one the end of training
+        self.step_count = 0
         if name == "plateau":
             self.per_epoch = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=0.1, patience=1)
-        elif name == "onecycle":  # torch's OneCycleLR divides by zero below 8 steps (tiny data): stretched there
-            self.per_step = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=hp["lr"], total_steps=max(total, 8),
-                                                                pct_start=ONECYCLE_WARMUP)  # fmt: skip
-        elif name == "cosine":
-            warmup = max(1, min(steps_per_epoch, total - 1))
-            self.per_step = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: cosine_with_warmup(step, warmup, total))
+        elif name in ANNEALING_SCHEDULES:
+            self.per_step = self.cycle(0, self.boundaries[0])
         if self.per_step is not None and first_epoch > 1:
             with warnings.catch_warnings():  # moving the schedule on before any optimizer step is the point here
                 warnings.simplefilter("ignore", UserWarning)
                 for _ in range((first_epoch - 1) * steps_per_epoch):
-                    self.per_step.step()
+                    self.after_step()
+
+    def cycle(self, start: int, end: int):
+        """A fresh per-step schedule over the steps [start, end)."""
+        total = max(1, end - start)
+        if self.name == "onecycle":  # torch's OneCycleLR divides by zero below 8 steps (tiny data): stretched there
+            return torch.optim.lr_scheduler.OneCycleLR(self.optimizer, max_lr=self.hp["lr"], total_steps=max(total, 8),
+                                                       pct_start=ONECYCLE_WARMUP)  # fmt: skip
+        warmup = max(1, min(self.steps_per_epoch, total - 1))
+        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: cosine_with_warmup(step, warmup, total))
 
     def after_step(self) -> None:
-        if self.per_step is not None:
+        if self.per_step is None:
+            return
+        self.step_count += 1
+        if self.step_count in self.boundaries[:-1]:  # a cycle ends: the next one starts from its warm-up
+            following = self.boundaries[self.boundaries.index(self.step_count) + 1]
+            self.per_step = self.cycle(self.step_count, following)
+        else:
             self.per_step.step()
 
     def after_epoch(self, val_loss: float) -> None:

@@ -12,6 +12,8 @@ import time
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
+from trainables.foundation.schedules import rung_milestones
+
 LONG_S = 600.0  # a search shorter than this goes without a word
 CALIBRATE_ABOVE_IMAGES = 200_000  # below this many training images no search takes LONG_S: no steps are timed
 
@@ -19,7 +21,7 @@ CALIBRATE_ABOVE_IMAGES = 200_000  # below this many training images no search ta
 def asha_epoch_share(epochs: int, grace: int, reduction: float) -> float:
     """The share of `trials x epochs` that ASHA is expected to run: every trial to `grace`, then 1/reduction of them
     on to each next rung (grace x reduction^k), the last share to `epochs`."""
-    milestones = [grace * reduction**k for k in range(64) if grace * reduction**k < epochs]
+    milestones = rung_milestones(epochs, grace, reduction)
     run, share, previous = 0.0, 1.0, 0.0
     for milestone in milestones:
         run += share * (milestone - previous)

@@ -42,6 +42,7 @@ from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
 from trainables.foundation.resources import plan_concurrency, settle_shape
+from trainables.foundation.schedules import cycle_ends
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space, load_space
 from trainables.foundation.storage import (
@@ -203,7 +204,11 @@ def route_logs(log_file: Path, verbose: int) -> None:
 
 
 def asha_words(config: RunConfig) -> str:
-    return f"ASHA from epoch {config.grace} of {config.epochs}, " if config.grace < config.epochs else ""
+    if config.grace >= config.epochs:
+        return ""
+    ends = cycle_ends(config.epochs, config.grace, config.reduction) if config.rung_cycles else ()
+    restarts = f" (lr cycles end at epoch {', '.join(map(str, ends))})" if ends else ""
+    return f"ASHA from epoch {config.grace} of {config.epochs}{restarts}, "
 
 
 def placement_of(config: RunConfig, concurrency: int) -> TrialPlacement:

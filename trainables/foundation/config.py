@@ -81,6 +81,8 @@ class RunConfig:
     """ASHA grace period: epochs every trial runs before it may be stopped; 0: one epoch past the lr warm-up."""
     reduction: float = 3.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
+    rung_cycles: bool = False
+    """Restart an annealing lr schedule (onecycle, cosine) at each ASHA rung, so that rungs compare annealed scores."""
     workers: int | None = None
     """Distributed (DDP) training workers per trial (auto: 2 with 2+ GPUs or 8+ cores a node, else 1)."""
     cpus: float | None = None

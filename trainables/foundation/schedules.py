@@ -32,6 +32,18 @@ def first_rung(epochs: int, schedules: list[str]) -> int:
     return max(1, min(epochs, math.floor(warm) + 1))
 
 
+def rung_milestones(epochs: int, grace: int, reduction: float) -> list[float]:
+    """Where ASHA (Ray Tune's, `grace_period=grace`, `reduction_factor=reduction`, `max_t=epochs`) compares trials,
+    before the last epoch: grace x reduction^k."""
+    return [grace * reduction**k for k in range(64) if grace * reduction**k < epochs]
+
+
+def cycle_ends(epochs: int, grace: int, reduction: float) -> tuple[int, ...]:
+    """The epochs at whose end ASHA judges a trial (its rungs, before the last epoch): where `rung_cycles=true`
+    ends a learning-rate cycle and starts the next, so that every rung compares annealed scores."""
+    return tuple(sorted({math.ceil(milestone) for milestone in rung_milestones(epochs, grace, reduction)} - {epochs}))
+
+
 def schedules_of(constants: dict, hyperparameters: dict, fixed: dict) -> list[str]:
     """The schedules a trial of a space may have: a pinned one, else the space's constant, else a searched
     categorical's choices."""

@@ -1,0 +1,82 @@
+"""One configuration trained bare (no Ray), scored on the validation and test splits after every epoch: what a rung of
+ASHA sees of it mid-schedule against what it ends at. Optionally also exponential moving averages of its weights.
+
+    python -m benchmarks.epoch_curve ROOT '{"lr": 0.06, "shift": 3, "batch_size": 32}' [--epochs 8] [--ema 0.99,0.995] [--cycle-ends 3]
+
+Prints one JSON line per epoch: {"epoch", "raw": [val_acc, test_acc], "<decay>": [val_acc, test_acc]..., "s"}. One
+intra-op thread, as a trial of the default shape on 2 cores has. A research tool for benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+from trainables.data import MNIST
+from trainables.feeds import MemoryFeed
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import load_space
+from trainables.models import model_for
+from trainables.training import LearningRate, StepOptions, evaluate, make_optimizer, train_one_epoch
+
+CPU = torch.device("cpu")
+
+
+def accuracy(model, batches) -> float:
+    stats = evaluate(model, batches, CPU)
+    return round(stats["correct"].item() / stats["count"], 4)
+
+
+def curve(root: str, hp: dict, epochs: int, decays: list[float], seed: int = 0, cycle_ends: tuple[int, ...] = (),
+          space_name: str = "resnet_mnist"):
+    """Yields one row per epoch (see the module's docstring)."""
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    space = load_space(space_name)
+    hp = {**space.constants, **hp}
+    defaults = RunConfig().to_dict()
+    run = RunConfig.from_dict({**defaults, "space": space_name, "epochs": epochs, "seed": seed,
+                               "data": {**defaults["data"], "root": root}})  # fmt: skip
+    feed = MemoryFeed(MNIST, run, hp, rank=0, world_size=1, device=CPU)
+    model = model_for(space, hp, MNIST.info(root, hp))
+    optimizer = make_optimizer(hp, model)
+    schedule = LearningRate(hp, optimizer, epochs, feed.steps_per_epoch(), cycle_ends=cycle_ends)
+    averages = [AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(d), use_buffers=True) for d in decays]
+
+    def after_step():
+        schedule.after_step()
+        for average in averages:
+            average.update_parameters(model)
+
+    options = StepOptions(label_smoothing=float(hp.get("label_smoothing", 0.0)))
+    started = time.time()
+    for epoch in range(1, epochs + 1):
+        train_one_epoch(model, optimizer, feed.train_batches(epoch), CPU, options, after_step)
+        row = {"epoch": epoch, "raw": [accuracy(model, feed.val_batches()), accuracy(model, feed.test_batches())]}
+        for decay, average in zip(decays, averages):
+            row[str(decay)] = [accuracy(average.module, feed.val_batches()), accuracy(average.module, feed.test_batches())]
+        row["s"] = round(time.time() - started)
+        yield row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", help="an MNIST folder with its test files (e.g. the shipped sample's)")
+    parser.add_argument("hp", help="the trial's hyperparameters as JSON; the space's constants fill the rest")
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--ema", default="", help="decays of weight averages to score too, comma-separated")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cycle-ends", default="", help="epochs where the schedule ends and starts again, e.g. 3")
+    args = parser.parse_args()
+    decays = [float(d) for d in args.ema.split(",") if d]
+    ends = tuple(int(e) for e in args.cycle_ends.split(",") if e)
+    for row in curve(args.root, json.loads(args.hp), args.epochs, decays, args.seed, ends):
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
