@@ -31,15 +31,14 @@ def accuracy(model, batches) -> float:
     return round(stats["correct"].item() / stats["count"], 4)
 
 
-def curve(root: str, hp: dict, epochs: int, decays: list[float], seed: int = 0, cycle_ends: tuple[int, ...] = (),
-          space_name: str = "resnet_mnist"):
+def curve(root: str, hp: dict, epochs: int, decays: list[float], seed: int = 0, cycle_ends: tuple[int, ...] = ()):
     """Yields one row per epoch (see the module's docstring)."""
     torch.set_num_threads(1)
     torch.manual_seed(seed)
-    space = load_space(space_name)
+    space = load_space("resnet_mnist")
     hp = {**space.constants, **hp}
     defaults = RunConfig().to_dict()
-    run = RunConfig.from_dict({**defaults, "space": space_name, "epochs": epochs, "seed": seed,
+    run = RunConfig.from_dict({**defaults, "space": "resnet_mnist", "epochs": epochs, "seed": seed,
                                "data": {**defaults["data"], "root": root}})  # fmt: skip
     feed = MemoryFeed(MNIST, run, hp, rank=0, world_size=1, device=CPU)
     model = model_for(space, hp, MNIST.info(root, hp))

@@ -52,4 +52,3 @@ def test_run_resolves_grace_zero_from_the_space_and_keeps_a_given_one():
 ])  # fmt: skip
 def test_cycles_end_where_asha_judges_before_the_last_epoch(epochs, grace, reduction, ends):
     assert cycle_ends(epochs, grace, reduction) == ends
-

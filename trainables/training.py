@@ -135,13 +135,13 @@ class LearningRate:
             raise ValueError(f"lr_schedule={name}: allowed values are {', '.join(LR_SCHEDULES)}")
         self.hp, self.optimizer, self.name, self.steps_per_epoch = hp, optimizer, name, steps_per_epoch
         self.per_step, self.per_epoch = None, None
-        ends = sorted({e for e in cycle_ends if 0 < e < epochs} | {max(1, epochs)})
-        self.boundaries = [e * steps_per_epoch for e in ends]  # in steps, the last one the end of training
+        ends = [e * steps_per_epoch for e in sorted({e for e in cycle_ends if 0 < e < epochs} | {max(1, epochs)})]
+        self.next_end = dict(zip(ends, ends[1:]))  # in steps: where a cycle ends -> where the next one ends
         self.step_count = 0
         if name == "plateau":
             self.per_epoch = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=0.1, patience=1)
         elif name in ANNEALING_SCHEDULES:
-            self.per_step = self.cycle(0, self.boundaries[0])
+            self.per_step = self.cycle(0, ends[0])
         if self.per_step is not None and first_epoch > 1:
             with warnings.catch_warnings():  # moving the schedule on before any optimizer step is the point here
                 warnings.simplefilter("ignore", UserWarning)
@@ -161,9 +161,8 @@ class LearningRate:
         if self.per_step is None:
             return
         self.step_count += 1
-        if self.step_count in self.boundaries[:-1]:  # a cycle ends: the next one starts from its warm-up
-            following = self.boundaries[self.boundaries.index(self.step_count) + 1]
-            self.per_step = self.cycle(self.step_count, following)
+        if self.step_count in self.next_end:  # a cycle ends: the next one starts from its warm-up
+            self.per_step = self.cycle(self.step_count, self.next_end[self.step_count])
         else:
             self.per_step.step()
 

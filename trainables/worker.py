@@ -14,7 +14,6 @@ import torch.distributed as dist
 from trainables.data import get_dataset
 from trainables.feeds import make_feed
 from trainables.foundation.config import RunConfig
-from trainables.foundation.schedules import cycle_ends
 from trainables.foundation.space import load_space
 from trainables.models import model_for
 from trainables.session import session_for
@@ -72,8 +71,7 @@ def train_fn_per_worker(config: dict) -> dict:
     optimizer = make_optimizer(hp, model)
     if optimizer_state is not None:
         optimizer.load_state_dict(optimizer_state)
-    ends = cycle_ends(run.epochs, run.grace, run.reduction) if run.rung_cycles else ()
-    learning_rate = LearningRate(hp, optimizer, run.epochs, feed.steps_per_epoch(), first_epoch, ends)
+    learning_rate = LearningRate(hp, optimizer, run.epochs, feed.steps_per_epoch(), first_epoch, run.lr_cycle_ends())
     clock.lap("ddp")
 
     for epoch in range(first_epoch, run.epochs + 1):

@@ -42,7 +42,6 @@ from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
 from trainables.foundation.resources import plan_concurrency, settle_shape
-from trainables.foundation.schedules import cycle_ends
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space, load_space
 from trainables.foundation.storage import (
@@ -206,7 +205,7 @@ def route_logs(log_file: Path, verbose: int) -> None:
 def asha_words(config: RunConfig) -> str:
     if config.grace >= config.epochs:
         return ""
-    ends = cycle_ends(config.epochs, config.grace, config.reduction) if config.rung_cycles else ()
+    ends = config.lr_cycle_ends()
     restarts = f" (lr cycles end at epoch {', '.join(map(str, ends))})" if ends else ""
     return f"ASHA from epoch {config.grace} of {config.epochs}{restarts}, "
 

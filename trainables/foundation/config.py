@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainables.foundation.errors import UsageError
+from trainables.foundation.schedules import cycle_ends
 
 
 def default_data_root() -> str:
@@ -146,6 +147,10 @@ class RunConfig:
             self.name == "" or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name) is not None,
             f"name={self.name}: use letters, digits, '.', '_' and '-' only",
         )
+
+    def lr_cycle_ends(self) -> tuple[int, ...]:
+        """Epochs where a trial's lr schedule ends a cycle: ASHA's rungs before the last epoch with `rung_cycles`."""
+        return cycle_ends(self.epochs, self.grace, self.reduction) if self.rung_cycles else ()
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
