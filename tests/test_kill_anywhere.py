@@ -79,10 +79,12 @@ DDP_MOMENTS = ["right after a trial's first epoch", "while resume replays record
 MOMENTS_OF = {"in_process": MOMENTS, "ddp": [moment for moment in MOMENTS if moment[0] in DDP_MOMENTS]}
 
 
-def start(command: str, *args: str, log_path: Path) -> subprocess.Popen:
+def start(command: str, *args: str, log_path: Path, temporary: Path) -> subprocess.Popen:
+    """The command in a session of its own, with a temporary folder of its own (Ray's stays in /tmp)."""
     log = open(log_path, "w")
+    env = {**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"}
     return subprocess.Popen([sys.executable, "-m", "search", command, *args], cwd=REPO, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                            stderr=subprocess.STDOUT, start_new_session=True, env=env)  # fmt: skip
 
 
 def kill_group(process: subprocess.Popen) -> None:
@@ -126,9 +128,12 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
     run_args = [*COMMON, *SHAPES[shape], f"data.root={mnist_root}", f"storage={tmp_path}", "name=k"]
     reported, snapshots, kills, logs = set(), [], [], []
     moments = MOMENTS_OF[shape]
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     for index, (label, has_come) in enumerate(moments):
         log_path = tmp_path / f"segment{index}.log"
-        process = start("run", *run_args, log_path=log_path) if index == 0 else start("resume", str(experiment), log_path=log_path)
+        command = ["run", *run_args] if index == 0 else ["resume", str(experiment)]
+        process = start(*command, log_path=log_path, temporary=temporary)
         began = time.monotonic()
         while process.poll() is None and not has_come(log_path.read_text(), experiment, time.monotonic() - began):
             assert time.monotonic() - began < 300, f"{label}: not reached in 300 s\n{log_path.read_text()[-3000:]}"
@@ -144,6 +149,8 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
         kills.append((label, round(time.monotonic() - began, 1)))
         snapshots.append(snapshot(experiment))
     assert len(kills) == len(moments), f"only {len(kills)} kills before the search ended: {kills}"
+    # a killed trial leaves no checkpoint behind outside the experiment (once: 86 MB in /tmp at most kills)
+    assert not list(temporary.rglob("*.pt")), sorted(map(str, temporary.rglob("*.pt")))
     cut_newest_tune_state(experiment)
 
     final = run_cli("resume", str(experiment))

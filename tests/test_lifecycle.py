@@ -1,6 +1,7 @@
 """Real processes, real signals: a Train worker killed mid-trial, a search driver killed and resumed."""
 
 import json
+import os
 import shutil
 import signal
 import time
@@ -46,11 +47,15 @@ TRAINING_PROCESSES = {"ddp": (DDP, "ray::RayTrainWorker", 2), "in_process": ("wo
 
 def search_with_a_killed_worker(tmp_path, max_failures: int, shape: str = "ddp") -> dict:
     """A one-trial search whose first training process is SIGKILLed after epoch 1; returns the trial's summary
-    entry."""
+    entry. The search's processes get a temporary folder of their own (Ray's stays in /tmp), which must be left
+    without checkpoint files: a killed trial once left one there (86 MB) each time."""
     key, title, count = TRAINING_PROCESSES[shape]
     log = tmp_path / "cli.log"
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"}
     process = start_search(log, *COMMON, key, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
-                           "data.limit=1024", f"max_failures={max_failures}")
+                           "data.limit=1024", f"max_failures={max_failures}", env=env)  # fmt: skip
     try:
         wait_for_line(log, r"epoch 1/3", process)
         workers = [pid for pid in descendants(process.pid) if title in process_title(pid)]
@@ -61,6 +66,7 @@ def search_with_a_killed_worker(tmp_path, max_failures: int, shape: str = "ddp")
     finally:
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
+    assert not list(temporary.rglob("*.pt")), sorted(map(str, temporary.rglob("*.pt")))
     (trial,) = json.loads((tmp_path / "w" / "summary.json").read_text())["trials"]
     return trial
 

@@ -12,6 +12,8 @@ epoch. So a search killed at any moment leaves files that know at least what Tun
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import ray.train
 import ray.train.torch
@@ -34,12 +36,15 @@ class EpochWriter:
         self.extra = {"trial_id": where["trial_id"], "pid": where.get("trial_pid"), "config": where.get("hp", {})}
         self.started_at, self.time_base = where.get("driver_started_at") or time.time(), where.get("time_base", 0.0)
 
-    def keep(self, metrics: dict, folder: str | None, epoch: int) -> None:
-        """The epoch's checkpoint (when there is one), then its row; adds the checkpoint's path to `metrics`."""
+    def keep(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
+        """The epoch's checkpoint (when `write` is given: it writes one into a folder), then its row; adds the
+        checkpoint's path and the seconds it took to `metrics`."""
         if not self.rows:
             wait_until_tune_knows(self.experiment_dir, self.trial_id)
-        if folder:
-            metrics[CHECKPOINT_KEY] = self.store.save(folder, epoch, metrics.get(self.store.metric))
+        if write:
+            saving = time.perf_counter()
+            metrics[CHECKPOINT_KEY] = self.store.save(write, epoch, metrics.get(self.store.metric))
+            metrics["checkpoint_s"] = time.perf_counter() - saving
         row = {**metrics, **self.extra, "time_total_s": self.time_base + time.time() - self.started_at}
         self.rows = self.files.append(self.rows, row)
 
@@ -63,9 +68,9 @@ class TrainGroupSession:
     def latest_checkpoint(self):
         return self.store.latest()
 
-    def report(self, metrics: dict, folder: str | None, epoch: int) -> None:
+    def report(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
         if self.record:
-            self.record.keep(metrics, folder, epoch)
+            self.record.keep(metrics, write, epoch)
         ray.train.report(metrics)  # every rank: a barrier; Tune hears rank 0's
 
 
@@ -84,8 +89,8 @@ class InProcessSession:
     def latest_checkpoint(self):
         return self.store.latest()
 
-    def report(self, metrics: dict, folder: str | None, epoch: int) -> None:
-        self.record.keep(metrics, folder, epoch)
+    def report(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
+        self.record.keep(metrics, write, epoch)
         ray.tune.report(metrics)
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
-import tempfile
 import time
 
 import ray
@@ -91,15 +91,12 @@ def train_fn_per_worker(config: dict) -> dict:
         if not metrics["diverged"]:
             learning_rate.after_epoch(metrics["val_loss"])
 
-        # 4. Every rank reports (a barrier); rank 0 attaches the checkpoint of this epoch.
-        with tempfile.TemporaryDirectory() as directory:
-            saved = None
-            if rank == 0 and not metrics["diverged"]:
-                saving = time.perf_counter()
-                save_checkpoint(directory, unwrap(model), optimizer, epoch, metrics, hp)
-                metrics["checkpoint_s"] = time.perf_counter() - saving
-                saved = directory
-            session.report(metrics, saved, epoch)
+        # 4. Rank 0 writes the epoch's checkpoint and row; every rank reports (a barrier).
+        write = None
+        if rank == 0 and not metrics["diverged"]:
+            write = functools.partial(save_checkpoint, model=unwrap(model), optimizer=optimizer, epoch=epoch,
+                                      metrics=dict(metrics), hp=hp)  # fmt: skip
+        session.report(metrics, write, epoch)
         if metrics["diverged"]:
             break  # the trial driver turns this into a failed trial with the reason
     return metrics if first_epoch <= run.epochs else {}
