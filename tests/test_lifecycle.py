@@ -143,7 +143,7 @@ def test_ddp_trials_share_one_trial_process_and_an_asha_stop_frees_its_workers(t
     trial's Ray Train run (its controller and workers) so that the process is free at once."""
     log = tmp_path / "cli.log"
     # seeded random proposals (TPE's, guided by results, may each beat the last, and ASHA would then stop none)
-    process = start_search(log, *COMMON, DDP, f"storage={tmp_path}", "name=d", "trials=4", "epochs=2", "grace=1",
+    process = start_search(log, *COMMON, DDP, f"storage={tmp_path}", "name=d", "trials=3", "epochs=2", "grace=1",
                            "concurrency=1", "data.limit=512", "sampler=random")  # fmt: skip
     try:
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]

@@ -27,9 +27,10 @@ def test_trials_that_fit_train_side_by_side(tmp_path, mnist_root):
     assert max(start for start, _ in spans) < min(end for _, end in spans), spans  # all four trained at once
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def head_with_one_gpu():
-    """A Ray head that declares one GPU (as `ray start --head --num-gpus=1`); only its processes are stopped."""
+    """A Ray head that declares one GPU (as `ray start --head --num-gpus=1`), shared by the refusals below (none of
+    them starts a trial on it); only its processes are stopped."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 1, "dashboard_host": "127.0.0.1"})
