@@ -18,7 +18,9 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.samplers import RandomSampler, TPESampler
 
-from search.running.searcher import StudySearcher, good_group, startup_trials
+from search.running.sampler import good_group, startup_trials
+from search.running.searcher import StudySearcher
+from search.running.study import StudyRecord
 
 BATCHES = [256, 32, 128, 64]  # a user's order; as numbers they are ordered all the same
 SHAPED = {"lr": FloatDistribution(0.005, 0.5, log=True), "batch_size": CategoricalDistribution(BATCHES),
@@ -56,7 +58,7 @@ def searcher_for(space: dict, variant: str, seed: int, trials: int) -> StudySear
         sampler = RandomSampler(seed=seed) if kind == "random" else TPESampler(
             seed=seed, n_startup_trials=startup_trials(trials), multivariate=True, constant_liar=True,
             gamma=good_group if fifth else None)  # fmt: skip
-    return StudySearcher(space, "score", "max", sampler, epochs=1, order_numbers=ordered)
+    return StudySearcher(StudyRecord.in_memory(space, "score", "max", sampler, 1, ordered), [], "score", "max")
 
 
 def chosen_score(space: dict, score, variant: str, seed: int, trials: int, noise: float) -> float:
@@ -67,6 +69,7 @@ def chosen_score(space: dict, score, variant: str, seed: int, trials: int, noise
         true = score(config)
         observed = true + rng.normal(0.0, noise)
         search.on_trial_complete(str(index), {"score": observed, "epoch": 1})
+        search.record.end(str(index), "completed")
         best = max(best, (observed, true))
     return best[1]
 

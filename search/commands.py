@@ -26,6 +26,7 @@ from trainables.foundation.storage import (
     SEARCH_FILE,
     Experiment,
     claim,
+    delete_file,
     exists,
     experiment_of,
     filesystem,
@@ -48,12 +49,15 @@ def cmd_run(args: list[str]) -> int:
 
         return run_through_ray_client(config, args, cmd_run)
     preflight(config, space)
+    from search.running.study_setup import given_configurations
+
+    given = given_configurations(config, space)
     from search.running.tuner import run_search  # Ray is imported only once the input is known to be good
 
     experiment = experiment_of(config.storage, config.name)
     claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
     try:
-        summary = run_search(config, space, experiment)
+        summary = run_search(config, space, experiment, given)
     except KeyboardInterrupt:
         raise SearchInterrupted(experiment.location) from None
     print_result(summary, experiment)
@@ -76,26 +80,84 @@ def test_text(best: dict) -> str:
     return f" test_acc={best['test_acc']:.4f} ({best['test_samples']} test images the search never saw)"
 
 
+RESUME_USAGE = "usage: python -m search resume EXPERIMENT_DIR [trials=N] [time_budget=S] [concurrency=N] [verbose=1]"
+RESUME_KEYS = {"trials", "time_budget", "concurrency", "verbose"}
+
+
 def cmd_resume(args: list[str]) -> int:
-    if len(args) != 1:
-        raise UsageError("usage: python -m search resume EXPERIMENT_DIR")
-    experiment = Experiment.at(args[0])
+    positional, options, _ = split_options(args, RESUME_KEYS | {"epochs"})
+    if len(positional) != 1:
+        raise UsageError(RESUME_USAGE)
+    experiment = Experiment.at(positional[0])
     if not exists(experiment.join(SEARCH_FILE)):
-        raise UsageError(f"{args[0]}: not an experiment folder (no {SEARCH_FILE}); give the folder `run` created")
-    if exists(experiment.join(SUMMARY_FILE)):
-        print(f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}")
+        raise UsageError(f"{positional[0]}: not an experiment folder (no {SEARCH_FILE}); give the folder `run` created")
+    experiment.download()  # a URI's settings, study, log and events, into the working folder
+    from search.running.settings import read_settings, write_settings
+
+    before = read_settings(experiment.local)["run"]
+    config = resumed_config(before, options)
+    finished = exists(experiment.join(SUMMARY_FILE))
+    if finished and config.trials == before["trials"]:
+        print(f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
+              "; give trials=N to grow it")  # fmt: skip
         return 0
-    experiment.download()  # a URI's search.json, scheduler state, log and events, into the working folder
+    space = load_space(config.space)
     from trainables.checkpoints import refuse_damaged_in
 
     refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
+    if config.to_dict() != before:
+        if finished:  # a grown search is unfinished until its new trials end: no summary may look complete
+            if experiment.remote:
+                delete_file(experiment.join(SUMMARY_FILE))
+            (experiment.local / SUMMARY_FILE).unlink(missing_ok=True)
+        write_settings(experiment, {"run": config.to_dict()})
     from search.running.tuner import resume_search
 
     try:
-        summary = resume_search(experiment)
+        summary = resume_search(experiment, config, space)
     except KeyboardInterrupt:
         raise SearchInterrupted(experiment.location) from None
     print_result(summary, experiment)
+    return 0
+
+
+def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
+    """The search's settings with the keys `resume` may change: more trials (a grown search), the time budget,
+    concurrency and verbosity. A different `epochs` is refused: a finished trial is final in the study (Optuna
+    cannot reopen a COMPLETE trial) and the spaces' annealing schedules end at the old last epoch."""
+    if "epochs" in options and options["epochs"] != str(before["epochs"]):
+        raise UsageError(f"epochs={options['epochs']}: a search's epochs cannot change on resume: its finished trials "
+                         f"are final in its study and their learning-rate schedules ended at epoch {before['epochs']}; "
+                         "start a new search with enqueue=<this experiment> to train its best configurations longer")  # fmt: skip
+    changed = parse_overrides([f"{key}={value}" for key, value in options.items() if key != "epochs"])
+    config = RunConfig.from_dict(before)
+    for key in options.keys() - {"epochs"}:
+        setattr(config, key, getattr(changed, key))
+    RunConfig.from_dict(config.to_dict())  # the cross-field checks
+    if config.trials < before["trials"]:
+        raise UsageError(f"trials={config.trials}: the search already has {before['trials']} trials; give more to "
+                         "grow it")  # fmt: skip
+    return config
+
+
+def cmd_dashboard(args: list[str]) -> int:
+    positional, options, _ = split_options(args, {"port"})
+    if len(positional) != 1:
+        raise UsageError("usage: python -m search dashboard EXPERIMENT_DIR [port=N]")
+    from search.results.dashboard import dashboard_address, serve
+    from trainables.foundation.config import parse_scalar
+
+    port = parse_scalar("port", options.get("port", "8080"), int)
+    if not 0 <= port <= 65535:
+        raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
+    experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")
+    study, port = dashboard_address(experiment.local, port)
+    print(f"optuna-dashboard for {positional[0]} at http://127.0.0.1:{port}/ (Ctrl-C stops it)", flush=True)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        serve(study, port)
+    except (KeyboardInterrupt, SystemExit):
+        pass
     return 0
 
 

@@ -8,7 +8,8 @@ from search.running.callbacks import ProgressView, TrialOutcomes
 def trial(trial_id, status, epoch, value, images_per_s=480.0, diverged=False):
     last = {"epoch": epoch, "val_acc": value, "images_per_s": images_per_s, "diverged": diverged} if epoch else {}
     analysis = {"val_acc": {"max": value}} if value is not None else {}
-    return SimpleNamespace(trial_id=trial_id, status=status, last_result=last, metric_analysis=analysis, path="/x")
+    return SimpleNamespace(trial_id=trial_id, status=status, last_result=last, metric_analysis=analysis, path="/x",
+                           config={})
 
 
 def test_view_counts_best_and_estimate_fit_100_columns():
@@ -67,3 +68,10 @@ def test_the_estimate_counts_down_between_trial_ends():
     assert "~0m00s left" in view.render(trials, elapsed=900)[-1]  # overdue: never below zero
     trials.append(trial("e3", "TERMINATED", 1, 0.4))
     assert "~15m00s left" in view.render(trials, elapsed=900)[-1]  # another ended: 2 in 15 min, 2 to go
+
+
+def test_a_resumed_search_counts_what_earlier_sessions_ended_and_their_best():
+    earlier = {"completed": 2, "stopped_early": 1, "failed": 0, "best": (0.98, "bbbb0001")}
+    view = ProgressView(TrialOutcomes(epochs=4, metric="val_acc", mode="max"), 6, 2, earlier)
+    lines = view.render([trial("aaaa0004", "RUNNING", 2, 0.95)], elapsed=60)
+    assert "1 running, 3/6 done, 1 early-stopped, 0 failed | best val_acc 0.9800 bbbb0001" in lines[-1]

@@ -1,6 +1,7 @@
 """The sampler and the searcher on synthetic objectives (no training, no Ray instance): TPE guides most of a default
-search, trials proposed side by side differ, ASHA-stopped trials are pruned with their epochs, a choice among
-numbers is modelled as ordered, seeds reproduce."""
+search, trials proposed side by side differ, ASHA-stopped trials are pruned with their epochs (the stopping one
+included), a choice among numbers is modelled as ordered, seeds reproduce, and a study reopened from its journal
+proposes its unfinished trials again first."""
 
 import math
 
@@ -9,7 +10,10 @@ from optuna.distributions import FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
 from benchmarks.samplers import BATCHES, SHAPED, shaped_score
-from search.running.searcher import StudySearcher, good_group, make_sampler, startup_trials
+from search.running.sampler import good_group, make_sampler, startup_trials
+from search.running.searcher import StudySearcher
+from search.running.study import SpaceCoding, StudyRecord, open_study, reconcile, trial_id_of
+from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True), "wd": FloatDistribution(1e-5, 1e-1, log=True)}
 
@@ -19,17 +23,21 @@ def score(config: dict) -> float:
     return -((math.log10(config["lr"]) + 2) ** 2) - ((math.log10(config["wd"]) + 3) ** 2)
 
 
-def searcher(trials: int, seed: int = 0, sampler: str = "tpe", epochs: int = 3) -> StudySearcher:
-    return StudySearcher(dict(SPACE), "val_acc", "max", make_sampler(sampler, seed, trials), epochs)
+def searcher(trials: int, seed: int = 0, sampler: str = "tpe", epochs: int = 3, space=SPACE, ordered=True):
+    sampler = make_sampler(sampler, seed, startup_trials(trials))
+    return StudySearcher(StudyRecord.in_memory(dict(space), "val_acc", "max", sampler, epochs, ordered), [], "val_acc",
+                         "max")  # fmt: skip
 
 
 def run_sequentially(search: StudySearcher, trials: int, score=score) -> list[float]:
+    """Each trial as Tune drives it: proposed, its epoch reported, ended (the driver's TrialEnds writes the end)."""
     scores = []
     for index in range(trials):
         config = search.suggest(f"t{index}")
         value = score(config)
         search.on_trial_result(f"t{index}", {"val_acc": value, "epoch": 3})
         search.on_trial_complete(f"t{index}", {"val_acc": value, "epoch": 3})
+        search.record.end(config[TRIAL_KEY], "completed")
         scores.append(value)
     return scores
 
@@ -37,13 +45,13 @@ def run_sequentially(search: StudySearcher, trials: int, score=score) -> list[fl
 @pytest.mark.parametrize("trials, startup", [(4, 2), (8, 2), (16, 4), (40, 10), (200, 10)])
 def test_the_random_start_is_a_quarter_of_the_budget(trials, startup):
     assert startup_trials(trials) == startup
-    sampler = make_sampler("tpe", 0, trials)
+    sampler = make_sampler("tpe", 0, startup_trials(trials))
     assert sampler._n_startup_trials == startup and sampler._multivariate and sampler._constant_liar
 
 
 @pytest.mark.parametrize("finished, good", [(4, 1), (12, 3), (16, 4), (200, 25)])
 def test_tpe_models_a_fifth_of_the_finished_trials_as_good(finished, good):
-    assert good_group(finished) == good and make_sampler("tpe", 0, 12)._gamma is good_group
+    assert good_group(finished) == good and make_sampler("tpe", 0, 3)._gamma is good_group
 
 
 def test_a_default_budget_is_guided_and_beats_random_search():
@@ -60,45 +68,78 @@ def test_trials_proposed_side_by_side_are_not_near_identical():
     assert min(b - a for a, b in zip(logs, logs[1:])) > 1e-3, logs
 
 
-def test_an_asha_stopped_trial_is_pruned_with_its_epochs_and_a_failed_one_fails():
+def test_a_stopped_trial_reaches_the_study_with_the_epoch_that_stopped_it_and_a_failed_one_fails_with_why():
+    """Tune hands the result that made ASHA stop a trial to on_trial_complete only (never to on_trial_result)."""
     search = searcher(8, epochs=3)
     search.suggest("stopped"), search.suggest("failed"), search.suggest("done")
     search.on_trial_result("stopped", {"val_acc": 0.5, "epoch": 1})
     search.on_trial_result("stopped", {"val_acc": 0.5, "epoch": 1})  # replayed after a resume: reported once
-    search.on_trial_complete("stopped", {"val_acc": 0.5, "epoch": 1})
+    search.on_trial_complete("stopped", {"val_acc": 0.4, "epoch": 2})  # ASHA's decision at epoch 2
     search.on_trial_complete("failed", {"val_acc": float("nan"), "epoch": 1, "diverged": True})
+    search.on_trial_result("done", {"val_acc": 0.9, "epoch": 3})
     search.on_trial_complete("done", {"val_acc": 0.9, "epoch": 3})
-    stopped, failed, done = search.study.trials
-    assert stopped.state == TrialState.PRUNED and stopped.intermediate_values == {1: 0.5}
-    assert failed.state == TrialState.FAIL
-    assert done.state == TrialState.COMPLETE and done.value == 0.9
+    for trial_id, status, reason in [("stopped", "stopped_early", None), ("failed", "failed", "NonFiniteLoss: x"),
+                                     ("done", "completed", None)]:  # fmt: skip
+        search.record.end(trial_id, status, reason)
+    stopped, failed, done = search.record.study.trials
+    assert stopped.state == TrialState.PRUNED and stopped.intermediate_values == {1: 0.5, 2: 0.4}
+    assert failed.state == TrialState.FAIL and failed.user_attrs["reason"] == "NonFiniteLoss: x"
+    assert done.state == TrialState.COMPLETE and done.value == 0.9 and done.user_attrs["score"] == 0.9
 
 
-def test_the_same_seed_proposes_the_same_trials_and_a_restored_searcher_goes_on(tmp_path):
-    first, second = searcher(8), searcher(8)
-    assert run_sequentially(first, 8) == run_sequentially(second, 8)
-    first.save(str(tmp_path / "state.pkl"))
-    restored = searcher(8, seed=99)
-    restored.restore(str(tmp_path / "state.pkl"))
-    assert restored.suggest("next") == second.suggest("next")
+def test_a_trial_is_scored_by_the_summarys_rule():
+    """Annealing learning rate: its last epoch; otherwise its best epoch (one definition, search.results.score)."""
+    for constants, expected in [({"lr_schedule": "onecycle"}, 0.8), ({"lr_schedule": "constant"}, 0.9)]:
+        sampler = make_sampler("random", 0, 2)
+        record = StudyRecord.in_memory(dict(SPACE), "val_acc", "max", sampler, 3, constants=constants)
+        record.create("a")
+        for epoch, value in [(1, 0.5), (2, 0.9), (3, 0.8)]:
+            record.report("a", epoch, value)
+        record.end("a", "completed")
+        assert record.study.trials[0].value == expected
+
+
+def test_the_same_seed_proposes_the_same_trials():
+    assert run_sequentially(searcher(8), 8) == run_sequentially(searcher(8), 8)
+
+
+def test_a_reopened_study_knows_what_the_files_know_and_proposes_unfinished_trials_again_first(tmp_path):
+    coding = SpaceCoding(dict(SPACE))
+    study = open_study(tmp_path, "maximize", make_sampler("random", 0, 2))
+    record = StudyRecord(study, coding, "val_acc", "max", 3, {})
+    first = StudySearcher(record, [], "val_acc", "max")
+    ended, cut = first.suggest("ended"), first.suggest("cut")
+    first.on_trial_result("ended", {"val_acc": 0.7, "epoch": 1})
+    for epoch in (1, 2):  # the killed driver's study heard of neither epoch of "cut"; its files hold both
+        TrialFiles(str(tmp_path), "cut").append(TrialFiles(str(tmp_path), "cut").rows(),
+                                                {"epoch": epoch, "val_acc": 0.5 + epoch / 10, "config": cut})
+    TrialFiles(str(tmp_path), "ended").write_ending("stopped_early")
+    (tmp_path / "study.log").write_bytes((tmp_path / "study.log").read_bytes() + b'{"op_code": 5, "wor')  # cut
+    reopened = StudyRecord(open_study(tmp_path, "maximize"), coding, "val_acc", "max", 3, {})
+    again = reconcile(reopened, str(tmp_path))
+    assert [trial_id_of(t) for t in again] == ["cut"] and again[0].intermediate_values == {1: 0.6, 2: 0.7}
+    assert reopened.frozen("ended").state == TrialState.PRUNED
+    search = StudySearcher(reopened, again, "val_acc", "max")
+    assert search.suggest("new tune id") == cut  # the same id and configuration
+    assert search.suggest("fresh")[TRIAL_KEY] == "fresh" and len(reopened.study.trials) == 3
 
 
 def test_a_choice_among_numbers_is_ordered_for_tpe_and_that_finds_more():
-    def best(seed: int, order_numbers: bool) -> float:
-        search = StudySearcher(SHAPED, "val_acc", "max", make_sampler("tpe", seed, 12), 3, order_numbers)
-        return max(run_sequentially(search, 12, shaped_score))
+    def best(seed: int, ordered: bool) -> float:
+        return max(run_sequentially(searcher(12, seed, space=SHAPED, ordered=ordered), 12, shaped_score))
 
-    ordered = [best(seed, order_numbers=True) for seed in range(20)]
-    unordered = [best(seed, order_numbers=False) for seed in range(20)]  # what Optuna does with a categorical
+    ordered = [best(seed, ordered=True) for seed in range(20)]
+    unordered = [best(seed, ordered=False) for seed in range(20)]  # what Optuna does with a categorical
     assert sum(ordered) > sum(unordered), (ordered, unordered)
-    search = StudySearcher(SHAPED, "val_acc", "max", make_sampler("tpe", 0, 12), 3)
+    search = searcher(12, space=SHAPED)
     run_sequentially(search, 4, shaped_score)  # past the random start: TPE proposes
-    assert search.study.trials[0].distributions["batch_size"] == IntDistribution(0, 3)
+    assert search.record.study.trials[0].distributions["batch_size"] == IntDistribution(0, 3)
     assert search.suggest("next")["batch_size"] in BATCHES
 
 
 def test_random_search_keeps_a_choice_among_numbers_categorical():
-    search = StudySearcher(SHAPED, "val_acc", "max", make_sampler("random", 0, 12), 3)
+    search = searcher(12, sampler="random", space=SHAPED, ordered=False)
     run_sequentially(search, 2, shaped_score)
-    assert search.study.trials[0].distributions["batch_size"] == SHAPED["batch_size"]
+    assert search.record.study.trials[0].distributions["batch_size"] == SHAPED["batch_size"]
     assert search.suggest("next")["batch_size"] in BATCHES
+

@@ -15,7 +15,7 @@ from trainables.checkpoints import CheckpointStore, run_location
 from trainables.foundation.config import RunConfig
 from trainables.foundation.resources import TrialShape, plan_concurrency
 from trainables.foundation.scheduling import trains_in_process
-from trainables.foundation.trial_files import TrialFiles
+from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 from trainables.room import alive_node_resources, alive_nodes, wait_for_room, worker_resources
 
 # Ray Train is imported by `fit_trial`, in the trial's process (the search driver, which imports this module for
@@ -52,7 +52,8 @@ def process_start_figure() -> dict:
 def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str) -> None:
     started_at = time.time()
     settings = RunConfig.from_dict(run)
-    trial_id = ray.tune.get_context().get_trial_id()
+    hp = dict(hp)
+    trial_id = hp.pop(TRIAL_KEY, None) or ray.tune.get_context().get_trial_id()  # kept across `resume`
     files = TrialFiles(experiment_dir, trial_id)
     store = CheckpointStore(run_location(experiment_dir, train_run_name(trial_id)), metric, mode, settings.checkpoints)
     rows = rows_with_checkpointed_epochs(files, store)

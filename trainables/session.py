@@ -6,7 +6,8 @@ not available, so results go to Tune directly.
 
 Both keep their checkpoints in the same `CheckpointStore` (`train_<id>/checkpoint_epoch_NNNN`, complete once marked)
 and their epochs in the trial's own `result.json`, in this order: the checkpoint, then its row, then Tune hears of the
-epoch. So a search killed at any moment leaves files that know at least what Tune knew (`trainables.foundation.trial_files`).
+epoch. So a search killed at any moment leaves files that know at least what Tune, and the study, knew
+(`trainables.foundation.trial_files`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import ray.tune
 import torch
 
 from trainables.checkpoints import CheckpointStore, run_location
-from trainables.foundation.trial_files import CHECKPOINT_KEY, TrialFiles, wait_until_tune_knows
+from trainables.foundation.trial_files import CHECKPOINT_KEY, TrialFiles
 
 
 class EpochWriter:
@@ -39,8 +40,6 @@ class EpochWriter:
     def keep(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
         """The epoch's checkpoint (when `write` is given: it writes one into a folder), then its row; adds the
         checkpoint's path and the seconds it took to `metrics`."""
-        if not self.rows:
-            wait_until_tune_knows(self.experiment_dir, self.trial_id)
         if write:
             saving = time.perf_counter()
             metrics[CHECKPOINT_KEY] = self.store.save(write, epoch, metrics.get(self.store.metric))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainables.foundation.schedules import ANNEALING_SCHEDULES
+from search.results.score import anneals, is_finite_number, standing_row
 from trainables.foundation.trial_files import CHECKPOINT_KEY
 
 SUMMARY_FILE = "summary.json"
@@ -24,46 +23,13 @@ class TrialRecord:
     error: str | None = None
 
 
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def _better(a: float, b: float, mode: str) -> bool:
-    return a > b if mode == "max" else a < b
-
-
-def best_epoch_row(history: list[dict], metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
-    """The epoch with the best metric whose checkpoint is still in storage (the latest among ties)."""
-    best = None
-    for row in _rows_with_checkpoint(history, metric, checkpoint_exists):
-        if best is None or not _better(best[metric], row[metric], mode):
-            best = row
-    return best
-
-
-def last_epoch_row(history: list[dict], metric: str, checkpoint_exists=os.path.isdir) -> dict | None:
-    """The latest epoch whose checkpoint is still in storage."""
-    rows = list(_rows_with_checkpoint(history, metric, checkpoint_exists))
-    return max(rows, key=lambda row: row.get("epoch", 0)) if rows else None
-
-
-def _rows_with_checkpoint(history: list[dict], metric: str, checkpoint_exists):
-    for row in history:
-        if _finite(row.get(metric)) and row.get(CHECKPOINT_KEY) and checkpoint_exists(row[CHECKPOINT_KEY]):
-            yield row
-
-
-def anneals(config: dict) -> bool:
-    return config.get("lr_schedule") in ANNEALING_SCHEDULES
-
-
 def trial_row(record: "TrialRecord", metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
-    """The epoch that stands for a trial. Its last one when its learning rate anneals: earlier checkpoints are taken at
-    a high learning rate, and 600 validation digits overrate them (measured: 0.5-1.0 pt above their test accuracy,
-    while the annealed final ones match it). Its best epoch by the metric otherwise (early stopping)."""
-    if anneals(record.config):
-        return last_epoch_row(record.history, metric, checkpoint_exists)
-    return best_epoch_row(record.history, metric, mode, checkpoint_exists)
+    """The epoch that stands for a trial (search.results.score) among those whose checkpoint is still in storage."""
+
+    def usable(row: dict) -> bool:
+        return bool(row.get(CHECKPOINT_KEY)) and checkpoint_exists(row[CHECKPOINT_KEY])
+
+    return standing_row(record.history, record.config, metric, mode, usable)
 
 
 def _rank(row: dict, record: "TrialRecord", epochs: int, mode: str, metric: str) -> tuple:
@@ -151,7 +117,7 @@ def format_table(summary: dict, limit: int = 20) -> str:
                 trial["trial_id"],
                 trial["status"],
                 str(trial["epochs_run"]),
-                f"{value:.4f}" if _finite(value) else "-",
+                f"{value:.4f}" if is_finite_number(value) else "-",
                 *(_short(trial["config"].get(n)) for n in names),
             ]
         )

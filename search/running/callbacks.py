@@ -1,17 +1,18 @@
-"""Tune callbacks that run in the search driver: live progress, TensorBoard events, ASHA state on disk, uploads."""
+"""Tune callbacks that run in the search driver: live progress, how trials ended, TensorBoard events, uploads."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import ray.tune
 
+from search.results.score import anneals
 from search.results.summary import outcome
 from search.results.tensorboard import TrialEventWriter, written_epochs
 from search.running.failures import root_cause
-from trainables.foundation.trial_files import TrialFiles
+from search.running.study import StudyRecord
+from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"
 WIDTH = 100  # the view fits a 100-column terminal
@@ -21,14 +22,26 @@ def _number(value) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
+def key(trial) -> str:
+    """The search's id of a Tune trial (a trial run again by `resume` keeps it; Tune's own id is new each session)."""
+    return trial.config.get(TRIAL_KEY, trial.trial_id)
+
+
+def hyperparameters(trial) -> dict:
+    return {name: value for name, value in trial.config.items() if name != TRIAL_KEY}
+
+
 class TrialOutcomes:
-    """Per-trial facts the callbacks share: epochs run, best metric, and whether the loss diverged."""
+    """Per-trial facts the callbacks share: epochs run, score, and whether the loss diverged."""
 
     def __init__(self, epochs: int, metric: str, mode: str):
         self.epochs, self.metric, self.mode = epochs, metric, mode
 
     def best(self, trial) -> float | None:
-        return _number(trial.metric_analysis.get(self.metric, {}).get(self.mode))
+        """The trial's score so far (search.results.score): its last epoch's metric when its learning rate anneals,
+        else its best epoch's."""
+        analysis = trial.metric_analysis.get(self.metric, {})
+        return _number(analysis.get("last" if anneals(trial.config) else self.mode))
 
     def epochs_run(self, trial) -> int:
         return int((trial.last_result or {}).get("epoch") or 0)
@@ -47,8 +60,10 @@ class ProgressView(ray.tune.Callback):
     starting, finished, stopped early and failed trials, the best so far, elapsed time and, once a trial has
     finished, an estimate of the time left). Each line is printed once, so a log file reads like the terminal."""
 
-    def __init__(self, outcomes: TrialOutcomes, total_trials: int, concurrency: int):
+    def __init__(self, outcomes: TrialOutcomes, total_trials: int, concurrency: int, earlier: dict | None = None):
+        """`earlier`: what the search's earlier sessions ended with (search.running.study.StudyRecord.earlier)."""
         self.outcomes, self.total, self.concurrency = outcomes, total_trials, concurrency
+        self.earlier = earlier or {"completed": 0, "stopped_early": 0, "failed": 0, "best": None}
         self.start = time.monotonic()
         self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
 
@@ -59,14 +74,14 @@ class ProgressView(ray.tune.Callback):
         self.start = time.monotonic()
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        self._show(trials, latest={trial.trial_id: result})  # Tune stores `result` in the trial after this call
+        self._show(trials, latest={key(trial): result})  # Tune stores `result` in the trial after this call
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self._show(trials, f"trial {trial.trial_id} finished: {self.outcomes.status(trial, ended=True)}", ended=trial)
+        self._show(trials, f"trial {key(trial)} finished: {self.outcomes.status(trial, ended=True)}", ended=trial)
 
     def on_trial_error(self, iteration, trials, trial, **info):
         cause = root_cause(_error_text(trial))
-        self._show(trials, f"trial {trial.trial_id} failed: {cause}\n  see {trial.path}/error.txt", ended=trial)
+        self._show(trials, f"trial {key(trial)} failed: {cause}\n  see {trial.path}/error.txt", ended=trial)
 
     def _show(self, trials, event: str | None = None, latest: dict | None = None, ended=None) -> None:
         lines = self.render(trials, time.monotonic() - self.start, event, latest or {}, ended)
@@ -75,6 +90,7 @@ class ProgressView(ray.tune.Callback):
     def render(self, trials, elapsed: float, event=None, latest: dict | None = None, ended=None) -> list[str]:
         o, latest = self.outcomes, latest or {}
         statuses = [o.status(t, ended=t is ended) for t in trials]
+        statuses += [status for status in ("completed", "stopped_early", "failed") for _ in range(self.earlier[status])]
         active = [t for t in trials if t.status == RUNNING and t is not ended]
         running = [t for t in active if "epoch" in _last_result(t, latest)]
         starting = len(active) - len(running)  # trials whose process or workers are still starting
@@ -99,8 +115,9 @@ class ProgressView(ray.tune.Callback):
         return lines
 
     def _best(self, trials, latest: dict):
-        scored = [(self.outcomes.best(t), t.trial_id) for t in trials if self.outcomes.best(t) is not None]
+        scored = [(self.outcomes.best(t), key(t)) for t in trials if self.outcomes.best(t) is not None]
         scored += [(_number(r.get(self.outcomes.metric)), tid) for tid, r in latest.items() if _number(r.get(self.outcomes.metric)) is not None]
+        scored += [self.earlier["best"]] if self.earlier["best"] else []
         if not scored:
             return None
         pick = max if self.outcomes.mode == "max" else min
@@ -109,27 +126,39 @@ class ProgressView(ray.tune.Callback):
     def _eta(self, trials, elapsed: float, finished: int) -> str:
         """Wall time per ended trial so far (concurrency included) times the trials to go, as of the last trial
         end, counting down from there: it never grows while a long trial runs."""
-        done = finished + sum(1 for t in trials if self.outcomes.status(t) == "failed")
-        if done == 0 or done >= self.total:
+        before = self.earlier["completed"] + self.earlier["stopped_early"] + self.earlier["failed"]
+        done = finished + sum(1 for t in trials if self.outcomes.status(t) == "failed") + self.earlier["failed"]
+        if done <= before or done >= self.total:
             return ""
         if done != self._eta_done:
-            self._eta_done, self._eta_at, self._eta_left = done, elapsed, elapsed / done * (self.total - done)
+            per_trial = elapsed / (done - before)  # this session's pace: earlier sessions' time is not known here
+            self._eta_done, self._eta_at, self._eta_left = done, elapsed, per_trial * (self.total - done)
         left = max(0.0, self._eta_left - (elapsed - self._eta_at))
         return f" | ~{_clock(left).strip()} left"
 
 
 class TrialEnds(ray.tune.Callback):
-    """Writes each trial's `end.json` the moment Tune ends it: how it ended (and why it failed), so that `resume`
-    neither trains on a trial ASHA stopped nor forgets a failure (trainables.foundation.trial_files)."""
+    """The moment Tune ends a trial: how it ended (and why it failed) in the trial's `end.json`, then in the study
+    (COMPLETE, PRUNED, FAIL with the reason), so that `resume` neither trains on a trial ASHA stopped nor forgets a
+    failure (trainables.foundation.trial_files, search.running.study)."""
 
-    def __init__(self, outcomes: TrialOutcomes, experiment_dir: str):
-        self.outcomes, self.experiment_dir = outcomes, experiment_dir
+    def __init__(self, outcomes: TrialOutcomes, experiment_dir: str, record: StudyRecord):
+        self.outcomes, self.experiment_dir, self.record = outcomes, experiment_dir, record
+
+    def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
+        return {**self.__dict__, "record": None}
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        TrialFiles(self.experiment_dir, trial.trial_id).write_ending(self.outcomes.status(trial, ended=True))
+        self._end(trial, self.outcomes.status(trial, ended=True))
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        TrialFiles(self.experiment_dir, trial.trial_id).write_ending("failed", root_cause(_error_text(trial)))
+        self._end(trial, "failed", root_cause(_error_text(trial)))
+
+    def _end(self, trial, status: str, reason: str | None = None) -> None:
+        if status == "failed" and reason is None:
+            reason = _divergence(trial)
+        TrialFiles(self.experiment_dir, key(trial)).write_ending(status, reason)
+        self.record.end(key(trial), status, reason)
 
 
 class TensorBoardEvents(ray.tune.Callback):
@@ -145,18 +174,18 @@ class TensorBoardEvents(ray.tune.Callback):
         return {**self.__dict__, "writers": {}, "written": {}}
 
     def _writer(self, trial) -> TrialEventWriter:
-        if trial.trial_id not in self.writers:
+        if key(trial) not in self.writers:
             # The trial's folder in the experiment (for a URI: in its local working folder).
-            self.writers[trial.trial_id] = TrialEventWriter(self.folder / Path(trial.path).name)
-        return self.writers[trial.trial_id]
+            self.writers[key(trial)] = TrialEventWriter(self.folder / Path(trial.path).name)
+        return self.writers[key(trial)]
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if "epoch" not in result:
             return
         if result.get("recovered"):
-            if trial.trial_id not in self.written:
-                self.written[trial.trial_id] = written_epochs(self.folder / Path(trial.path).name)
-            if int(result["epoch"]) in self.written[trial.trial_id]:
+            if key(trial) not in self.written:
+                self.written[key(trial)] = written_epochs(self.folder / Path(trial.path).name)
+            if int(result["epoch"]) in self.written[key(trial)]:
                 return
         self._writer(trial).epoch(result)
 
@@ -171,41 +200,9 @@ class TensorBoardEvents(ray.tune.Callback):
         outcome = {f"best_{o.metric}": o.best(trial), "epochs_run": o.epochs_run(trial), "status": status,
                    "stopped_early": status == "stopped_early"}  # fmt: skip
         writer = self._writer(trial)
-        writer.end(dict(trial.config), outcome)
+        writer.end(hyperparameters(trial), outcome)
         writer.close()
-        self.writers.pop(trial.trial_id, None)
-
-
-class SchedulerState(ray.tune.Callback):
-    """Keeps ASHA's rungs on disk so that `resume` goes on with the same early-stopping decisions.
-
-    Pickled into the experiment together with the scheduler, so after `Tuner.restore` it still
-    refers to the restored scheduler, whose rungs it reloads before the first trial resumes."""
-
-    def __init__(self, scheduler, path: Path):
-        self.scheduler, self.path = scheduler, Path(path)
-
-    def setup(self, **info):
-        if self.path.is_file():
-            self.scheduler.restore(str(self.path))
-
-    def _save(self) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        self.scheduler.save(str(tmp))
-        os.replace(tmp, self.path)
-
-    def on_trial_start(self, iteration, trials, trial, **info):
-        known = getattr(self.scheduler, "_trial_info", None)  # ASHA's trial -> bracket
-        if known is not None and trial.trial_id not in known:
-            # Tune added this trial before `setup` restored rungs saved without it (it had not started then).
-            self.scheduler.on_trial_add(None, trial)
-        self._save()
-
-    def on_trial_result(self, iteration, trials, trial, result, **info):
-        self._save()
-
-    def on_trial_complete(self, iteration, trials, trial, **info):
-        self._save()
+        self.writers.pop(key(trial), None)
 
 
 class UploadOwnFiles(ray.tune.Callback):
@@ -235,7 +232,12 @@ def _error_text(trial) -> str:
 
 def _last_result(trial, latest: dict) -> dict:
     """The trial's newest result: the one being reported now (`latest`) or the last Tune stored."""
-    return latest.get(trial.trial_id) or trial.last_result or {}
+    return latest.get(key(trial)) or trial.last_result or {}
+
+
+def _divergence(trial) -> str | None:
+    last = trial.last_result or {}
+    return f"the loss became non-finite at epoch {last.get('epoch')}" if last.get("diverged") else None
 
 
 def _fmt(value) -> str:

@@ -1,122 +1,97 @@
 """Runs a search on Ray Tune: Optuna (TPE) proposes, ASHA stops, every trial is a TorchTrainer run.
 
-Ray is imported here, in `search.running.callbacks` (Tune callbacks) and in `trainables` (driver and worker loop) only.
+The search's state is its study (search.running.study) and its trials' own files: every session (`run`, `resume`,
+a grown search) builds a fresh `Tuner` over them; Tune's own snapshots are never restored. Ray is imported here, in
+`callbacks`, `scheduler` and `searcher` (Tune's hooks) and in `trainables` (the trial's driver and worker loop).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shutil
+import time
 from pathlib import Path
 
 import ray
 import ray.tune
-from ray.tune.schedulers import ASHAScheduler
 
 from search.results.files import write_json_atomically
-from search.results.summary import CHECKPOINT_KEY, SUMMARY_FILE, TrialRecord, summarize
+from search.results.summary import SUMMARY_FILE, summarize
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import test_accuracy
-from search.running.callbacks import (
-    ProgressView,
-    SchedulerState,
-    TensorBoardEvents,
-    TrialEnds,
-    TrialOutcomes,
-    UploadOwnFiles,
-)
+from search.running.callbacks import ProgressView, TensorBoardEvents, TrialEnds, TrialOutcomes, UploadOwnFiles
 from search.running.connect import check_paths_on_every_node, connect
-from search.running.failures import root_cause
-from search.running.restore import SETTINGS_COPY, read_settings, write_settings
-from search.running.searcher import StudySearcher, make_sampler
-from search.running.tune_state import (
-    KeepExperimentState,
-    keep_tuner_copy,
-    prepare_restore,
-    set_aside_sessions_after,
-    tune_state_is_whole,
-)
+from search.running.records import trial_records
+from search.running.scheduler import StudyASHA
+from search.running.searcher import StudySearcher
+from search.running.settings import write_settings
+from search.running.study import STUDY_FILE, StudyRecord, finished_count, reconcile
+from search.running.study_setup import NOT_STARTED, open_search_study
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
 from trainables.foundation.resources import plan_concurrency, settle_shape
 from trainables.foundation.scheduling import TrialPlacement, place_trials
-from trainables.foundation.space import Space, load_space
-from trainables.foundation.storage import (
-    SEARCH_FILE,
-    Experiment,
-    as_location,
-    delete_folder,
-)
-from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TrialFiles, recorded_trial_ids
+from trainables.foundation.space import Space
+from trainables.foundation.storage import SEARCH_FILE, Experiment, delete_folder
+from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
 from trainables.room import alive_node_resources
 
 LOG_FILE = "search.log"
-# Tune saves the searcher's state but not the scheduler's. Not a .pkl: Tune's restore copies the experiment's top-level
-# .pkl and .json files into its staging folder and syncs that folder back every few seconds, over the newer file.
-SCHEDULER_FILE = "scheduler-state.pickle"
-
-# Keys Tune adds to every result; the summary keeps only what the training loop reported.
-_TUNE_BOOKKEEPING = {
-    "timestamp", "done", "training_iteration", "trial_id", "date", "time_this_iter_s", "pid", "hostname",
-    "node_ip", "time_since_restore", "iterations_since_restore", "checkpoint_dir_name", "should_checkpoint",
-}  # fmt: skip
-_RECORD_BOOKKEEPING = {"config", "recovered"}  # each row of a trial's own result.json names its hyperparameters
 
 
-def run_search(config: RunConfig, space: Space, experiment: Experiment) -> dict:
-    """Run the whole search in `experiment` (claimed: an empty folder) and write `summary.json`; returns the summary."""
+def run_search(config: RunConfig, space: Space, experiment: Experiment, given: list[dict] = ()) -> dict:
+    """Run the whole search in `experiment` (claimed: an empty folder) and write `summary.json`; returns the summary.
+    `given`: configurations to run first (`enqueue=`), already checked against the space."""
     write_settings(experiment, {"run": config.to_dict()})
+    record = open_search_study(config, space, experiment, given)
     try:
-        return drive(config, space, experiment, lambda placement: build_tuner(config, space, experiment, placement))
+        return drive(config, space, experiment, record)
     except UsageError:
-        # Refused before any trial ran: leave nothing that looks like an experiment.
-        shutil.rmtree(experiment.local)
-        if experiment.remote:
-            delete_folder(experiment.location)
+        if not record.proposed():
+            # Refused before any trial was proposed: leave nothing that looks like an experiment. After that, an
+            # error (even one worded as bad input, e.g. storage that stopped answering) keeps every file.
+            shutil.rmtree(experiment.local)
+            if experiment.remote:
+                delete_folder(experiment.location)
         raise
 
 
-def resume_search(experiment: Experiment) -> dict:
-    """Continue an interrupted search: finished trials are kept, unfinished ones continue from their checkpoints."""
-    config = RunConfig.from_dict(read_settings(experiment.local)["run"])
-    space = load_space(config.space)
-
-    def prepare() -> tuple[int, str]:  # trials Tune must restore, from which session's state
-        if experiment.remote:
-            return 0, ""
-        return prepare_restore(experiment.local, lambda: build_searcher(config, space))
-
-    def restore(placement: TrialPlacement) -> ray.tune.Tuner:
-        if not tune_state_is_whole(experiment):  # interrupted before any trial ran: start the search afresh
-            return build_tuner(config, space, experiment, placement)
-        # Tune keeps the scheduler, searcher and max_concurrent_trials it pickled when the search started.
-        return ray.tune.Tuner.restore(
-            experiment.location,
-            trainable=build_trainable(config, space, experiment, placement),
-            resume_unfinished=True,
-            resume_errored=True,
-        )
-
-    return drive(config, space, experiment, restore, prepare)
+def resume_search(experiment: Experiment, config: RunConfig, space: Space) -> dict:
+    """Continue a search from its study and its trials' files (`config` may have grown `trials`): finished trials are
+    kept, unfinished ones run again from their checkpoints, and new ones are proposed up to `config.trials`."""
+    return drive(config, space, experiment, open_search_study(config, space, experiment))
 
 
-def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner, prepare=lambda: (0, "")) -> dict:
-    """Connect to Ray, fit the tuner, always release Ray, then write the summary of a finished search. `prepare()`:
-    how many trials a restored Tune must find, in which session's state (fewer means its restore failed)."""
+def drive(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord) -> dict:
+    """Bring the study up to the trials' files, run what is left on Ray Tune (always releasing Ray), then write the
+    summary of a finished search."""
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
-    known, session = prepare()
+    again = reconcile(record, experiment.location)
+    to_run = len(again) + max(0, config.trials - len(record.proposed()))
+    started = time.monotonic()
+    try:
+        if to_run:
+            fit(config, space, experiment, record, again, to_run, log_file)
+        if not search_finished(record, config, time.monotonic() - started):
+            raise SearchInterrupted(experiment.location)
+        record.end_unstarted(NOT_STARTED)  # trials the time budget left unstarted
+    finally:
+        experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
+    return write_summary(config, space, experiment, record, log_file)
+
+
+def fit(config, space, experiment, record, again, to_run: int, log_file: Path) -> None:
     started_here = connect(config)
     try:
         nodes = alive_node_resources()
         shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
         concurrency = plan_concurrency(nodes, shape, config.concurrency)
         check_paths_on_every_node(config, experiment)
-        print(f"search: {config.trials} trials of {space.name}, {concurrency} at a time, {shape.in_words()} "
-              f"({shape.keys()}), {asha_words(config)}log in {log_file}")  # fmt: skip
+        print(f"search: {first_line_words(config, to_run, record)} of {space.name}, {concurrency} at a time, "
+              f"{shape.in_words()} ({shape.keys()}), {asha_words(config)}log in {log_file}")  # fmt: skip
         if experiment.remote:
             print(f"results: {experiment.location}")
         placement = placement_of(config, concurrency)
@@ -124,22 +99,23 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, make_tuner, p
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
             start_train_coordinator()  # comes up while Tune starts the first trial
-        tuner = make_tuner(placement)
-        if not experiment.remote:
-            keep_tuner_copy(experiment.local)
+        tuner = build_tuner(config, space, experiment, placement, record, again, to_run)
         logging.getLogger("ray").info("search hands the trials to Tune")
-        results = tuner.fit()
-        if len(results) < known:  # Tune could not restore and started an empty search: keep it from shadowing
-            set_aside_sessions_after(experiment.local, session, "unrestored")
-            raise SearchFailed(f"Tune could not restore the search's state ({known} trials; see {log_file}); "
-                               f"its files are untouched: run resume again")  # fmt: skip
-        if not search_finished(results, config):
-            raise SearchInterrupted(experiment.location)
-        records = trial_records(results, experiment, config.storage)
+        tuner.fit()
     finally:
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
-        experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
+
+
+def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str:
+    done = finished_count(record.study)
+    if not done and to_run == config.trials:
+        return f"{config.trials} trials"
+    return f"{to_run} of {config.trials} trials ({done} done before)"
+
+
+def write_summary(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord, log_file: Path):
+    records = trial_records(record, experiment, config.storage)
     summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records, experiment.checkpoint_exists())
     if summary["best"] is not None:  # once, at the end, on data no choice was made on
         summary["best"].update(test_accuracy(summary["best"], config, space, experiment) or {})
@@ -164,33 +140,23 @@ def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> 
 def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
     """This project's files in an experiment's working folder (Ray's own files reach storage through Ray): the
     search's own, and the TensorBoard events of every trial or of `trial_folder` only."""
-    names = [SEARCH_FILE, SETTINGS_COPY, LOG_FILE, SCHEDULER_FILE]
+    names = [SEARCH_FILE, STUDY_FILE, LOG_FILE]
     files = [name for name in names if (folder / name).is_file()]
     return files + sorted(str(path.relative_to(folder)) for path in folder.glob(f"{trial_folder}/{EVENT_FILES}"))
 
 
-def search_finished(results, config: RunConfig) -> bool:
-    """False when Tune returned early because it was interrupted (Ctrl-C): trials left unfinished or unstarted.
-    On Ctrl-C Tune also marks a trial it had not started yet as terminated: one that never reported and did not
-    fail never ran (its saved state still says pending, so `resume` runs it)."""
-    if config.time_budget:  # trials the budget left unstarted are part of a finished search
-        return len(results) == results.num_terminated + results.num_errors
-    never_ran = sum(1 for result in results if "epoch" not in (result.metrics or {}) and result.error is None)
-    unfinished = len(results) - results.num_terminated - results.num_errors
-    return unfinished == 0 and never_ran == 0 and len(results) >= config.trials
-
-
-# Tune snapshots its experiment state (which trials exist, and their status) at most this often. A trial's own files
-# are the truth for what it did (trainables.foundation.trial_files); the period bounds how long a very short first epoch waits to be
-# recorded until the snapshot names its trial.
-STATE_SYNC_PERIOD = ("TUNE_GLOBAL_CHECKPOINT_S", "2")
+def search_finished(record: StudyRecord, config: RunConfig, elapsed_s: float) -> bool:
+    """Every trial ended, or the time budget ran out. Tune returns early on Ctrl-C too: then trials are left unended
+    before the budget is spent, and the search is interrupted (`resume` continues it)."""
+    if finished_count(record.study) >= config.trials:
+        return True
+    return bool(config.time_budget) and elapsed_s >= config.time_budget
 
 
 def route_logs(log_file: Path, verbose: int) -> None:
     """Ray's, Tune's and Optuna's log lines go to the experiment's log file (and the terminal if verbose)."""
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # the legacy reporter is really silent at verbose=0
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"  # our own TensorBoard events replace Tune's
-    os.environ.setdefault(*STATE_SYNC_PERIOD)
     handlers = [logging.FileHandler(log_file)] + ([logging.StreamHandler()] if verbose else [])
     for handler in handlers:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -221,12 +187,15 @@ def build_trainable(config: RunConfig, space: Space, experiment: Experiment, pla
     return ray.tune.with_resources(trainable, placement.resources)
 
 
-def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placement: TrialPlacement) -> ray.tune.Tuner:
-    scheduler = ASHAScheduler(
+def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placement: TrialPlacement,
+                record: StudyRecord, again: list, to_run: int) -> ray.tune.Tuner:  # fmt: skip
+    """A fresh Tuner for this session: `to_run` trials, first the `again` ones (unfinished, with their own ids)."""
+    scheduler = StudyASHA(
         time_attr="epoch",
         max_t=config.epochs,
         grace_period=config.grace,
         reduction_factor=config.reduction,
+        history=record.proposed(),
     )
     return ray.tune.Tuner(
         build_trainable(config, space, experiment, placement),
@@ -234,75 +203,32 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placeme
         tune_config=ray.tune.TuneConfig(
             metric=space.metric,
             mode=space.mode,
-            search_alg=build_searcher(config, space),
+            search_alg=StudySearcher(record, again, space.metric, space.mode),
             scheduler=scheduler,
-            num_samples=config.trials,
+            num_samples=to_run,
             max_concurrent_trials=placement.max_concurrent,
             reuse_actors=True,  # see trainables.foundation.scheduling
             time_budget_s=config.time_budget or None,
-            trial_name_creator=lambda trial: trial.trial_id,
-            trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.trial_id}",
+            trial_name_creator=lambda trial: trial.config[TRIAL_KEY],
+            trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.config[TRIAL_KEY]}",
         ),
         run_config=ray.tune.RunConfig(
             name=experiment.name,
             storage_path=experiment.parent,
             verbose=0,
             failure_config=ray.tune.FailureConfig(max_failures=placement.max_failures),
-            callbacks=driver_callbacks(config, space, experiment, scheduler, placement.max_concurrent),
+            callbacks=driver_callbacks(config, space, experiment, record, placement.max_concurrent),
         ),
     )
 
 
-def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, scheduler, concurrency: int) -> list:
+def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord,
+                     concurrency: int) -> list:  # fmt: skip
     outcomes = TrialOutcomes(config.epochs, space.metric, space.mode)
     return [
-        TrialEnds(outcomes, experiment.location),  # each trial writes its own result.json (trainables.foundation.trial_files)
+        TrialEnds(outcomes, experiment.location, record),
         TensorBoardEvents(outcomes, experiment.local),
-        ProgressView(outcomes, config.trials, concurrency),
-        SchedulerState(scheduler, experiment.local / SCHEDULER_FILE),
+        ProgressView(outcomes, config.trials, concurrency, record.earlier()),
         UploadOwnFiles(experiment, own_files),
-    ] + ([] if experiment.remote else [KeepExperimentState(experiment.local)])
+    ]
 
-
-def build_searcher(config: RunConfig, space: Space) -> StudySearcher | None:
-    searched = {k: v for k, v in space.hyperparameters.items() if k not in config.fixed}
-    if not searched:
-        return None  # everything fixed: Tune repeats the one configuration `trials` times
-    sampler = make_sampler(config.sampler, config.seed, config.trials)
-    return StudySearcher(searched, space.metric, space.mode, sampler, config.epochs)
-
-
-def trial_records(results, experiment: Experiment, storage: str) -> list[TrialRecord]:
-    """Every trial that Tune ran or that left a record in the experiment folder, as its own files tell it (they can
-    be newer than Tune's state after an interrupted search); Tune adds the reason a trial failed."""
-    errors = {trial_id_of(r): root_cause(str(r.error)) for r in results if r.error}
-    configs = {trial_id_of(r): dict(r.config or {}) for r in results}
-    ids = list(configs) + [i for i in recorded_trial_ids(experiment.location) if i not in configs]
-    records = []
-    for trial_id in ids:
-        files = TrialFiles(experiment.location, trial_id)
-        rows = files.rows()
-        ending = files.ending() or {}
-        config = configs.get(trial_id) or (rows[0].get("config") if rows else {}) or {}
-        records.append(TrialRecord(trial_id=trial_id, config=config, history=[_clean_row(r, storage) for r in rows],
-                                   error=errors.get(trial_id) or ending.get("error")))  # fmt: skip
-    return records
-
-
-def trial_id_of(result) -> str:
-    return Path(result.path).name.removeprefix(TRIAL_DIR_PREFIX)
-
-
-def _clean_row(row: dict, storage: str) -> dict:
-    cleaned = {}
-    for key, value in row.items():
-        if key in _TUNE_BOOKKEEPING or key in _RECORD_BOOKKEEPING or key.startswith("config/"):
-            continue
-        if isinstance(value, float) and math.isnan(value):
-            value = None
-        elif hasattr(value, "item"):
-            value = value.item()
-        elif key == CHECKPOINT_KEY and isinstance(value, str):
-            value = as_location(storage, value)  # Ray reports the path without its URI scheme
-        cleaned[key] = value
-    return cleaned

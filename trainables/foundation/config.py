@@ -108,6 +108,10 @@ class RunConfig:
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     time_budget: float = 0.0
     """Stop starting and running trials after this many seconds (0: no limit)."""
+    enqueue: str = ""
+    """Configurations to run first: a JSON list of {hyperparameter: value}, or a finished experiment folder."""
+    enqueue_top: int = 3
+    """With enqueue=EXPERIMENT: how many of its best trials to run first."""
     address: str = ""
     """Ray cluster to join: auto, host:port or ray://host:port (default: $RAY_ADDRESS, else a local instance)."""
     checkpoints: int = 2
@@ -134,6 +138,7 @@ class RunConfig:
         _require(self.gpus is None or self.gpus >= 0, f"gpus={self.gpus}: must be >= 0")
         _require(self.concurrency >= 0, f"concurrency={self.concurrency}: must be >= 0 (0: as many as fit)")
         _require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
+        _require(self.enqueue_top >= 1, f"enqueue_top={self.enqueue_top}: must be >= 1")
         _require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")
         _require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
         _require(self.room_wait > 0, f"room_wait={self.room_wait:g}: must be > 0 seconds")

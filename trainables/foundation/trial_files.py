@@ -1,7 +1,8 @@
-"""A trial's own record in its experiment folder: what `resume`, the summary, `report` and `export` believe.
+"""A trial's own record in its experiment folder: what the summary, `report` and `export` read, and what `resume`
+brings the search's study up to.
 
-Tune snapshots its experiment state every few seconds; a trial's files are written as the trial goes, so after a
-kill they can be newer than that snapshot. They are the truth:
+A trial's files are written as the trial goes, before Tune (and so the study) hears of an epoch, so after a kill
+they can know more than the study:
 
     trial_<id>/result.json   one JSON line per epoch, written by the trial after that epoch's checkpoint is complete
                              and before Tune hears of the epoch; only ever grows (rewritten whole under a temporary
@@ -16,6 +17,7 @@ pyarrow only (a folder or a URI): both the search driver and the trials import t
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import PurePosixPath
 
@@ -25,10 +27,9 @@ TRIAL_DIR_PREFIX = "trial_"
 RESULT_FILE = "result.json"
 END_FILE = "end.json"
 CHECKPOINT_KEY = "checkpoint_path"  # the checkpoint's location, added to each epoch's row beside its metrics
-EXPERIMENT_STATE_PREFIX = "experiment_state-"  # Tune's snapshot files at the experiment's top level
-# The search's own folder in an experiment, which Tune never copies into or over. In a local folder it holds a whole
-# copy of Tune's newest snapshot (Tune rewrites its own in place, so a kill can cut it short): search.running.tune_state
-OWN_FOLDER = ".search"
+# A trial's configuration carries its id: Tune names a trial anew in every session, while a trial that `resume`
+# runs again keeps its id, its folders and its place in the study (search.running.study).
+TRIAL_KEY = "trial_id"
 
 
 def trial_location(experiment_dir: str, trial_id: str) -> str:
@@ -63,7 +64,7 @@ class TrialFiles:
 
     def rows(self) -> list[dict]:
         """Every epoch recorded, in epoch order, one row per epoch (the first recorded wins)."""
-        return parse_rows(self._read(RESULT_FILE) or "")
+        return parse_rows(self._read(RESULT_FILE) or "", self._path(RESULT_FILE))
 
     def append(self, rows: list[dict], row: dict) -> list[dict]:
         """`rows` (what this file holds) and `row`, written back whole; an epoch already recorded is kept as it was."""
@@ -84,13 +85,16 @@ class TrialFiles:
         self._write_whole(END_FILE, json.dumps({"status": status, "error": error, "at": time.time()}) + "\n")
 
 
-def parse_rows(text: str) -> list[dict]:
+def parse_rows(text: str, source: str = RESULT_FILE) -> list[dict]:
+    """The rows of a result.json text. A line that does not parse (never written by this project, which writes whole
+    files; a copy cut short elsewhere) is skipped and named in Ray's log, not trusted."""
     rows: dict[int, dict] = {}
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
-            continue  # never written by this project (it writes whole files); skipped rather than trusted
+            logging.getLogger("ray").warning("%s line %d is not a whole JSON row; skipped", source, number)
+            continue
         if isinstance(row, dict) and isinstance(row.get("epoch"), int):
             rows.setdefault(row["epoch"], row)
     return [rows[epoch] for epoch in sorted(rows)]
@@ -108,40 +112,3 @@ def recorded_trial_ids(experiment_dir: str) -> list[str]:
             if fs.get_file_info(str(PurePosixPath(info.path, RESULT_FILE))).type == pyarrow.fs.FileType.File:
                 ids.append(name.removeprefix(TRIAL_DIR_PREFIX))
     return sorted(ids)
-
-
-def tune_knows(experiment_dir: str, trial_id: str) -> bool:
-    """Whether the experiment snapshot `resume` restores from names this trial: then `resume` runs it again, and its
-    files decide what that run does. In a local folder that is the whole copy the driver keeps in .search/ (when it
-    keeps one); on a URI, Tune's newest (an object store writes objects whole). The newest by name: one per session,
-    named by its start. Read as text: only the trial id is looked for."""
-
-    fs, root = filesystem(experiment_dir)
-    kept = _snapshots(fs, str(PurePosixPath(root, OWN_FOLDER))) if not is_uri(experiment_dir) else []
-    snapshots = kept or _snapshots(fs, root)
-    if not snapshots:
-        return False
-    try:
-        with fs.open_input_stream(max(snapshots, key=lambda path: PurePosixPath(path).name)) as stream:
-            return trial_id in stream.read().decode(errors="replace")
-    except OSError:
-        return False
-
-
-def _snapshots(fs, folder: str) -> list[str]:
-    import pyarrow.fs
-
-    return [info.path for info in fs.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
-            if PurePosixPath(info.path).name.startswith(EXPERIMENT_STATE_PREFIX)]  # fmt: skip
-
-
-def wait_until_tune_knows(experiment_dir: str, trial_id: str, timeout_s: float = 60.0, every_s: float = 0.1) -> bool:
-    """Before a trial records its first epoch: wait (a second or two at most, in practice none: a first epoch takes
-    longer than Tune's snapshot period) until Tune's snapshot names it, so that no kill can leave a trial whose
-    files `resume` would find but Tune would not know to run again."""
-    deadline = time.monotonic() + timeout_s
-    while not tune_knows(experiment_dir, trial_id):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(every_s)
-    return True

@@ -1,0 +1,53 @@
+"""A trial's score: the one definition that the study, the summary, the live view, TensorBoard and export share.
+
+The epoch that stands for a trial is its last one when its learning rate anneals (`lr_schedule=onecycle` or
+`cosine`): earlier epochs are taken at a high learning rate, and 600 validation digits overrate them (measured:
+0.5-1.0 pt above their test accuracy, while the annealed final ones match it). Otherwise it is its best epoch by the
+metric (early stopping; the latest among ties). The trial's score is that epoch's metric. Pure logic, no Ray.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from trainables.foundation.schedules import ANNEALING_SCHEDULES
+
+
+def is_finite_number(value) -> bool:
+    """A real number, finite; booleans are not numbers here."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def anneals(config: dict) -> bool:
+    return config.get("lr_schedule") in ANNEALING_SCHEDULES
+
+
+def standing_row(rows: Iterable[dict], config: dict, metric: str, mode: str,
+                 usable: Callable[[dict], bool] = lambda row: True) -> dict | None:  # fmt: skip
+    """The row (one epoch) that stands for the trial, among the rows with a finite metric that are `usable` (the
+    summary asks for a checkpoint still in storage)."""
+    candidates = [row for row in rows if is_finite_number(row.get(metric)) and usable(row)]
+    if not candidates:
+        return None
+    if anneals(config):
+        return max(candidates, key=lambda row: int(row.get("epoch", 0)))
+    best = None
+    for row in candidates:
+        if best is None or not _better(best[metric], row[metric], mode):
+            best = row
+    return best
+
+
+def score(rows: Iterable[dict], config: dict, metric: str, mode: str) -> float | None:
+    row = standing_row(rows, config, metric, mode)
+    return float(row[metric]) if row else None
+
+
+def score_of_values(values: dict[int, float], config: dict, mode: str) -> float | None:
+    """The same rule over {epoch: metric}, as an Optuna trial holds them (its intermediate values)."""
+    return score(({"epoch": epoch, "m": value} for epoch, value in values.items()), config, "m", mode)
+
+
+def _better(a: float, b: float, mode: str) -> bool:
+    return a > b if mode == "max" else a < b

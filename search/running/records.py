@@ -1,0 +1,49 @@
+"""Every trial of a search as the summary sees it: the study's trials (ids, hyperparameters, how they ended) with
+the epochs their own files hold."""
+
+from __future__ import annotations
+
+import math
+
+from search.results.summary import CHECKPOINT_KEY, TrialRecord
+from search.running.study import REASON_ATTR, StudyRecord, trial_id_of
+from search.running.study_setup import NOT_STARTED
+from trainables.foundation.storage import Experiment, as_location
+from trainables.foundation.trial_files import TrialFiles
+
+# Keys Tune adds to every result, and the trial's own bookkeeping: the summary keeps what the training loop reported.
+_BOOKKEEPING = {
+    "timestamp", "done", "training_iteration", "trial_id", "date", "time_this_iter_s", "pid", "hostname",
+    "node_ip", "time_since_restore", "iterations_since_restore", "checkpoint_dir_name", "should_checkpoint",
+    "config", "recovered",
+}  # fmt: skip
+
+
+def trial_records(record: StudyRecord, experiment: Experiment, storage: str) -> list[TrialRecord]:
+    records = []
+    for trial in record.proposed():
+        trial_id = trial_id_of(trial)
+        files = TrialFiles(experiment.location, trial_id)
+        reason = trial.user_attrs.get(REASON_ATTR) or (files.ending() or {}).get("error")
+        records.append(TrialRecord(
+            trial_id=trial_id,
+            config={**record.constants, **record.coding.to_config(trial.params)},
+            history=[_clean_row(row, storage) for row in files.rows()],
+            error=None if reason == NOT_STARTED else reason,
+        ))  # fmt: skip
+    return records
+
+
+def _clean_row(row: dict, storage: str) -> dict:
+    cleaned = {}
+    for key, value in row.items():
+        if key in _BOOKKEEPING or key.startswith("config/"):
+            continue
+        if isinstance(value, float) and math.isnan(value):
+            value = None
+        elif hasattr(value, "item"):
+            value = value.item()
+        elif key == CHECKPOINT_KEY and isinstance(value, str):
+            value = as_location(storage, value)  # Ray reports the path without its URI scheme
+        cleaned[key] = value
+    return cleaned

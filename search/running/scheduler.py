@@ -1,0 +1,59 @@
+"""ASHA as the search runs it: Tune's `ASHAScheduler`, keyed by the search's trial ids and taught by the study.
+
+Tune names a trial anew in every session, and a trial that `resume` runs again must meet the rungs it already
+passed as passed, so the scheduler keys its rungs by the search's id (`callbacks.key`). When a search resumes or
+grows, its rungs are rebuilt from the study: every epoch each trial reported, in the order the trials were created,
+through ASHA's own hooks (what a rung records does not depend on the order; its decisions are not replayed). No
+scheduler state is kept on disk: the study is the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optuna.trial import FrozenTrial, TrialState
+from ray.tune.schedulers import ASHAScheduler
+
+from search.running.callbacks import key
+from search.running.study import trial_id_of
+
+
+@dataclass(frozen=True)
+class _Named:
+    """What ASHA reads of a trial: its id."""
+
+    trial_id: str
+
+
+class StudyASHA(ASHAScheduler):
+    def __init__(self, *, history: list[FrozenTrial] = (), **asha):
+        super().__init__(**asha)
+        self._history = list(history)
+
+    def set_search_properties(self, metric, mode, **spec) -> bool:
+        settled = super().set_search_properties(metric, mode, **spec)
+        if settled and self._metric and self._history:
+            self._learn(self._history)
+            self._history = []
+        return settled
+
+    def _learn(self, trials: list[FrozenTrial]) -> None:
+        for trial in sorted(trials, key=lambda t: t.number):
+            named = _Named(trial_id_of(trial))
+            super().on_trial_add(None, named)
+            for epoch, value in sorted(trial.intermediate_values.items()):
+                super().on_trial_result(None, named, {self._time_attr: epoch, self._metric: value})
+            if trial.state != TrialState.RUNNING:
+                super().on_trial_remove(None, named)
+
+    def on_trial_add(self, tune_controller, trial):
+        super().on_trial_add(tune_controller, _Named(key(trial)))
+
+    def on_trial_result(self, tune_controller, trial, result):
+        return super().on_trial_result(tune_controller, _Named(key(trial)), result)
+
+    def on_trial_complete(self, tune_controller, trial, result):
+        super().on_trial_complete(tune_controller, _Named(key(trial)), result)
+
+    def on_trial_remove(self, tune_controller, trial):
+        super().on_trial_remove(tune_controller, _Named(key(trial)))

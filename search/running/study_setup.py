@@ -1,0 +1,81 @@
+"""A search's study opened for a session: its sampler, its random start, and the configurations given first.
+
+No Ray: `run` reads and checks the configurations given with `enqueue=` before Ray starts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from search.results.summary import SUMMARY_FILE
+from search.running.sampler import make_sampler, startup_trials
+from search.running.study import STARTUP_ATTR, SpaceCoding, StudyRecord, open_study
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import UsageError
+from trainables.foundation.space import Space
+from trainables.foundation.storage import Experiment
+
+NOT_STARTED = "not started: the time budget ran out before its turn"
+
+
+def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
+    """The space's searched keys (those not fixed with key=value); TPE sees a choice among numbers as ordered."""
+    searched = {name: d for name, d in space.hyperparameters.items() if name not in config.fixed}
+    return SpaceCoding(searched, order_numbers=config.sampler == "tpe")
+
+
+def open_search_study(config: RunConfig, space: Space, experiment: Experiment, given: list[dict] = ()) -> StudyRecord:
+    """The experiment's study, created with the configurations `given` waiting first when the search starts. The
+    random start is fixed then (a quarter of the trials, plus the given ones: TPE still explores after them) and a
+    grown search keeps it; the sampler's seed moves on by the trials already proposed, so a resumed search does not
+    draw its first random configurations again."""
+    coding = coding_for(config, space)
+    study = open_study(experiment.local, "maximize" if space.mode == "max" else "minimize")
+    record = StudyRecord(study, coding, space.metric, space.mode, config.epochs, {**space.constants, **config.fixed})
+    if STARTUP_ATTR not in study.user_attrs:
+        for configuration in given:
+            study.enqueue_trial(coding.to_params(configuration))
+        study.set_user_attr(STARTUP_ATTR, startup_trials(config.trials) + len(given))
+    study.sampler = make_sampler(config.sampler, config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR])
+    return record
+
+
+def given_configurations(config: RunConfig, space: Space) -> list[dict]:
+    """The configurations `enqueue=` names, each checked against the space; refused in one line naming the key."""
+    if not config.enqueue:
+        return []
+    source = Path(config.enqueue).expanduser()
+    coding = coding_for(config, space)
+    if source.is_dir():
+        configurations = _best_of_experiment(source, config.enqueue_top, coding)
+    else:
+        configurations = _read_list(source)
+    for number, configuration in enumerate(configurations, start=1):
+        why = coding.refusal(configuration)
+        if why:
+            raise UsageError(f"enqueue={config.enqueue}: configuration {number}: {why}")
+    return configurations
+
+
+def _read_list(path: Path) -> list[dict]:
+    try:
+        value = json.loads(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"enqueue={path}: cannot read it ({exc.strerror or exc}); give a JSON file or an experiment "
+                         "folder") from None  # fmt: skip
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"enqueue={path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise UsageError(f'enqueue={path}: expected a JSON list of configurations, e.g. [{{"lr": 0.05}}]')
+    return value
+
+
+def _best_of_experiment(folder: Path, top: int, coding: SpaceCoding) -> list[dict]:
+    """The best `top` trials of a finished search, by its summary's ranking, with the keys this search searches."""
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        raise UsageError(f"enqueue={folder}: not a finished experiment (no readable {SUMMARY_FILE})") from None
+    ranked = [trial for trial in summary.get("trials", []) if trial.get("status") != "failed"][:top]
+    return [{name: value for name, value in trial["config"].items() if name in coding.space} for trial in ranked]
