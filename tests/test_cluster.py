@@ -148,7 +148,7 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
         first = json.loads(uri_text(f"{experiment}/trial_{trial['trial_id']}/result.json").splitlines()[0])
         assert set(first["worker_nodes"]) == both_nodes
         assert any(f.startswith(f"trial_{trial['trial_id']}/events.out.tfevents.") for f in files)  # uploaded by us
-    assert {"search.json", "search.log", "scheduler-state.pickle"} <= set(files)
+    assert {"search.json", "search.log", "study.log"} <= set(files)
     assert not list(REPO.glob("bucket*")) and not list(REPO.glob("s3*"))  # nothing mistaken for a local folder
 
     # Every reader works from the URI alone: the local working folder is gone, as on another machine.

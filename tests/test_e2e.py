@@ -224,3 +224,26 @@ def test_report_table_savings_and_plots(search):
         with Image.open(path) as image:
             image.verify()
     assert "<img src=\"learning_curves.png\"" in (experiment / "report" / "index.html").read_text()
+
+
+def test_the_study_holds_every_trial_with_every_epoch_its_end_and_the_summarys_score(search):
+    """The study (what Optuna and optuna-dashboard open) is the search's record: every epoch of every trial as an
+    intermediate value, the epoch at which ASHA stopped a trial included (Tune hands that one to the searcher only
+    at the trial's end), and each trial scored as the summary and TensorBoard score it."""
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    experiment, summary = search["experiment"], search["summary"]
+    storage = JournalStorage(JournalFileBackend(str(experiment / "study.log")))
+    study = {t.user_attrs["trial_id"]: t for t in optuna.load_study(study_name="search", storage=storage).trials}
+    assert set(study) == {t["trial_id"] for t in summary["trials"]}
+    states = {"completed": "COMPLETE", "stopped_early": "PRUNED"}
+    for trial in summary["trials"]:
+        frozen = study[trial["trial_id"]]
+        rows = [json.loads(line) for line in (experiment / f"trial_{trial['trial_id']}" / "result.json").open()]
+        assert frozen.intermediate_values == {row["epoch"]: row["val_acc"] for row in rows}
+        assert frozen.state.name == states[trial["status"]]
+        assert frozen.user_attrs["score"] == trial["val_acc"]
+        assert frozen.state.name != "COMPLETE" or frozen.value == trial["val_acc"]
+        assert frozen.params["lr"] == trial["config"]["lr"]

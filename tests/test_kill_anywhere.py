@@ -2,9 +2,9 @@
 
 One search is killed (SIGKILL to its process group: the driver and every Ray process it started) at eight moments
 of its life (one of 2-worker DDP trials at the four where their own code runs), each during the `run` or `resume`
-before it, and resumed after each; a last resume finishes it, after the newest of each of Tune's state files is cut
-short, as a kill during Tune's in-place copy of them leaves it. After
-every kill the files are snapshotted; at the end every epoch a trial reported before a kill is still there with the
+before it, and resumed after each; a last resume finishes it, after the study's journal is cut short mid-line with
+Optuna's lock left held, as a kill during the driver's append leaves it. After every kill the files are snapshotted
+and the study holds no trial twice; at the end the study holds every epoch the files hold, and no trial RUNNING; at the end every epoch a trial reported before a kill is still there with the
 same metrics, files were only ever grown or added, every trial ended completed, stopped early or failed, the best is
 the best by the documented rule, and it exports.
 """
@@ -108,13 +108,36 @@ def snapshot(experiment: Path) -> dict:
     }  # fmt: skip
 
 
-def cut_newest_tune_state(experiment: Path) -> None:
-    """What a kill during Tune's in-place copy of its state files can leave (CI, 2026-11-24: a 0-byte newest
-    search_gen_state made `resume` start an empty search): the newest of each kind cut short, tuner.pkl too."""
-    for kind in ("experiment_state-*.json", "search_gen_state-*.json", "searcher-state-*.pkl"):
-        newest = max(experiment.glob(kind), key=lambda path: path.name)
-        newest.write_bytes(newest.read_bytes()[:0 if kind.startswith("search_gen") else 100])
-    (experiment / "tuner.pkl").write_bytes((experiment / "tuner.pkl").read_bytes()[:-5])
+def cut_study_journal(experiment: Path) -> None:
+    """What a kill during the driver's append to the study leaves: its last line cut short, Optuna's lock held."""
+    journal = experiment / "study.log"
+    journal.write_bytes(journal.read_bytes() + b'{"op_code":6,"worker_id":"x","trial_id":0,"st')
+    os.symlink(journal, experiment / "study.log.lock")
+
+
+def study_trials(experiment: Path) -> list:
+    """The study as Optuna reads it (what optuna-dashboard shows)."""
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    storage = JournalStorage(JournalFileBackend(str(experiment / "study.log")))
+    return optuna.load_study(study_name="search", storage=storage).trials
+
+
+def assert_study_agrees_with_files(experiment: Path, finished: bool) -> None:
+    """No trial twice; every epoch a trial's files hold is in the study with the same value (always, once the search
+    finished: a killed driver's study may lag its files until the next resume); none left RUNNING at the end."""
+    trials = [t for t in study_trials(experiment) if t.state.name != "WAITING"]
+    ids = [t.user_attrs["trial_id"] for t in trials]
+    assert len(ids) == len(set(ids)), ids
+    if not finished:
+        return
+    assert not [t for t in trials if t.state.name == "RUNNING"], [(t.number, t.user_attrs) for t in trials]
+    for trial in trials:
+        trial_id = trial.user_attrs["trial_id"]
+        recorded = rows_of(experiment, trial_id) if (experiment / f"trial_{trial_id}" / "result.json").exists() else {}
+        assert {e: r["val_acc"] for e, r in recorded.items()} == trial.intermediate_values, trial.user_attrs
 
 
 def rows_of(experiment: Path, trial_id: str) -> dict[int, dict]:
@@ -148,16 +171,19 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
             break
         kills.append((label, round(time.monotonic() - began, 1)))
         snapshots.append(snapshot(experiment))
+        if (experiment / "study.log").exists():
+            assert_study_agrees_with_files(experiment, finished=False)
     assert len(kills) == len(moments), f"only {len(kills)} kills before the search ended: {kills}"
     # a killed trial leaves no checkpoint behind outside the experiment (once: 86 MB in /tmp at most kills)
     assert not list(temporary.rglob("*.pt")), sorted(map(str, temporary.rglob("*.pt")))
-    cut_newest_tune_state(experiment)
+    cut_study_journal(experiment)
 
     final = run_cli("resume", str(experiment))
     assert final.returncode == 0, final.stdout[-3000:] + final.stderr[-3000:]
     reported |= set(EPOCH_LINE.findall(final.stdout))
     again = run_cli("resume", str(experiment))
     assert again.returncode == 0 and "already finished" in again.stdout
+    assert_study_agrees_with_files(experiment, finished=True)
 
     summary = json.loads((experiment / "summary.json").read_text())
     trials = {t["trial_id"]: t for t in summary["trials"]}

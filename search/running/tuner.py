@@ -49,7 +49,7 @@ def run_search(config: RunConfig, space: Space, experiment: Experiment, given: l
     try:
         return drive(config, space, experiment, record)
     except UsageError:
-        if not record.proposed():
+        if not record.proposed() and not any(experiment.local.glob(f"{TRIAL_DIR_PREFIX}*/*")):
             # Refused before any trial was proposed: leave nothing that looks like an experiment. After that, an
             # error (even one worded as bad input, e.g. storage that stopped answering) keeps every file.
             shutil.rmtree(experiment.local)

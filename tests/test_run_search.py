@@ -1,0 +1,44 @@
+"""What `run` keeps when it fails (no Ray instance: the driver's session is replaced by one that fails as Ray or
+storage can)."""
+
+import json
+
+import pytest
+
+from search.running import tuner
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import UsageError
+from trainables.foundation.space import load_space
+from trainables.foundation.storage import experiment_of
+
+
+def test_an_error_worded_as_bad_input_after_trials_ran_keeps_the_experiment(tmp_path, monkeypatch):
+    """storage.filesystem words any failure to open a URI as bad input (UsageError): a transient S3 error after
+    trials ran must not delete the experiment. Only a refusal before any trial ran removes the folder `run` claimed."""
+    config = RunConfig(space="mlp_mnist", storage=str(tmp_path), name="e")
+    experiment = experiment_of(config.storage, config.name)
+    experiment.local.mkdir()
+
+    def trials_ran_then_storage_failed(*args, **kwargs):
+        (experiment.local / "trial_aaaa0001").mkdir()
+        (experiment.local / "trial_aaaa0001" / "result.json").write_text(json.dumps({"epoch": 1, "val_acc": 0.5}) + "\n")
+        raise UsageError("storage=s3://bucket/runs: pyarrow cannot open it (AWS Error NETWORK_CONNECTION)")
+
+    monkeypatch.setattr(tuner, "drive", trials_ran_then_storage_failed)
+    with pytest.raises(UsageError):
+        tuner.run_search(config, load_space("mlp_mnist"), experiment)
+    assert (experiment.local / "trial_aaaa0001" / "result.json").is_file()
+
+
+def test_a_refusal_before_any_trial_ran_leaves_no_experiment(tmp_path, monkeypatch):
+    config = RunConfig(space="mlp_mnist", storage=str(tmp_path), name="e")
+    experiment = experiment_of(config.storage, config.name)
+    experiment.local.mkdir()
+
+    def refused(*args, **kwargs):
+        raise UsageError("workers=16 x (1 CPU): one trial needs 16 CPUs but the cluster has 2")
+
+    monkeypatch.setattr(tuner, "drive", refused)
+    with pytest.raises(UsageError):
+        tuner.run_search(config, load_space("mlp_mnist"), experiment)
+    assert not experiment.local.exists()
