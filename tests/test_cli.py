@@ -21,6 +21,7 @@ def run_cli(*args, cwd=REPO, timeout=120):
         (["space=resnet_mnist", "trials=many"], "trials=many: expected an integer"),
         (["space=cnn_mnist", "batch_size=100"], "batch_size=100: allowed values are 32, 64, 128"),
         (["space=resnet_mnist", "optimizer=rmsprop"], "optimizer=rmsprop: allowed values are sgd, adam, adamw"),
+        (["space=cnn_mnist", f"data.root={MNIST_MINI}", f"enqueue={REPO / 'pyproject.toml'}"], "pyproject.toml: not JSON"),
         (["space=resnet_mnist", "grace=5", "epochs=2"], "grace=5: must be between 1 and epochs=2, or 0 (past the lr warm-up)"),
         (
             ["space=resnet_mnist", "workers=16", "gpus=0", f"data.root={MNIST_MINI}"],
@@ -62,3 +63,13 @@ def test_spaces_lists_ranges():
     result = run_cli("spaces")
     assert result.returncode == 0
     assert "resnet_mnist" in result.stdout and "lr" in result.stdout and "log scale" in result.stdout
+
+
+def test_resume_refuses_a_changed_epochs_and_fewer_trials_naming_the_key(tmp_path):
+    experiment = tmp_path / "e"
+    experiment.mkdir()
+    (experiment / "search.json").write_text('{"run": {"space": "mlp_mnist", "trials": 8, "epochs": 3}}')
+    result = run_cli("resume", str(experiment), "epochs=5")
+    assert result.returncode == 2 and "epochs=5: a search's epochs cannot change on resume" in result.stderr
+    result = run_cli("resume", str(experiment), "trials=4")
+    assert result.returncode == 2 and "trials=4: the search already has 8 trials" in result.stderr

@@ -138,6 +138,15 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
     assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
     assert uri_text(f"{experiment}/trial_{first}/result.json") == first_rows, "a finished trial ran again"
 
+    # grown by one trial: proposed with the study's two trials known, one summary over all three, no trial run again
+    grown = run_cli("resume", experiment, "trials=3")
+    assert grown.returncode == 0, grown.stdout[-3000:] + grown.stderr[-3000:]
+    assert "search: 1 of 3 trials (2 done before)" in grown.stdout
+    summary = json.loads(uri_text(f"{experiment}/summary.json"))
+    assert len(summary["trials"]) == 3 and summary["run"]["trials"] == 3
+    assert uri_text(f"{experiment}/trial_{first}/result.json") == first_rows, "a finished trial ran again"
+    assert "already finished" in run_cli("resume", experiment).stdout
+
 
 def test_ddp_trials_share_one_trial_process_and_an_asha_stop_frees_its_workers(tmp_path, mnist_root):
     """Tune hands a DDP trial's process to the next trial, also after ASHA stopped it mid-run: the stop aborts the

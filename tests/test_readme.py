@@ -9,12 +9,14 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from search.__main__ import COMMANDS
 from search.commands import parse_run
+from search.commands import RESUME_KEYS
 from tests.conftest import REPO
 from tests.e2e_helpers import run_cli
 from trainables.foundation.space import builtin_space_names, load_space
 
 README = (REPO / "README.md").read_text()
-OPTIONS = {"export": {"out", "trial"}, "tensorboard": {"port"}, "predict": {"--json"}, "report": set(), "resume": set()}
+OPTIONS = {"export": {"out", "trial"}, "tensorboard": {"port"}, "dashboard": {"port"}, "predict": {"--json"},
+           "report": set(), "resume": RESUME_KEYS}  # fmt: skip
 
 
 def readme_commands() -> list[list[str]]:

@@ -1,0 +1,71 @@
+"""A search's study as a session opens it (no Ray): configurations given first, checked before Ray; the random start
+kept when a search grows, so its first new proposal is TPE's."""
+
+import json
+
+import optuna
+import pytest
+
+from search.running.sampler import make_sampler
+from search.running.study import STARTUP_ATTR, StudyRecord
+from search.running.study_setup import given_configurations, open_search_study
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import UsageError
+from trainables.foundation.space import load_space
+from trainables.foundation.storage import Experiment
+
+SPACE = load_space("mlp_mnist")  # lr log 1e-4..1e-2, hidden 128/256/512, layers 1..3, dropout, batch_size
+
+
+def configured(tmp_path, **keys) -> RunConfig:
+    return RunConfig(space="mlp_mnist", storage=str(tmp_path), name="e", **keys)
+
+
+def test_given_configurations_are_read_and_checked_against_the_space(tmp_path):
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps([{"lr": 0.001, "hidden": 256}, {"lr": 0.005}]))
+    assert given_configurations(configured(tmp_path, enqueue=str(given)), SPACE) == [{"lr": 0.001, "hidden": 256},
+                                                                                     {"lr": 0.005}]  # fmt: skip
+    for content, culprit in [([{"lr": 5.0}], "configuration 1: lr=5.0 is outside the space"),
+                             ([{"lr": 0.001}, {"depth": 3}], "configuration 2: depth is not searched"),
+                             ({"lr": 0.001}, "expected a JSON list of configurations")]:  # fmt: skip
+        given.write_text(json.dumps(content))
+        with pytest.raises(UsageError, match=culprit):
+            given_configurations(configured(tmp_path, enqueue=str(given)), SPACE)
+    with pytest.raises(UsageError, match="enqueue=.*missing.json: cannot read it"):
+        given_configurations(configured(tmp_path, enqueue=str(tmp_path / "missing.json")), SPACE)
+    with pytest.raises(UsageError, match="lr is not searched"):  # fixed with lr=...: no longer searched
+        given.write_text(json.dumps([{"lr": 0.001}]))
+        given_configurations(configured(tmp_path, enqueue=str(given), fixed={"lr": 0.002}), SPACE)
+
+
+def test_given_configurations_run_first_and_count_in_the_random_start(tmp_path):
+    config = configured(tmp_path, trials=8)
+    experiment = Experiment.at(str(tmp_path / "e"))
+    experiment.local.mkdir()
+    record = open_search_study(config, SPACE, experiment, [{"lr": 0.001, "hidden": 512}, {"lr": 0.004}])
+    assert record.study.user_attrs[STARTUP_ATTR] == 2 + 2
+    first, second = record.create("a"), record.create("b")
+    assert first.params["lr"] == 0.001 and record.coding.to_config(first.params)["hidden"] == 512
+    assert second.params["lr"] == 0.004
+
+
+def finish(record: StudyRecord, trial_id: str, value: float) -> None:
+    record.create(trial_id)
+    record.report(trial_id, 1, value)
+    record.end(trial_id, "completed")
+
+
+def test_a_grown_search_keeps_its_random_start_so_its_first_new_proposal_is_tpes(tmp_path):
+    experiment = Experiment.at(str(tmp_path / "e"))
+    experiment.local.mkdir()
+    record = open_search_study(configured(tmp_path, trials=8, epochs=1), SPACE, experiment)
+    for index in range(8):
+        finish(record, f"t{index}", 0.5 + index / 100)
+    grown_config = configured(tmp_path, trials=40, epochs=1)  # a quarter of 40 would be 10 random trials
+    grown = open_search_study(grown_config, SPACE, experiment)
+    assert grown.study.sampler._n_startup_trials == 2 and len(grown.proposed()) == 8
+    proposal = grown.create("new").params
+    random_start = optuna.create_study(sampler=make_sampler("random", grown_config.seed + 8, 2)).ask(
+        grown.coding.distributions).params  # fmt: skip
+    assert proposal != random_start  # TPE, conditioned on the 8 trials, not the random draw at this seed
