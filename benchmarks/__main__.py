@@ -2,7 +2,8 @@
 overhead, throughput against a bare loop, the data path, DDP without Ray, ASHA's savings, memory over a 20-trial
 search, the training step on a GPU, and the search against its peers at one budget over several seeds.
 
-    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu,efficiency] [--device cuda]
+    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu,efficiency]
+        [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
 """
@@ -20,19 +21,35 @@ from benchmarks.report import write_report
 from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
 
 
-def measure_trials(root: str, storage: Path, batch: int, limit: int, epochs: int, trials_per_shape: int,
-                   shapes: list[str]) -> dict:  # fmt: skip
+def measure_trials(
+    root: str, storage: Path, batch: int, limit: int, epochs: int, trials_per_shape: int, shapes: list[str]
+) -> dict:
     """`trials_per_shape` fixed-configuration trials one after another, per trial shape: throughput, overhead
     breakdown and the cores every process kept busy while the trials trained. This machine's speed drifts (shared
     cores), so the bare loop runs right before and right after each search."""
     cores = len(os.sched_getaffinity(0))
-    figures = {"bare_loop_threads": cores, "epochs": epochs, "train_images": limit, "batch": batch,
-               "trials_per_shape": trials_per_shape, "shapes": {}}  # fmt: skip
+    figures = {
+        "bare_loop_threads": cores,
+        "epochs": epochs,
+        "train_images": limit,
+        "batch": batch,
+        "trials_per_shape": trials_per_shape,
+        "shapes": {},
+    }
     for label in shapes:
-        overrides = ["space=resnet_mnist", f"data.root={root}", f"data.limit={limit}", "data.val_limit=500",
-                     f"batch_size={batch}", f"trials={trials_per_shape}", "concurrency=1", f"epochs={epochs}",
-                     f"grace={epochs}",
-                     *SHAPES[label], *FIXED_HP]  # fmt: skip
+        overrides = [
+            "space=resnet_mnist",
+            f"data.root={root}",
+            f"data.limit={limit}",
+            "data.val_limit=500",
+            f"batch_size={batch}",
+            f"trials={trials_per_shape}",
+            "concurrency=1",
+            f"epochs={epochs}",
+            f"grace={epochs}",
+            *SHAPES[label],
+            *FIXED_HP,
+        ]
         before = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
         run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides, sample_processes=True)
         print(f"  {label}: {run['wall_s']:.0f} s", flush=True)
@@ -61,9 +78,19 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
     """The same trials with ASHA and with every trial run to `epochs`: seeded random proposals, the same whatever the
     results (TPE's depend on them, and ASHA changes them)."""
     sampler = "random"
-    common = ["space=resnet_mnist", f"data.root={root}", f"data.limit={images}", f"trials={trials}",
-              f"epochs={epochs}", f"reduction={reduction:g}", "workers=1", "cpus=1", "concurrency=2", "seed=0",
-              f"sampler={sampler}"]  # fmt: skip
+    common = [
+        "space=resnet_mnist",
+        f"data.root={root}",
+        f"data.limit={images}",
+        f"trials={trials}",
+        f"epochs={epochs}",
+        f"reduction={reduction:g}",
+        "workers=1",
+        "cpus=1",
+        "concurrency=2",
+        "seed=0",
+        f"sampler={sampler}",
+    ]
     runs = {}
     for label, grace in (("asha", 1), ("full", epochs)):
         run = run_search(storage, f"asha-{label}", [*common, f"grace={grace}"])
@@ -97,8 +124,19 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
 
 def measure_memory(root: str, storage: Path, trials: int) -> dict:
     """A `trials`-trial search of 2-worker ResNet-18 trials, with every process's memory sampled from /proc."""
-    overrides = ["space=resnet_mnist", f"data.root={root}", "data.limit=512", "data.val_limit=256", f"trials={trials}",
-                 "concurrency=1", "epochs=1", "grace=1", "workers=2", "cpus=1", *FIXED_HP]  # fmt: skip
+    overrides = [
+        "space=resnet_mnist",
+        f"data.root={root}",
+        "data.limit=512",
+        "data.val_limit=256",
+        f"trials={trials}",
+        "concurrency=1",
+        "epochs=1",
+        "grace=1",
+        "workers=2",
+        "cpus=1",
+        *FIXED_HP,
+    ]
     run = run_search(storage, "memory", overrides, sample_processes=True)
     sampler, trial_list = run["processes"], trial_rows(run["experiment"])
     after_second = overhead.last_report_at(trial_list[1])
@@ -112,10 +150,13 @@ def measure_memory(root: str, storage: Path, trials: int) -> dict:
             "train_controller_max": max(sampler.peaks_by_role("train controller"), default=0.0),
         },
         "long_lived_rss_mib": {
-            role: {"after_trial_2": early.get(role, 0.0), "after_last_trial": late.get(role, 0.0),
-                   "growth": late.get(role, 0.0) - early.get(role, 0.0)}
+            role: {
+                "after_trial_2": early.get(role, 0.0),
+                "after_last_trial": late.get(role, 0.0),
+                "growth": late.get(role, 0.0) - early.get(role, 0.0),
+            }
             for role in sorted(set(early) | set(late))
-        },  # fmt: skip
+        },
     }
 
 
@@ -132,38 +173,56 @@ def print_tables(report: dict) -> None:
         print(f"{'trial shape':<35}{'images/s':>9}{'bare before/after':>18}{'vs bare':>8}")
         for label, s in t["shapes"].items():
             b = s["bare_loop_images_per_s"]
-            print(f"{label:<35}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}")
+            print(
+                f"{label:<35}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}"
+            )
         print("start chain, seconds (first trial: a new Ray instance; later trials: the mean):")
-        print(f"{'trial shape':<35}{'trial':>6}{'process':>8}{'launch':>7}{'data':>6}{'model':>6}{'wrap':>6}"
-              f"{'start':>6}{'handoff':>8}{'gap':>6}")  # fmt: skip
+        print(
+            f"{'trial shape':<35}{'trial':>6}{'process':>8}{'launch':>7}{'data':>6}{'model':>6}{'wrap':>6}"
+            f"{'start':>6}{'handoff':>8}{'gap':>6}"
+        )
         for label, s in t["shapes"].items():
             for which, m in (("first", s["per_trial"][0]), ("later", s["mean_after_first"])):
-                print(f"{label:<35}{which:>6}{m['process_s']:>8.1f}{m['launch_s']:>7.1f}{m['setup_data_s']:>6.1f}"
-                      f"{m['setup_model_s']:>6.1f}{m['setup_ddp_s']:>6.1f}{m['process_to_first_step_s']:>6.1f}"
-                      f"{m.get('handoff_s', 0):>8.1f}{m.get('last_report_to_next_first_step_s', 0):>6.1f}")  # fmt: skip
+                print(
+                    f"{label:<35}{which:>6}{m['process_s']:>8.1f}{m['launch_s']:>7.1f}{m['setup_data_s']:>6.1f}"
+                    f"{m['setup_model_s']:>6.1f}{m['setup_ddp_s']:>6.1f}{m['process_to_first_step_s']:>6.1f}"
+                    f"{m.get('handoff_s', 0):>8.1f}{m.get('last_report_to_next_first_step_s', 0):>6.1f}"
+                )
         for label, s in t["shapes"].items():
-            busy = ", ".join(f"{role} {cores:.3f}" for role, cores in s["cores_busy_while_training"].items() if cores >= 0.001)
+            busy = ", ".join(
+                f"{role} {cores:.3f}" for role, cores in s["cores_busy_while_training"].items() if cores >= 0.001
+            )
             print(f"  cores busy while {label} trained: {busy}")
     if "ddp_without_ray" in report:
         d = report["ddp_without_ray"]
-        print(f"without Ray, images/s: one process 2 threads {d['one_process_2_threads']:.0f} (again "
-              f"{d['one_process_2_threads_again']:.0f}), two processes no gradient exchange "
-              f"{d['two_processes_no_gradient_exchange']:.0f}, two processes DDP/gloo {d['two_processes_ddp_gloo']:.0f}")
+        print(
+            f"without Ray, images/s: one process 2 threads {d['one_process_2_threads']:.0f} (again "
+            f"{d['one_process_2_threads_again']:.0f}), two processes no gradient exchange "
+            f"{d['two_processes_no_gradient_exchange']:.0f}, two processes DDP/gloo {d['two_processes_ddp_gloo']:.0f}"
+        )
     if "data_path" in report:
         for name, f in report["data_path"].items():
-            print(f"data path, {name}: memory feed {f['memory_feed']:.2f}s, tutorial {f['tutorial']:.2f}s "
-                  f"({f['tutorial_over_memory_feed']:.1f}x)")  # fmt: skip
+            print(
+                f"data path, {name}: memory feed {f['memory_feed']:.2f}s, tutorial {f['tutorial']:.2f}s "
+                f"({f['tutorial_over_memory_feed']:.1f}x)"
+            )
     if "asha" in report:
         a = report["asha"]
-        print(f"ASHA ({a['trials']} trials, {a.get('sampler', 'tpe')}, reduction {a['reduction']:g}): {a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
-              f"val_acc {a['best_value']['asha']:.4f} vs {a['best_value']['full']:.4f} with every epoch, test_acc "
-              f"{a['best_test_acc']['asha']:.4f} vs {a['best_test_acc']['full']:.4f}; "
-              f"same configuration: {a['same_best_configuration']}")  # fmt: skip
+        print(
+            f"ASHA ({a['trials']} trials, {a.get('sampler', 'tpe')}, reduction {a['reduction']:g}): "
+            f"{a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
+            f"val_acc {a['best_value']['asha']:.4f} vs {a['best_value']['full']:.4f} with every epoch, test_acc "
+            f"{a['best_test_acc']['asha']:.4f} vs {a['best_test_acc']['full']:.4f}; "
+            f"same configuration: {a['same_best_configuration']}"
+        )
     if "memory" in report:
         m = report["memory"]
         d, w = m["peak_rss_mib"]["trial_driver"], m["peak_rss_mib"]["training_worker"]
-        print(f"memory over {m['trials']} trials: driver peak {d['first']:.0f} -> {d['last']:.0f} MiB (max {d['max']:.0f}),"
-              f" worker peak {w['first']:.0f} -> {w['last']:.0f} MiB (max {w['max']:.0f})")  # fmt: skip
+        print(
+            f"memory over {m['trials']} trials: driver peak {d['first']:.0f} -> {d['last']:.0f} MiB "
+            f"(max {d['max']:.0f}),"
+            f" worker peak {w['first']:.0f} -> {w['last']:.0f} MiB (max {w['max']:.0f})"
+        )
         for role, r in m["long_lived_rss_mib"].items():
             print(f"  {role}: {r['after_trial_2']:.0f} MiB after trial 2, {r['after_last_trial']:.0f} MiB at the end")
     if "efficiency" in report:
@@ -176,18 +235,37 @@ def main() -> None:
     args, parts, shapes = parse_args(sys.argv[1:], __doc__.split("\n\n")[0])
     seeds = [int(seed) for seed in args.seeds.split(",")]
     measures = {
-        "peer": ("peer", lambda storage: peer.measure(args.root, storage, args.peer_trials, args.peer_epochs,
-                                                       args.peer_keys.split())),
-        "overhead": ("trials", lambda storage: measure_trials(args.root, storage, 128, args.trial_images, args.trial_epochs,
-                                                              args.trials_per_shape, shapes)),
+        "peer": (
+            "peer",
+            lambda storage: peer.measure(
+                args.root, storage, args.peer_trials, args.peer_epochs, args.peer_keys.split()
+            ),
+        ),
+        "overhead": (
+            "trials",
+            lambda storage: measure_trials(
+                args.root, storage, 128, args.trial_images, args.trial_epochs, args.trials_per_shape, shapes
+            ),
+        ),
         "ddp": ("ddp_without_ray", lambda storage: ddp_ceiling.measure(args.root)),
         "data": ("data_path", lambda storage: data_path.measure(args.root, batch=128)),
-        "asha": ("asha", lambda storage: measure_asha(args.root, storage, args.asha_trials, args.asha_epochs, args.reduction,
-                                                      args.asha_images)),
+        "asha": (
+            "asha",
+            lambda storage: measure_asha(
+                args.root, storage, args.asha_trials, args.asha_epochs, args.reduction, args.asha_images
+            ),
+        ),
         "memory": ("memory", lambda storage: measure_memory(args.root, storage, trials=args.memory_trials)),
-        "efficiency": ("efficiency", lambda storage: efficiency.measure(args.root, storage, args.efficiency_trials,
-                                                                       args.efficiency_epochs, seeds, names(args.arms))),
-        "gpu": ("accelerator", lambda storage: accelerator.measure(args.root, storage, args.device, limit=args.gpu_images)),
+        "efficiency": (
+            "efficiency",
+            lambda storage: efficiency.measure(
+                args.root, storage, args.efficiency_trials, args.efficiency_epochs, seeds, names(args.arms)
+            ),
+        ),
+        "gpu": (
+            "accelerator",
+            lambda storage: accelerator.measure(args.root, storage, args.device, limit=args.gpu_images),
+        ),
     }
     figures = {}
     with tempfile.TemporaryDirectory() as storage:

@@ -78,7 +78,9 @@ def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: in
     """Images/s of epochs after the first two (warm-up, compilation) and the device's mean utilization."""
     torch.manual_seed(0)
     options = StepOptions(channels_last=variant.get("channels_last", False), precision=variant.get("precision", "fp32"))
-    model = prepare_layout(model_for(load_space("resnet_mnist"), TUTORIAL_MODEL, MNIST.info("", {})), options).to(device)
+    model = prepare_layout(model_for(load_space("resnet_mnist"), TUTORIAL_MODEL, MNIST.info("", {})), options).to(
+        device
+    )
     optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
     if variant.get("compile"):
         model = torch.compile(model, mode=variant.get("compile_mode", "default"))
@@ -115,8 +117,9 @@ def tutorial_batches(root: str, batch: int, limit: int, device: torch.device):
     transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MNIST.mean, MNIST.std)])
     dataset = datasets.MNIST(root=root, train=True, download=False, transform=transform)
     subset = torch.utils.data.Subset(dataset, range(min(limit, len(dataset))))
-    loader = torch.utils.data.DataLoader(subset, batch_size=batch, shuffle=True, num_workers=2,
-                                         pin_memory=device.type == "cuda", persistent_workers=True)  # fmt: skip
+    loader = torch.utils.data.DataLoader(
+        subset, batch_size=batch, shuffle=True, num_workers=2, pin_memory=device.type == "cuda", persistent_workers=True
+    )
     return lambda epoch: loader
 
 
@@ -124,32 +127,57 @@ def search_trial(root: str, storage, batch: int, limit: int, epochs: int, varian
     """Images/s of one trial of `python -m search run` with the variant's keys, on the whole device and with every
     core (as the bare loop has)."""
     keys = [f"{k}={str(v).lower()}" for k, v in variant.items()]
-    overrides = ["space=resnet_mnist", f"data.root={root}", f"data.limit={limit}", "data.val_limit=500",
-                 f"batch_size={batch}", "trials=1", f"epochs={epochs}", f"grace={epochs}", "workers=1",
-                 f"cpus={len(os.sched_getaffinity(0))}", *keys, *FIXED_HP]  # fmt: skip
+    overrides = [
+        "space=resnet_mnist",
+        f"data.root={root}",
+        f"data.limit={limit}",
+        "data.val_limit=500",
+        f"batch_size={batch}",
+        "trials=1",
+        f"epochs={epochs}",
+        f"grace={epochs}",
+        "workers=1",
+        f"cpus={len(os.sched_getaffinity(0))}",
+        *keys,
+        *FIXED_HP,
+    ]
     run = run_search(storage, "device-" + label.replace(" ", "-"), overrides)
     return steady_images_per_s(trial_rows(run["experiment"])[0])
 
 
-def measure(root: str, storage, device_name: str = "cuda", batch: int = 128, limit: int = 6000, epochs: int = 6) -> dict:
+def measure(
+    root: str, storage, device_name: str = "cuda", batch: int = 128, limit: int = 6000, epochs: int = 6
+) -> dict:
     """Every variant on the device; `device_name=cpu` runs the same code on a CPU (a smoke run, not GPU figures).
     `batch` is the largest resnet_mnist offers."""
     if device_name == "cuda" and not torch.cuda.is_available():
         return {"skipped": "no CUDA device visible to torch"}
     device = torch.device(device_name)
     feed = memory_feed(root, batch, limit, device)
-    figures = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", "batch": batch,
-               "train_images": limit, "epochs": epochs, "bare_loop": {}, "search_trial": {}}  # fmt: skip
+    figures = {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "batch": batch,
+        "train_images": limit,
+        "epochs": epochs,
+        "bare_loop": {},
+        "search_trial": {},
+    }
     for label, variant in VARIANTS.items():
-        figures["bare_loop"][label] = row_or_failure(lambda: train_rate(feed.train_batches, device, variant, epochs))
-    figures["bare_loop"]["tutorial DataLoader fp32"] = train_rate(tutorial_batches(root, batch, limit, device), device,
-                                                                  {}, epochs)  # fmt: skip
+        figures["bare_loop"][label] = row_or_failure(
+            lambda variant=variant: train_rate(feed.train_batches, device, variant, epochs)
+        )
+    figures["bare_loop"]["tutorial DataLoader fp32"] = train_rate(
+        tutorial_batches(root, batch, limit, device), device, {}, epochs
+    )
     tutorial = figures["bare_loop"]["tutorial DataLoader fp32"]["images_per_s"]
     for label in ("fp32", "bf16 channels_last"):
         rate = search_trial(root, storage, batch, limit, epochs, VARIANTS[label], label)
         bare = figures["bare_loop"][label]["images_per_s"]
-        figures["search_trial"][label] = {"images_per_s": rate, "vs_bare_loop": rate / bare,
-                                          "vs_tutorial_dataloader": rate / tutorial}  # fmt: skip
+        figures["search_trial"][label] = {
+            "images_per_s": rate,
+            "vs_bare_loop": rate / bare,
+            "vs_tutorial_dataloader": rate / tutorial,
+        }
     return figures
 
 
@@ -165,5 +193,7 @@ def print_table(figures: dict) -> None:
         busy = "" if f["utilization_pct"] is None else f", device busy {f['utilization_pct']:.0f}%"
         print(f"  bare loop, {label}: {f['images_per_s']:.0f} images/s{busy}")
     for label, f in figures["search_trial"].items():
-        print(f"  search trial, {label}: {f['images_per_s']:.0f} images/s, {f['vs_bare_loop']:.2f} of the bare loop, "
-              f"{f['vs_tutorial_dataloader']:.2f}x the tutorial DataLoader")  # fmt: skip
+        print(
+            f"  search trial, {label}: {f['images_per_s']:.0f} images/s, {f['vs_bare_loop']:.2f} of the bare loop, "
+            f"{f['vs_tutorial_dataloader']:.2f}x the tutorial DataLoader"
+        )

@@ -34,7 +34,7 @@ def memory_feed(root: str, batch: int):
 
 def time_data_only(batches) -> float:
     start = time.perf_counter()
-    for images, labels in batches:
+    for images, _labels in batches:
         images.sum()  # touch the batch
     return time.perf_counter() - start
 

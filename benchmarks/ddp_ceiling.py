@@ -23,8 +23,9 @@ from trainables.models import model_for
 from trainables.training import make_optimizer, train_one_epoch
 
 
-def _rank_rate(rank: int, world_size: int, port: int, ddp: bool, root: str, limit: int, epochs: int, batch: int,
-               results) -> None:  # fmt: skip
+def _rank_rate(
+    rank: int, world_size: int, port: int, ddp: bool, root: str, limit: int, epochs: int, batch: int, results
+) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
     torch.set_num_threads(1)

@@ -20,13 +20,22 @@ WITHIN = 0.003  # "near its best": within 0.3 pt of the val_acc of the model the
 
 def search_arm(root: str, storage: Path, sampler: str, seed: int, trials: int, epochs: int) -> dict:
     """`python -m search run` as a user types it, with only the budget, the seed and the sampler given."""
-    overrides = ["space=resnet_mnist", f"data.root={root}", f"trials={trials}", f"epochs={epochs}", f"seed={seed}",
-                 f"sampler={sampler}"]  # fmt: skip
+    overrides = [
+        "space=resnet_mnist",
+        f"data.root={root}",
+        f"trials={trials}",
+        f"epochs={epochs}",
+        f"seed={seed}",
+        f"sampler={sampler}",
+    ]
     started_at = time.time()
     run = run_search(storage, f"efficiency-{sampler}-{seed}", overrides)
     summary = summary_of(run["experiment"])
-    finished = [(rows[-1]["started_at"] + rows[-1]["epoch_s"] - started_at, rows[-1]["val_acc"])
-                for rows in trial_rows(run["experiment"]) if rows[-1]["epoch"] == epochs]  # fmt: skip
+    finished = [
+        (rows[-1]["started_at"] + rows[-1]["epoch_s"] - started_at, rows[-1]["val_acc"])
+        for rows in trial_rows(run["experiment"])
+        if rows[-1]["epoch"] == epochs
+    ]
     best = summary["best"]
     return {
         "seed": seed,
@@ -136,10 +145,19 @@ def measure(root: str, storage: Path, trials: int, epochs: int, seeds: list[int]
             else:
                 result = search_arm(root, storage, "tpe" if arm == "tpe_asha" else "random", seed, trials, epochs)
             runs[arm].append(result)
-            print(f"  {arm} seed {seed}: test_acc {result['test_acc']:.4f} in {result['wall_s']:.0f} s, "
-                  f"{result['epochs_run']} epochs", flush=True)  # fmt: skip
-    return {"trials": trials, "epochs": epochs, "seeds": seeds, "within_pt": 100 * WITHIN, "runs": runs,
-            "mean": {arm: mean_of(runs[arm]) for arm in arms}}  # fmt: skip
+            print(
+                f"  {arm} seed {seed}: test_acc {result['test_acc']:.4f} in {result['wall_s']:.0f} s, "
+                f"{result['epochs_run']} epochs",
+                flush=True,
+            )
+    return {
+        "trials": trials,
+        "epochs": epochs,
+        "seeds": seeds,
+        "within_pt": 100 * WITHIN,
+        "runs": runs,
+        "mean": {arm: mean_of(runs[arm]) for arm in arms},
+    }
 
 
 def mean_of(results: list[dict]) -> dict:

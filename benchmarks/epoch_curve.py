@@ -1,7 +1,8 @@
 """One configuration trained bare (no Ray), scored on the validation and test splits after every epoch: what a rung of
 ASHA sees of it mid-schedule against what it ends at. Optionally also exponential moving averages of its weights.
 
-    python -m benchmarks.epoch_curve ROOT '{"lr": 0.06, "shift": 3, "batch_size": 32}' [--epochs 8] [--ema 0.99,0.995] [--cycle-ends 3]
+    python -m benchmarks.epoch_curve ROOT '{"lr": 0.06, "shift": 3, "batch_size": 32}'
+        [--epochs 8] [--ema 0.99,0.995] [--cycle-ends 3]
 
 Prints one JSON line per epoch: {"epoch", "raw": [val_acc, test_acc], "<decay>": [val_acc, test_acc]..., "s"}. One
 intra-op thread, as a trial of the default shape on 2 cores has. A research tool for benchmarks/README.md.
@@ -38,8 +39,15 @@ def curve(root: str, hp: dict, epochs: int, decays: list[float], seed: int = 0, 
     space = load_space("resnet_mnist")
     hp = {**space.constants, **hp}
     defaults = RunConfig().to_dict()
-    run = RunConfig.from_dict({**defaults, "space": "resnet_mnist", "epochs": epochs, "seed": seed,
-                               "data": {**defaults["data"], "root": root}})  # fmt: skip
+    run = RunConfig.from_dict(
+        {
+            **defaults,
+            "space": "resnet_mnist",
+            "epochs": epochs,
+            "seed": seed,
+            "data": {**defaults["data"], "root": root},
+        }
+    )
     feed = MemoryFeed(MNIST, run, hp, rank=0, world_size=1, device=CPU)
     model = model_for(space, hp, MNIST.info(root, hp))
     optimizer = make_optimizer(hp, model)
@@ -57,7 +65,10 @@ def curve(root: str, hp: dict, epochs: int, decays: list[float], seed: int = 0, 
         train_one_epoch(model, optimizer, feed.train_batches(epoch), CPU, options, after_step)
         row = {"epoch": epoch, "raw": [accuracy(model, feed.val_batches()), accuracy(model, feed.test_batches())]}
         for decay, average in zip(decays, averages):
-            row[str(decay)] = [accuracy(average.module, feed.val_batches()), accuracy(average.module, feed.test_batches())]
+            row[str(decay)] = [
+                accuracy(average.module, feed.val_batches()),
+                accuracy(average.module, feed.test_batches()),
+            ]
         row["s"] = round(time.time() - started)
         yield row
 

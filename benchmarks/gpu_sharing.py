@@ -37,5 +37,8 @@ if __name__ == "__main__":
         for n in map(int, sys.argv[2:]):
             started = time.perf_counter()
             rates = together(sys.argv[1], n, limit=30000, epochs=5)
-            print(f"{n} bare processes on one GPU: {sum(rates)} images/s together, per process {rates} "
-                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+            print(
+                f"{n} bare processes on one GPU: {sum(rates)} images/s together, per process {rates} "
+                f"({time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )

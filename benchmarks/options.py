@@ -18,9 +18,20 @@ SHAPES = {
     "workers=2 cpus=1": ("workers=2", "cpus=1"),
 }
 # option -> the smallest value that measures something (the memory part compares trial 2 with the last trial).
-SMALLEST = {"peer_trials": 1, "peer_epochs": 1, "trials_per_shape": 1, "trial_images": 2, "trial_epochs": 1, "memory_trials": 3, "asha_trials": 2,
-            "asha_epochs": 2, "asha_images": 0, "gpu_images": 1,
-            "efficiency_trials": 1, "efficiency_epochs": 1}  # fmt: skip
+SMALLEST = {
+    "peer_trials": 1,
+    "peer_epochs": 1,
+    "trials_per_shape": 1,
+    "trial_images": 2,
+    "trial_epochs": 1,
+    "memory_trials": 3,
+    "asha_trials": 2,
+    "asha_epochs": 2,
+    "asha_images": 0,
+    "gpu_images": 1,
+    "efficiency_trials": 1,
+    "efficiency_epochs": 1,
+}
 DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
 
@@ -34,16 +45,28 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser(description: str) -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m benchmarks", description=description)
-    parser.add_argument("--root", default=DEFAULT_ROOT, help="MNIST in torchvision's layout (a folder holding MNIST/raw; "
-                                                             "default: the 8,000-digit sample that ships with search)")
+    parser.add_argument(
+        "--root",
+        default=DEFAULT_ROOT,
+        help="MNIST in torchvision's layout (a folder holding MNIST/raw; "
+        "default: the 8,000-digit sample that ships with search)",
+    )
     parser.add_argument("--out", default="benchmarks.json", help="JSON file of the figures (written as each part ends)")
-    parser.add_argument("--only", default=",".join(DEFAULT_PARTS), help=f"comma-separated parts of: {', '.join(PARTS)} "
-                                                                        "(default: all but efficiency, which takes hours)")
-    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}")
+    parser.add_argument(
+        "--only",
+        default=",".join(DEFAULT_PARTS),
+        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but efficiency, which takes hours)",
+    )
+    parser.add_argument(
+        "--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}"
+    )
     parser.add_argument("--peer-trials", type=int, default=8, help="peer part: trials of the loop and of the search")
     parser.add_argument("--peer-epochs", type=int, default=2, help="peer part: epochs per trial")
-    parser.add_argument("--peer-keys", default="", help="peer part: key=value words added to the search's command "
-                                                        "(e.g. gpus=0.125), space-separated")
+    parser.add_argument(
+        "--peer-keys",
+        default="",
+        help="peer part: key=value words added to the search's command (e.g. gpus=0.125), space-separated",
+    )
     parser.add_argument("--trials-per-shape", type=int, default=3, help="overhead part: trials one after another")
     parser.add_argument("--trial-images", type=int, default=2048, help="overhead part: training images per trial")
     parser.add_argument("--trial-epochs", type=int, default=5, help="overhead part: epochs (the first two are warm-up)")
@@ -56,9 +79,14 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
     parser.add_argument("--efficiency-trials", type=int, default=16, help="efficiency part: trials of every arm")
     parser.add_argument("--efficiency-epochs", type=int, default=8, help="efficiency part: epochs of a finished trial")
-    parser.add_argument("--arms", default="tpe_asha,random_asha,optuna_loop",
-                        help="efficiency part: comma-separated arms of: tpe_asha, random_asha, optuna_loop")
-    parser.add_argument("--seeds", default="0,1,2", help="efficiency part: comma-separated seeds, each run by every arm")
+    parser.add_argument(
+        "--arms",
+        default="tpe_asha,random_asha,optuna_loop",
+        help="efficiency part: comma-separated arms of: tpe_asha, random_asha, optuna_loop",
+    )
+    parser.add_argument(
+        "--seeds", default="0,1,2", help="efficiency part: comma-separated seeds, each run by every arm"
+    )
     return parser
 
 

@@ -4,7 +4,8 @@ run. Part of `python -m benchmarks`.
 
 Where the search's wall goes, from the rows its trials report: Ray and Tune starting (the run's start to the first
 trial's driver), the trials' span, and the end (last report to exit, the summary and Ray's shutdown); within the span,
-trial-seconds summed over trials: start (driver to first step: launch, data, model), steps, evaluation and reporting, checkpoints,
+trial-seconds summed over trials: start (driver to first step: launch, data, model), steps, evaluation and
+reporting, checkpoints,
 and slots left empty (trials at once x span, less the rest). On a GPU, how busy nvidia-smi saw it during each run.
 """
 
@@ -43,7 +44,14 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
     feed = MemoryFeed(MNIST, run, {"batch_size": BATCH}, rank=0, world_size=1, device=device)  # loaded once
     spent = {"imports_s": loading - started, "data_s": time.perf_counter() - loading, "steps_s": 0.0, "eval_s": 0.0}
     space = load_space("resnet_mnist")
-    hp = {"lr": 0.02, "momentum": 0.9, "weight_decay": 1e-4, "optimizer": "sgd", "batch_size": BATCH, "stem": "imagenet"}
+    hp = {
+        "lr": 0.02,
+        "momentum": 0.9,
+        "weight_decay": 1e-4,
+        "optimizer": "sgd",
+        "batch_size": BATCH,
+        "stem": "imagenet",
+    }
 
     def objective(trial: optuna.Trial) -> float:
         trial.suggest_categorical("batch_size", [BATCH])
@@ -69,15 +77,29 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
         study.optimize(objective, n_trials=trials)
     wall = time.perf_counter() - started
     spent["other_s"] = wall - sum(spent.values())  # models, optimizers, Optuna
-    return {"wall_s": wall, "best_val_acc": study.best_value, "threads": threads, "device": str(device),
-            "split": spent, "gpu_busy_pct": gpu.mean()}
+    return {
+        "wall_s": wall,
+        "best_val_acc": study.best_value,
+        "threads": threads,
+        "device": str(device),
+        "split": spent,
+        "gpu_busy_pct": gpu.mean(),
+    }
 
 
 def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] = ()) -> dict:
     loop = plain_optuna_loop(root, trials, epochs, threads=len(os.sched_getaffinity(0)))
     print(f"  plain Optuna loop: {loop['wall_s']:.0f} s", flush=True)
-    overrides = ["space=resnet_mnist", f"data.root={root}", f"trials={trials}", f"epochs={epochs}", f"grace={epochs}",
-                 f"batch_size={BATCH}", *FIXED_HP, *keys]  # fmt: skip
+    overrides = [
+        "space=resnet_mnist",
+        f"data.root={root}",
+        f"trials={trials}",
+        f"epochs={epochs}",
+        f"grace={epochs}",
+        f"batch_size={BATCH}",
+        *FIXED_HP,
+        *keys,
+    ]
     with UtilizationSampler(every_s=0.5) as gpu:
         run = run_search(storage, "peer", overrides)
     summary = summary_of(run["experiment"])
@@ -107,14 +129,20 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
     ends = [last_report_at(rows) for rows in trials]
     span = max(ends) - min(starts)
     at_once = max(sum(s <= t < e for s, e in zip(starts, ends)) for t in starts)
-    split = {"ray_and_tune_start_s": min(starts) - run["started_at"],
-             "ray_and_tune_start": start_phases(run, min(starts)), "trials_span_s": span,
-             "end_s": run["ended_at"] - max(ends), "trials_at_once": at_once,
-             "trial_s": {"start": sum(driver_to_first_step_s(rows[0]) for rows in trials),
-                         "steps": sum(r["train_s"] for rows in trials for r in rows),
-                         "eval_and_report": sum(r["epoch_s"] - r["train_s"] for rows in trials for r in rows),
-                         "checkpoint": sum(r.get("checkpoint_s", 0.0) for rows in trials for r in rows),
-                         "between_epochs": sum(between_epochs_s(rows) for rows in trials)}}  # fmt: skip
+    split = {
+        "ray_and_tune_start_s": min(starts) - run["started_at"],
+        "ray_and_tune_start": start_phases(run, min(starts)),
+        "trials_span_s": span,
+        "end_s": run["ended_at"] - max(ends),
+        "trials_at_once": at_once,
+        "trial_s": {
+            "start": sum(driver_to_first_step_s(rows[0]) for rows in trials),
+            "steps": sum(r["train_s"] for rows in trials for r in rows),
+            "eval_and_report": sum(r["epoch_s"] - r["train_s"] for rows in trials for r in rows),
+            "checkpoint": sum(r.get("checkpoint_s", 0.0) for rows in trials for r in rows),
+            "between_epochs": sum(between_epochs_s(rows) for rows in trials),
+        },
+    }
     split["trial_s"]["empty_slots"] = at_once * span - sum(split["trial_s"].values())
     images = sum(r["train_samples"] for rows in trials for r in rows)
     split["images_per_s_together"] = images / span
@@ -123,8 +151,11 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
 
 
 # search.log lines that end each phase before the first trial's driver starts, after the command's own start
-START_MARKERS = {"command_s": "search is starting a local Ray instance",
-                 "ray_init_s": "search started a local Ray instance", "checks_s": "search hands the trials to Tune"}
+START_MARKERS = {
+    "command_s": "search is starting a local Ray instance",
+    "ray_init_s": "search started a local Ray instance",
+    "checks_s": "search hands the trials to Tune",
+}
 
 
 def start_phases(run: dict, first_trial_driver_at: float) -> dict:
@@ -149,16 +180,22 @@ def between_epochs_s(rows: list[dict]) -> float:
 
 def print_table(p: dict) -> None:
     s, loop = p["search"], p["plain_loop"]
-    print(f"peer, {p['trials']} trials x {p['epochs']} epochs: plain Optuna loop {loop['wall_s']:.0f} s "
-          f"({loop['threads']} threads, best {loop['best_val_acc']:.4f}), search {s['wall_s']:.0f} s "
-          f"(workers={s['shape']['workers']} cpus={s['shape']['cpus']:g}, best {s['best_val_acc']:.4f}): "
-          f"{p['search_over_loop']:.2f}x the loop")  # fmt: skip
+    print(
+        f"peer, {p['trials']} trials x {p['epochs']} epochs: plain Optuna loop {loop['wall_s']:.0f} s "
+        f"({loop['threads']} threads, best {loop['best_val_acc']:.4f}), search {s['wall_s']:.0f} s "
+        f"(workers={s['shape']['workers']} cpus={s['shape']['cpus']:g}, best {s['best_val_acc']:.4f}): "
+        f"{p['search_over_loop']:.2f}x the loop"
+    )
     busy = lambda pct: "" if pct is None else f", GPU busy {pct:.0f}%"  # noqa: E731
     print("  loop: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in loop["split"].items()) + busy(loop["gpu_busy_pct"]))
     w = s["split"]
-    print(f"  search: Ray and Tune start {w['ray_and_tune_start_s']:.1f} s, trials {w['trials_span_s']:.1f} s "
-          f"({w['trials_at_once']} at once), end {w['end_s']:.1f} s{busy(s['gpu_busy_pct'])}; images/s "
-          f"{w['images_per_s_per_trial']:.0f} per trial, {w['images_per_s_together']:.0f} together")  # fmt: skip
-    print("  search's start: " + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.1f} s"
-                                          for k, v in w["ray_and_tune_start"].items()))  # fmt: skip
+    print(
+        f"  search: Ray and Tune start {w['ray_and_tune_start_s']:.1f} s, trials {w['trials_span_s']:.1f} s "
+        f"({w['trials_at_once']} at once), end {w['end_s']:.1f} s{busy(s['gpu_busy_pct'])}; images/s "
+        f"{w['images_per_s_per_trial']:.0f} per trial, {w['images_per_s_together']:.0f} together"
+    )
+    print(
+        "  search's start: "
+        + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.1f} s" for k, v in w["ray_and_tune_start"].items())
+    )
     print("  trial-seconds: " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in w["trial_s"].items()))

@@ -13,7 +13,11 @@ from search.results.files import write_json_atomically
 
 
 def write_report(path: str | Path, figures: dict) -> dict:
-    report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-              "torch": torch.__version__, **figures}  # fmt: skip
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "torch": torch.__version__,
+        **figures,
+    }
     write_json_atomically(Path(path), report)  # a reader never sees half a report
     return report

@@ -23,10 +23,16 @@ from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
 
 BATCHES = [256, 32, 128, 64]  # a user's order; as numbers they are ordered all the same
-SHAPED = {"lr": FloatDistribution(0.005, 0.5, log=True), "batch_size": CategoricalDistribution(BATCHES),
-          "shift": IntDistribution(0, 4)}  # fmt: skip
-WIDE = {**SHAPED, "weight_decay": FloatDistribution(1e-5, 1e-2, log=True),
-        "label_smoothing": FloatDistribution(0.0, 0.2)}  # fmt: skip
+SHAPED = {
+    "lr": FloatDistribution(0.005, 0.5, log=True),
+    "batch_size": CategoricalDistribution(BATCHES),
+    "shift": IntDistribution(0, 4),
+}
+WIDE = {
+    **SHAPED,
+    "weight_decay": FloatDistribution(1e-5, 1e-2, log=True),
+    "label_smoothing": FloatDistribution(0.0, 0.2),
+}
 
 
 def shaped_score(config: dict) -> float:
@@ -55,9 +61,17 @@ def searcher_for(space: dict, variant: str, seed: int, trials: int) -> StudySear
     kind, ordered, fifth = VARIANTS[variant]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sampler = RandomSampler(seed=seed) if kind == "random" else TPESampler(
-            seed=seed, n_startup_trials=startup_trials(trials), multivariate=True, constant_liar=True,
-            gamma=good_group if fifth else None)  # fmt: skip
+        sampler = (
+            RandomSampler(seed=seed)
+            if kind == "random"
+            else TPESampler(
+                seed=seed,
+                n_startup_trials=startup_trials(trials),
+                multivariate=True,
+                constant_liar=True,
+                gamma=good_group if fifth else None,
+            )
+        )
     return StudySearcher(StudyRecord.in_memory(space, "score", "max", sampler, 1, ordered), [], "score", "max")
 
 
@@ -79,8 +93,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=100, help="seeds per variant and objective")
     seeds = parser.parse_args().seeds
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    objectives = [("shaped, 3 keys", SHAPED, shaped_score, 0.0), ("wide, 5 keys, noise 0.15", WIDE, wide_score, 0.15),
-                  ("wide, 5 keys", WIDE, wide_score, 0.0)]  # fmt: skip
+    objectives = [
+        ("shaped, 3 keys", SHAPED, shaped_score, 0.0),
+        ("wide, 5 keys, noise 0.15", WIDE, wide_score, 0.15),
+        ("wide, 5 keys", WIDE, wide_score, 0.0),
+    ]
     print("| objective | trials | " + " | ".join(VARIANTS) + " |")
     print("|---|---|" + "---|" * len(VARIANTS))
     for label, space, score, noise in objectives:

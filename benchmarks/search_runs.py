@@ -13,12 +13,21 @@ from benchmarks.processes import ProcessSampler
 REPO = Path(__file__).resolve().parents[1]
 # resnet_mnist with nothing searched, as the Ray Train tutorial trains it (the recipe the benchmarks have measured
 # since 2026-11-21): constant lr, plain momentum, the 7x7 stride-2 stem, no augmentation.
-FIXED_HP = ("lr=0.02", "momentum=0.9", "weight_decay=0.0001", "label_smoothing=0", "shift=0", "nesterov=false",
-            "lr_schedule=none", "stem=imagenet")
+FIXED_HP = (
+    "lr=0.02",
+    "momentum=0.9",
+    "weight_decay=0.0001",
+    "label_smoothing=0",
+    "shift=0",
+    "nesterov=false",
+    "lr_schedule=none",
+    "stem=imagenet",
+)
 
 
 def run_search(storage: Path, name: str, overrides: list[str], sample_processes: bool = False) -> dict:
-    """Run one search to completion; returns its experiment folder, wall time and (optionally) its processes' samples."""
+    """Run one search to completion; returns its experiment folder, wall time and (optionally) its processes'
+    samples."""
     command = [sys.executable, "-m", "search", "run", f"storage={storage}", f"name={name}", *overrides]
     start, started_at = time.perf_counter(), time.time()
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -30,8 +39,13 @@ def run_search(storage: Path, name: str, overrides: list[str], sample_processes:
         sampler.stop()
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {stderr.strip()[-2000:]}")
-    return {"experiment": storage / name, "wall_s": time.perf_counter() - start, "processes": sampler,
-            "started_at": started_at, "ended_at": time.time()}
+    return {
+        "experiment": storage / name,
+        "wall_s": time.perf_counter() - start,
+        "processes": sampler,
+        "started_at": started_at,
+        "ended_at": time.time(),
+    }
 
 
 def trial_rows(experiment: Path) -> list[list[dict]]:

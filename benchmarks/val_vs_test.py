@@ -31,7 +31,8 @@ def last_checkpoint(experiment: Path, trial_id: str) -> tuple[int, Path] | None:
 
 
 def ranks(values: list[float]) -> list[float]:
-    """Rank of each value (0 = smallest); tied values share the mean of their ranks (600 validation digits tie often)."""
+    """Rank of each value (0 = smallest); tied values share the mean of their ranks (600 validation digits tie
+    often)."""
     order = sorted(range(len(values)), key=values.__getitem__)
     result = [0.0] * len(values)
     start = 0
@@ -69,10 +70,20 @@ def measure(folder: Path) -> list[dict]:
         epoch, checkpoint = found
         rows_text = (folder / f"{TRIAL_DIR_PREFIX}{trial['trial_id']}" / RESULT_FILE).read_text()
         val = next(row["val_acc"] for row in parse_rows(rows_text) if row["epoch"] == epoch)
-        test = test_accuracy({"config": trial["config"], "checkpoint": str(checkpoint)}, run, space, Experiment.at(str(folder)))
-        rows.append({"trial_id": trial["trial_id"], "status": trial["status"], "epoch": epoch, "val_acc": val,
-                     "test_acc": test["test_acc"], "config": trial["config"],
-                     "chosen": trial["trial_id"] == summary["best"]["trial_id"]})  # fmt: skip
+        test = test_accuracy(
+            {"config": trial["config"], "checkpoint": str(checkpoint)}, run, space, Experiment.at(str(folder))
+        )
+        rows.append(
+            {
+                "trial_id": trial["trial_id"],
+                "status": trial["status"],
+                "epoch": epoch,
+                "val_acc": val,
+                "test_acc": test["test_acc"],
+                "config": trial["config"],
+                "chosen": trial["trial_id"] == summary["best"]["trial_id"],
+            }
+        )
     return rows
 
 
@@ -82,14 +93,18 @@ def main(folders: list[str]) -> None:
         print(f"{folder.name}:")
         for row in sorted(rows, key=lambda r: (-r["epoch"], -r["val_acc"])):
             hp = row["config"]
-            print(f"  {row['trial_id']} {row['status']:<13} epoch {row['epoch']}  val {row['val_acc']:.4f}  test "
-                  f"{row['test_acc']:.4f}{'  chosen' if row['chosen'] else ''}   lr {hp.get('lr', 0):.3f} wd "
-                  f"{hp.get('weight_decay', 0):.1e} ls {hp.get('label_smoothing', 0):.2f} shift {hp.get('shift')} "
-                  f"batch {hp.get('batch_size')}")  # fmt: skip
+            print(
+                f"  {row['trial_id']} {row['status']:<13} epoch {row['epoch']}  val {row['val_acc']:.4f}  test "
+                f"{row['test_acc']:.4f}{'  chosen' if row['chosen'] else ''}   lr {hp.get('lr', 0):.3f} wd "
+                f"{hp.get('weight_decay', 0):.1e} ls {hp.get('label_smoothing', 0):.2f} shift {hp.get('shift')} "
+                f"batch {hp.get('batch_size')}"
+            )
         finished = [row for row in rows if row["status"] == "completed"]
         rho = spearman([r["val_acc"] for r in finished], [r["test_acc"] for r in finished])
-        print(f"  trials run to the end: {len(finished)}, rank correlation of val and test among them: "
-              f"{'n/a' if rho is None else f'{rho:+.2f}'}")
+        print(
+            f"  trials run to the end: {len(finished)}, rank correlation of val and test among them: "
+            f"{'n/a' if rho is None else f'{rho:+.2f}'}"
+        )
         print(json.dumps({"experiment": folder.name, "trials": rows}), file=sys.stderr)
 
 

@@ -21,7 +21,10 @@ COMMANDS = {
     "resume": (cmd_resume, "continue an interrupted search, or grow one: resume EXPERIMENT_DIR [trials=N]"),
     "export": (cmd_export, "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID]"),
     "predict": (cmd_predict, "classify images or IDX files: predict EXPORT_DIR INPUT... [--json]"),
-    "tensorboard": (cmd_tensorboard, "serve an experiment's TensorBoard on 127.0.0.1: tensorboard EXPERIMENT_DIR [port=N]"),
+    "tensorboard": (
+        cmd_tensorboard,
+        "serve an experiment's TensorBoard on 127.0.0.1: tensorboard EXPERIMENT_DIR [port=N]",
+    ),
     "dashboard": (cmd_dashboard, "serve optuna-dashboard on an experiment's study: dashboard EXPERIMENT_DIR [port=N]"),
     "report": (cmd_report, "trial table, early-stopping savings and plots: report EXPERIMENT_DIR"),
     "spaces": (cmd_spaces, "list the search spaces and what each searches"),

@@ -68,8 +68,11 @@ def print_result(summary: dict, experiment: Experiment) -> None:
     print()
     print(format_table(summary))
     best = summary["best"]
-    print(f"\nbest: trial {best['trial_id']} epoch {best['epoch']} {summary['metric']}={best['metrics'][summary['metric']]:.4f}"
-          f"{test_text(best)}")
+    print(
+        f"\nbest: trial {best['trial_id']} epoch {best['epoch']} "
+        f"{summary['metric']}={best['metrics'][summary['metric']]:.4f}"
+        f"{test_text(best)}"
+    )
     print(f"best checkpoint: {best['checkpoint']}")
     print(f"summary: {experiment.join(SUMMARY_FILE)}")
 
@@ -98,8 +101,10 @@ def cmd_resume(args: list[str]) -> int:
     config = resumed_config(before, options)
     finished = exists(experiment.join(SUMMARY_FILE))
     if finished and config.trials == before["trials"]:
-        print(f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
-              "; give trials=N to grow it")  # fmt: skip
+        print(
+            f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
+            "; give trials=N to grow it"
+        )
         return 0
     space = load_space(config.space)
     from trainables.checkpoints import refuse_damaged_in
@@ -126,17 +131,20 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
     concurrency and verbosity. A different `epochs` is refused: a finished trial is final in the study (Optuna
     cannot reopen a COMPLETE trial) and the spaces' annealing schedules end at the old last epoch."""
     if "epochs" in options and options["epochs"] != str(before["epochs"]):
-        raise UsageError(f"epochs={options['epochs']}: a search's epochs cannot change on resume: its finished trials "
-                         f"are final in its study and their learning-rate schedules ended at epoch {before['epochs']}; "
-                         "start a new search with enqueue=<this experiment> to train its best configurations longer")  # fmt: skip
+        raise UsageError(
+            f"epochs={options['epochs']}: a search's epochs cannot change on resume: its finished trials "
+            f"are final in its study and their learning-rate schedules ended at epoch {before['epochs']}; "
+            "start a new search with enqueue=<this experiment> to train its best configurations longer"
+        )
     changed = parse_overrides([f"{key}={value}" for key, value in options.items() if key != "epochs"])
     config = RunConfig.from_dict(before)
     for key in options.keys() - {"epochs"}:
         setattr(config, key, getattr(changed, key))
     RunConfig.from_dict(config.to_dict())  # the cross-field checks
     if config.trials < before["trials"]:
-        raise UsageError(f"trials={config.trials}: the search already has {before['trials']} trials; give more to "
-                         "grow it")  # fmt: skip
+        raise UsageError(
+            f"trials={config.trials}: the search already has {before['trials']} trials; give more to grow it"
+        )
     return config
 
 
@@ -188,8 +196,10 @@ def cmd_export(args: list[str]) -> int:
     meta = export_experiment(open_for_reading(positional[0], SUMMARY_FILE), out, options.get("trial"))
     verified = meta["verified"]
     print(f"exported trial {meta['trial_id']} epoch {meta['epoch']} to {meta['folder']}")
-    print(f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
-          f"(trial reported {verified['reported']:.4f})")  # fmt: skip
+    print(
+        f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
+        f"(trial reported {verified['reported']:.4f})"
+    )
     return 0
 
 
@@ -223,12 +233,15 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     config.address = resolve_address(config.address, os.environ)
     if is_ray_client(config.address):  # the search will run on the cluster: its paths must mean the same there
         given = {"storage": config.storage, "data.root": config.data.root, "model.weights": config.model.weights}
-        refuse_client_relative_paths(config.address, {**given, "space": config.space if config.space.endswith(".py") else ""})
+        refuse_client_relative_paths(
+            config.address, {**given, "space": config.space if config.space.endswith(".py") else ""}
+        )
     if os.path.exists(config.space):
         config.space = str(Path(config.space).resolve())
     config.name = config.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    config.grace = config.grace or first_rung(config.epochs, schedules_of(space.constants, space.hyperparameters,
-                                                                          config.fixed))
+    config.grace = config.grace or first_rung(
+        config.epochs, schedules_of(space.constants, space.hyperparameters, config.fixed)
+    )
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):
         filesystem(config.storage)  # refuses, in one line, a URI pyarrow cannot open

@@ -8,8 +8,12 @@ SPACE = Space(
     name="cnn_mnist",
     description="small CNN (2 conv 32/64, max-pool, fc 128) on MNIST, SGD",
     architecture="cnn",
-    model_args=lambda hp, data: {"in_channels": data.in_channels, "num_classes": data.num_classes,
-                                 "image_size": data.image_size, "dropout": hp["dropout"]},  # fmt: skip
+    model_args=lambda hp, data: {
+        "in_channels": data.in_channels,
+        "num_classes": data.num_classes,
+        "image_size": data.image_size,
+        "dropout": hp["dropout"],
+    },
     dataset="mnist",
     hyperparameters={
         "lr": FloatDistribution(1e-3, 0.3, log=True),

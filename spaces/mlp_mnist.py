@@ -8,9 +8,14 @@ SPACE = Space(
     name="mlp_mnist",
     description="fully connected net on MNIST's 784 pixels, hidden layers searched, Adam",
     architecture="mlp",
-    model_args=lambda hp, data: {"in_channels": data.in_channels, "num_classes": data.num_classes,
-                                 "image_size": data.image_size, "hidden": hp["hidden"], "layers": hp["layers"],
-                                 "dropout": hp["dropout"]},  # fmt: skip
+    model_args=lambda hp, data: {
+        "in_channels": data.in_channels,
+        "num_classes": data.num_classes,
+        "image_size": data.image_size,
+        "hidden": hp["hidden"],
+        "layers": hp["layers"],
+        "dropout": hp["dropout"],
+    },
     dataset="mnist",
     hyperparameters={
         "lr": FloatDistribution(1e-4, 1e-2, log=True),

@@ -12,8 +12,11 @@ SPACE = Space(
     name="resnet50_transfer",
     description="ResNet-50 transfer learning on one ImageFolder tree split by train_pct, SGD + ReduceLROnPlateau",
     architecture="resnet50",
-    model_args=lambda hp, data: {"in_channels": data.in_channels, "num_classes": data.num_classes,
-                                 "freeze_backbone": hp["freeze_backbone"]},  # fmt: skip
+    model_args=lambda hp, data: {
+        "in_channels": data.in_channels,
+        "num_classes": data.num_classes,
+        "freeze_backbone": hp["freeze_backbone"],
+    },
     dataset="imagefolder_split",
     hyperparameters={
         "lr": FloatDistribution(1e-4, 1e-1, log=True),

@@ -18,8 +18,11 @@ SPACE = Space(
     name="resnet_mnist",
     description="ResNet-18 (1-channel, 3x3 stem) on MNIST: SGD nesterov, OneCycle, label smoothing, random shifts",
     architecture="resnet18",
-    model_args=lambda hp, data: {"in_channels": data.in_channels, "num_classes": data.num_classes,
-                                 "stem": hp.get("stem", "small")},  # fmt: skip
+    model_args=lambda hp, data: {
+        "in_channels": data.in_channels,
+        "num_classes": data.num_classes,
+        "stem": hp.get("stem", "small"),
+    },
     dataset="mnist",
     hyperparameters={
         "lr": FloatDistribution(0.005, 0.5, log=True),

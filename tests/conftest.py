@@ -37,16 +37,22 @@ def s3_bucket(tmp_path, monkeypatch):
 
     port = free_port()
     log = open(tmp_path / "s3.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         deadline = time.monotonic() + 60
         while not port_answers(port):
             assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "s3.log").read_text()
             time.sleep(0.2)
-        for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
-                           "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
-                           "AWS_EC2_METADATA_DISABLED": "true", "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():  # fmt: skip
+        for key, value in {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        }.items():
             monkeypatch.setenv(key, value)
         import boto3  # comes with moto
 

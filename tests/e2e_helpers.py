@@ -20,12 +20,18 @@ def run_search(log_path: Path, *args: str) -> subprocess.CompletedProcess:
     with open(log_path, "w") as log:
         return subprocess.run(
             [sys.executable, "-m", "search", "run", *args],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True, timeout=900,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=900,
         )
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "search", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "search", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def ray_processes_of(session_dir: str) -> list[int]:
@@ -68,23 +74,40 @@ def main_search(tmp_path_factory) -> dict:
     log = storage / "cli.log"
     with another_ray_instance() as bystander:
         result = run_search(
-            log, "space=resnet_mnist", f"data.root={MNIST_MINI}", f"storage={storage}", "name=e2e",
-            "trials=6", "epochs=4", "grace=1", "data.limit=256", f"data.val_limit={VAL_LIMIT}",
-            "seed=1", "rung_cycles=true",
+            log,
+            "space=resnet_mnist",
+            f"data.root={MNIST_MINI}",
+            f"storage={storage}",
+            "name=e2e",
+            "trials=6",
+            "epochs=4",
+            "grace=1",
+            "data.limit=256",
+            f"data.val_limit={VAL_LIMIT}",
+            "seed=1",
+            "rung_cycles=true",
         )
         assert not bystander.head_node.dead_processes(), "the search stopped another Ray instance's processes"
     output = log.read_text()
     assert result.returncode == 0, output[-4000:]
     experiment = storage / "e2e"
-    return {"experiment": experiment, "output": output, "summary": json.loads((experiment / "summary.json").read_text())}
+    return {
+        "experiment": experiment,
+        "output": output,
+        "summary": json.loads((experiment / "summary.json").read_text()),
+    }
 
 
 def start_search(log_path: Path, *args: str, command: str = "run", env: dict | None = None) -> subprocess.Popen:
     """Start `python -m search <command> ...` in the background, its output going to a log file."""
     log = open(log_path, "w")
     return subprocess.Popen(
-        [sys.executable, "-m", "search", command, *args], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-        preexec_fn=_like_a_terminal, env=env,
+        [sys.executable, "-m", "search", command, *args],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_like_a_terminal,
+        env=env,
     )
 
 
@@ -101,7 +124,9 @@ def wait_for_line(log_path: Path, pattern: str, process: subprocess.Popen, timeo
         if match:
             return match
         if process.poll() is not None:
-            raise AssertionError(f"search ended (rc {process.returncode}) before {pattern!r}:\n{log_path.read_text()[-3000:]}")
+            raise AssertionError(
+                f"search ended (rc {process.returncode}) before {pattern!r}:\n{log_path.read_text()[-3000:]}"
+            )
         time.sleep(0.2)
     raise AssertionError(f"no {pattern!r} within {timeout}s:\n{log_path.read_text()[-3000:]}")
 

@@ -59,8 +59,13 @@ def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, option, val
 
 def test_the_cli_refuses_before_measuring_or_writing(tmp_path):
     out = tmp_path / "bench.json"
-    result = subprocess.run([sys.executable, "-m", "benchmarks", "--only", "overhed", "--out", str(out)], cwd=REPO,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--only", "overhed", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [f"error: --only=overhed: allowed parts are {', '.join(PARTS)}"]
     assert not out.exists() and result.stdout == ""

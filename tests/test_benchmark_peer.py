@@ -6,8 +6,15 @@ from benchmarks.peer import search_split
 
 
 def row(started_at: float, epoch_s: float, train_s: float, **first_only) -> dict:
-    return {"started_at": started_at, "epoch_s": epoch_s, "train_s": train_s, "train_samples": 1000,
-            "images_per_s": 1000 / train_s, "checkpoint_s": 0.5, **first_only}  # fmt: skip
+    return {
+        "started_at": started_at,
+        "epoch_s": epoch_s,
+        "train_s": train_s,
+        "train_samples": 1000,
+        "images_per_s": 1000 / train_s,
+        "checkpoint_s": 0.5,
+        **first_only,
+    }
 
 
 def log_line(at: float, text: str) -> str:
@@ -16,18 +23,23 @@ def log_line(at: float, text: str) -> str:
 
 def test_the_search_wall_splits_into_start_phases_trial_seconds_and_the_end(tmp_path):
     t0 = 1_800_000_000.0
-    (tmp_path / "search.log").write_text("\n".join([
-        log_line(t0 + 2.0, "search is starting a local Ray instance"),
-        log_line(t0 + 5.0, "search started a local Ray instance, session /tmp/ray/x"),
-        log_line(t0 + 5.5, "search hands the trials to Tune"),
-    ]))  # fmt: skip
+    (tmp_path / "search.log").write_text(
+        "\n".join(
+            [
+                log_line(t0 + 2.0, "search is starting a local Ray instance"),
+                log_line(t0 + 5.0, "search started a local Ray instance, session /tmp/ray/x"),
+                log_line(t0 + 5.5, "search hands the trials to Tune"),
+            ]
+        )
+    )
     start = {"launch_s": 1.0, "setup_data_s": 0.5, "setup_model_s": 0.5, "setup_ddp_s": 0.0, "process_s": 9.0}
     first = [row(t0 + 10.0, 4.0, 3.0, **start), row(t0 + 15.0, 4.0, 3.0)]  # driver at t0 + 8, ends at t0 + 19.5
     second = [row(t0 + 11.0, 2.0, 1.0, **start)]  # driver at t0 + 9, ends at t0 + 13.5
     split = search_split({"experiment": tmp_path, "started_at": t0, "ended_at": t0 + 22.0}, [first, second])
 
     assert split["ray_and_tune_start"] == pytest.approx(
-        {"command_s": 2.0, "ray_init_s": 3.0, "checks_s": 0.5, "tune_to_first_trial_driver_s": 2.5}, abs=2e-3)
+        {"command_s": 2.0, "ray_init_s": 3.0, "checks_s": 0.5, "tune_to_first_trial_driver_s": 2.5}, abs=2e-3
+    )
     assert split["ray_and_tune_start_s"] == pytest.approx(8.0)  # the trials' process starts (process_s) don't count
     assert split["trials_span_s"] == pytest.approx(11.5) and split["end_s"] == pytest.approx(2.5)
     assert split["trials_at_once"] == 2

@@ -61,7 +61,9 @@ def test_cores_by_role_counts_only_cpu_spent_inside_the_windows():
 
 
 def test_a_busy_child_process_shows_its_cpu_time():
-    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"])
+    busy = subprocess.Popen(
+        [sys.executable, "-c", "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"]
+    )
     sampler = ProcessSampler(root_pid=os.getpid())
     try:
         sampler.sample()

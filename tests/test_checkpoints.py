@@ -132,9 +132,13 @@ def test_a_checkpoint_that_cannot_be_written_fails_in_one_line_and_never_counts(
     run = tmp_path / "exp" / "train_abc"
     store = CheckpointStore(str(run), "val_acc", "max", keep=2)
     store.save(writer(1, 0.5), 1, 0.5)
-    full = CheckpointStore(str(run), "val_acc", "max", keep=2,
-                           fs=pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(FullDisk("model.pt"))))
-    with pytest.raises(CheckpointWriteFailed, match=r"could not write the checkpoint of epoch 2 to .*checkpoint_epoch_0002: .*No space left"):
+    full = CheckpointStore(
+        str(run), "val_acc", "max", keep=2, fs=pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(FullDisk("model.pt")))
+    )
+    with pytest.raises(
+        CheckpointWriteFailed,
+        match=r"could not write the checkpoint of epoch 2 to .*checkpoint_epoch_0002: .*No space left",
+    ):
         full.save(writer(2, 0.9), 2, 0.9)
     assert (run / "checkpoint_epoch_0002").is_dir() and not (run / "checkpoint_epoch_0002" / COMPLETE_MARKER).exists()
     assert CheckpointStore(str(run), "val_acc", "max", keep=2).complete_epochs() == [1]

@@ -9,7 +9,9 @@ from tests.conftest import MNIST_MINI, REPO
 
 
 def run_cli(*args, cwd=REPO, timeout=120):
-    return subprocess.run([sys.executable, "-m", "search", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "search", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize(
@@ -21,8 +23,14 @@ def run_cli(*args, cwd=REPO, timeout=120):
         (["space=resnet_mnist", "trials=many"], "trials=many: expected an integer"),
         (["space=cnn_mnist", "batch_size=100"], "batch_size=100: allowed values are 32, 64, 128"),
         (["space=resnet_mnist", "optimizer=rmsprop"], "optimizer=rmsprop: allowed values are sgd, adam, adamw"),
-        (["space=cnn_mnist", f"data.root={MNIST_MINI}", f"enqueue={REPO / 'pyproject.toml'}"], "pyproject.toml: not JSON"),
-        (["space=resnet_mnist", "grace=5", "epochs=2"], "grace=5: must be between 1 and epochs=2, or 0 (past the lr warm-up)"),
+        (
+            ["space=cnn_mnist", f"data.root={MNIST_MINI}", f"enqueue={REPO / 'pyproject.toml'}"],
+            "pyproject.toml: not JSON",
+        ),
+        (
+            ["space=resnet_mnist", "grace=5", "epochs=2"],
+            "grace=5: must be between 1 and epochs=2, or 0 (past the lr warm-up)",
+        ),
         (
             ["space=resnet_mnist", "workers=16", "gpus=0", f"data.root={MNIST_MINI}"],
             "workers=16 x (1 CPU): one trial needs 16 CPUs but the cluster has",
@@ -38,8 +46,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
 
 
 def test_missing_dataset_names_files_and_remedy(tmp_path):
-    result = run_cli("run", "space=resnet_mnist", f"data.root={tmp_path / 'empty'}", "data.download=false",
-                     f"storage={tmp_path / 'runs'}")
+    result = run_cli(
+        "run",
+        "space=resnet_mnist",
+        f"data.root={tmp_path / 'empty'}",
+        "data.download=false",
+        f"storage={tmp_path / 'runs'}",
+    )
     assert result.returncode == 2
     line = result.stderr.strip()
     assert len(line.splitlines()) == 1

@@ -44,9 +44,20 @@ def two_nodes():
 
 
 def search_args(mnist_root, storage: Path, name: str, *extra: str) -> list[str]:
-    return ["space=resnet_mnist", f"data.root={mnist_root}", f"storage={storage}", f"name={name}", "workers=2",
-            "cpus=1", "data.limit=256", "data.val_limit=200", "lr=0.02", "momentum=0.9", "stem=imagenet",
-            *extra]  # fmt: skip
+    return [
+        "space=resnet_mnist",
+        f"data.root={mnist_root}",
+        f"storage={storage}",
+        f"name={name}",
+        "workers=2",
+        "cpus=1",
+        "data.limit=256",
+        "data.val_limit=200",
+        "lr=0.02",
+        "momentum=0.9",
+        "stem=imagenet",
+        *extra,
+    ]
 
 
 def first_rows(experiment: Path) -> dict[str, dict]:
@@ -91,9 +102,11 @@ def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(
     result = run_cli("run", *search_args(mnist_root, shared, "too-big", "workers=3", "address=auto"), timeout=300)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
-    assert lines[-1] == ("error: workers=3 x (1 CPU): one trial needs 3 CPUs but the cluster has 2 CPUs and 0 GPUs on "
-                         "2 nodes; lower workers=, cpus= or gpus=, or add nodes; a shape that fits: workers=1 cpus=1 "
-                         "gpus=0")  # fmt: skip
+    assert lines[-1] == (
+        "error: workers=3 x (1 CPU): one trial needs 3 CPUs but the cluster has 2 CPUs and 0 GPUs on "
+        "2 nodes; lower workers=, cpus= or gpus=, or add nodes; a shape that fits: workers=1 cpus=1 "
+        "gpus=0"
+    )
     assert not (shared / "too-big").exists()  # refused before anything was left behind
 
 
@@ -108,8 +121,13 @@ def test_resources_held_outside_the_search_fail_its_trials_instead_of_a_hang(tmp
     try:
         ray.get(placement_group([{"CPU": 1}]).ready(), timeout=60)
         started = time.monotonic()
-        result = run_cli("run", *search_args(mnist_root, tmp_path, "held", "trials=2", "epochs=1",
-                                             "room_wait=5", f"address={cluster.address}"), timeout=600)  # fmt: skip
+        result = run_cli(
+            "run",
+            *search_args(
+                mnist_root, tmp_path, "held", "trials=2", "epochs=1", "room_wait=5", f"address={cluster.address}"
+            ),
+            timeout=600,
+        )
         elapsed = time.monotonic() - started
     finally:
         ray.shutdown()
@@ -129,10 +147,20 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
     log = tmp_path / "cli.log"
     with started_two_nodes() as (cluster, second):  # after s3_bucket: the nodes' workers inherit its AWS_* variables
         result = subprocess.run(
-            [sys.executable, "-m", "search", "run", *search_args(mnist_root, runs, "on-s3", "trials=1", "epochs=2",
-                                                                   "grace=2", f"address={cluster.address}")],
-            cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT, timeout=600,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "search",
+                "run",
+                *search_args(
+                    mnist_root, runs, "on-s3", "trials=1", "epochs=2", "grace=2", f"address={cluster.address}"
+                ),
+            ],
+            cwd=REPO,
+            stdout=open(log, "w"),
+            stderr=subprocess.STDOUT,
+            timeout=600,
+        )
         both_nodes = {cluster.head_node.node_id, second.node_id}
     output = log.read_text()
     assert result.returncode == 0, output[-3000:]
@@ -179,14 +207,25 @@ def test_through_ray_client_the_search_runs_on_the_cluster_and_reports_back(tmp_
     shared = tmp_path / "cluster_storage"
     with started_two_nodes(ray_client_server_port=client_port) as (cluster, second):
         address = f"ray://127.0.0.1:{client_port}"
-        refused = run_cli("run", *search_args(mnist_root, shared, "bad", f"address={address}",
-                                              f"data.root={tmp_path / 'nothing-here'}"), timeout=300)  # fmt: skip
+        refused = run_cli(
+            "run",
+            *search_args(mnist_root, shared, "bad", f"address={address}", f"data.root={tmp_path / 'nothing-here'}"),
+            timeout=300,
+        )
         log = tmp_path / "cli.log"
         result = subprocess.run(
-            [sys.executable, "-m", "search", "run", *search_args(mnist_root, shared, "via-client", "trials=1",
-                                                                   "epochs=2", f"address={address}")],
-            cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT, timeout=600,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "search",
+                "run",
+                *search_args(mnist_root, shared, "via-client", "trials=1", "epochs=2", f"address={address}"),
+            ],
+            cwd=REPO,
+            stdout=open(log, "w"),
+            stderr=subprocess.STDOUT,
+            timeout=600,
+        )
         both_nodes = {cluster.head_node.node_id, second.node_id}
         assert cluster.remaining_processes_alive()  # the client only disconnected
         # The project's code reached the cluster through the job's runtime_env, not through this checkout.

@@ -50,14 +50,20 @@ def test_every_node_seeing_every_path_passes():
 
 
 def test_a_node_that_cannot_see_local_storage_is_named_with_the_remedy():
-    answers = {"10.0.0.1 aa": {"storage": True, "data.root": True}, "10.0.0.2 bb": {"storage": False, "data.root": True}}
+    answers = {
+        "10.0.0.1 aa": {"storage": True, "data.root": True},
+        "10.0.0.2 bb": {"storage": False, "data.root": True},
+    }
     message = unseen_paths_message(answers, PATHS)
     assert message.startswith("storage=/home/me/runs: 1 of 2 nodes (10.0.0.2 bb) cannot see files written here")
     assert "a folder every node mounts" in message and "\n" not in message
 
 
 def test_missing_data_on_a_node_names_the_key():
-    answers = {"10.0.0.1 aa": {"storage": True, "data.root": True}, "10.0.0.2 bb": {"storage": True, "data.root": False}}
+    answers = {
+        "10.0.0.1 aa": {"storage": True, "data.root": True},
+        "10.0.0.2 bb": {"storage": True, "data.root": False},
+    }
     assert unseen_paths_message(answers, PATHS).startswith("data.root=/data/mnist: not found on 1 of 2 nodes")
 
 
@@ -74,12 +80,17 @@ def test_a_storage_uri_is_kept_as_a_uri_not_taken_for_a_local_folder(tmp_path):
 
 
 def test_a_storage_uri_pyarrow_cannot_open_is_refused_in_one_line():
-    with pytest.raises(UsageError, match=r"^storage=nosuch://bucket/prefix: pyarrow cannot open it \(.*s3://bucket/prefix"):
+    with pytest.raises(
+        UsageError, match=r"^storage=nosuch://bucket/prefix: pyarrow cannot open it \(.*s3://bucket/prefix"
+    ):
         parse_run(["space=resnet_mnist", "storage=nosuch://bucket/prefix"])
 
 
 def test_a_node_that_cannot_read_a_storage_uri_is_named():
-    answers = {"10.0.0.1 aa": {"storage": True, "data.root": True}, "10.0.0.2 bb": {"storage": False, "data.root": True}}
+    answers = {
+        "10.0.0.1 aa": {"storage": True, "data.root": True},
+        "10.0.0.2 bb": {"storage": False, "data.root": True},
+    }
     message = unseen_paths_message(answers, {**PATHS, "storage": "s3://bucket/runs"})
     assert message.startswith("storage=s3://bucket/runs: 1 of 2 nodes (10.0.0.2 bb) cannot read files written there")
 
@@ -127,8 +138,11 @@ def test_the_ports_kept_free_are_rays_own_defaults():
 
     from search.results.tensorboard import RAY_DEFAULT_PORTS
 
-    defaults = {ray_constants.DEFAULT_PORT, ray_constants.DEFAULT_DASHBOARD_PORT,
-                ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT}  # fmt: skip
+    defaults = {
+        ray_constants.DEFAULT_PORT,
+        ray_constants.DEFAULT_DASHBOARD_PORT,
+        ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT,
+    }
     assert defaults <= RAY_DEFAULT_PORTS
 
 
@@ -138,20 +152,28 @@ def test_a_local_ray_instance_keeps_bounded_history_unless_the_user_set_it():
     environ = {"RAY_task_events_max_num_task_in_gcs": "500"}
     bound_gcs_history(environ)
     assert environ["RAY_task_events_max_num_task_in_gcs"] == "500"
-    assert all(environ[key] == value for key, value in GCS_HISTORY_CAPS.items() if key != "RAY_task_events_max_num_task_in_gcs")
+    assert all(
+        environ[key] == value for key, value in GCS_HISTORY_CAPS.items() if key != "RAY_task_events_max_num_task_in_gcs"
+    )
     assert all(int(value) >= 1000 for value in GCS_HISTORY_CAPS.values())
 
 
 @pytest.mark.parametrize(
     "message, retried",
     [
-        ("Initialization failure from server:\n...RuntimeError: Starting Ray client server failed. See "
-         "ray_client_server_23000.err for detailed logs.", True),
-        ("Initialization failure from server:\n...in start_specific_server\n    cmd = psutil_proc.cmdline()\n..."
-         "psutil.ZombieProcess: PID still exists but it's a zombie (pid=8277)", True),
+        (
+            "Initialization failure from server:\n...RuntimeError: Starting Ray client server failed. See "
+            "ray_client_server_23000.err for detailed logs.",
+            True,
+        ),
+        (
+            "Initialization failure from server:\n...in start_specific_server\n    cmd = psutil_proc.cmdline()\n..."
+            "psutil.ZombieProcess: PID still exists but it's a zombie (pid=8277)",
+            True,
+        ),
         ("Initialization failure from server:\n...RuntimeEnvSetupError: Failed to set up runtime environment", False),
         ("ray client connection timeout", False),
     ],
-)  # fmt: skip
+)
 def test_only_a_client_server_that_died_while_starting_is_worth_a_second_connection(message, retried):
     assert is_client_server_start_failure(message) is retried

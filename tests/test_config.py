@@ -62,8 +62,21 @@ def test_every_key_has_help_and_default():
     rows = help_rows()
     keys = [key for key, _, _ in rows]
     assert keys == list(config_keys())
-    for required in ["name", "storage", "trials", "epochs", "grace", "workers", "gpus", "concurrency", "seed",
-                     "data.root", "data.limit", "time_budget", "address"]:
+    for required in [
+        "name",
+        "storage",
+        "trials",
+        "epochs",
+        "grace",
+        "workers",
+        "gpus",
+        "concurrency",
+        "seed",
+        "data.root",
+        "data.limit",
+        "time_budget",
+        "address",
+    ]:
         assert required in keys
     assert all(help_text for _, _, help_text in rows)
     assert dict((k, d) for k, d, _ in rows)["storage"] == "./runs"

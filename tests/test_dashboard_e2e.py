@@ -14,23 +14,47 @@ from tests.e2e_helpers import wait_for_line
 
 pytestmark = pytest.mark.e2e
 
-BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)),
-               None)  # fmt: skip
+BROWSER = next(
+    (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
+)
 # Without the background-networking flags Chromium dials Google's hosts, which this closed network refuses.
-HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-            "--disable-background-networking", "--disable-component-update", "--virtual-time-budget=15000"]  # fmt: skip
+HEADLESS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--virtual-time-budget=15000",
+]
 
 
 @pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine (apt-get install chromium; .ci/run does)")
 def test_the_dashboard_lists_the_studys_trials_in_a_real_browser(search, tmp_path):
     log = tmp_path / "dashboard.log"
-    server = subprocess.Popen([sys.executable, "-m", "search", "dashboard", str(search["experiment"]), "port=0"],
-                              cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "search", "dashboard", str(search["experiment"]), "port=0"],
+        cwd=REPO,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         url = wait_for_line(log, r"at (http://127\.0\.0\.1:\d+/)", server).group(1)
         wait_for_line(log, r"Listening on", server)
-        page = subprocess.run([BROWSER, *HEADLESS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-                               f"{url}dashboard/studies/0/trials"], capture_output=True, text=True, timeout=120)  # fmt: skip
+        page = subprocess.run(
+            [
+                BROWSER,
+                *HEADLESS,
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--dump-dom",
+                f"{url}dashboard/studies/0/trials",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         server.send_signal(signal.SIGINT)
         try:

@@ -28,16 +28,28 @@ def damaged(path, change) -> None:
 @pytest.mark.parametrize(
     "name, change, named",
     [
-        ("train-images-idx3-ubyte", lambda d: d[: len(d) // 2],
-         "train-images-idx3-ubyte: 2352008 bytes, but its header declares 6000 items (4704016 bytes): the file is "
-         "truncated or corrupt"),
-        ("t10k-images-idx3-ubyte", lambda d: b"\x1f\x8b" + d[2:], "t10k-images-idx3-ubyte: not an unsigned-byte IDX "
-                                                                 "file of N x 28 x 28 (header 1f8b0803"),
-        ("t10k-images-idx3-ubyte", lambda d: d[:11] + b"\x20" + d[12:], "t10k-images-idx3-ubyte: items of 32 x 28; "
-                                                                      "expected an unsigned-byte IDX file of N x 28 x 28"),
+        (
+            "train-images-idx3-ubyte",
+            lambda d: d[: len(d) // 2],
+            "train-images-idx3-ubyte: 2352008 bytes, but its header declares 6000 items (4704016 bytes): the file is "
+            "truncated or corrupt",
+        ),
+        (
+            "t10k-images-idx3-ubyte",
+            lambda d: b"\x1f\x8b" + d[2:],
+            "t10k-images-idx3-ubyte: not an unsigned-byte IDX file of N x 28 x 28 (header 1f8b0803",
+        ),
+        (
+            "t10k-images-idx3-ubyte",
+            lambda d: d[:11] + b"\x20" + d[12:],
+            "t10k-images-idx3-ubyte: items of 32 x 28; expected an unsigned-byte IDX file of N x 28 x 28",
+        ),
         ("train-labels-idx1-ubyte", lambda d: d[:-10], "train-labels-idx1-ubyte: 5998 bytes, but its header declares"),
-        ("train-labels-idx1-ubyte", lambda d: d[:8] + b"\x0c" + d[9:], "train-labels-idx1-ubyte: a label is 12; "
-                                                                      "expected labels 0..9 (mnist has 10 classes)"),
+        (
+            "train-labels-idx1-ubyte",
+            lambda d: d[:8] + b"\x0c" + d[9:],
+            "train-labels-idx1-ubyte: a label is 12; expected labels 0..9 (mnist has 10 classes)",
+        ),
     ],
 )
 def test_a_damaged_idx_file_is_named(mnist_copy, name, change, named):
@@ -73,5 +85,6 @@ def test_an_unwritable_storage_is_refused_before_ray_starts(tmp_path, mnist_root
     result = run_cli("run", "space=resnet_mnist", f"data.root={mnist_root}", f"storage={blocker / 'runs'}")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"error: storage={blocker / 'runs'}: cannot write there: Not a directory; give a folder you can write to, or a URI"
+        f"error: storage={blocker / 'runs'}: cannot write there: Not a directory; "
+        "give a folder you can write to, or a URI"
     ]

@@ -15,6 +15,7 @@ from trainables.training import Split, evaluate, load_model_weights, shard_indic
 
 pytestmark = pytest.mark.e2e
 
+
 def test_summary_has_every_trial(search):
     summary = search["summary"]
     assert summary["space"] == "resnet_mnist" and summary["metric"] == "val_acc" and summary["mode"] == "max"
@@ -62,7 +63,9 @@ def test_best_is_the_final_epoch_of_the_best_trial_that_finished_its_schedule(se
     best = summary["best"]
     assert best["trial_id"] == summary["trials"][0]["trial_id"]
     assert best["config"]["lr_schedule"] == "onecycle"  # it anneals: a trial stands by its final epoch
-    rows = [json.loads(line) for line in (experiment / f"trial_{best['trial_id']}" / "result.json").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (experiment / f"trial_{best['trial_id']}" / "result.json").read_text().splitlines()
+    ]
     assert best["epoch"] == rows[-1]["epoch"] == 4 and best["metrics"]["val_acc"] == rows[-1]["val_acc"]
     assert best["metrics"]["val_acc"] == max(t["val_acc"] for t in summary["trials"] if t["status"] == "completed")
     assert Path(best["checkpoint"]).is_dir()
@@ -81,8 +84,10 @@ def test_best_checkpoint_reproduces_reported_val_acc(search):
     torch.set_num_threads(1)
     cpu = torch.device("cpu")
     workers = search["summary"]["run"]["workers"]  # the shape chosen for this machine
-    shards = [evaluate(model, split.batches(shard_indices(len(split), rank, workers, None), 512), cpu)
-              for rank in range(workers)]  # fmt: skip
+    shards = [
+        evaluate(model, split.batches(shard_indices(len(split), rank, workers, None), 512), cpu)
+        for rank in range(workers)
+    ]
     accuracy = sum(s["correct"] for s in shards).item() / len(split)
     assert accuracy == pytest.approx(best["metrics"]["val_acc"], abs=1.5 / len(split))
 
@@ -107,8 +112,17 @@ def test_cli_shut_its_ray_instance_down(search):
 
 def test_diverging_trials_fail_with_reason_and_the_search_goes_on(tmp_path, mnist_root):
     result = run_search(
-        tmp_path / "cli.log", "space=resnet_mnist", f"data.root={mnist_root}", f"storage={tmp_path}", "name=nan",
-        "trials=1", "epochs=2", "workers=2", "data.limit=128", "data.val_limit=100", "lr=10000",
+        tmp_path / "cli.log",
+        "space=resnet_mnist",
+        f"data.root={mnist_root}",
+        f"storage={tmp_path}",
+        "name=nan",
+        "trials=1",
+        "epochs=2",
+        "workers=2",
+        "data.limit=128",
+        "data.val_limit=100",
+        "lr=10000",
     )
     output = (tmp_path / "cli.log").read_text()
     assert result.returncode == 1, output[-3000:]
@@ -116,8 +130,11 @@ def test_diverging_trials_fail_with_reason_and_the_search_goes_on(tmp_path, mnis
     summary = json.loads((tmp_path / "nan" / "summary.json").read_text())
     assert summary["best"] is None
     assert [t["status"] for t in summary["trials"]] == ["failed"]
-    assert all(t["error"].startswith("NonFiniteLoss: training diverged: the loss became non-finite at epoch")
-               and "lr=1e+04" in t["error"] for t in summary["trials"])  # named, with the hyperparameters
+    assert all(
+        t["error"].startswith("NonFiniteLoss: training diverged: the loss became non-finite at epoch")
+        and "lr=1e+04" in t["error"]
+        for t in summary["trials"]
+    )  # named, with the hyperparameters
     assert "trial failed; the first, trial" in output and "NonFiniteLoss: training diverged" in output.splitlines()[-1]
     assert all(t["config"]["lr"] == 10000 for t in summary["trials"])
     for trial in summary["trials"]:  # failed trials are in TensorBoard's HParams too
@@ -172,7 +189,9 @@ def test_tensorboard_server_serves_the_scalars_on_loopback(search, tmp_path):
         wait_for_line(log, rf"at http://127\.0\.0\.1:{port}/", process, timeout=120)
         best = search["summary"]["best"]
         query = urllib.parse.urlencode({"run": f"trial_{best['trial_id']}", "tag": "val_acc"})
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{query}", timeout=30) as reply:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{query}", timeout=30
+        ) as reply:
             points = json.loads(reply.read())
         assert max(value for _, _, value in points) == pytest.approx(best["metrics"]["val_acc"], rel=1e-6)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/runs", timeout=30) as reply:
@@ -223,7 +242,7 @@ def test_report_table_savings_and_plots(search):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         with Image.open(path) as image:
             image.verify()
-    assert "<img src=\"learning_curves.png\"" in (experiment / "report" / "index.html").read_text()
+    assert '<img src="learning_curves.png"' in (experiment / "report" / "index.html").read_text()
 
 
 def test_the_study_holds_every_trial_with_every_epoch_its_end_and_the_summarys_score(search):

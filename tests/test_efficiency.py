@@ -15,7 +15,10 @@ def test_near_best_is_the_first_finished_trial_within_three_tenths_of_a_point():
 
 
 def test_means_over_seeds():
-    runs = [{"test_acc": 0.99, "wall_s": 100.0, "epochs_run": 10}, {"test_acc": 0.98, "wall_s": 200.0, "epochs_run": 20}]
+    runs = [
+        {"test_acc": 0.99, "wall_s": 100.0, "epochs_run": 10},
+        {"test_acc": 0.98, "wall_s": 200.0, "epochs_run": 20},
+    ]
     assert mean_of(runs) == pytest.approx({"test_acc": 0.985, "wall_s": 150.0, "epochs_run": 15})
 
 

@@ -8,12 +8,15 @@ from trainables.foundation.config import parse_overrides
 from trainables.foundation.space import load_space
 
 
-@pytest.mark.parametrize("epochs, grace, reduction, share", [
-    (3, 3, 3, 1.0),                      # no rung before the end: every epoch runs
-    (3, 1, 3, (1 + 2 / 3) / 3),          # rung at 1; a third go on to 3
-    (8, 1, 3, (1 + 2 / 3 + 5 / 9) / 8),  # rungs at 1 and 3
-    (8, 2, 2, (2 + 2 / 2 + 4 / 4) / 8),  # rungs at 2 and 4
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "epochs, grace, reduction, share",
+    [
+        (3, 3, 3, 1.0),  # no rung before the end: every epoch runs
+        (3, 1, 3, (1 + 2 / 3) / 3),  # rung at 1; a third go on to 3
+        (8, 1, 3, (1 + 2 / 3 + 5 / 9) / 8),  # rungs at 1 and 3
+        (8, 2, 2, (2 + 2 / 2 + 4 / 4) / 8),  # rungs at 2 and 4
+    ],
+)
 def test_asha_runs_its_share_of_the_epochs(epochs, grace, reduction, share):
     assert asha_epoch_share(epochs, grace, reduction) == pytest.approx(share)
 

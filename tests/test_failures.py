@@ -41,8 +41,10 @@ trainables.worker.OutOfMemory: out of memory on cpu at batch_size=128: lower bat
 
 
 def test_our_own_named_failure_is_the_cause():
-    text = ("Failure # 1 (occurred at 2026-11-23_13-35-06)\n\x1b[36mray::ImplicitFunc.train()\x1b[39m (pid=15304)\n"
-            "trainables.driver.NonFiniteLoss: training diverged: the loss became non-finite at epoch 1\n")
+    text = (
+        "Failure # 1 (occurred at 2026-11-23_13-35-06)\n\x1b[36mray::ImplicitFunc.train()\x1b[39m (pid=15304)\n"
+        "trainables.driver.NonFiniteLoss: training diverged: the loss became non-finite at epoch 1\n"
+    )
     assert root_cause(text) == "NonFiniteLoss: training diverged: the loss became non-finite at epoch 1"
 
 
@@ -53,8 +55,12 @@ def test_a_killed_worker_is_named_as_a_death_not_as_the_other_ranks_echo():
 
 def test_a_killed_second_rank_is_the_cause_not_the_first_ranks_broken_connection():
     first_rank_echo = WORKER_KILLED.split("[Rank 0 Error Snippet]:")[1].split("[Rank 1 Error Snippet]:")
-    swapped = ("ray.train.WorkerGroupError: Training failed due to worker errors:\n[Rank 0 Error Snippet]:"
-               + first_rank_echo[1] + "[Rank 1 Error Snippet]:" + first_rank_echo[0])
+    swapped = (
+        "ray.train.WorkerGroupError: Training failed due to worker errors:\n[Rank 0 Error Snippet]:"
+        + first_rank_echo[1]
+        + "[Rank 1 Error Snippet]:"
+        + first_rank_echo[0]
+    )
     assert root_cause(swapped).startswith("WorkerDied: a training worker process (pid 17188) died")
 
 

@@ -9,7 +9,7 @@ from tests.e2e_helpers import run_cli
 
 pytestmark = pytest.mark.e2e
 
-SPACE_TEMPLATE = '''
+SPACE_TEMPLATE = """
 from optuna.distributions import FloatDistribution
 import torch
 from torch import nn
@@ -34,14 +34,23 @@ SPACE = Space(
     hyperparameters={{"lr": FloatDistribution(0.01, 0.1, log=True)}},
     constants={{"optimizer": "sgd", "batch_size": 64}},
 )
-'''
+"""
 
 
 def run_space(tmp_path, forward: str, *keys: str):
     space_file = tmp_path / "broken_space.py"
     space_file.write_text(SPACE_TEMPLATE.format(forward=forward))
-    result = run_cli("run", f"space={space_file}", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=f",
-                     "epochs=1", "data.limit=128", "data.val_limit=64", *keys)  # fmt: skip
+    result = run_cli(
+        "run",
+        f"space={space_file}",
+        f"data.root={MNIST_MINI}",
+        f"storage={tmp_path}",
+        "name=f",
+        "epochs=1",
+        "data.limit=128",
+        "data.val_limit=64",
+        *keys,
+    )
     return result, json.loads((tmp_path / "f" / "summary.json").read_text())
 
 

@@ -4,9 +4,10 @@ One search is killed (SIGKILL to its process group: the driver and every Ray pro
 of its life (one of 2-worker DDP trials at the four where their own code runs), each during the `run` or `resume`
 before it, and resumed after each; a last resume finishes it, after the study's journal is cut short mid-line with
 Optuna's lock left held, as a kill during the driver's append leaves it. After every kill the files are snapshotted
-and the study holds no trial twice; at the end the study holds every epoch the files hold, and no trial RUNNING; at the end every epoch a trial reported before a kill is still there with the
-same metrics, files were only ever grown or added, every trial ended completed, stopped early or failed, the best is
-the best by the documented rule, and it exports.
+and the study holds no trial twice. At the end the study holds every epoch the files hold and no trial RUNNING,
+every epoch a trial reported before a kill is still there with the same metrics, files were only ever grown or
+added, every trial ended completed, stopped early or failed, the best is the best by the documented rule, and it
+exports.
 """
 
 import hashlib
@@ -27,8 +28,16 @@ from tests.e2e_helpers import descendants, kill_pids, run_cli
 pytestmark = pytest.mark.e2e
 
 # stem=imagenet and batch 128: the tutorial's cheap model; this test is about processes and files, not accuracy
-COMMON = ["space=resnet_mnist", "data.val_limit=200", "seed=3", "stem=imagenet", "batch_size=128", "data.limit=256",
-          "epochs=2", "grace=1"]  # fmt: skip
+COMMON = [
+    "space=resnet_mnist",
+    "data.val_limit=200",
+    "seed=3",
+    "stem=imagenet",
+    "batch_size=128",
+    "data.limit=256",
+    "epochs=2",
+    "grace=1",
+]
 SHAPES = {"in_process": ["workers=1", "trials=8", "concurrency=2"], "ddp": ["workers=2", "cpus=1", "trials=2"]}
 EPOCH_LINE = re.compile(r"(?m)^\s+(\w{8})\s+epoch (\d+)/\d+\s+val_acc (\d\.\d{4})")
 
@@ -39,6 +48,7 @@ def log_has(pattern: str, after_s: float = 0.0):
         if match and after_s:
             time.sleep(after_s)
         return bool(match)
+
     return moment
 
 
@@ -56,7 +66,9 @@ def experiment_claimed(log: str, experiment: Path, elapsed: float) -> bool:
 
 def checkpoint_being_written(log: str, experiment: Path, elapsed: float) -> bool:
     """A checkpoint folder without its completion marker (or, after 30 s of looking, any moment)."""
-    return elapsed > 30 or any(not (folder / ".complete").exists() for folder in experiment.glob("train_*/checkpoint_epoch_*"))
+    return elapsed > 30 or any(
+        not (folder / ".complete").exists() for folder in experiment.glob("train_*/checkpoint_epoch_*")
+    )
 
 
 # (what the moment is, when it has come), in the order the chain meets them
@@ -74,8 +86,12 @@ MOMENTS = [
 
 # DDP trials are killed only where their own code runs (rank 0's rows and checkpoints, the replay, the end); the
 # driver's own moments (Ray or resume starting, the gap between trials) are the same for both shapes.
-DDP_MOMENTS = ["right after a trial's first epoch", "while resume replays recorded epochs", "during a checkpoint write",
-               "after the last trial ended (the summary)"]  # fmt: skip
+DDP_MOMENTS = [
+    "right after a trial's first epoch",
+    "while resume replays recorded epochs",
+    "during a checkpoint write",
+    "after the last trial ended (the summary)",
+]
 MOMENTS_OF = {"in_process": MOMENTS, "ddp": [moment for moment in MOMENTS if moment[0] in DDP_MOMENTS]}
 
 
@@ -83,8 +99,14 @@ def start(command: str, *args: str, log_path: Path, temporary: Path) -> subproce
     """The command in a session of its own, with a temporary folder of its own (Ray's stays in /tmp)."""
     log = open(log_path, "w")
     env = {**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"}
-    return subprocess.Popen([sys.executable, "-m", "search", command, *args], cwd=REPO, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True, env=env)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "search", command, *args],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=env,
+    )
 
 
 def kill_group(process: subprocess.Popen) -> None:
@@ -103,9 +125,12 @@ def snapshot(experiment: Path) -> dict:
     return {
         "results": {p.parent.name: p.read_text() for p in experiment.glob("trial_*/result.json")},
         "events": {str(p): p.stat().st_size for p in experiment.glob("trial_*/events.out.tfevents.*")},
-        "checkpoints": {str(folder): hashlib.sha256((folder / "model.pt").read_bytes()).hexdigest()
-                        for folder in experiment.glob("train_*/checkpoint_epoch_*") if (folder / ".complete").exists()},
-    }  # fmt: skip
+        "checkpoints": {
+            str(folder): hashlib.sha256((folder / "model.pt").read_bytes()).hexdigest()
+            for folder in experiment.glob("train_*/checkpoint_epoch_*")
+            if (folder / ".complete").exists()
+        },
+    }
 
 
 def cut_study_journal(experiment: Path) -> None:

@@ -24,8 +24,14 @@ pytestmark = pytest.mark.e2e
 
 # stem=imagenet: the tutorial's cheaper 7x7 stem (a third of the small stem's compute) and batch_size=128 (1.8x the
 # images/s of batch 32 with that stem on one core); these tests are about processes and signals, not the model
-COMMON = ["space=resnet_mnist", f"data.root={MNIST_MINI}", "data.val_limit=200", "seed=3", "stem=imagenet",
-          "batch_size=128"]  # fmt: skip
+COMMON = [
+    "space=resnet_mnist",
+    f"data.root={MNIST_MINI}",
+    "data.val_limit=200",
+    "seed=3",
+    "stem=imagenet",
+    "batch_size=128",
+]
 DDP = "workers=2"  # a Ray Train worker group; without it, a trial on these 2 cores trains in its own trial process
 
 
@@ -54,8 +60,18 @@ def search_with_a_killed_worker(tmp_path, max_failures: int, shape: str = "ddp")
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"}
-    process = start_search(log, *COMMON, key, f"storage={tmp_path}", "name=w", "trials=1", "epochs=3",
-                           "data.limit=1024", f"max_failures={max_failures}", env=env)  # fmt: skip
+    process = start_search(
+        log,
+        *COMMON,
+        key,
+        f"storage={tmp_path}",
+        "name=w",
+        "trials=1",
+        "epochs=3",
+        "data.limit=1024",
+        f"max_failures={max_failures}",
+        env=env,
+    )
     try:
         wait_for_line(log, r"epoch 1/3", process)
         workers = [pid for pid in descendants(process.pid) if title in process_title(pid)]
@@ -93,7 +109,9 @@ def test_resume_refuses_a_folder_that_is_not_an_experiment(tmp_path):
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, mnist_root):
     log = tmp_path / "run.log"
-    process = start_search(log, *COMMON, DDP, f"storage={tmp_path}", "name=c", "trials=2", "epochs=3", "data.limit=1024")
+    process = start_search(
+        log, *COMMON, DDP, f"storage={tmp_path}", "name=c", "trials=2", "epochs=3", "data.limit=1024"
+    )
     try:
         wait_for_line(log, r"epoch 1/3", process)
         ray_pids = descendants(process.pid)
@@ -105,7 +123,9 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, mnist_root):
     assert f"python -m search resume {tmp_path / 'c'}" in log.read_text()
     assert not (tmp_path / "c" / "summary.json").exists()
     deadline = time.monotonic() + 20  # ray.shutdown() returns while its processes are still exiting
-    while (leftover := {pid: process_title(pid) for pid in ray_pids if process_title(pid)}) and time.monotonic() < deadline:
+    while (
+        leftover := {pid: process_title(pid) for pid in ray_pids if process_title(pid)}
+    ) and time.monotonic() < deadline:
         time.sleep(0.5)
     kill_pids(list(leftover))
     assert leftover == {}, "the local Ray instance must be shut down"
@@ -117,8 +137,19 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
     has not run out, Ctrl-C is an interruption too, not the budget's end: exit 130, no summary, resume continues."""
     experiment = f"{s3_bucket}/runs/s"
     log = tmp_path / "run.log"
-    process = start_search(log, *COMMON, "workers=1", f"storage={s3_bucket}/runs", "name=s", "trials=2", "epochs=2",
-                           "grace=2", "concurrency=1", "data.limit=512", "time_budget=900")  # fmt: skip
+    process = start_search(
+        log,
+        *COMMON,
+        "workers=1",
+        f"storage={s3_bucket}/runs",
+        "name=s",
+        "trials=2",
+        "epochs=2",
+        "grace=2",
+        "concurrency=1",
+        "data.limit=512",
+        "time_budget=900",
+    )
     try:
         first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
         process.send_signal(signal.SIGINT)
@@ -153,8 +184,19 @@ def test_ddp_trials_share_one_trial_process_and_an_asha_stop_frees_its_workers(t
     trial's Ray Train run (its controller and workers) so that the process is free at once."""
     log = tmp_path / "cli.log"
     # seeded random proposals (TPE's, guided by results, may each beat the last, and ASHA would then stop none)
-    process = start_search(log, *COMMON, DDP, f"storage={tmp_path}", "name=d", "trials=3", "epochs=2", "grace=1",
-                           "concurrency=1", "data.limit=512", "sampler=random")  # fmt: skip
+    process = start_search(
+        log,
+        *COMMON,
+        DDP,
+        f"storage={tmp_path}",
+        "name=d",
+        "trials=3",
+        "epochs=2",
+        "grace=1",
+        "concurrency=1",
+        "data.limit=512",
+        "sampler=random",
+    )
     try:
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:

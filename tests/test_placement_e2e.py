@@ -17,9 +17,24 @@ def training_span(trial_dir) -> tuple[float, float]:
 
 
 def test_trials_that_fit_train_side_by_side(tmp_path, mnist_root):
-    result = run_cli("run", "space=resnet_mnist", f"data.root={mnist_root}", f"storage={tmp_path}", "name=side",
-                     "trials=4", "epochs=3", "grace=3", "workers=1", "cpus=0.5", "data.limit=512",
-                     "data.val_limit=200", "lr=0.02", "momentum=0.9", "batch_size=128", "stem=imagenet")  # fmt: skip
+    result = run_cli(
+        "run",
+        "space=resnet_mnist",
+        f"data.root={mnist_root}",
+        f"storage={tmp_path}",
+        "name=side",
+        "trials=4",
+        "epochs=3",
+        "grace=3",
+        "workers=1",
+        "cpus=0.5",
+        "data.limit=512",
+        "data.val_limit=200",
+        "lr=0.02",
+        "momentum=0.9",
+        "batch_size=128",
+        "stem=imagenet",
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "4 trials of resnet_mnist, 4 at a time, 1 worker x 0.5 CPUs each" in result.stdout
     spans = [training_span(trial) for trial in (tmp_path / "side").glob("trial_*")]
@@ -33,7 +48,9 @@ def head_with_one_gpu():
     them starts a trial on it); only its processes are stopped."""
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 1, "dashboard_host": "127.0.0.1"})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 1, "dashboard_host": "127.0.0.1"}
+    )
     try:
         yield cluster
     finally:
@@ -44,15 +61,26 @@ def head_with_one_gpu():
     "keys, named",
     [
         (["workers=2", "gpus=0.5"], "error: workers=2 gpus=0.5: ranks of one DDP trial would share a GPU"),
-        (["workers=2", "gpus=1"], "error: workers=2 x (4 CPU and 1 GPU): one trial needs 8 CPUs and 2 GPUs but the "
-                                  "cluster has 4 CPUs and 1 GPUs on 1 node"),
+        (
+            ["workers=2", "gpus=1"],
+            "error: workers=2 x (4 CPU and 1 GPU): one trial needs 8 CPUs and 2 GPUs but the "
+            "cluster has 4 CPUs and 1 GPUs on 1 node",
+        ),
         (["workers=1", "gpus=2"], "error: gpus=2: no node has 2 GPUs (the most on one node: 1)"),
     ],
 )
 def test_a_shape_one_gpu_cannot_run_is_refused_within_seconds(tmp_path, mnist_root, head_with_one_gpu, keys, named):
     started = time.monotonic()
-    result = run_cli("run", "space=resnet_mnist", f"data.root={mnist_root}", f"storage={tmp_path}", "name=gpu",
-                     f"address={head_with_one_gpu.address}", *keys, timeout=120)  # fmt: skip
+    result = run_cli(
+        "run",
+        "space=resnet_mnist",
+        f"data.root={mnist_root}",
+        f"storage={tmp_path}",
+        "name=gpu",
+        f"address={head_with_one_gpu.address}",
+        *keys,
+        timeout=120,
+    )
     elapsed = time.monotonic() - started
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]

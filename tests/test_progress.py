@@ -8,8 +8,9 @@ from search.running.callbacks import ProgressView, TrialOutcomes
 def trial(trial_id, status, epoch, value, images_per_s=480.0, diverged=False):
     last = {"epoch": epoch, "val_acc": value, "images_per_s": images_per_s, "diverged": diverged} if epoch else {}
     analysis = {"val_acc": {"max": value}} if value is not None else {}
-    return SimpleNamespace(trial_id=trial_id, status=status, last_result=last, metric_analysis=analysis, path="/x",
-                           config={})
+    return SimpleNamespace(
+        trial_id=trial_id, status=status, last_result=last, metric_analysis=analysis, path="/x", config={}
+    )
 
 
 def test_view_counts_best_and_estimate_fit_100_columns():
@@ -54,8 +55,9 @@ def test_a_trial_still_starting_shows_as_starting_not_running():
 def test_a_trial_end_prints_the_event_and_the_status_once():
     view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=3, concurrency=2)
     ended = trial("d1", "TERMINATED", 3, 0.9)
-    lines = view.render([ended, trial("d2", "RUNNING", 2, 0.5)], elapsed=40, event="trial d1 finished: completed",
-                        ended=ended)  # fmt: skip
+    lines = view.render(
+        [ended, trial("d2", "RUNNING", 2, 0.5)], elapsed=40, event="trial d1 finished: completed", ended=ended
+    )
     assert lines[0] == "[ 0m40s] trial d1 finished: completed"
     assert len(lines) == 2 and "1 running, 1/3 done" in lines[1] and "best val_acc 0.9000 d1" in lines[1]
 

@@ -18,9 +18,11 @@ def test_the_tested_ray_has_every_internal_where_the_door_expects_it():
 def test_a_ray_that_moved_an_internal_stops_run_in_one_line_naming_its_version(tmp_path):
     # as if this Ray kept `get_address_and_port` elsewhere: once Ray itself is imported, the name is gone from the
     # module the door imports it from
-    code = ("import sys, ray.tune, ray.train._internal.utils as moved; del moved.get_address_and_port; "
-            "from search.__main__ import main; "
-            f"sys.exit(main(['run', 'space=mlp_mnist', 'data.root={MNIST_MINI}', 'storage={tmp_path}', 'trials=1']))")
+    code = (
+        "import sys, ray.tune, ray.train._internal.utils as moved; del moved.get_address_and_port; "
+        "from search.__main__ import main; "
+        f"sys.exit(main(['run', 'space=mlp_mnist', 'data.root={MNIST_MINI}', 'storage={tmp_path}', 'trials=1']))"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
     line = result.stderr.strip()

@@ -8,15 +8,20 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from search.__main__ import COMMANDS
-from search.commands import parse_run
-from search.commands import RESUME_KEYS
+from search.commands import RESUME_KEYS, parse_run
 from tests.conftest import REPO
 from tests.e2e_helpers import run_cli
 from trainables.foundation.space import builtin_space_names, load_space
 
 README = (REPO / "README.md").read_text()
-OPTIONS = {"export": {"out", "trial"}, "tensorboard": {"port"}, "dashboard": {"port"}, "predict": {"--json"},
-           "report": set(), "resume": RESUME_KEYS}  # fmt: skip
+OPTIONS = {
+    "export": {"out", "trial"},
+    "tensorboard": {"port"},
+    "dashboard": {"port"},
+    "predict": {"--json"},
+    "report": set(),
+    "resume": RESUME_KEYS,
+}
 
 
 def readme_commands() -> list[list[str]]:
@@ -26,7 +31,7 @@ def readme_commands() -> list[list[str]]:
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split("  #")[0].strip()
             if "python -m search " in line:
-                commands.append(shlex.split(line[line.index("python -m search "):])[3:])
+                commands.append(shlex.split(line[line.index("python -m search ") :])[3:])
     return commands
 
 

@@ -43,7 +43,7 @@ def test_rung_cycles_anneal_at_each_end_then_warm_up_again_and_restart_where_the
     assert second[0] < 0.05 and max(second) == pytest.approx(0.1, rel=1e-2) and second[-1] < 0.01
     assert first == pytest.approx(lrs(hp, epochs=3, steps=10))  # the first cycle is the 3-epoch schedule itself
     for restart in (3, 4, 6):
-        assert lrs(hp, epochs=8, steps=10, first_epoch=restart, ends=(3,)) == pytest.approx(seen[(restart - 1) * 10:])
+        assert lrs(hp, epochs=8, steps=10, first_epoch=restart, ends=(3,)) == pytest.approx(seen[(restart - 1) * 10 :])
 
 
 @pytest.mark.parametrize("name", ["onecycle", "cosine"])
@@ -60,8 +60,12 @@ def test_an_unknown_schedule_is_named():
 def test_nesterov_and_label_smoothing_reach_the_step():
     optimizer = make_optimizer({"lr": 0.1, "momentum": 0.9, "nesterov": True}, torch.nn.Linear(2, 2))
     assert optimizer.param_groups[0]["nesterov"] is True
-    assert StepOptions.of(type("Run", (), {"channels_last": False, "precision": "fp32"}), {"label_smoothing": 0.1}) \
-        .label_smoothing == 0.1  # fmt: skip
+    assert (
+        StepOptions.of(
+            type("Run", (), {"channels_last": False, "precision": "fp32"}), {"label_smoothing": 0.1}
+        ).label_smoothing
+        == 0.1
+    )
 
 
 def test_each_image_of_a_batch_moves_by_its_own_offset_within_the_bound():

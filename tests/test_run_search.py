@@ -21,7 +21,9 @@ def test_an_error_worded_as_bad_input_after_trials_ran_keeps_the_experiment(tmp_
 
     def trials_ran_then_storage_failed(*args, **kwargs):
         (experiment.local / "trial_aaaa0001").mkdir()
-        (experiment.local / "trial_aaaa0001" / "result.json").write_text(json.dumps({"epoch": 1, "val_acc": 0.5}) + "\n")
+        (experiment.local / "trial_aaaa0001" / "result.json").write_text(
+            json.dumps({"epoch": 1, "val_acc": 0.5}) + "\n"
+        )
         raise UsageError("storage=s3://bucket/runs: pyarrow cannot open it (AWS Error NETWORK_CONNECTION)")
 
     monkeypatch.setattr(tuner, "drive", trials_ran_then_storage_failed)

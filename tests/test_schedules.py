@@ -7,18 +7,21 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution
 from trainables.foundation.schedules import cycle_ends, first_rung, schedules_of
 
 
-@pytest.mark.parametrize("epochs, schedules, grace", [
-    (8, ["onecycle"], 3),  # warm-up to epoch 2: epoch 1 and 2 end inside or at its top
-    (3, ["onecycle"], 1),  # the default command: warm-up ends inside epoch 1
-    (4, ["onecycle"], 2),
-    (20, ["onecycle"], 6),
-    (8, ["cosine"], 2),
-    (1, ["cosine"], 1),  # never past `epochs`
-    (8, ["none"], 1),
-    (8, ["plateau"], 1),
-    (8, ["none", "onecycle"], 3),  # the longest warm-up among a searched schedule's choices
-    (8, [], 1),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "epochs, schedules, grace",
+    [
+        (8, ["onecycle"], 3),  # warm-up to epoch 2: epoch 1 and 2 end inside or at its top
+        (3, ["onecycle"], 1),  # the default command: warm-up ends inside epoch 1
+        (4, ["onecycle"], 2),
+        (20, ["onecycle"], 6),
+        (8, ["cosine"], 2),
+        (1, ["cosine"], 1),  # never past `epochs`
+        (8, ["none"], 1),
+        (8, ["plateau"], 1),
+        (8, ["none", "onecycle"], 3),  # the longest warm-up among a searched schedule's choices
+        (8, [], 1),
+    ],
+)
 def test_the_first_rung_comes_one_epoch_past_the_warm_up(epochs, schedules, grace):
     assert first_rung(epochs, schedules) == grace
 
@@ -43,12 +46,15 @@ def test_run_resolves_grace_zero_from_the_space_and_keeps_a_given_one():
     assert config.grace == 2
 
 
-@pytest.mark.parametrize("epochs, grace, reduction, ends", [
-    (8, 3, 3.0, (3,)),  # the target command: one rung, then the last epoch
-    (3, 1, 3.0, (1,)),  # the default command: its second rung is the last epoch, where nothing restarts
-    (27, 1, 3.0, (1, 3, 9)),
-    (20, 2, 2.5, (2, 5, 13)),  # 12.5: Tune judges at the first epoch that reaches it
-    (8, 8, 3.0, ()),  # no ASHA
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "epochs, grace, reduction, ends",
+    [
+        (8, 3, 3.0, (3,)),  # the target command: one rung, then the last epoch
+        (3, 1, 3.0, (1,)),  # the default command: its second rung is the last epoch, where nothing restarts
+        (27, 1, 3.0, (1, 3, 9)),
+        (20, 2, 2.5, (2, 5, 13)),  # 12.5: Tune judges at the first epoch that reaches it
+        (8, 8, 3.0, ()),  # no ASHA
+    ],
+)
 def test_cycles_end_where_asha_judges_before_the_last_epoch(epochs, grace, reduction, ends):
     assert cycle_ends(epochs, grace, reduction) == ends

@@ -25,8 +25,9 @@ def score(config: dict) -> float:
 
 def searcher(trials: int, seed: int = 0, sampler: str = "tpe", epochs: int = 3, space=SPACE, ordered=True):
     sampler = make_sampler(sampler, seed, startup_trials(trials))
-    return StudySearcher(StudyRecord.in_memory(dict(space), "val_acc", "max", sampler, epochs, ordered), [], "val_acc",
-                         "max")  # fmt: skip
+    return StudySearcher(
+        StudyRecord.in_memory(dict(space), "val_acc", "max", sampler, epochs, ordered), [], "val_acc", "max"
+    )
 
 
 def run_sequentially(search: StudySearcher, trials: int, score=score) -> list[float]:
@@ -78,8 +79,11 @@ def test_a_stopped_trial_reaches_the_study_with_the_epoch_that_stopped_it_and_a_
     search.on_trial_complete("failed", {"val_acc": float("nan"), "epoch": 1, "diverged": True})
     search.on_trial_result("done", {"val_acc": 0.9, "epoch": 3})
     search.on_trial_complete("done", {"val_acc": 0.9, "epoch": 3})
-    for trial_id, status, reason in [("stopped", "stopped_early", None), ("failed", "failed", "NonFiniteLoss: x"),
-                                     ("done", "completed", None)]:  # fmt: skip
+    for trial_id, status, reason in [
+        ("stopped", "stopped_early", None),
+        ("failed", "failed", "NonFiniteLoss: x"),
+        ("done", "completed", None),
+    ]:
         search.record.end(trial_id, status, reason)
     stopped, failed, done = search.record.study.trials
     assert stopped.state == TrialState.PRUNED and stopped.intermediate_values == {1: 0.5, 2: 0.4}
@@ -108,11 +112,13 @@ def test_a_reopened_study_knows_what_the_files_know_and_proposes_unfinished_tria
     study = open_study(tmp_path, "maximize", make_sampler("random", 0, 2))
     record = StudyRecord(study, coding, "val_acc", "max", 3, {})
     first = StudySearcher(record, [], "val_acc", "max")
-    ended, cut = first.suggest("ended"), first.suggest("cut")
+    first.suggest("ended")
+    cut = first.suggest("cut")
     first.on_trial_result("ended", {"val_acc": 0.7, "epoch": 1})
     for epoch in (1, 2):  # the killed driver's study heard of neither epoch of "cut"; its files hold both
-        TrialFiles(str(tmp_path), "cut").append(TrialFiles(str(tmp_path), "cut").rows(),
-                                                {"epoch": epoch, "val_acc": 0.5 + epoch / 10, "config": cut})
+        TrialFiles(str(tmp_path), "cut").append(
+            TrialFiles(str(tmp_path), "cut").rows(), {"epoch": epoch, "val_acc": 0.5 + epoch / 10, "config": cut}
+        )
     TrialFiles(str(tmp_path), "ended").write_ending("stopped_early")
     (tmp_path / "study.log").write_bytes((tmp_path / "study.log").read_bytes() + b'{"op_code": 5, "wor')  # cut
     reopened = StudyRecord(open_study(tmp_path, "maximize"), coding, "val_acc", "max", 3, {})
@@ -142,4 +148,3 @@ def test_random_search_keeps_a_choice_among_numbers_categorical():
     run_sequentially(search, 2, shaped_score)
     assert search.record.study.trials[0].distributions["batch_size"] == SHAPED["batch_size"]
     assert search.suggest("next")["batch_size"] in BATCHES
-

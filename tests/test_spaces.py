@@ -102,8 +102,10 @@ def test_user_space_breaking_the_contract_says_what_is_missing(tmp_path):
     with pytest.raises(UsageError, match="missing 2 required positional arguments: 'dataset' and 'hyperparameters'"):
         load_space(str(missing))
     wrong = tmp_path / "wrong_space.py"
-    wrong.write_text("from spaces import Space\nSPACE = Space(name='w', description='d', architecture='cnn', "
-                     "dataset='mnist', hyperparameters={'lr': (0.1, 1.0)})\n")
+    wrong.write_text(
+        "from spaces import Space\nSPACE = Space(name='w', description='d', architecture='cnn', "
+        "dataset='mnist', hyperparameters={'lr': (0.1, 1.0)})\n"
+    )
     with pytest.raises(UsageError, match="hyperparameter lr must be an optuna distribution"):
         load_space(str(wrong))
 
@@ -111,9 +113,11 @@ def test_user_space_breaking_the_contract_says_what_is_missing(tmp_path):
 @pytest.mark.parametrize("import_line", ["from spaces import Space", "from search.space import Space"])
 def test_a_space_file_of_ones_own_loads_with_either_import(tmp_path, import_line):
     mine = tmp_path / "my_space.py"
-    mine.write_text(f"{import_line}\nfrom optuna.distributions import FloatDistribution\n"
-                    "SPACE = Space(name='mine', description='d', architecture='cnn', dataset='mnist', "
-                    "hyperparameters={'lr': FloatDistribution(0.01, 0.1, log=True)})\n")  # fmt: skip
+    mine.write_text(
+        f"{import_line}\nfrom optuna.distributions import FloatDistribution\n"
+        "SPACE = Space(name='mine', description='d', architecture='cnn', dataset='mnist', "
+        "hyperparameters={'lr': FloatDistribution(0.01, 0.1, log=True)})\n"
+    )
     space = load_space(str(mine))
     assert space.name == "mine" and isinstance(space, Space)
 
@@ -148,8 +152,9 @@ def test_every_model_trains_under_every_step_option(name, option):
     assert stats["count"] == 4 and torch.isfinite(stats["loss_sum"])
     after = [p for p in model.parameters() if p.requires_grad]
     assert any(not torch.equal(b, a) for b, a in zip(before, after))
-    assert torch.isclose(evaluate(model, batch, cpu, options)["loss_sum"], evaluate(model, batch, cpu)["loss_sum"],
-                         rtol=1e-4)  # fmt: skip
+    assert torch.isclose(
+        evaluate(model, batch, cpu, options)["loss_sum"], evaluate(model, batch, cpu)["loss_sum"], rtol=1e-4
+    )
 
 
 def test_unwrap_reaches_the_network_inside_compile():

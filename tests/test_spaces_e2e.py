@@ -44,7 +44,11 @@ def data_args(dataset: str, tmp_path, weights) -> list[str]:
     if dataset == "imagefolder":  # digit PNGs drawn from the package's MNIST sample
         return [f"data.root={samples.digit_folders_root(split_by_pct=False)}", "image_size=64"]
     if dataset == "imagefolder_split":
-        return [f"data.root={samples.digit_folders_root(split_by_pct=True)}", "image_size=64", f"model.weights={weights}"]
+        return [
+            f"data.root={samples.digit_folders_root(split_by_pct=True)}",
+            "image_size=64",
+            f"model.weights={weights}",
+        ]
     raise AssertionError(f"no test data for dataset {dataset}")
 
 
@@ -58,8 +62,19 @@ def test_space_runs_exports_and_logs(name, tmp_path, random_resnet50_weights):
     space = load_space(name)
     args = data_args(space.dataset, tmp_path, random_resnet50_weights)
     workers = 2 if name in DDP_SPACES else 1
-    result = run_cli("run", f"space={name}", *args, f"storage={tmp_path}", "name=s", "trials=1", "epochs=1",
-                     f"workers={workers}", "data.limit=256", "data.val_limit=200", "data.workers=1")  # fmt: skip
+    result = run_cli(
+        "run",
+        f"space={name}",
+        *args,
+        f"storage={tmp_path}",
+        "name=s",
+        "trials=1",
+        "epochs=1",
+        f"workers={workers}",
+        "data.limit=256",
+        "data.val_limit=200",
+        "data.workers=1",
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     experiment = tmp_path / "s"
     summary = json.loads((experiment / "summary.json").read_text())
@@ -104,9 +119,21 @@ def test_user_defined_space_from_a_file_compiled_in_bf16_channels_last(tmp_path)
     autocast and channels_last; the export, evaluated in plain fp32, reproduces the reported accuracy."""
     space_file = tmp_path / "my_space.py"
     space_file.write_text(USER_SPACE)
-    result = run_cli("run", f"space={space_file}", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=u",
-                     "trials=1", "epochs=2", "workers=2", "data.limit=256", "data.val_limit=200", "compile=true",
-                     "precision=bf16", "channels_last=true")  # fmt: skip
+    result = run_cli(
+        "run",
+        f"space={space_file}",
+        f"data.root={MNIST_MINI}",
+        f"storage={tmp_path}",
+        "name=u",
+        "trials=1",
+        "epochs=2",
+        "workers=2",
+        "data.limit=256",
+        "data.val_limit=200",
+        "compile=true",
+        "precision=bf16",
+        "channels_last=true",
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     summary = json.loads((tmp_path / "u" / "summary.json").read_text())
     assert summary["space"] == "tiny" and len(summary["trials"]) == 1

@@ -21,7 +21,11 @@ from trainables.foundation.storage import (
     [
         ("s3://bucket/runs", ("exp", "summary.json"), "s3://bucket/runs/exp/summary.json"),
         ("s3://bucket/runs/", ("exp",), "s3://bucket/runs/exp"),
-        ("s3://b/runs?endpoint_override=h:9000&scheme=http", ("exp",), "s3://b/runs/exp?endpoint_override=h:9000&scheme=http"),
+        (
+            "s3://b/runs?endpoint_override=h:9000&scheme=http",
+            ("exp",),
+            "s3://b/runs/exp?endpoint_override=h:9000&scheme=http",
+        ),
     ],
 )
 def test_uri_join_keeps_the_query_at_the_end(uri, parts, expected):

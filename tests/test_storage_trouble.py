@@ -18,8 +18,18 @@ COMMON = ["space=resnet_mnist", "data.val_limit=200", "seed=3", "stem=imagenet",
 
 def test_a_checkpoint_that_cannot_be_written_fails_its_trial_and_keeps_the_others(tmp_path, mnist_root):
     log = tmp_path / "cli.log"
-    process = start_search(log, *COMMON, f"data.root={mnist_root}", f"storage={tmp_path}", "name=d", "trials=2",
-                           "epochs=3", "grace=3", "concurrency=1", "data.limit=1024")  # fmt: skip
+    process = start_search(
+        log,
+        *COMMON,
+        f"data.root={mnist_root}",
+        f"storage={tmp_path}",
+        "name=d",
+        "trials=2",
+        "epochs=3",
+        "grace=3",
+        "concurrency=1",
+        "data.limit=1024",
+    )
     try:
         first = wait_for_line(log, r"(?m)^\s+(\w{8})\s+epoch 1/3", process).group(1)
         run_folder = tmp_path / "d" / f"train_{first}"
@@ -30,7 +40,10 @@ def test_a_checkpoint_that_cannot_be_written_fails_its_trial_and_keeps_the_other
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
     output = log.read_text()
-    assert f"trial {first} failed: trainables.checkpoints.CheckpointWriteFailed: could not write the checkpoint of epoch 2 to {run_folder}" in output
+    assert (
+        f"trial {first} failed: trainables.checkpoints.CheckpointWriteFailed: "
+        f"could not write the checkpoint of epoch 2 to {run_folder}" in output
+    )
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
     statuses = {t["trial_id"]: t["status"] for t in summary["trials"]}
     assert statuses.pop(first) == "failed" and list(statuses.values()) == ["completed"], summary["trials"]
@@ -52,9 +65,22 @@ def test_a_checkpoint_that_cannot_be_written_fails_its_trial_and_keeps_the_other
 
 
 def test_two_searches_started_at_once_with_one_name_one_runs_the_other_is_refused(tmp_path, mnist_root):
-    args = [sys.executable, "-m", "search", "run", *COMMON, f"data.root={mnist_root}", f"storage={tmp_path}", "name=same",
-            "trials=1", "epochs=1", "data.limit=256"]  # fmt: skip
-    both = [subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    args = [
+        sys.executable,
+        "-m",
+        "search",
+        "run",
+        *COMMON,
+        f"data.root={mnist_root}",
+        f"storage={tmp_path}",
+        "name=same",
+        "trials=1",
+        "epochs=1",
+        "data.limit=256",
+    ]
+    both = [
+        subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     outcomes = [(p.wait(timeout=600), *p.communicate()) for p in both]
     codes = sorted(code for code, _, _ in outcomes)
     assert codes == [0, 2], outcomes

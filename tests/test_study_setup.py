@@ -24,11 +24,15 @@ def configured(tmp_path, **keys) -> RunConfig:
 def test_given_configurations_are_read_and_checked_against_the_space(tmp_path):
     given = tmp_path / "given.json"
     given.write_text(json.dumps([{"lr": 0.001, "hidden": 256}, {"lr": 0.005}]))
-    assert given_configurations(configured(tmp_path, enqueue=str(given)), SPACE) == [{"lr": 0.001, "hidden": 256},
-                                                                                     {"lr": 0.005}]  # fmt: skip
-    for content, culprit in [([{"lr": 5.0}], "configuration 1: lr=5.0 is outside the space"),
-                             ([{"lr": 0.001}, {"depth": 3}], "configuration 2: depth is not searched"),
-                             ({"lr": 0.001}, "expected a JSON list of configurations")]:  # fmt: skip
+    assert given_configurations(configured(tmp_path, enqueue=str(given)), SPACE) == [
+        {"lr": 0.001, "hidden": 256},
+        {"lr": 0.005},
+    ]
+    for content, culprit in [
+        ([{"lr": 5.0}], "configuration 1: lr=5.0 is outside the space"),
+        ([{"lr": 0.001}, {"depth": 3}], "configuration 2: depth is not searched"),
+        ({"lr": 0.001}, "expected a JSON list of configurations"),
+    ]:
         given.write_text(json.dumps(content))
         with pytest.raises(UsageError, match=culprit):
             given_configurations(configured(tmp_path, enqueue=str(given)), SPACE)
@@ -66,6 +70,9 @@ def test_a_grown_search_keeps_its_random_start_so_its_first_new_proposal_is_tpes
     grown = open_search_study(grown_config, SPACE, experiment)
     assert grown.study.sampler._n_startup_trials == 2 and len(grown.proposed()) == 8
     proposal = grown.create("new").params
-    random_start = optuna.create_study(sampler=make_sampler("random", grown_config.seed + 8, 2)).ask(
-        grown.coding.distributions).params  # fmt: skip
+    random_start = (
+        optuna.create_study(sampler=make_sampler("random", grown_config.seed + 8, 2))
+        .ask(grown.coding.distributions)
+        .params
+    )
     assert proposal != random_start  # TPE, conditioned on the 8 trials, not the random draw at this seed

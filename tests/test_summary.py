@@ -83,4 +83,3 @@ def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
     assert summary["best"]["trial_id"] == "t2"
     alone = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, [stopped])
     assert alone["best"]["trial_id"] == "t1" and alone["best"]["epoch"] == 2
-

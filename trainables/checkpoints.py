@@ -45,7 +45,11 @@ def complete_epochs(fs, root: str) -> list[int]:
     for info in fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True)):
         match = FOLDER.match(PurePosixPath(info.path).name)
         marker = str(PurePosixPath(info.path, COMPLETE_MARKER))
-        if match and info.type == pyarrow.fs.FileType.Directory and fs.get_file_info(marker).type == pyarrow.fs.FileType.File:
+        if (
+            match
+            and info.type == pyarrow.fs.FileType.Directory
+            and fs.get_file_info(marker).type == pyarrow.fs.FileType.File
+        ):
             epochs.append(int(match.group(1)))
     return sorted(epochs)
 
@@ -77,8 +81,11 @@ class CheckpointStore:
 
     def rows_after(self, epoch: int) -> list[dict]:
         """The metrics each complete checkpoint newer than `epoch` was saved with, and its path (CHECKPOINT_KEY)."""
-        return [{**self._state_of(e).get("metrics", {}), "epoch": e, CHECKPOINT_KEY: self.path_of(e)}
-                for e in self.complete_epochs() if e > epoch]  # fmt: skip
+        return [
+            {**self._state_of(e).get("metrics", {}), "epoch": e, CHECKPOINT_KEY: self.path_of(e)}
+            for e in self.complete_epochs()
+            if e > epoch
+        ]
 
     def save(self, write: Callable[[Path], None], epoch: int, score: float | None) -> str:
         """Write the epoch's checkpoint with `write(folder)` and mark it complete; returns its path (see `path_of`).
@@ -102,8 +109,10 @@ class CheckpointStore:
                 stream.write(b"")  # last: without it the folder is not a checkpoint
         except (OSError, RuntimeError) as exc:  # torch.save raises RuntimeError for a write that fails
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise CheckpointWriteFailed(f"could not write the checkpoint of epoch {epoch} to {target}: {reason} "
-                                        "(is the disk full, or the folder gone?)") from None  # fmt: skip
+            raise CheckpointWriteFailed(
+                f"could not write the checkpoint of epoch {epoch} to {target}: {reason} "
+                "(is the disk full, or the folder gone?)"
+            ) from None
         self.scores[epoch] = score
         self._prune(latest=epoch)
         return target
@@ -182,12 +191,14 @@ def refuse_damaged_in(experiment_dir: str) -> None:
             continue
         for epoch in complete_epochs(fs, run.path):
             path = str(PurePosixPath(run.path, checkpoint_folder_name(epoch)))
-            refuse_damaged(as_location(experiment_dir, path), "delete that folder to resume from the trial's checkpoint "
-                                                             "before it")  # fmt: skip
+            refuse_damaged(
+                as_location(experiment_dir, path), "delete that folder to resume from the trial's checkpoint before it"
+            )
 
 
 def epochs_to_delete(scores: dict[int, float | None], mode: str, keep: int, latest: int) -> list[int]:
     """Ray Train's rule: keep the `keep` best by score (a missing score ranks last), and always the latest."""
+
     def rank(epoch: int):
         score = scores[epoch]
         if score is None:

@@ -84,16 +84,21 @@ class IdxDataset:
             images = idx_header(image_file, (self.image_size, self.image_size))
             labels = idx_header(label_file, ())
             if images[0] != labels[0]:
-                raise UsageError(f"{label_file}: {labels[0]} labels for the {images[0]} images of {image_file.name}; "
-                                 "expected one label per image")  # fmt: skip
+                raise UsageError(
+                    f"{label_file}: {labels[0]} labels for the {images[0]} images of {image_file.name}; "
+                    "expected one label per image"
+                )
             high = int(np.frombuffer(label_file.read_bytes(), dtype=np.uint8, offset=8).max(initial=0))
             if high >= self.num_classes:
-                raise UsageError(f"{label_file}: a label is {high}; expected labels 0..{self.num_classes - 1} "
-                                 f"({self.name} has {self.num_classes} classes)")  # fmt: skip
+                raise UsageError(
+                    f"{label_file}: a label is {high}; expected labels 0..{self.num_classes - 1} "
+                    f"({self.name} has {self.num_classes} classes)"
+                )
         return []
 
-    def load_split(self, root: str | Path, split: str, val_fraction: float, seed: int,
-                   limit: int = 0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def load_split(
+        self, root: str | Path, split: str, val_fraction: float, seed: int, limit: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One split of the search: `train` and `val` are carved from the training files (`holdout`), `test` is the
         test files (t10k), which the search never sees; the first `limit` if > 0."""
         if split not in SPLITS:
@@ -133,7 +138,18 @@ FASHION_MNIST = IdxDataset(
     folder="FashionMNIST",
     mean=(0.5,),
     std=(0.5,),
-    class_names=("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
+    class_names=(
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
+    ),
     torchvision_class="FashionMNIST",
 )
 
@@ -207,8 +223,10 @@ class FolderDataset:
                 raise UsageError(f"data.root={root}: no {where or 'folder'} here; {self.layout_help()}")
             classes = self._class_names(folder)
             if len(classes) < 2:
-                raise UsageError(f"data.root={root}: {where or 'the tree'} has {len(classes)} class folder(s); "
-                                 f"a classifier needs at least 2 ({self.layout_help()})")  # fmt: skip
+                raise UsageError(
+                    f"data.root={root}: {where or 'the tree'} has {len(classes)} class folder(s); "
+                    f"a classifier needs at least 2 ({self.layout_help()})"
+                )
             for name in classes:
                 if not self._images(folder / name):
                     raise UsageError(f"data.root={root}: class folder {where}{name} holds no images")
@@ -222,13 +240,20 @@ class FolderDataset:
                 images = self._images(folder / name)
                 if set(images) <= set(bad):
                     where = f"{split}/{name}" if split else name
-                    raise UsageError(f"data.root={root}: class folder {where}: none of its {len(images)} images can be "
-                                     f"decoded (e.g. {images[0]}); expected at least one readable image per class")
+                    raise UsageError(
+                        f"data.root={root}: class folder {where}: none of its {len(images)} images can be "
+                        f"decoded (e.g. {images[0]}); expected at least one readable image per class"
+                    )
         if bad and strict:
-            raise UsageError(f"data.root={root}: {len(bad)} image(s) cannot be decoded, e.g. {bad[0]} (data.strict=true)")
+            raise UsageError(
+                f"data.root={root}: {len(bad)} image(s) cannot be decoded, e.g. {bad[0]} (data.strict=true)"
+            )
         if bad:
-            print(f"data: skipping {len(bad)} image(s) that cannot be decoded: {', '.join(bad[:5])}"
-                  f"{' ...' if len(bad) > 5 else ''}", file=sys.stderr)  # fmt: skip
+            print(
+                f"data: skipping {len(bad)} image(s) that cannot be decoded: {', '.join(bad[:5])}"
+                f"{' ...' if len(bad) > 5 else ''}",
+                file=sys.stderr,
+            )
         return bad
 
     def has_test_split(self, root: str | Path) -> bool:

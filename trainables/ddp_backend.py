@@ -44,9 +44,19 @@ class DDPBackend(Backend):
 
     def on_start(self, worker_group, backend_config: DDPConfig):
         address, port = worker_group.execute_single(0, get_address_and_port)
-        ray.get([worker_group.execute_single_async(rank, join_process_group, backend=backend_config.backend,
-                                                   address=address, port=port, timeout_s=backend_config.timeout_s)
-                 for rank in range(len(worker_group))])  # fmt: skip
+        ray.get(
+            [
+                worker_group.execute_single_async(
+                    rank,
+                    join_process_group,
+                    backend=backend_config.backend,
+                    address=address,
+                    port=port,
+                    timeout_s=backend_config.timeout_s,
+                )
+                for rank in range(len(worker_group))
+            ]
+        )
 
     def on_shutdown(self, worker_group, backend_config: DDPConfig):
         futures = worker_group.execute_async(leave_process_group)
@@ -63,14 +73,26 @@ def join_process_group(backend: str, address: str, port: int, timeout_s: int) ->
     import torch.distributed as dist
 
     context = ray.train.get_context()
-    os.environ.update({"MASTER_ADDR": address, "MASTER_PORT": str(port), "RANK": str(context.get_world_rank()),
-                       "WORLD_SIZE": str(context.get_world_size()), "LOCAL_RANK": str(context.get_local_rank()),
-                       "LOCAL_WORLD_SIZE": str(context.get_local_world_size()),
-                       "NODE_RANK": str(context.get_node_rank())})  # fmt: skip
+    os.environ.update(
+        {
+            "MASTER_ADDR": address,
+            "MASTER_PORT": str(port),
+            "RANK": str(context.get_world_rank()),
+            "WORLD_SIZE": str(context.get_world_size()),
+            "LOCAL_RANK": str(context.get_local_rank()),
+            "LOCAL_WORLD_SIZE": str(context.get_local_world_size()),
+            "NODE_RANK": str(context.get_node_rank()),
+        }
+    )
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")  # a timed-out collective fails, not hangs
-    dist.init_process_group(backend=backend, init_method="env://", rank=context.get_world_rank(),
-                            world_size=context.get_world_size(), timeout=timedelta(seconds=timeout_s))  # fmt: skip
+    dist.init_process_group(
+        backend=backend,
+        init_method="env://",
+        rank=context.get_world_rank(),
+        world_size=context.get_world_size(),
+        timeout=timedelta(seconds=timeout_s),
+    )
 
 
 def leave_process_group() -> None:

@@ -60,9 +60,18 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
     if rows:  # `resume` of a trial that ran: Tune, ASHA and Optuna hear again what its files hold
         if replay(rows, files.ending(), settings.epochs, hp):
             return
-    where = {"experiment_dir": experiment_dir, "trial_id": trial_id, "run_name": train_run_name(trial_id),
-             "metric": metric, "mode": mode, "keep": settings.checkpoints, "hp": hp, "trial_pid": os.getpid(),
-             "driver_started_at": started_at, "time_base": rows[-1].get("time_total_s", 0.0) if rows else 0.0}  # fmt: skip
+    where = {
+        "experiment_dir": experiment_dir,
+        "trial_id": trial_id,
+        "run_name": train_run_name(trial_id),
+        "metric": metric,
+        "mode": mode,
+        "keep": settings.checkpoints,
+        "hp": hp,
+        "trial_pid": os.getpid(),
+        "driver_started_at": started_at,
+        "time_base": rows[-1].get("time_total_s", 0.0) if rows else 0.0,
+    }
     config = {"hp": hp, "run": run, "driver_started_at": started_at, "record": where, **process_start_figure()}
     if trains_in_process(settings.workers, settings.in_process):
         config["in_process"] = True
@@ -101,9 +110,13 @@ def replay(rows: list[dict], ending: dict | None, epochs: int, hp: dict) -> bool
 
 
 def divergence_message(last: dict, hp: dict) -> str:
-    chosen = ", ".join(f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}" for key, value in hp.items())
-    return (f"training diverged: the loss became non-finite at epoch {last.get('epoch')} (train_loss="
-            f"{last.get('train_loss')}, val_loss={last.get('val_loss')}) with {chosen}; a lower lr usually helps")
+    chosen = ", ".join(
+        f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}" for key, value in hp.items()
+    )
+    return (
+        f"training diverged: the loss became non-finite at epoch {last.get('epoch')} (train_loss="
+        f"{last.get('train_loss')}, val_loss={last.get('val_loss')}) with {chosen}; a lower lr usually helps"
+    )
 
 
 def prepare_worker_group(settings: RunConfig) -> None:

@@ -40,7 +40,9 @@ class MemoryFeed:
         self.batch_size = per_rank_batch_size(hp["batch_size"], world_size)
         self.shift = int(hp.get("shift", 0))  # pixels of random translation, on the device, whole batches
         self.rotate = float(hp.get("rotate", 0.0))  # degrees of random rotation, the same way
-        mean, std = (dataset.mean, dataset.std) if normalize else ((0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels)
+        mean, std = (
+            (dataset.mean, dataset.std) if normalize else ((0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels)
+        )
         self.splits = {
             name: cached_split(dataset, run, name, limit, mean, std, device)
             for name, limit in (("train", run.data.limit), ("val", run.data.val_limit))
@@ -129,8 +131,9 @@ def eval_resize(image_size: int) -> int:
 class FolderFeed:
     """An ImageFolder tree decoded by `data.workers` DataLoader processes, pinned memory on GPU."""
 
-    def __init__(self, dataset: FolderDataset, run, hp: dict, rank: int, world_size: int, device, normalize=True,
-                 skip=()):  # fmt: skip
+    def __init__(
+        self, dataset: FolderDataset, run, hp: dict, rank: int, world_size: int, device, normalize=True, skip=()
+    ):
         index = dataset.index(run.data.root, hp, run.seed, skip)
         train, val = index.train, index.val
         if run.data.limit:
@@ -144,8 +147,14 @@ class FolderFeed:
         def loader(samples, is_train, batch_size):
             sampler = ShardSampler(len(samples), rank, world_size, run.seed if is_train else None)
             images = FolderImages(samples, folder_transforms(size, dataset.mean, dataset.std, is_train, normalize))
-            return DataLoader(images, batch_size=batch_size, sampler=sampler, num_workers=workers, pin_memory=pin,
-                              persistent_workers=workers > 0)  # fmt: skip
+            return DataLoader(
+                images,
+                batch_size=batch_size,
+                sampler=sampler,
+                num_workers=workers,
+                pin_memory=pin,
+                persistent_workers=workers > 0,
+            )
 
         self.train_loader = loader(train, True, per_rank_batch_size(hp["batch_size"], world_size))
         self.val_loader = loader(val, False, EVAL_BATCH)

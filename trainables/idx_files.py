@@ -28,8 +28,10 @@ def idx_header(path: Path, item_shape: tuple[int, ...]) -> tuple[int, ...]:
         raise UsageError(f"{path}: items of {' x '.join(map(str, shape[1:]))}; expected {expected}")
     size, wanted = path.stat().st_size, len(head) + int(np.prod(shape))
     if size != wanted:
-        raise UsageError(f"{path}: {size} bytes, but its header declares {shape[0]} items ({wanted} bytes): "
-                         "the file is truncated or corrupt; download it again")  # fmt: skip
+        raise UsageError(
+            f"{path}: {size} bytes, but its header declares {shape[0]} items ({wanted} bytes): "
+            "the file is truncated or corrupt; download it again"
+        )
     return shape
 
 
@@ -46,7 +48,9 @@ def read_idx(path: str | Path) -> np.ndarray:
     dtype = np.dtype(_IDX_DTYPES[dtype_code])
     expected = int(np.prod(shape)) * dtype.itemsize
     if len(raw) - header_end != expected:
-        raise ValueError(f"{path}: header says shape {shape} ({expected} bytes) but the file holds {len(raw) - header_end}")
+        raise ValueError(
+            f"{path}: header says shape {shape} ({expected} bytes) but the file holds {len(raw) - header_end}"
+        )
     return np.frombuffer(raw, dtype=dtype, offset=header_end).reshape(shape)
 
 

@@ -81,8 +81,10 @@ class ResNet(nn.Module):
     def _make_layer(self, block, planes: int, blocks: int, stride: int = 1) -> nn.Sequential:
         downsample = None
         if stride != 1 or self.inplanes != planes * block.expansion:
-            downsample = nn.Sequential(nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride, bias=False),
-                                       nn.BatchNorm2d(planes * block.expansion))  # fmt: skip
+            downsample = nn.Sequential(
+                nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride, bias=False),
+                nn.BatchNorm2d(planes * block.expansion),
+            )
         layers = [block(self.inplanes, planes, stride, downsample)]
         self.inplanes = planes * block.expansion
         layers += [block(self.inplanes, planes) for _ in range(1, blocks)]
@@ -124,9 +126,14 @@ class SmallCNN(nn.Module):
         super().__init__()
         pooled = (image_size - 4) // 2
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, 32, 3, 1), nn.ReLU(), nn.Conv2d(32, 64, 3, 1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Dropout(dropout), nn.Flatten(),
-        )  # fmt: skip
+            nn.Conv2d(in_channels, 32, 3, 1),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 3, 1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Dropout(dropout),
+            nn.Flatten(),
+        )
         self.classifier = nn.Sequential(
             nn.Linear(64 * pooled * pooled, 128), nn.ReLU(), nn.Dropout(2 * dropout), nn.Linear(128, num_classes)
         )
@@ -139,8 +146,9 @@ def cnn(in_channels: int, num_classes: int, image_size: int = 28, dropout: float
     return SmallCNN(in_channels, num_classes, image_size, dropout)
 
 
-def mlp(in_channels: int, num_classes: int, image_size: int = 28, hidden: int = 256, layers: int = 2,
-        dropout: float = 0.0) -> nn.Module:  # fmt: skip
+def mlp(
+    in_channels: int, num_classes: int, image_size: int = 28, hidden: int = 256, layers: int = 2, dropout: float = 0.0
+) -> nn.Module:
     """The 'vanilla' baseline: fully connected layers on the flattened pixels."""
     blocks: list[nn.Module] = [nn.Flatten()]
     width = in_channels * image_size * image_size

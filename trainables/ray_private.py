@@ -14,9 +14,19 @@ from trainables.foundation.errors import UsageError
 TESTED_RAY = "2.60.0"
 
 __all__ = [
-    "TESTED_RAY", "RayInternalsMoved", "TrainController", "DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE",
-    "get_env_vars_to_propagate", "RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR", "DatasetsCallback", "TrainingFramework",
-    "get_address_and_port", "get_session", "NODE_ID_LABEL", "local_torch_controller", "canonical_bootstrap_address",
+    "TESTED_RAY",
+    "RayInternalsMoved",
+    "TrainController",
+    "DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE",
+    "get_env_vars_to_propagate",
+    "RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR",
+    "DatasetsCallback",
+    "TrainingFramework",
+    "get_address_and_port",
+    "get_session",
+    "NODE_ID_LABEL",
+    "local_torch_controller",
+    "canonical_bootstrap_address",
     "start_autoscaling_coordinator",
 ]
 

@@ -53,6 +53,8 @@ def wait_for_room(settings: RunConfig, poll_s: float = 0.5) -> None:
 
 def no_room_message(settings: RunConfig) -> str:
     free = {key: value for key, value in ray.available_resources().items() if key in ("CPU", "GPU")}
-    return (f"no room for {settings.workers} worker(s) x {worker_resources(settings)} for {settings.room_wait:g} s "
-            f"(free now: {free}): something outside this search holds the resources (another job, or placement "
-            "groups a crashed run left behind)")
+    return (
+        f"no room for {settings.workers} worker(s) x {worker_resources(settings)} for {settings.room_wait:g} s "
+        f"(free now: {free}): something outside this search holds the resources (another job, or placement "
+        "groups a crashed run left behind)"
+    )

@@ -30,8 +30,9 @@ class EpochWriter:
 
     def __init__(self, where: dict):
         self.experiment_dir, self.trial_id = where["experiment_dir"], where["trial_id"]
-        self.store = CheckpointStore(run_location(where["experiment_dir"], where["run_name"]), where["metric"],
-                                     where["mode"], where["keep"])  # fmt: skip
+        self.store = CheckpointStore(
+            run_location(where["experiment_dir"], where["run_name"]), where["metric"], where["mode"], where["keep"]
+        )
         self.files = TrialFiles(where["experiment_dir"], where["trial_id"])
         self.rows = self.files.rows()
         self.extra = {"trial_id": where["trial_id"], "pid": where.get("trial_pid"), "config": where.get("hp", {})}
@@ -57,8 +58,13 @@ class TrainGroupSession:
         self.rank, self.world_size = context.get_world_rank(), context.get_world_size()
         self.device = ray.train.torch.get_device()
         self.record = EpochWriter(where) if self.rank == 0 else None
-        self.store = self.record.store if self.record else CheckpointStore(
-            run_location(where["experiment_dir"], where["run_name"]), where["metric"], where["mode"], where["keep"])
+        self.store = (
+            self.record.store
+            if self.record
+            else CheckpointStore(
+                run_location(where["experiment_dir"], where["run_name"]), where["metric"], where["mode"], where["keep"]
+            )
+        )
 
     def prepare_model(self, model: torch.nn.Module) -> torch.nn.Module:
         """On the device, wrapped in DistributedDataParallel."""

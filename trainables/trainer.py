@@ -31,8 +31,13 @@ class TrialTrainer(DataParallelTrainer):
     the next trial."""
 
     def __init__(self, train_loop_per_worker, *, train_loop_config, scaling_config, run_config):
-        super().__init__(train_loop_per_worker, train_loop_config=train_loop_config, scaling_config=scaling_config,
-                         run_config=run_config, backend_config=DDPConfig("nccl" if scaling_config.use_gpu else "gloo"))  # fmt: skip
+        super().__init__(
+            train_loop_per_worker,
+            train_loop_config=train_loop_config,
+            scaling_config=scaling_config,
+            run_config=run_config,
+            backend_config=DDPConfig("nccl" if scaling_config.use_gpu else "gloo"),
+        )
         self._controller = None
 
     def _get_local_controller(self):
@@ -68,9 +73,14 @@ class TrialTrainer(DataParallelTrainer):
         """Ray's own (ray.train.v2.api.data_parallel_trainer), less the SIGINT handler (Tune's trial thread is never
         the main thread), with the controller kept where `fit_until` can abort it."""
         env_vars = get_env_vars_to_propagate()
-        env_vars.setdefault(RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR, DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE)
-        controller_cls = ray.remote(num_cpus=0, runtime_env={"env_vars": env_vars},
-                                    label_selector={NODE_ID_LABEL: ray.get_runtime_context().get_node_id()})(TrainController)  # fmt: skip
+        env_vars.setdefault(
+            RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR, DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE
+        )
+        controller_cls = ray.remote(
+            num_cpus=0,
+            runtime_env={"env_vars": env_vars},
+            label_selector={NODE_ID_LABEL: ray.get_runtime_context().get_node_id()},
+        )(TrainController)
         self._controller = controller_cls.remote(**controller_init_kwargs)
         ray.get(self._controller.run.remote())
         return ray.get(self._controller.get_result.remote())

@@ -36,7 +36,7 @@ class Split:
     std: torch.Tensor
 
     @classmethod
-    def from_arrays(cls, images, labels, mean, std, device) -> "Split":
+    def from_arrays(cls, images, labels, mean, std, device) -> Split:
         shape = (1, len(mean), 1, 1)
         return cls(
             images=torch.from_numpy(images.copy()).to(device),
@@ -56,8 +56,14 @@ class Split:
             images = random_shifts(images, shift, generator)
         return (images - self.mean) / self.std, self.labels[index]
 
-    def batches(self, index: torch.Tensor, batch_size: int, shift: int = 0, generator: torch.Generator | None = None,
-                rotate: float = 0.0):  # fmt: skip
+    def batches(
+        self,
+        index: torch.Tensor,
+        batch_size: int,
+        shift: int = 0,
+        generator: torch.Generator | None = None,
+        rotate: float = 0.0,
+    ):
         """(images, labels) of `index`, `batch_size` at a time, straight from memory. Training augmentation, drawn
         from `generator`: `shift` > 0, each image moved by up to `shift` pixels in each direction; `rotate` > 0, also
         turned by up to `rotate` degrees either way."""
@@ -70,7 +76,9 @@ def random_shifts(images: torch.Tensor, shift: int, generator: torch.Generator |
     as one gather on the batch's device: no Python per image."""
     n, _, height, width = images.shape
     padded = torch.nn.functional.pad(images, (shift, shift, shift, shift))
-    offsets = torch.randint(0, 2 * shift + 1, (2, n), generator=generator, device=generator.device if generator else "cpu")
+    offsets = torch.randint(
+        0, 2 * shift + 1, (2, n), generator=generator, device=generator.device if generator else "cpu"
+    )
     offsets = offsets.to(images.device)
     rows = (torch.arange(height, device=images.device)[None, :] + offsets[0][:, None])[:, None, :, None]
     cols = (torch.arange(width, device=images.device)[None, :] + offsets[1][:, None])[:, None, None, :]
@@ -111,8 +119,13 @@ def make_optimizer(hp: dict, model: nn.Module) -> torch.optim.Optimizer:
     lr, weight_decay = hp["lr"], hp.get("weight_decay", 0.0)
     if name == "sgd":
         momentum = hp.get("momentum", 0.0)
-        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay,
-                               nesterov=bool(hp.get("nesterov", False)) and momentum > 0)  # fmt: skip
+        return torch.optim.SGD(
+            model.parameters(),
+            lr=lr,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            nesterov=bool(hp.get("nesterov", False)) and momentum > 0,
+        )
     if name == "adam":
         return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     if name == "adamw":
@@ -128,8 +141,15 @@ class LearningRate:
     to the next end, so that a score taken there is an annealed one. The per-step schedules are rebuilt on a restart
     and moved past the epochs already trained."""
 
-    def __init__(self, hp: dict, optimizer, epochs: int, steps_per_epoch: int, first_epoch: int = 1,
-                 cycle_ends: tuple[int, ...] = ()):  # fmt: skip
+    def __init__(
+        self,
+        hp: dict,
+        optimizer,
+        epochs: int,
+        steps_per_epoch: int,
+        first_epoch: int = 1,
+        cycle_ends: tuple[int, ...] = (),
+    ):
         name = hp.get("lr_schedule", "none")
         if name not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule={name}: allowed values are {', '.join(LR_SCHEDULES)}")
@@ -152,8 +172,9 @@ class LearningRate:
         """A fresh per-step schedule over the steps [start, end)."""
         total = max(1, end - start)
         if self.name == "onecycle":  # torch's OneCycleLR divides by zero below 8 steps (tiny data): stretched there
-            return torch.optim.lr_scheduler.OneCycleLR(self.optimizer, max_lr=self.hp["lr"], total_steps=max(total, 8),
-                                                       pct_start=ONECYCLE_WARMUP)  # fmt: skip
+            return torch.optim.lr_scheduler.OneCycleLR(
+                self.optimizer, max_lr=self.hp["lr"], total_steps=max(total, 8), pct_start=ONECYCLE_WARMUP
+            )
         warmup = max(1, min(self.steps_per_epoch, total - 1))
         return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: cosine_with_warmup(step, warmup, total))
 
@@ -206,9 +227,12 @@ class StepOptions:
     label_smoothing: float = 0.0
 
     @classmethod
-    def of(cls, run, hp: dict | None = None) -> "StepOptions":
-        return cls(channels_last=run.channels_last, precision=run.precision,
-                   label_smoothing=float((hp or {}).get("label_smoothing", 0.0)))  # fmt: skip
+    def of(cls, run, hp: dict | None = None) -> StepOptions:
+        return cls(
+            channels_last=run.channels_last,
+            precision=run.precision,
+            label_smoothing=float((hp or {}).get("label_smoothing", 0.0)),
+        )
 
     def layout(self, images: torch.Tensor) -> torch.Tensor:
         if self.channels_last and images.dim() == 4:

@@ -78,8 +78,9 @@ def train_fn_per_worker(config: dict) -> dict:
         epoch_start = time.perf_counter()
         started_at = time.time()
         with named_out_of_memory(device, hp):
-            train_stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options,
-                                          learning_rate.after_step)  # fmt: skip
+            train_stats = train_one_epoch(
+                model, optimizer, feed.train_batches(epoch), device, options, learning_rate.after_step
+            )
         broadcast_buffers_from_rank0(model)
         val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
@@ -94,8 +95,9 @@ def train_fn_per_worker(config: dict) -> dict:
         # 4. Rank 0 writes the epoch's checkpoint and row; every rank reports (a barrier).
         write = None
         if rank == 0 and not metrics["diverged"]:
-            write = functools.partial(save_checkpoint, model=unwrap(model), optimizer=optimizer, epoch=epoch,
-                                      metrics=dict(metrics), hp=hp)  # fmt: skip
+            write = functools.partial(
+                save_checkpoint, model=unwrap(model), optimizer=optimizer, epoch=epoch, metrics=dict(metrics), hp=hp
+            )
         session.report(metrics, write, epoch)
         if metrics["diverged"]:
             break  # the trial driver turns this into a failed trial with the reason

@@ -178,8 +178,9 @@ def accuracy_like_training(model, space: Space, run: RunConfig, config: dict) ->
     torch.set_num_threads(1)  # as in a training worker
     try:
         for rank in range(run.workers):
-            feed = make_feed(space, run, config, rank, run.workers, torch.device("cpu"), normalize=False,
-                             skip=run.data.skip)  # fmt: skip
+            feed = make_feed(
+                space, run, config, rank, run.workers, torch.device("cpu"), normalize=False, skip=run.data.skip
+            )
             stats = evaluate(model, feed.val_batches(), torch.device("cpu"))
             correct, count = correct + stats["correct"].item(), count + stats["count"]
     finally:

@@ -30,8 +30,12 @@ class Prediction:
     def as_dict(self) -> dict:
         if self.error:
             return {"input": self.input, "error": self.error}
-        return {"input": self.input, "class": self.class_index, "class_name": self.class_name,
-                "probability": self.probability}  # fmt: skip
+        return {
+            "input": self.input,
+            "class": self.class_index,
+            "class_name": self.class_name,
+            "probability": self.probability,
+        }
 
     def as_line(self) -> str:
         if self.error:
@@ -58,8 +62,10 @@ def read_idx_images(file: Path, channels: int, height: int, width: int) -> list[
     if array.ndim != 3 or array.dtype != np.uint8:
         raise InputError(f"{file}: IDX holds {array.dtype} of shape {array.shape}, not uint8 images [N, H, W]")
     if array.shape[1:] != (height, width) or channels != 1:
-        raise InputError(f"{file}: IDX images are {array.shape[1]}x{array.shape[2]} with 1 channel; "
-                         f"the model takes {height}x{width} with {channels}")  # fmt: skip
+        raise InputError(
+            f"{file}: IDX images are {array.shape[1]}x{array.shape[2]} with 1 channel; "
+            f"the model takes {height}x{width} with {channels}"
+        )
     return [(f"{file}[{i}]", image[None]) for i, image in enumerate(array)]
 
 

@@ -40,8 +40,12 @@ def early_stopping_savings(summary: dict) -> dict:
     epochs = summary["run"]["epochs"]
     run = sum(t["epochs_run"] for t in summary["trials"])
     full = epochs * len(summary["trials"])
-    return {"epochs_run": run, "epochs_if_all_ran": full, "saved": full - run,
-            "saved_fraction": (full - run) / full if full else 0.0}  # fmt: skip
+    return {
+        "epochs_run": run,
+        "epochs_if_all_ran": full,
+        "saved": full - run,
+        "saved_fraction": (full - run) / full if full else 0.0,
+    }
 
 
 def test_words(best: dict) -> str:
@@ -73,8 +77,14 @@ def build_report(experiment: Path) -> dict:
         publish_folder(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"table": table, "savings": savings, "importances": importances, "folder": str(out), "best": summary["best"],
-            "metric": summary["metric"]}
+    return {
+        "table": table,
+        "savings": savings,
+        "importances": importances,
+        "folder": str(out),
+        "best": summary["best"],
+        "metric": summary["metric"],
+    }
 
 
 def _pyplot():
@@ -123,7 +133,9 @@ def plot_learning_curves(summary: dict, histories: dict, path: Path) -> None:
         epochs = [r["epoch"] for r in rows]
         values = [r[metric] for r in rows]
         style = {"completed": "-", "stopped_early": "--", "failed": ":"}.get(trial["status"], "-")
-        (line,) = ax.plot(epochs, values, style, marker="o", markersize=3, label=f"{trial['trial_id']} ({trial['status']})")
+        (line,) = ax.plot(
+            epochs, values, style, marker="o", markersize=3, label=f"{trial['trial_id']} ({trial['status']})"
+        )
         if trial["status"] != "completed":
             ax.plot(epochs[-1], values[-1], "x", color=line.get_color(), markersize=9)
     from matplotlib.ticker import MaxNLocator
@@ -152,9 +164,13 @@ def hyperparameter_importance(summary: dict) -> dict[str, float]:
     study = optuna.create_study(direction="maximize" if summary["mode"] == "max" else "minimize")
     for trial in scored:
         params = {k: trial["config"][k] for k in searched}
-        study.add_trial(optuna.trial.create_trial(params=params, distributions=searched, value=trial[summary["metric"]]))
+        study.add_trial(
+            optuna.trial.create_trial(params=params, distributions=searched, value=trial[summary["metric"]])
+        )
     try:
-        return dict(optuna.importance.get_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator()))
+        return dict(
+            optuna.importance.get_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
+        )
     except (RuntimeError, ValueError):
         return {}
 
@@ -178,7 +194,11 @@ def plot_importance(importances: dict[str, float], path: Path) -> None:
 def render_html(summary: dict, table: str, savings: dict, importances: dict) -> str:
     images = "\n".join(f'<p><img src="{name}" alt="{name}"></p>' for name in PLOTS)
     best = summary["best"]
-    best_line = f"best: trial {best['trial_id']} epoch {best['epoch']}{test_words(best)}, checkpoint {best['checkpoint']}" if best else ""
+    best_line = (
+        f"best: trial {best['trial_id']} epoch {best['epoch']}{test_words(best)}, checkpoint {best['checkpoint']}"
+        if best
+        else ""
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>search report</title></head><body>"
         f"<h1>{html.escape(summary['space'])}: {html.escape(summary['metric'])} ({summary['mode']})</h1>"

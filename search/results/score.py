@@ -23,8 +23,9 @@ def anneals(config: dict) -> bool:
     return config.get("lr_schedule") in ANNEALING_SCHEDULES
 
 
-def standing_row(rows: Iterable[dict], config: dict, metric: str, mode: str,
-                 usable: Callable[[dict], bool] = lambda row: True) -> dict | None:  # fmt: skip
+def standing_row(
+    rows: Iterable[dict], config: dict, metric: str, mode: str, usable: Callable[[dict], bool] = lambda row: True
+) -> dict | None:
     """The row (one epoch) that stands for the trial, among the rows with a finite metric that are `usable` (the
     summary asks for a checkpoint still in storage)."""
     candidates = [row for row in rows if is_finite_number(row.get(metric)) and usable(row)]

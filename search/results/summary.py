@@ -23,7 +23,7 @@ class TrialRecord:
     error: str | None = None
 
 
-def trial_row(record: "TrialRecord", metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
+def trial_row(record: TrialRecord, metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
     """The epoch that stands for a trial (search.results.score) among those whose checkpoint is still in storage."""
 
     def usable(row: dict) -> bool:
@@ -32,7 +32,7 @@ def trial_row(record: "TrialRecord", metric: str, mode: str, checkpoint_exists=o
     return standing_row(record.history, record.config, metric, mode, usable)
 
 
-def _rank(row: dict, record: "TrialRecord", epochs: int, mode: str, metric: str) -> tuple:
+def _rank(row: dict, record: TrialRecord, epochs: int, mode: str, metric: str) -> tuple:
     """Orders the trials' rows for the best: a trial stopped in the middle of an annealing schedule comes after those
     that finished one, then the metric decides, then more epochs."""
     unfinished = anneals(record.config) and int(row.get("epoch", 0)) < epochs
@@ -65,8 +65,9 @@ def trial_status(record: TrialRecord, epochs: int) -> str:
     return outcome(bool(record.error or divergence(record)), epochs_run(record), epochs)
 
 
-def summarize(space: str, metric: str, mode: str, run: dict, records: list[TrialRecord],
-              checkpoint_exists=os.path.isdir) -> dict:  # fmt: skip
+def summarize(
+    space: str, metric: str, mode: str, run: dict, records: list[TrialRecord], checkpoint_exists=os.path.isdir
+) -> dict:
     """`checkpoint_exists`: whether a checkpoint location is still in storage (Ray deletes all but the best few).
     Trials are listed best first; each one's `best_epoch` is the epoch that stands for it (`trial_row`)."""
     epochs = run["epochs"]

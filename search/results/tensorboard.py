@@ -47,7 +47,9 @@ class TrialEventWriter:
         """`outcome`: best metric, epochs run, status and stopped_early flag of the finished trial."""
         from torch.utils.tensorboard.summary import hparams
 
-        metric_dict = {f"hparams/{k}": v for k, v in outcome.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        metric_dict = {
+            f"hparams/{k}": v for k, v in outcome.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         hparam_dict = {k: hparam_value(v) for k, v in config.items()}
         hparam_dict["status"] = outcome["status"]
         hparam_dict["stopped_early"] = bool(outcome["stopped_early"])
@@ -126,8 +128,19 @@ def start_server(experiment: Path, port: int, host: str = "127.0.0.1") -> tuple[
         port = free_port(host)
     elif not port_is_free(port, host):
         raise UsageError(f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)")
-    command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(experiment), "--host", host,
-               "--port", str(port), "--reload_interval", "5"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "tensorboard.main",
+        "--logdir",
+        str(experiment),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--reload_interval",
+        "5",
+    ]
     # TensorBoard's own messages go to a file: an undrained pipe would fill up and stall the server.
     log = tempfile.NamedTemporaryFile("w+", prefix="search-tensorboard-", suffix=".log", delete=False)
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)

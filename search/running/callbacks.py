@@ -111,12 +111,18 @@ class ProgressView(ray.tune.Callback):
             f"{statuses.count('stopped_early')} early-stopped, {statuses.count('failed')} failed"
         )
         status = f"{counts} | {best_text}{self._eta(trials, elapsed, finished)}"
-        lines += [status] if len(status) <= WIDTH else [f"{counts}{self._eta(trials, elapsed, finished)}", f"  {best_text}"]
+        lines += (
+            [status] if len(status) <= WIDTH else [f"{counts}{self._eta(trials, elapsed, finished)}", f"  {best_text}"]
+        )
         return lines
 
     def _best(self, trials, latest: dict):
         scored = [(self.outcomes.best(t), key(t)) for t in trials if self.outcomes.best(t) is not None]
-        scored += [(_number(r.get(self.outcomes.metric)), tid) for tid, r in latest.items() if _number(r.get(self.outcomes.metric)) is not None]
+        scored += [
+            (_number(r.get(self.outcomes.metric)), tid)
+            for tid, r in latest.items()
+            if _number(r.get(self.outcomes.metric)) is not None
+        ]
         scored += [self.earlier["best"]] if self.earlier["best"] else []
         if not scored:
             return None
@@ -197,8 +203,12 @@ class TensorBoardEvents(ray.tune.Callback):
 
     def _end(self, trial, status: str) -> None:
         o = self.outcomes
-        outcome = {f"best_{o.metric}": o.best(trial), "epochs_run": o.epochs_run(trial), "status": status,
-                   "stopped_early": status == "stopped_early"}  # fmt: skip
+        outcome = {
+            f"best_{o.metric}": o.best(trial),
+            "epochs_run": o.epochs_run(trial),
+            "status": status,
+            "stopped_early": status == "stopped_early",
+        }
         writer = self._writer(trial)
         writer.end(hyperparameters(trial), outcome)
         writer.close()

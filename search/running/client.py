@@ -55,7 +55,9 @@ def connect_client(address: str, attempts: int = 3) -> None:
     threads were busy during its fork): try again before giving up."""
     for attempt in range(1, attempts + 1):
         try:
-            ray.init(address=address, runtime_env=project_runtime_env(), log_to_driver=False, logging_level=logging.ERROR)
+            ray.init(
+                address=address, runtime_env=project_runtime_env(), log_to_driver=False, logging_level=logging.ERROR
+            )
             return
         except ConnectionAbortedError as exc:
             if attempt == attempts or not is_client_server_start_failure(str(exc)):

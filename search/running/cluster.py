@@ -37,8 +37,10 @@ def refuse_client_relative_paths(address: str, paths: dict[str, str]) -> None:
     """Through Ray Client the search runs on the cluster, where this machine's working directory means nothing."""
     for key, path in paths.items():
         if path and "://" not in path and not path.startswith(("/", "~")):
-            raise UsageError(f"{key}={path}: with address={address} paths are the cluster's; give an absolute path "
-                             f"(a folder every node mounts) or a URI")  # fmt: skip
+            raise UsageError(
+                f"{key}={path}: with address={address} paths are the cluster's; give an absolute path "
+                f"(a folder every node mounts) or a URI"
+            )
 
 
 def refuse_unreachable(address: str, host_port: str, timeout_s: float = 10.0) -> None:
@@ -106,11 +108,15 @@ def unseen_paths_message(answers: dict[str, dict[str, bool]], paths: dict[str, s
             continue
         nodes = f"{len(blind)} of {len(answers)} nodes ({', '.join(blind)})"
         if label == "storage" and "://" in path:
-            return (f"storage={path}: {nodes} cannot read files written there; give every node access to it "
-                    f"(credentials, endpoint, network)")  # fmt: skip
+            return (
+                f"storage={path}: {nodes} cannot read files written there; give every node access to it "
+                f"(credentials, endpoint, network)"
+            )
         if label == "storage":
-            return (f"storage={path}: {nodes} cannot see files written here; on a multi-node cluster storage must be "
-                    f"a folder every node mounts (NFS-style, e.g. /mnt/cluster_storage) or a URI (s3://, gs://)")  # fmt: skip
+            return (
+                f"storage={path}: {nodes} cannot see files written here; on a multi-node cluster storage must be "
+                f"a folder every node mounts (NFS-style, e.g. /mnt/cluster_storage) or a URI (s3://, gs://)"
+            )
         return f"{label}={path}: not found on {nodes}; put it on storage every node mounts"
     return None
 

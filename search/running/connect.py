@@ -58,7 +58,9 @@ def connect(config: RunConfig) -> bool:
         runtime_env={"env_vars": {STATE_API_ADDRESS: f"http://127.0.0.1:{dashboard_port}"}},
         **common,
     )
-    logging.getLogger("ray").info("search started a local Ray instance, session %s", context.address_info["session_dir"])
+    logging.getLogger("ray").info(
+        "search started a local Ray instance, session %s", context.address_info["session_dir"]
+    )
     return True
 
 
@@ -100,7 +102,9 @@ def check_paths_on_every_node(config: RunConfig, experiment: Experiment, timeout
         try:
             answers = dict(zip(probes, ray.get(list(probes.values()), timeout=timeout_s)))
         except ray.exceptions.GetTimeoutError:
-            raise SearchFailed(f"a node of the cluster did not answer within {timeout_s:g} s; see `ray status`") from None
+            raise SearchFailed(
+                f"a node of the cluster did not answer within {timeout_s:g} s; see `ray status`"
+            ) from None
     finally:
         delete_file(marker)
     check_every_node_sees(answers, paths)

@@ -54,7 +54,7 @@ def images_per_s(space, hp: dict, info, threads: int) -> float:
     images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
     labels = torch.randint(0, info.num_classes, (batch,))
     elapsed = 0.0
-    for step in range(2):
+    for _ in range(2):
         started = time.perf_counter()
         optimizer.zero_grad()
         torch.nn.functional.cross_entropy(model(images), labels).backward()
@@ -73,9 +73,11 @@ def long_search_line(config, space, train_images: int, info, cores: int) -> str 
     seconds = images / rate * 1.1  # and validation: a tenth of the images, forward only
     if seconds < LONG_S:
         return None
-    return (f"search: about {_duration(seconds)} on this machine's {cores} CPU cores, no GPU ({config.trials} trials x "
-            f"up to {config.epochs} epochs of {train_images:,} images at ~{rate:.0f} img/s, ASHA stopping some); "
-            f"shorten it with trials=, epochs= or data.limit=")  # fmt: skip
+    return (
+        f"search: about {_duration(seconds)} on this machine's {cores} CPU cores, no GPU ({config.trials} trials x "
+        f"up to {config.epochs} epochs of {train_images:,} images at ~{rate:.0f} img/s, ASHA stopping some); "
+        f"shorten it with trials=, epochs= or data.limit="
+    )
 
 
 def _duration(seconds: float) -> str:

@@ -11,9 +11,19 @@ import re
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # `Type: message`, the type optionally with its module path; only names that read as exceptions.
-EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Loss|Room|Memory|Died))): (\S.*)$")
-WRAPPERS = {"RayTaskError", "RayActorError", "WorkerGroupError", "TrainingFailedError", "ControllerError", "TuneError",
-            "StartTraceback", "ActorDiedError"}  # fmt: skip
+EXCEPTION_LINE = re.compile(
+    r"^((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Loss|Room|Memory|Died))): (\S.*)$"
+)
+WRAPPERS = {
+    "RayTaskError",
+    "RayActorError",
+    "WorkerGroupError",
+    "TrainingFailedError",
+    "ControllerError",
+    "TuneError",
+    "StartTraceback",
+    "ActorDiedError",
+}
 WORKER_DIED = ("worker process has died", "actor died unexpectedly")
 LIMIT = 400
 
@@ -24,8 +34,10 @@ def root_cause(text: str) -> str:
     if any(sign in text for sign in WORKER_DIED):  # of any rank: the others' errors (a broken gloo pair) follow it
         pid = re.search(r"\bpid: (\d+)", text)
         which = f" (pid {pid.group(1)})" if pid else ""
-        return (f"WorkerDied: a training worker process{which} died: killed by a signal or by the out-of-memory "
-                "killer (see the system log)")  # fmt: skip
+        return (
+            f"WorkerDied: a training worker process{which} died: killed by a signal or by the out-of-memory "
+            "killer (see the system log)"
+        )
     if "[Rank 0 Error Snippet]:" in text:  # Ray Train: the first rank's own failure, not the others' echo of it
         text = text.split("[Rank 0 Error Snippet]:", 1)[1].split("[Rank 1 Error Snippet]", 1)[0]
     causes = []

@@ -62,9 +62,9 @@ def say_when_long(config: RunConfig, space: Space, dataset, hp: dict) -> None:
 SAMPLE_WORDS = {
     "mnist": "the 6,000 MNIST digits that ship with search (and 2,000 more to test on; CC BY-SA 3.0)",
     "imagefolder": "digit PNGs drawn from the MNIST sample that ships with search (40 a class in train/, 10 in val/ "
-                   "and test/)",
+    "and test/)",
     "imagefolder_split": "digit PNGs drawn from the MNIST sample that ships with search (60 a class)",
-}  # fmt: skip
+}
 
 
 def use_the_sample(config: RunConfig, dataset: str, missing: UsageError) -> bool:
@@ -76,12 +76,17 @@ def use_the_sample(config: RunConfig, dataset: str, missing: UsageError) -> bool
     if dataset not in SAMPLE_WORDS or config.data.root != str(Path(default_data_root()).resolve()):
         return False
     given_up = config.data.root
-    config.data.root = str(samples.mnist_root() if dataset == "mnist" else
-                           samples.digit_folders_root(split_by_pct=dataset == "imagefolder_split"))  # fmt: skip
+    config.data.root = str(
+        samples.mnist_root()
+        if dataset == "mnist"
+        else samples.digit_folders_root(split_by_pct=dataset == "imagefolder_split")
+    )
     why = re.search(r"\((download failed: [^)]{0,80}|data\.download=false)", str(missing))
-    print(f"data: no {dataset} in {given_up}{f' ({why.group(1)})' if why else ''}; this search trains on "
-          f"{SAMPLE_WORDS[dataset]}, unpacked in {config.data.root}; for a real dataset give data.root=PATH",
-          flush=True)  # fmt: skip
+    print(
+        f"data: no {dataset} in {given_up}{f' ({why.group(1)})' if why else ''}; this search trains on "
+        f"{SAMPLE_WORDS[dataset]}, unpacked in {config.data.root}; for a real dataset give data.root=PATH",
+        flush=True,
+    )
     return True
 
 

@@ -13,10 +13,22 @@ from trainables.foundation.trial_files import TrialFiles
 
 # Keys Tune adds to every result, and the trial's own bookkeeping: the summary keeps what the training loop reported.
 _BOOKKEEPING = {
-    "timestamp", "done", "training_iteration", "trial_id", "date", "time_this_iter_s", "pid", "hostname",
-    "node_ip", "time_since_restore", "iterations_since_restore", "checkpoint_dir_name", "should_checkpoint",
-    "config", "recovered",
-}  # fmt: skip
+    "timestamp",
+    "done",
+    "training_iteration",
+    "trial_id",
+    "date",
+    "time_this_iter_s",
+    "pid",
+    "hostname",
+    "node_ip",
+    "time_since_restore",
+    "iterations_since_restore",
+    "checkpoint_dir_name",
+    "should_checkpoint",
+    "config",
+    "recovered",
+}
 
 
 def trial_records(record: StudyRecord, experiment: Experiment, storage: str) -> list[TrialRecord]:
@@ -25,12 +37,14 @@ def trial_records(record: StudyRecord, experiment: Experiment, storage: str) -> 
         trial_id = trial_id_of(trial)
         files = TrialFiles(experiment.location, trial_id)
         reason = trial.user_attrs.get(REASON_ATTR) or (files.ending() or {}).get("error")
-        records.append(TrialRecord(
-            trial_id=trial_id,
-            config={**record.constants, **record.coding.to_config(trial.params)},
-            history=[_clean_row(row, storage) for row in files.rows()],
-            error=None if reason == NOT_STARTED else reason,
-        ))  # fmt: skip
+        records.append(
+            TrialRecord(
+                trial_id=trial_id,
+                config={**record.constants, **record.coding.to_config(trial.params)},
+                history=[_clean_row(row, storage) for row in files.rows()],
+                error=None if reason == NOT_STARTED else reason,
+            )
+        )
     return records
 
 

@@ -15,6 +15,7 @@ import warnings
 import optuna
 from optuna.samplers import RandomSampler, TPESampler
 
+
 def startup_trials(trials: int) -> int:
     """TPE's random start: a quarter of the budget, at least 2 and at most Optuna's default of 10."""
     return max(2, min(10, trials // 4))
@@ -34,5 +35,4 @@ def make_sampler(sampler: str, seed: int, startup: int) -> RandomSampler | TPESa
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.simplefilter("ignore", FutureWarning)
-        return TPESampler(seed=seed, n_startup_trials=startup, gamma=good_group, multivariate=True,
-                          constant_liar=True)  # fmt: skip
+        return TPESampler(seed=seed, n_startup_trials=startup, gamma=good_group, multivariate=True, constant_liar=True)

@@ -20,9 +20,9 @@ import warnings
 from pathlib import Path
 
 import optuna
+from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
-from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from search.results.score import is_finite_number, score_of_values
@@ -60,8 +60,9 @@ def trim_partial_tail(path: Path) -> None:
 def open_study(folder: Path, direction: str, sampler=None) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = journal_storage(folder / STUDY_FILE)
-    return optuna.create_study(storage=storage, study_name=STUDY_NAME, direction=direction, sampler=sampler,
-                               load_if_exists=True)  # fmt: skip
+    return optuna.create_study(
+        storage=storage, study_name=STUDY_NAME, direction=direction, sampler=sampler, load_if_exists=True
+    )
 
 
 def read_study(folder: Path) -> optuna.Study:
@@ -81,15 +82,22 @@ class StudyRecord:
     """Writes the search's trials into its study: created, each epoch, ended. `constants`: the configuration every
     trial shares (the space's constants and the fixed keys), which decides how a trial is scored."""
 
-    def __init__(self, study: optuna.Study, coding: "SpaceCoding", metric: str, mode: str, epochs: int,
-                 constants: dict):  # fmt: skip
+    def __init__(self, study: optuna.Study, coding: SpaceCoding, metric: str, mode: str, epochs: int, constants: dict):
         self.study, self.coding, self.constants = study, coding, constants
         self.metric, self.mode, self.epochs = metric, mode, epochs
         self.numbers = {trial_id_of(t): t.number for t in study.get_trials(deepcopy=False) if trial_id_of(t)}
 
     @classmethod
-    def in_memory(cls, space: dict, metric: str, mode: str, sampler, epochs: int, order_numbers: bool = True,
-                  constants: dict | None = None) -> "StudyRecord":  # fmt: skip
+    def in_memory(
+        cls,
+        space: dict,
+        metric: str,
+        mode: str,
+        sampler,
+        epochs: int,
+        order_numbers: bool = True,
+        constants: dict | None = None,
+    ) -> StudyRecord:
         """A record over a study in memory, for the sampler's benchmarks and tests."""
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         study = optuna.create_study(direction="maximize" if mode == "max" else "minimize", sampler=sampler)
@@ -192,8 +200,9 @@ def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> Non
     config = dict(rows[0].get("config") or {}) if rows else {}
     params = record.coding.to_params(config)
     distributions = {name: record.coding.distributions[name] for name in params}
-    added = optuna.trial.create_trial(state=TrialState.RUNNING, params=params, distributions=distributions,
-                                      user_attrs={ID_ATTR: trial_id})  # fmt: skip
+    added = optuna.trial.create_trial(
+        state=TrialState.RUNNING, params=params, distributions=distributions, user_attrs={ID_ATTR: trial_id}
+    )
     record.study.add_trial(added)
     record.numbers[trial_id] = len(record.study.get_trials(deepcopy=False)) - 1
 
@@ -214,8 +223,11 @@ class SpaceCoding:
 
     def to_params(self, config: dict) -> dict:
         """The study's values of a configuration's searched keys (other keys are left out)."""
-        return {name: self.ordered[name].index(value) if name in self.ordered else value
-                for name, value in config.items() if name in self.space}  # fmt: skip
+        return {
+            name: self.ordered[name].index(value) if name in self.ordered else value
+            for name, value in config.items()
+            if name in self.space
+        }
 
     def refusal(self, config: dict) -> str | None:
         """Why a given configuration is not in the space (a key it does not search, a value outside its range)."""

@@ -62,8 +62,9 @@ def _read_list(path: Path) -> list[dict]:
     try:
         value = json.loads(path.read_text())
     except OSError as exc:
-        raise UsageError(f"enqueue={path}: cannot read it ({exc.strerror or exc}); give a JSON file or an experiment "
-                         "folder") from None  # fmt: skip
+        raise UsageError(
+            f"enqueue={path}: cannot read it ({exc.strerror or exc}); give a JSON file or an experiment folder"
+        ) from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"enqueue={path}: not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):

@@ -90,8 +90,10 @@ def fit(config, space, experiment, record, again, to_run: int, log_file: Path) -
         shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
         concurrency = plan_concurrency(nodes, shape, config.concurrency)
         check_paths_on_every_node(config, experiment)
-        print(f"search: {first_line_words(config, to_run, record)} of {space.name}, {concurrency} at a time, "
-              f"{shape.in_words()} ({shape.keys()}), {asha_words(config)}log in {log_file}")  # fmt: skip
+        print(
+            f"search: {first_line_words(config, to_run, record)} of {space.name}, {concurrency} at a time, "
+            f"{shape.in_words()} ({shape.keys()}), {asha_words(config)}log in {log_file}"
+        )
         if experiment.remote:
             print(f"results: {experiment.location}")
         placement = placement_of(config, concurrency)
@@ -134,7 +136,8 @@ def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> 
     first = failed[0]
     every = "every trial failed" if len(failed) == len(summary["trials"]) else f"{len(failed)} trials failed"
     error_file = experiment.join(f"{TRIAL_DIR_PREFIX}{first['trial_id']}", "error.txt")
-    return f"no trial produced a checkpoint: {every}; the first, trial {first['trial_id']}: {first['error']} (see {error_file})"
+    first_words = f"the first, trial {first['trial_id']}: {first['error']}"
+    return f"no trial produced a checkpoint: {every}; {first_words} (see {error_file})"
 
 
 def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
@@ -187,8 +190,15 @@ def build_trainable(config: RunConfig, space: Space, experiment: Experiment, pla
     return ray.tune.with_resources(trainable, placement.resources)
 
 
-def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placement: TrialPlacement,
-                record: StudyRecord, again: list, to_run: int) -> ray.tune.Tuner:  # fmt: skip
+def build_tuner(
+    config: RunConfig,
+    space: Space,
+    experiment: Experiment,
+    placement: TrialPlacement,
+    record: StudyRecord,
+    again: list,
+    to_run: int,
+) -> ray.tune.Tuner:
     """A fresh Tuner for this session: `to_run` trials, first the `again` ones (unfinished, with their own ids)."""
     scheduler = StudyASHA(
         time_attr="epoch",
@@ -222,8 +232,9 @@ def build_tuner(config: RunConfig, space: Space, experiment: Experiment, placeme
     )
 
 
-def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord,
-                     concurrency: int) -> list:  # fmt: skip
+def driver_callbacks(
+    config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord, concurrency: int
+) -> list:
     outcomes = TrialOutcomes(config.epochs, space.metric, space.mode)
     return [
         TrialEnds(outcomes, experiment.location, record),
@@ -231,4 +242,3 @@ def driver_callbacks(config: RunConfig, space: Space, experiment: Experiment, re
         ProgressView(outcomes, config.trials, concurrency, record.earlier()),
         UploadOwnFiles(experiment, own_files),
     ]
-

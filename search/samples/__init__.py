@@ -53,7 +53,8 @@ def mnist_root() -> Path:
 
 
 def digit_folders_root(split_by_pct: bool) -> Path:
-    """An ImageFolder tree of digit PNGs (RGB, 28x28) drawn from the sample: `train/`, `val/` and `test/` with one folder
+    """An ImageFolder tree of digit PNGs (RGB, 28x28) drawn from the sample: `train/`, `val/` and `test/` with one
+    folder
     per digit, or (`split_by_pct`) one folder per digit that the search splits itself."""
     import numpy as np
     from PIL import Image
@@ -62,13 +63,16 @@ def digit_folders_root(split_by_pct: bool) -> Path:
         return np.frombuffer(gzip.open(PACKED / f"{name}.gz").read(), np.uint8, offset=offset)
 
     def draw(folder: Path) -> None:
-        images = {"train": read(RAW_FILES[0], 16).reshape(-1, 28, 28), "test": read(RAW_FILES[2], 16).reshape(-1, 28, 28)}
+        images = {
+            "train": read(RAW_FILES[0], 16).reshape(-1, 28, 28),
+            "test": read(RAW_FILES[2], 16).reshape(-1, 28, 28),
+        }
         labels = {"train": read(RAW_FILES[1], 8), "test": read(RAW_FILES[3], 8)}
         for split, count in PNGS_PER_CLASS.items():
             source = "test" if split == "test" else "train"
             for digit in range(10):
                 picks = np.flatnonzero(labels[source] == digit)
-                picks = picks[count:2 * count] if split == "val" else picks[:count]  # val: other digits than train
+                picks = picks[count : 2 * count] if split == "val" else picks[:count]  # val: other digits than train
                 where = folder / (str(digit) if split_by_pct else f"{split}/{digit}")
                 where.mkdir(parents=True, exist_ok=True)
                 for index in picks:

@@ -48,8 +48,11 @@ class DataConfig:
     def __post_init__(self):
         _require(self.limit >= 0, f"data.limit={self.limit}: must be >= 0 (0 means all samples)")
         _require(self.val_limit >= 0, f"data.val_limit={self.val_limit}: must be >= 0 (0 means all samples)")
-        _require(0 < self.val_fraction < 1, f"data.val_fraction={self.val_fraction:g}: must be between 0 and 1 "
-                                            "(the share of the training split held out for validation)")
+        _require(
+            0 < self.val_fraction < 1,
+            f"data.val_fraction={self.val_fraction:g}: must be between 0 and 1 "
+            "(the share of the training split held out for validation)",
+        )
         _require(self.workers >= 0, f"data.workers={self.workers}: must be >= 0 (0: decode in the training process)")
 
 
@@ -103,7 +106,7 @@ class RunConfig:
     compile_mode: str = "default"
     """torch.compile's mode: default, reduce-overhead (CUDA graphs: small models on a GPU) or max-autotune."""
     sampler: str = "tpe"
-    """How Optuna proposes trials: tpe (random for a quarter of the trials, 2 to 10, then multivariate TPE) or random."""
+    """How Optuna proposes trials: tpe (a quarter of the trials, 2 to 10, at random, then multivariate TPE), random."""
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     time_budget: float = 0.0
@@ -130,8 +133,10 @@ class RunConfig:
     def __post_init__(self):
         _require(self.trials >= 1, f"trials={self.trials}: must be >= 1")
         _require(self.epochs >= 1, f"epochs={self.epochs}: must be >= 1")
-        _require(0 <= self.grace <= self.epochs,
-                 f"grace={self.grace}: must be between 1 and epochs={self.epochs}, or 0 (past the lr warm-up)")
+        _require(
+            0 <= self.grace <= self.epochs,
+            f"grace={self.grace}: must be between 1 and epochs={self.epochs}, or 0 (past the lr warm-up)",
+        )
         _require(self.reduction > 1, f"reduction={self.reduction:g}: must be > 1")
         _require(self.workers is None or self.workers >= 1, f"workers={self.workers}: must be >= 1")
         _require(self.cpus is None or self.cpus > 0, f"cpus={self.cpus}: must be > 0")
@@ -143,9 +148,13 @@ class RunConfig:
         _require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
         _require(self.room_wait > 0, f"room_wait={self.room_wait:g}: must be > 0 seconds")
         _require(self.sampler in SAMPLERS, f"sampler={self.sampler}: allowed values are {', '.join(SAMPLERS)}")
-        _require(self.precision in PRECISIONS, f"precision={self.precision}: allowed values are {', '.join(PRECISIONS)}")
-        _require(self.compile_mode in COMPILE_MODES,
-                 f"compile_mode={self.compile_mode}: allowed values are {', '.join(COMPILE_MODES)}")
+        _require(
+            self.precision in PRECISIONS, f"precision={self.precision}: allowed values are {', '.join(PRECISIONS)}"
+        )
+        _require(
+            self.compile_mode in COMPILE_MODES,
+            f"compile_mode={self.compile_mode}: allowed values are {', '.join(COMPILE_MODES)}",
+        )
         _require(self.verbose in (0, 1), f"verbose={self.verbose}: must be 0 or 1")
 
         _require(
@@ -161,7 +170,7 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "RunConfig":
+    def from_dict(cls, values: dict) -> RunConfig:
         values = {key: value for key, value in values.items() if key not in RETIRED_KEYS}
         values["data"] = DataConfig(**values.get("data", {}))
         values["model"] = ModelConfig(**values.get("model", {}))
@@ -296,7 +305,9 @@ def help_rows() -> list[tuple[str, str, str]]:
             section_docs = field_docs(type(default))
             for sub in dataclasses.fields(default):
                 if sub.metadata.get("cli", True):
-                    rows.append((f"{f.name}.{sub.name}", _default_text(getattr(default, sub.name)), section_docs[sub.name]))
+                    rows.append(
+                        (f"{f.name}.{sub.name}", _default_text(getattr(default, sub.name)), section_docs[sub.name])
+                    )
         else:
             rows.append((f.name, _default_text(default), docs[f.name]))
     return rows

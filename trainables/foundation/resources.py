@@ -21,7 +21,7 @@ class TrialShape:
     gpus_per_worker: float
 
     @classmethod
-    def of(cls, config) -> "TrialShape":
+    def of(cls, config) -> TrialShape:
         """The shape a RunConfig asks for (gpus already resolved from 'auto')."""
         return cls(workers=config.workers, cpus_per_worker=config.cpus, gpus_per_worker=config.gpus or 0)
 
@@ -53,8 +53,14 @@ def most_on_one_node(nodes: list[dict], resource: str) -> float:
     return max((node.get(resource, 0) for node in nodes), default=0)
 
 
-def choose_shape(nodes: list[dict], trials: int, workers: int | None = None, cpus: float | None = None,
-                 gpus: float | None = None, concurrency: int = 0) -> TrialShape:  # fmt: skip
+def choose_shape(
+    nodes: list[dict],
+    trials: int,
+    workers: int | None = None,
+    cpus: float | None = None,
+    gpus: float | None = None,
+    concurrency: int = 0,
+) -> TrialShape:
     """The trial shape for this cluster. Keys the user gave (not None) always win; the rest are chosen:
     with GPUs, a DDP trial of 2 workers x 1 GPU where the cluster has 2 or more GPUs, else one worker packed
     at 0.25 GPU; without GPUs, 2 workers where a node has DDP_MIN_CORES cores, else one worker per trial and
@@ -83,18 +89,21 @@ def check_shape(nodes: list[dict], shape: TrialShape, trials: int) -> None:
     fits = choose_shape(nodes, trials).keys()
     gpus = shape.gpus_per_worker
     if gpus > 1 and gpus != int(gpus):
-        raise UsageError(f"gpus={gpus:g}: a worker takes a share of one GPU (below 1) or whole GPUs; "
-                         f"a shape that fits: {fits}")  # fmt: skip
+        raise UsageError(
+            f"gpus={gpus:g}: a worker takes a share of one GPU (below 1) or whole GPUs; a shape that fits: {fits}"
+        )
     if shape.workers > 1 and 0 < gpus < 1:
         raise UsageError(
             f"workers={shape.workers} gpus={gpus:g}: ranks of one DDP trial would share a GPU, which NCCL refuses "
-            f"(\"Duplicate GPU detected\"); give each rank a whole GPU (gpus=1) or pack one-worker trials "
+            f'("Duplicate GPU detected"); give each rank a whole GPU (gpus=1) or pack one-worker trials '
             f"(workers=1 gpus={gpus:g}); a shape that fits: {fits}"
         )
     if gpus > most_on_one_node(nodes, "GPU"):
         have = most_on_one_node(nodes, "GPU")
-        raise UsageError(f"gpus={gpus:g}: no node has {gpus:g} GPU{'s' if gpus != 1 else ''} (the most on one node: "
-                         f"{have:g}); a shape that fits: {fits}")  # fmt: skip
+        raise UsageError(
+            f"gpus={gpus:g}: no node has {gpus:g} GPU{'s' if gpus != 1 else ''} (the most on one node: "
+            f"{have:g}); a shape that fits: {fits}"
+        )
     if trials_that_fit(nodes, shape) == 0:
         raise UsageError(f"{_never_fits_message(nodes, shape)}; a shape that fits: {fits}")
 
@@ -142,9 +151,11 @@ def local_cpu_count() -> int:
 def refuse_crashing_gpu_options(config, shape: TrialShape) -> None:
     """Options that crash torch's compiler on a GPU, refused before any trial (on CPU cores they train)."""
     if shape.gpus_per_worker and config.compile and config.precision == "bf16" and config.channels_last:
-        raise UsageError("compile=true with precision=bf16 and channels_last=true on a GPU: torch's inductor fails on "
-                         "this combination (an AssertionError on a convolution's strides; torch 2.11, H100, "
-                         "2026-11-24); drop one of the three")  # fmt: skip
+        raise UsageError(
+            "compile=true with precision=bf16 and channels_last=true on a GPU: torch's inductor fails on "
+            "this combination (an AssertionError on a convolution's strides; torch 2.11, H100, "
+            "2026-11-24); drop one of the three"
+        )
 
 
 def settle_shape(config, nodes: list[dict]) -> TrialShape:

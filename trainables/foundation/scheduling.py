@@ -40,9 +40,11 @@ def trains_in_process(workers: int, in_process: bool) -> bool:
     return workers == 1 and in_process
 
 
-def place_trials(workers: int, cpus: float, gpus: float, concurrency: int, max_failures: int,
-                 in_process: bool = True) -> TrialPlacement:  # fmt: skip
-    """`concurrency` is what the cluster fits (see `trainables.foundation.resources.plan_concurrency`); `in_process=False` gives a
+def place_trials(
+    workers: int, cpus: float, gpus: float, concurrency: int, max_failures: int, in_process: bool = True
+) -> TrialPlacement:
+    """`concurrency` is what the cluster fits (see `trainables.foundation.resources.plan_concurrency`);
+    `in_process=False` gives a
     one-worker trial a Ray Train worker group like a multi-worker one."""
     if trains_in_process(workers, in_process):
         resources = {"cpu": cpus, "gpu": gpus} if gpus else {"cpu": cpus}

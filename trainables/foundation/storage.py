@@ -57,8 +57,9 @@ def filesystem(location: str, key: str = "storage"):
         return pyarrow.fs.FileSystem.from_uri(location)
     except Exception as exc:  # ArrowInvalid for unknown schemes, OSError for missing drivers or credentials
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UsageError(f"{key}={location}: pyarrow cannot open it ({reason}); give a folder or a URI such as "
-                         f"{URI_EXAMPLES}") from None  # fmt: skip
+        raise UsageError(
+            f"{key}={location}: pyarrow cannot open it ({reason}); give a folder or a URI such as {URI_EXAMPLES}"
+        ) from None
 
 
 def refuse_unwritable(storage: str) -> None:
@@ -75,8 +76,9 @@ def refuse_unwritable(storage: str) -> None:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         culprit = f" ({exc.filename})" if exc.filename and str(exc.filename) != storage else ""
-        raise UsageError(f"storage={storage}: cannot write there: {reason}{culprit}; give a folder you can write "
-                         "to, or a URI") from None  # fmt: skip
+        raise UsageError(
+            f"storage={storage}: cannot write there: {reason}{culprit}; give a folder you can write to, or a URI"
+        ) from None
 
 
 def as_location(storage: str, fs_path: str) -> str:
@@ -141,7 +143,7 @@ class Experiment:
     local: Path
 
     @classmethod
-    def at(cls, location: str) -> "Experiment":
+    def at(cls, location: str) -> Experiment:
         if is_uri(location):
             return cls(location, working_folder(location))
         path = Path(location).expanduser().resolve()
@@ -204,7 +206,9 @@ class Experiment:
 
         fs, root = filesystem(self.location)
         infos = fs.get_file_info(pyarrow.fs.FileSelector(root, recursive=True))
-        folders = {as_location(self.location, info.path) for info in infos if info.type == pyarrow.fs.FileType.Directory}
+        folders = {
+            as_location(self.location, info.path) for info in infos if info.type == pyarrow.fs.FileType.Directory
+        }
         return folders.__contains__
 
     def local_checkpoint(self, checkpoint: str) -> Path:

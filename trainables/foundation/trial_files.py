@@ -33,8 +33,11 @@ TRIAL_KEY = "trial_id"
 
 
 def trial_location(experiment_dir: str, trial_id: str) -> str:
-    return uri_join(experiment_dir, f"{TRIAL_DIR_PREFIX}{trial_id}") if is_uri(experiment_dir) else \
-        str(PurePosixPath(experiment_dir, f"{TRIAL_DIR_PREFIX}{trial_id}"))
+    return (
+        uri_join(experiment_dir, f"{TRIAL_DIR_PREFIX}{trial_id}")
+        if is_uri(experiment_dir)
+        else str(PurePosixPath(experiment_dir, f"{TRIAL_DIR_PREFIX}{trial_id}"))
+    )
 
 
 class TrialFiles:
