@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from benchmarks.processes import ProcessSampler
+from trainables.foundation.trial_files import TrialFiles
 
 REPO = Path(__file__).resolve().parents[1]
 # resnet_mnist with nothing searched, as the Ray Train tutorial trains it (the recipe the benchmarks have measured
@@ -52,8 +53,7 @@ def trial_rows(experiment: Path) -> list[list[dict]]:
     """Every trial's result rows (one per epoch), trials ordered by when their first epoch started."""
     trials = []
     for entry in summary_of(experiment)["trials"]:
-        lines = (experiment / f"trial_{entry['trial_id']}" / "result.json").read_text().splitlines()
-        trials.append([json.loads(line) for line in lines])
+        trials.append(TrialFiles(str(experiment), entry["trial_id"]).rows())
     return sorted(trials, key=lambda rows: rows[0]["started_at"])
 
 

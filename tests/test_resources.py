@@ -114,3 +114,12 @@ def test_the_compile_combination_that_crashes_inductor_on_a_gpu_is_refused_in_on
     assert "\n" not in str(excinfo.value)
     settle_shape(parse_overrides(combination), [{"CPU": 2}])  # on CPU cores it trains (tests/test_spaces_e2e.py)
     settle_shape(parse_overrides(combination[:-1]), [{"CPU": 16, "GPU": 1}])  # two of the three train on a GPU
+
+
+def test_a_gpu_share_given_on_a_two_gpu_node_packs_one_worker_trials_instead_of_a_ddp_pair():
+    """Every key you give wins: gpus=0.5 on 2 GPUs is two one-worker trials per GPU, not a refused DDP pair."""
+    two_gpus = [{"CPU": 16.0, "GPU": 2.0, "memory": 64e9}]
+    shape = choose_shape(two_gpus, trials=8, gpus=0.5)
+    assert (shape.workers, shape.gpus_per_worker) == (1, 0.5)
+    check_shape(two_gpus, shape, 8)  # fits: no refusal naming a workers= the user never gave
+    assert choose_shape(two_gpus, trials=8).workers == 2  # left to auto: DDP over the two GPUs, as before

@@ -58,3 +58,15 @@ def test_run_resolves_grace_zero_from_the_space_and_keeps_a_given_one():
 )
 def test_cycles_end_where_asha_judges_before_the_last_epoch(epochs, grace, reduction, ends):
     assert cycle_ends(epochs, grace, reduction) == ends
+
+
+@pytest.mark.parametrize("epochs, grace, reduction", [(8, 3, 3.0), (3, 1, 3.0), (4, 1, 3.0), (20, 2, 2.0), (9, 1, 3)])
+def test_the_rungs_are_the_ones_ray_tunes_asha_compares_trials_at(epochs, grace, reduction):
+    """One formula: the foundation's milestones (no Ray there) are checked against Tune's own ASHAScheduler."""
+    from ray.tune.schedulers import ASHAScheduler
+
+    from trainables.foundation.schedules import rung_milestones
+
+    asha = ASHAScheduler(time_attr="epoch", max_t=epochs, grace_period=grace, reduction_factor=reduction)
+    tunes = sorted(milestone for milestone, _ in asha._brackets[0]._rungs if milestone < epochs)
+    assert rung_milestones(epochs, grace, reduction) == pytest.approx(tunes)

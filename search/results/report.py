@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 import shutil
 from pathlib import Path
 
@@ -11,19 +10,16 @@ from search.results.files import publish_folder, staging_folder
 from search.results.summary import format_table, read_summary
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_space
+from trainables.foundation.trial_files import TrialFiles
 
 REPORT_FOLDER = "report"
 PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
 
 
 def trial_histories(experiment: Path, summary: dict) -> dict[str, list[dict]]:
-    """Every epoch each trial reported, from the result.json it wrote in its folder."""
-    histories = {}
-    for trial in summary["trials"]:
-        result_file = experiment / f"trial_{trial['trial_id']}" / "result.json"
-        rows = [json.loads(line) for line in result_file.read_text().splitlines()] if result_file.is_file() else []
-        histories[trial["trial_id"]] = [row for row in rows if "epoch" in row]
-    return histories
+    """Every epoch each trial reported, from the result.json it wrote in its folder (a line that does not parse is
+    skipped and named in the log, as everywhere: trainables.foundation.trial_files)."""
+    return {trial["trial_id"]: TrialFiles(str(experiment), trial["trial_id"]).rows() for trial in summary["trials"]}
 
 
 def start_order(summary: dict, histories: dict[str, list[dict]]) -> list[dict]:

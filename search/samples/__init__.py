@@ -12,6 +12,8 @@ import os
 import shutil
 from pathlib import Path
 
+from trainables.foundation.cache import cache_folder
+
 PACKED = Path(__file__).resolve().parent / "mnist"
 VERSION = "1"  # a new sample gets a new folder
 TRAIN_DIGITS, TEST_DIGITS = 6000, 2000
@@ -20,8 +22,7 @@ PNGS_PER_CLASS = {"train": 40, "val": 10, "test": 10}  # the image-folder sample
 
 
 def samples_root() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
-    return Path(cache, "search", "samples")
+    return cache_folder("samples")
 
 
 def _built(target: Path, build) -> Path:

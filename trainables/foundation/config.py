@@ -10,20 +10,19 @@ import ast
 import dataclasses
 import difflib
 import inspect
-import os
 import re
 import textwrap
 import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainables.foundation.cache import cache_folder
 from trainables.foundation.errors import UsageError
 from trainables.foundation.schedules import cycle_ends
 
 
 def default_data_root() -> str:
-    cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
-    return os.path.join(cache, "search", "datasets")
+    return str(cache_folder("datasets"))
 
 
 @dataclass

@@ -68,7 +68,9 @@ def choose_shape(
     never more than `trials` (or `concurrency`, when given) trials' workers."""
     node_gpus, node_cpus = most_on_one_node(nodes, "GPU"), most_on_one_node(nodes, "CPU")
     total_gpus = sum(math.floor(node.get("GPU", 0)) for node in nodes)
-    gpu_workers = workers or (2 if total_gpus >= 2 else 1)  # DDP wherever there are GPUs for two ranks
+    # DDP wherever there are GPUs for two ranks, unless the given share is a part of one GPU (ranks cannot share one)
+    whole_gpus = gpus is None or gpus >= 1
+    gpu_workers = workers or (2 if total_gpus >= 2 and whole_gpus else 1)
     if gpus is None:
         gpus = 0.0 if node_gpus == 0 else (1.0 if gpu_workers > 1 else PACKED_GPU_SHARE)
     if workers is None:

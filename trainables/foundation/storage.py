@@ -16,6 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from trainables.foundation.cache import cache_folder
 from trainables.foundation.errors import UsageError
 
 SEARCH_FILE = "search.json"  # the search's config, written before the first trial: marks an experiment folder
@@ -124,8 +125,7 @@ def delete_file(location: str) -> None:
 
 
 def cache_root() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
-    return Path(cache, "search", "experiments")
+    return cache_folder("experiments")
 
 
 def working_folder(uri: str) -> Path:
