@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from search.commands import (
-    cmd_dashboard,
-    cmd_export,
-    cmd_predict,
-    cmd_report,
-    cmd_resume,
-    cmd_run,
-    cmd_spaces,
-    cmd_tensorboard,
-)
+from search.commands import cmd_export, cmd_predict, cmd_resume, cmd_run, cmd_spaces
+from search.viewers import cmd_dashboard, cmd_report, cmd_tensorboard
 from trainables.foundation.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
 
 COMMANDS = {

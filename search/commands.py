@@ -5,14 +5,14 @@ from __future__ import annotations
 import functools
 import json
 import os
-import signal
 import time
 from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, format_table
 from search.running.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
 from search.running.preflight import preflight
-from trainables.foundation.config import RunConfig, format_help, help_rows, parse_overrides, split_override
+from trainables.foundation.config import RunConfig, parse_overrides, split_override
+from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import (
@@ -148,27 +148,6 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
     return config
 
 
-def cmd_dashboard(args: list[str]) -> int:
-    positional, options, _ = split_options(args, {"port"})
-    if len(positional) != 1:
-        raise UsageError("usage: python -m search dashboard EXPERIMENT_DIR [port=N]")
-    from search.results.dashboard import dashboard_address, serve
-    from trainables.foundation.config import parse_scalar
-
-    port = parse_scalar("port", options.get("port", "8080"), int)
-    if not 0 <= port <= 65535:
-        raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
-    experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")
-    study, port = dashboard_address(experiment.local, port)
-    print(f"optuna-dashboard for {positional[0]} at http://127.0.0.1:{port}/ (Ctrl-C stops it)", flush=True)
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    try:
-        serve(study, port)
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    return 0
-
-
 def split_options(args: list[str], allowed: set[str]) -> tuple[list[str], dict[str, str], set[str]]:
     """(positional words, key=value options, --flags), refusing keys and flags not in `allowed`."""
     positional, options, flags = [], {}, set()
@@ -260,52 +239,4 @@ def cmd_spaces(args: list[str]) -> int:
             print(f"    {key:<16} {describe_distribution(dist)}")
         for key, value in space.constants.items():
             print(f"    {key:<16} fixed at {value} (override with {key}=...)")
-    return 0
-
-
-def cmd_tensorboard(args: list[str]) -> int:
-    positional, options, _ = split_options(args, {"port"})
-    if len(positional) != 1:
-        raise UsageError("usage: python -m search tensorboard EXPERIMENT_DIR [port=N]")
-    from search.results.tensorboard import start_server, stop_server
-    from trainables.foundation.config import parse_scalar
-
-    port = parse_scalar("port", options.get("port", "6006"), int)
-    if not 0 <= port <= 65535:
-        raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
-    experiment = Experiment.at(positional[0])
-    if experiment.remote:  # TensorBoard reads a snapshot downloaded now
-        experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")
-    server, url = start_server(experiment.local, port)
-    print(f"TensorBoard for {positional[0]} at {url} (Ctrl-C stops it)", flush=True)
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    try:
-        return server.wait()
-    except (KeyboardInterrupt, SystemExit):
-        return 0
-    finally:
-        stop_server(server)
-
-
-def _stop_on_sigterm(signum, frame):
-    raise SystemExit(0)  # unwinds through cmd_tensorboard's finally, which stops the server
-
-
-def cmd_report(args: list[str]) -> int:
-    if len(args) != 1:
-        raise UsageError("usage: python -m search report EXPERIMENT_DIR")
-    from search.results.report import PLOTS, build_report, savings_line
-
-    report = build_report(open_for_reading(args[0], SUMMARY_FILE).local)
-    print(report["table"])
-    print()
-    best = report["best"]
-    if best:
-        value = best["metrics"][report["metric"]]
-        print(f"best: trial {best['trial_id']} epoch {best['epoch']} {report['metric']}={value:.4f}{test_text(best)}")
-    print(savings_line(report["savings"]))
-    if report["importances"]:
-        ranked = ", ".join(f"{k} {v:.2f}" for k, v in report["importances"].items())
-        print(f"hyperparameter importance: {ranked}")
-    print(f"plots: {', '.join(PLOTS)} and index.html in {report['folder']}")
     return 0

@@ -2,7 +2,8 @@
 
 import pytest
 
-from trainables.foundation.config import DataConfig, RunConfig, config_keys, field_docs, help_rows, parse_overrides
+from trainables.foundation.config import DataConfig, RunConfig, config_keys, parse_overrides
+from trainables.foundation.config_help import field_docs, help_rows
 from trainables.foundation.errors import UsageError
 
 
