@@ -3,9 +3,10 @@
 import pytest
 import torch
 
+from trainables.augment import random_rotations, random_shifts
 from trainables.foundation.schedules import ANNEALING_SCHEDULES, LR_SCHEDULES, warmup_epochs
 from trainables.models import resnet18
-from trainables.training import LearningRate, StepOptions, make_optimizer, random_rotations, random_shifts
+from trainables.training import LearningRate, StepOptions, make_optimizer
 
 
 def lrs(hp: dict, epochs: int, steps: int, first_epoch: int = 1, ends: tuple[int, ...] = ()) -> list[float]:
