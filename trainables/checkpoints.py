@@ -1,9 +1,9 @@
-"""A one-worker trial's checkpoints, kept where a Ray Train run keeps them.
+"""Every trial's checkpoints, both shapes: rank 0 of a DDP group and a one-worker trial in its own process.
 
-A trial with one worker trains inside its Tune trial process (Ray Train's local mode), where Ray Train keeps no
-checkpoints. This store gives such a trial the same layout and rules as a multi-worker trial's Train run:
-`<experiment>/train_<id>/checkpoint_epoch_NNNN/`, the best `keep` by the metric plus always the latest, and the latest
-complete one to continue from after a restart or a `resume`. A folder counts only once its marker is written last,
+Ray Train keeps no checkpoints here (a one-worker trial runs in Train's local mode, which keeps none, and a DDP
+trial reports without one): this store writes them itself, `<experiment>/train_<id>/checkpoint_epoch_NNNN/`, keeps
+the best `keep` by the metric plus always the latest, and gives the latest complete one to continue from after a
+restart or a `resume`. A folder counts only once its marker is written last,
 so a copy cut short is never taken for a checkpoint.
 
 pyarrow only (a folder or a URI); no Ray, no torch.

@@ -1,2 +1,4 @@
 """Running a search: the checks before Ray, joining Ray, the Tune run (Optuna proposes, ASHA stops) and what the
-driver does while trials run. Imports `search.results` and the foundation, never the trial code's internals."""
+driver does while trials run. Imports `search.results`, the foundation, and of the trial side only what the driver
+hands to Ray or asks of it: `trainables.driver.train_trial` (Tune's trainable), `trainables.room` (the cluster's
+resources) and `trainables.trainer` (Ray Train's coordinator started ahead)."""

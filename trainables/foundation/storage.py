@@ -1,7 +1,7 @@
 """Where an experiment lives: a local (or NFS-mounted) folder, or a `pyarrow.fs` URI (s3://, gs://, file://).
 
-With a URI, Ray Tune and Ray Train write their files (trial results, checkpoints) to it themselves; this project's
-own files (search.json, search.log, scheduler state, TensorBoard events, summary.json) are written to a local
+With a URI, the trials write their own files (result.json, end.json, checkpoints) to it, through pyarrow; the
+driver's files (search.json, study.log, search.log, TensorBoard events, summary.json) are written to a local
 working folder and uploaded to the URI: after every trial, on interruption, and at the end, summary.json last.
 Readers (`export`, `report`, `tensorboard`, `resume`) download what they read into that working folder.
 
