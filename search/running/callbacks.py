@@ -137,7 +137,8 @@ class ProgressView(ray.tune.Callback):
         if done <= before or done >= self.total:
             return ""
         if done != self._eta_done:
-            per_trial = elapsed / (done - before)  # this session's pace: earlier sessions' time is not known here
+            # this driver's pace: an earlier run's or resume's time is not known here
+            per_trial = elapsed / (done - before)
             self._eta_done, self._eta_at, self._eta_left = done, elapsed, per_trial * (self.total - done)
         left = max(0.0, self._eta_left - (elapsed - self._eta_at))
         return f" | ~{_clock(left).strip()} left"

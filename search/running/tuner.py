@@ -199,7 +199,8 @@ def build_tuner(
     again: list,
     to_run: int,
 ) -> ray.tune.Tuner:
-    """A fresh Tuner for this session: `to_run` trials, first the `again` ones (unfinished, with their own ids)."""
+    """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `again` ones (unfinished, with their
+    own ids)."""
     scheduler = StudyASHA(
         time_attr="epoch",
         max_t=config.epochs,
