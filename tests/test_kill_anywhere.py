@@ -153,12 +153,13 @@ def study_trials(experiment: Path) -> list:
 def assert_study_agrees_with_files(experiment: Path, finished: bool) -> None:
     """No trial twice; every epoch a trial's files hold is in the study with the same value (always, once the search
     finished: a killed driver's study may lag its files until the next resume); none left RUNNING at the end."""
-    trials = [t for t in study_trials(experiment) if t.state.name != "WAITING"]
+    everything = [t for t in study_trials(experiment) if t.state.name != "WAITING"]
+    trials = [t for t in everything if "trial_id" in t.user_attrs]  # a proposal a kill cut short has no id yet
     ids = [t.user_attrs["trial_id"] for t in trials]
     assert len(ids) == len(set(ids)), ids
     if not finished:
         return
-    assert not [t for t in trials if t.state.name == "RUNNING"], [(t.number, t.user_attrs) for t in trials]
+    assert not [t for t in everything if t.state.name == "RUNNING"], [(t.number, t.user_attrs) for t in everything]
     for trial in trials:
         trial_id = trial.user_attrs["trial_id"]
         recorded = rows_of(experiment, trial_id) if (experiment / f"trial_{trial_id}" / "result.json").exists() else {}

@@ -148,3 +148,17 @@ def test_random_search_keeps_a_choice_among_numbers_categorical():
     run_sequentially(search, 2, shaped_score)
     assert search.record.study.trials[0].distributions["batch_size"] == SHAPED["batch_size"]
     assert search.suggest("next")["batch_size"] in BATCHES
+
+
+def test_a_proposal_cut_short_by_a_kill_is_failed_on_resume_and_is_no_trial_of_the_search(tmp_path):
+    """The sampler's proposal and its name are separate appends to the journal: a kill between them leaves a RUNNING
+    trial without an id, which never reached Tune. Resume fails it with the reason; it counts for nothing."""
+    coding = SpaceCoding(dict(SPACE))
+    study = open_study(tmp_path, "maximize", make_sampler("random", 0, 2))
+    StudyRecord(study, coding, "val_acc", "max", 3, {}).create("named")
+    study.ask(coding.distributions)  # killed before its name was written
+    reopened = StudyRecord(open_study(tmp_path, "maximize"), coding, "val_acc", "max", 3, {})
+    again = reconcile(reopened, str(tmp_path))
+    assert [trial_id_of(t) for t in again] == ["named"] and len(reopened.proposed()) == 1
+    cut = reopened.study.trials[1]
+    assert cut.state == TrialState.FAIL and cut.user_attrs["reason"].startswith("never started")

@@ -142,8 +142,12 @@ class StudyRecord:
         return score_of_values(frozen.intermediate_values, config, self.mode)
 
     def proposed(self) -> list[FrozenTrial]:
-        """Every trial the search has proposed (a configuration given with `enqueue` waits until its turn)."""
-        return self.study.get_trials(deepcopy=False, states=PROPOSED)
+        """Every trial the search has proposed (a configuration given with `enqueue` waits until its turn; a
+        proposal a kill cut short before it was named is no trial of the search)."""
+        return [t for t in self.study.get_trials(deepcopy=False, states=PROPOSED) if trial_id_of(t)]
+
+    def finished(self) -> int:
+        return sum(1 for trial in self.proposed() if trial.state != TrialState.RUNNING)
 
     def earlier(self) -> dict:
         """What earlier sessions of the search ended with, for the live view: counts by status, and the best score."""
@@ -168,13 +172,17 @@ class StudyRecord:
             self.end(trial_id_of(frozen), "failed", reason)
 
 
-def finished_count(study: optuna.Study) -> int:
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)))
+CUT_PROPOSAL = "never started: the driver was killed while proposing it"
 
 
 def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
     """Bring the study up to what the trials' files know (epochs recorded, ends, trials only the files know), and
-    return the trials that had not ended, in the order they were created."""
+    return the trials that had not ended, in the order they were created. A proposal a kill cut short (asked of
+    the sampler, not yet named, so never handed to Tune) is failed with that reason: no trial is left RUNNING."""
+    for frozen in record.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if not trial_id_of(frozen):
+            optuna.trial.Trial(record.study, frozen._trial_id).set_user_attr(REASON_ATTR, CUT_PROPOSAL)
+            record.study.tell(frozen.number, state=TrialState.FAIL)
     for trial_id in recorded_trial_ids(experiment_dir):
         if trial_id not in record.numbers:
             _add_from_files(record, trial_id, TrialFiles(experiment_dir, trial_id).rows())

@@ -26,7 +26,7 @@ from search.running.records import trial_records
 from search.running.scheduler import StudyASHA
 from search.running.searcher import StudySearcher
 from search.running.settings import write_settings
-from search.running.study import STUDY_FILE, StudyRecord, finished_count, reconcile
+from search.running.study import STUDY_FILE, StudyRecord, reconcile
 from search.running.study_setup import NOT_STARTED, open_search_study
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
@@ -110,7 +110,7 @@ def fit(config, space, experiment, record, again, to_run: int, log_file: Path) -
 
 
 def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str:
-    done = finished_count(record.study)
+    done = record.finished()
     if not done and to_run == config.trials:
         return f"{config.trials} trials"
     return f"{to_run} of {config.trials} trials ({done} done before)"
@@ -151,7 +151,7 @@ def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
 def search_finished(record: StudyRecord, config: RunConfig, elapsed_s: float) -> bool:
     """Every trial ended, or the time budget ran out. Tune returns early on Ctrl-C too: then trials are left unended
     before the budget is spent, and the search is interrupted (`resume` continues it)."""
-    if finished_count(record.study) >= config.trials:
+    if record.finished() >= config.trials:
         return True
     return bool(config.time_budget) and elapsed_s >= config.time_budget
 
