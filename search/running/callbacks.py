@@ -7,7 +7,7 @@ from pathlib import Path
 
 import ray.tune
 
-from search.results.score import anneals
+from search.results.score import anneals, is_finite_number
 from search.results.summary import outcome
 from search.results.tensorboard import TrialEventWriter, written_epochs
 from search.running.failures import root_cause
@@ -19,7 +19,7 @@ WIDTH = 100  # the view fits a 100-column terminal
 
 
 def _number(value) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
+    return value if is_finite_number(value) else None
 
 
 def key(trial) -> str:
