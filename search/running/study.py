@@ -65,15 +65,6 @@ def open_study(folder: Path, direction: str, sampler=None) -> optuna.Study:
     )
 
 
-def read_study(folder: Path) -> optuna.Study:
-    """The study as a reader sees it (nothing trimmed, nothing written)."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        storage = JournalStorage(JournalFileBackend(str(folder / STUDY_FILE)))
-    return optuna.load_study(study_name=STUDY_NAME, storage=storage)
-
-
 def trial_id_of(trial: FrozenTrial) -> str | None:
     return trial.user_attrs.get(ID_ATTR)
 
