@@ -162,3 +162,18 @@ def test_a_proposal_cut_short_by_a_kill_is_failed_on_resume_and_is_no_trial_of_t
     assert [trial_id_of(t) for t in again] == ["named"] and len(reopened.proposed()) == 1
     cut = reopened.study.trials[1]
     assert cut.state == TrialState.FAIL and cut.user_attrs["reason"].startswith("never started")
+
+
+def test_a_trial_only_its_files_know_is_added_to_the_study_with_its_epochs_and_end(tmp_path):
+    """A URI's uploaded study can lag the trials' files, and an experiment may predate the study: reconcile adds a
+    trial its files name, with the hyperparameters its rows hold, every epoch, and its end."""
+    coding = SpaceCoding(dict(SPACE))
+    files = TrialFiles(str(tmp_path), "fromfile")
+    rows = files.append([], {"epoch": 1, "val_acc": 0.6, "config": {"lr": 0.01, "wd": 0.001, "lr_schedule": "none"}})
+    files.append(rows, {"epoch": 2, "val_acc": 0.7, "config": {"lr": 0.01, "wd": 0.001, "lr_schedule": "none"}})
+    files.write_ending("stopped_early")
+    record = StudyRecord(open_study(tmp_path, "maximize"), coding, "val_acc", "max", 3, {"lr_schedule": "none"})
+    assert reconcile(record, str(tmp_path)) == []
+    added = record.frozen("fromfile")
+    assert added.params == {"lr": 0.01, "wd": 0.001} and added.intermediate_values == {1: 0.6, 2: 0.7}
+    assert added.state == TrialState.PRUNED and added.user_attrs["score"] == 0.7
