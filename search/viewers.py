@@ -11,16 +11,23 @@ from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import SEARCH_FILE, Experiment, open_for_reading
 
 
+def port_option(options: dict[str, str], default: int) -> int:
+    """`port=N` of a viewer: 0 (any free port) to 65535."""
+    from trainables.foundation.config import parse_scalar
+
+    port = parse_scalar("port", options.get("port", str(default)), int)
+    if not 0 <= port <= 65535:
+        raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
+    return port
+
+
 def cmd_dashboard(args: list[str]) -> int:
     positional, options, _ = split_options(args, {"port"})
     if len(positional) != 1:
         raise UsageError("usage: python -m search dashboard EXPERIMENT_DIR [port=N]")
     from search.results.dashboard import dashboard_address, serve
-    from trainables.foundation.config import parse_scalar
 
-    port = parse_scalar("port", options.get("port", "8080"), int)
-    if not 0 <= port <= 65535:
-        raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
+    port = port_option(options, 8080)
     experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")
     study, port = dashboard_address(experiment.local, port)
     print(f"optuna-dashboard for {positional[0]} at http://127.0.0.1:{port}/ (Ctrl-C stops it)", flush=True)
@@ -37,11 +44,8 @@ def cmd_tensorboard(args: list[str]) -> int:
     if len(positional) != 1:
         raise UsageError("usage: python -m search tensorboard EXPERIMENT_DIR [port=N]")
     from search.results.tensorboard import start_server, stop_server
-    from trainables.foundation.config import parse_scalar
 
-    port = parse_scalar("port", options.get("port", "6006"), int)
-    if not 0 <= port <= 65535:
-        raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
+    port = port_option(options, 6006)
     experiment = Experiment.at(positional[0])
     if experiment.remote:  # TensorBoard reads a snapshot downloaded now
         experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")

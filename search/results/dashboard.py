@@ -11,8 +11,7 @@ from pathlib import Path
 
 from search.results.tensorboard import free_port, port_is_free
 from trainables.foundation.errors import UsageError
-
-STUDY_FILE = "study.log"  # search.running.study writes it
+from trainables.foundation.storage import STUDY_FILE
 
 
 def dashboard_address(experiment: Path, port: int, host: str = "127.0.0.1") -> tuple[Path, int]:

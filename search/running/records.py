@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 from search.results.summary import CHECKPOINT_KEY, TrialRecord
-from search.running.study import REASON_ATTR, StudyRecord, trial_id_of
-from search.running.study_setup import NOT_STARTED
+from search.running.study import NOT_STARTED, REASON_ATTR, StudyRecord, trial_id_of
 from trainables.foundation.storage import Experiment, as_location
 from trainables.foundation.trial_files import TrialFiles
 

@@ -26,14 +26,15 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from search.results.score import is_finite_number, score_of_values
+from trainables.foundation.storage import STUDY_FILE
 from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids
 
-STUDY_FILE = "study.log"
 STUDY_NAME = "search"
 ID_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "reason", "score"
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
 LOCK_SUFFIX = ".lock"  # Optuna's lock beside the journal, held only during an append
 ENDED = {"completed": TrialState.COMPLETE, "stopped_early": TrialState.PRUNED, "failed": TrialState.FAIL}
+STATUS_OF = {state: status for status, state in ENDED.items()}
 PROPOSED = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)  # not WAITING (enqueued)
 
 
@@ -123,7 +124,7 @@ class StudyRecord:
         value = self.score(frozen)
         if value is not None:
             trial.set_user_attr(SCORE_ATTR, value)
-        state = ENDED[status] if status == "failed" or value is not None else TrialState.FAIL
+        state = TrialState.FAIL if value is None else ENDED[status]  # no finite epoch: nothing to rank it by
         if state == TrialState.FAIL:
             trial.set_user_attr(REASON_ATTR, reason or "no finite metric was reported")
         self.study.tell(frozen.number, value if state == TrialState.COMPLETE else None, state=state)
@@ -145,7 +146,7 @@ class StudyRecord:
         counts = {"completed": 0, "stopped_early": 0, "failed": 0}
         best = None
         for trial in self.proposed():
-            status = {v: k for k, v in ENDED.items()}.get(trial.state)
+            status = STATUS_OF.get(trial.state)
             if status is None:
                 continue
             counts[status] += 1
@@ -157,13 +158,14 @@ class StudyRecord:
     def running(self) -> list[FrozenTrial]:
         return [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if trial_id_of(t)]
 
-    def end_unstarted(self, reason: str) -> None:
-        """At the end of a search: a trial that never ran (left by the time budget) is failed with `reason`."""
+    def end_unstarted(self) -> None:
+        """At the end of a search: a trial the time budget left unstarted is failed, saying so."""
         for frozen in self.running():
-            self.end(trial_id_of(frozen), "failed", reason)
+            self.end(trial_id_of(frozen), "failed", NOT_STARTED)
 
 
 CUT_PROPOSAL = "never started: the driver was killed while proposing it"
+NOT_STARTED = "not started: the time budget ran out before its turn"
 
 
 def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:

@@ -16,8 +16,6 @@ from trainables.foundation.errors import UsageError
 from trainables.foundation.space import Space
 from trainables.foundation.storage import Experiment
 
-NOT_STARTED = "not started: the time budget ran out before its turn"
-
 
 def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
     """The space's searched keys (those not fixed with key=value); TPE sees a choice among numbers as ordered."""

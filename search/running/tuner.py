@@ -26,15 +26,15 @@ from search.running.records import trial_records
 from search.running.scheduler import StudyASHA
 from search.running.searcher import StudySearcher
 from search.running.settings import write_settings
-from search.running.study import STUDY_FILE, StudyRecord, reconcile
-from search.running.study_setup import NOT_STARTED, open_search_study
+from search.running.study import StudyRecord, reconcile
+from search.running.study_setup import open_search_study
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
 from trainables.foundation.resources import plan_concurrency, settle_shape
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
-from trainables.foundation.storage import SEARCH_FILE, Experiment, delete_folder
+from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete_folder
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
 from trainables.room import alive_node_resources
 
@@ -77,7 +77,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
             fit(config, space, experiment, record, again, to_run, log_file)
         if not search_finished(record, config, time.monotonic() - started):
             raise SearchInterrupted(experiment.location)
-        record.end_unstarted(NOT_STARTED)  # trials the time budget left unstarted
+        record.end_unstarted()  # trials the time budget left unstarted
     finally:
         experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
     return write_summary(config, space, experiment, record, log_file)

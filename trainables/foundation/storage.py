@@ -20,6 +20,7 @@ from trainables.foundation.cache import cache_folder
 from trainables.foundation.errors import UsageError
 
 SEARCH_FILE = "search.json"  # the search's config, written before the first trial: marks an experiment folder
+STUDY_FILE = "study.log"  # the search's Optuna study (search.running.study), which optuna-dashboard serves
 URI_EXAMPLES = "s3://bucket/prefix, gs://bucket/prefix or file:///path"
 CHECKPOINT_FOLDER_PREFIX = "train_"  # Ray Train runs (their checkpoints): readers download only what they need
 
