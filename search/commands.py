@@ -11,7 +11,7 @@ from pathlib import Path
 from search.results.summary import SUMMARY_FILE, format_table
 from search.running.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
 from search.running.preflight import preflight
-from trainables.foundation.config import RunConfig, parse_overrides, split_override
+from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override
 from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
 from trainables.foundation.schedules import first_rung, schedules_of
@@ -75,6 +75,11 @@ def print_result(summary: dict, experiment: Experiment) -> None:
     )
     print(f"best checkpoint: {best['checkpoint']}")
     print(f"summary: {experiment.join(SUMMARY_FILE)}")
+    tracking = summary["run"].get("tracking") or {}
+    if tracking.get("to") == "mlflow":
+        from search.running.tracking import mlflow_ui_words
+
+        print(f"mlflow: {mlflow_ui_words(tracking.get('uri'), experiment)}")
 
 
 def test_text(best: dict) -> str:
@@ -83,8 +88,11 @@ def test_text(best: dict) -> str:
     return f" test_acc={best['test_acc']:.4f} ({best['test_samples']} test images the search never saw)"
 
 
-RESUME_USAGE = "usage: python -m search resume EXPERIMENT_DIR [trials=N] [time_budget=S] [concurrency=N] [verbose=1]"
-RESUME_KEYS = {"trials", "time_budget", "concurrency", "verbose"}
+RESUME_USAGE = (
+    "usage: python -m search resume EXPERIMENT_DIR [trials=N] [time_budget=S] [concurrency=N] [verbose=1] "
+    "[tracking=mlflow] [tracking.uri=URI] [tracking.experiment=NAME]"
+)
+RESUME_KEYS = {"trials", "time_budget", "concurrency", "verbose", "tracking", "tracking.uri", "tracking.experiment"}
 
 
 def cmd_resume(args: list[str]) -> int:
@@ -110,6 +118,9 @@ def cmd_resume(args: list[str]) -> int:
     from trainables.checkpoints import refuse_damaged_in
 
     refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
+    from search.running.tracking import refuse_unusable
+
+    refuse_unusable(config)
     if config.to_dict() != before:
         if finished:  # a grown search is unfinished until its new trials end: no summary may look complete
             if experiment.remote:
@@ -128,7 +139,7 @@ def cmd_resume(args: list[str]) -> int:
 
 def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
     """The search's settings with the keys `resume` may change: more trials (a grown search), the time budget,
-    concurrency and verbosity. A different `epochs` is refused: a finished trial is final in the study (Optuna
+    concurrency, verbosity and tracking. A different `epochs` is refused: a finished trial is final in the study (Optuna
     cannot reopen a COMPLETE trial) and the spaces' annealing schedules end at the old last epoch."""
     if "epochs" in options and options["epochs"] != str(before["epochs"]):
         raise UsageError(
@@ -139,7 +150,9 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
     changed = parse_overrides([f"{key}={value}" for key, value in options.items() if key != "epochs"])
     config = RunConfig.from_dict(before)
     for key in options.keys() - {"epochs"}:
-        setattr(config, key, getattr(changed, key))
+        *_, section, name = config_keys()[key]
+        source, target = (getattr(changed, section), getattr(config, section)) if section else (changed, config)
+        setattr(target, name, getattr(source, name))
     RunConfig.from_dict(config.to_dict())  # the cross-field checks
     if config.trials < before["trials"]:
         raise UsageError(
@@ -166,19 +179,32 @@ def split_options(args: list[str], allowed: set[str]) -> tuple[list[str], dict[s
 
 
 def cmd_export(args: list[str]) -> int:
-    positional, options, _ = split_options(args, {"out", "trial"})
+    positional, options, _ = split_options(args, {"out", "trial", "tracking.register"})
     if len(positional) != 1:
-        raise UsageError("usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID]")
+        raise UsageError("usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID] [tracking.register=NAME]")
     from search.results.export import export_experiment
+    from search.results.summary import read_summary
 
+    experiment = open_for_reading(positional[0], SUMMARY_FILE)
+    summary, register = read_summary(experiment.local), options.get("tracking.register")
+    if register:
+        from search.running.registry import refuse_unregistrable
+
+        refuse_unregistrable(RunConfig.from_dict(summary["run"]), register)  # before the export's minutes
     out = Path(options["out"]).expanduser() if "out" in options else None
-    meta = export_experiment(open_for_reading(positional[0], SUMMARY_FILE), out, options.get("trial"))
+    meta = export_experiment(experiment, out, options.get("trial"))
     verified = meta["verified"]
     print(f"exported trial {meta['trial_id']} epoch {meta['epoch']} to {meta['folder']}")
     print(
         f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
         f"(trial reported {verified['reported']:.4f})"
     )
+    if register:
+        from search.running.registry import register_export
+
+        run = RunConfig.from_dict(summary["run"])
+        version, uri = register_export(run, summary["space"], experiment, meta, register)
+        print(f"registered: MLflow model {register} version {version} at {uri} (models:/{register}/{version})")
     return 0
 
 

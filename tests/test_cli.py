@@ -27,6 +27,15 @@ def run_cli(*args, cwd=REPO, timeout=120):
             ["space=cnn_mnist", f"data.root={MNIST_MINI}", f"enqueue={REPO / 'pyproject.toml'}"],
             "pyproject.toml: not JSON",
         ),
+        (["space=cnn_mnist", "tracking=wandb"], "tracking=wandb: allowed values are none, mlflow"),
+        (
+            ["space=cnn_mnist", f"data.root={MNIST_MINI}", "tracking=mlflow", "tracking.uri=http://127.0.0.1:9"],
+            "tracking.uri=http://127.0.0.1:9: MLflow cannot use it",
+        ),
+        (
+            ["space=cnn_mnist", f"data.root={MNIST_MINI}", "tracking=mlflow", "tracking.uri=sqlite:////no/such/m.db"],
+            "tracking.uri=sqlite:////no/such/m.db: cannot write a store there (/no/such is not a writable folder)",
+        ),
         (
             ["space=resnet_mnist", "grace=5", "epochs=2"],
             "grace=5: must be between 1 and epochs=2, or 0 (past the lr warm-up)",

@@ -16,7 +16,7 @@ REPORT_FOLDER = "report"
 PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
 
 
-def trial_histories(experiment: Path, summary: dict) -> dict[str, list[dict]]:
+def trial_histories(experiment: Path | str, summary: dict) -> dict[str, list[dict]]:
     """Every epoch each trial reported, from the result.json it wrote in its folder (a line that does not parse is
     skipped and named in the log, as everywhere: trainables.foundation.trial_files)."""
     return {trial["trial_id"]: TrialFiles(str(experiment), trial["trial_id"]).rows() for trial in summary["trials"]}
@@ -55,11 +55,12 @@ def savings_line(savings: dict) -> str:
     )
 
 
-def build_report(experiment: Path) -> dict:
+def build_report(experiment: Path, location: str | None = None) -> dict:
     """Write <experiment>/report/ (plots and index.html) and return what it found. `experiment`: a local folder
-    with a summary.json (the `report` command checks that, for a folder or a URI, before it calls this)."""
+    with a summary.json (the `report` command checks that, for a folder or a URI, before it calls this);
+    `location`: where the trials' files are, when not there (a URI)."""
     summary = read_summary(experiment)
-    histories = trial_histories(experiment, summary)
+    histories = trial_histories(location or experiment, summary)
     savings = early_stopping_savings(summary)
     out = experiment / REPORT_FOLDER
     staging = staging_folder(out)

@@ -168,6 +168,27 @@ class TrialEnds(ray.tune.Callback):
         self.record.end(key(trial), status, reason)
 
 
+class Tracking(ray.tune.Callback):
+    """The experiment tracker (search.running.tracking) as the trials go: each reported epoch, and each end once
+    TrialEnds (earlier in the callback list) has written it into the study."""
+
+    def __init__(self, tracker, record: StudyRecord):
+        self.tracker, self.record = tracker, record
+
+    def __getstate__(self):
+        return {"tracker": None, "record": None}
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if "epoch" in result:
+            self.tracker.epoch(key(trial), hyperparameters(trial))
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self.tracker.ended(self.record, key(trial), hyperparameters(trial))
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self.tracker.ended(self.record, key(trial), hyperparameters(trial))
+
+
 class TensorBoardEvents(ray.tune.Callback):
     """Writes each trial's TensorBoard events once (here, in the search driver, never once per worker). A resumed
     trial's recovered epochs are written only where its event files lack them."""

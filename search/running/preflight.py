@@ -1,6 +1,6 @@
 """Everything that can be refused or settled before Ray starts: keys that name unknown options, a trial shape that
 cannot work, an experiment name already taken, data that is missing or damaged (or the shipped sample when there is
-none), pretrained weights, and a word on how long a long search will take."""
+none), pretrained weights, an experiment tracker that cannot be used, and a word on how long a long search will take."""
 
 from __future__ import annotations
 
@@ -40,6 +40,9 @@ def preflight(config: RunConfig, space: Space) -> None:
             raise
         config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
     config.model.weights = resolve_weights(config.model.weights, space, hp)
+    from search.running.tracking import refuse_unusable
+
+    refuse_unusable(config)
     say_when_long(config, space, dataset, hp)
 
 

@@ -20,7 +20,14 @@ from search.results.files import write_json_atomically
 from search.results.summary import SUMMARY_FILE, summarize
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import test_accuracy
-from search.running.callbacks import ProgressView, TensorBoardEvents, TrialEnds, TrialOutcomes, UploadOwnFiles
+from search.running.callbacks import (
+    ProgressView,
+    TensorBoardEvents,
+    Tracking,
+    TrialEnds,
+    TrialOutcomes,
+    UploadOwnFiles,
+)
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.records import trial_records
 from search.running.scheduler import StudyASHA
@@ -28,6 +35,7 @@ from search.running.searcher import StudySearcher
 from search.running.settings import write_settings
 from search.running.study import StudyRecord, reconcile
 from search.running.study_setup import open_search_study
+from search.running.tracking import TRACKING_FOLDER, MlflowTracker, open_tracker
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
@@ -70,20 +78,27 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
     again = reconcile(record, experiment.location)
+    tracker = open_tracker(config, space.name, experiment, space.metric)
     to_run = len(again) + max(0, config.trials - len(record.proposed()))
     started = time.monotonic()
     try:
+        if tracker:
+            tracker.sync(record)  # what earlier sessions recorded (or all of it, for a search tracked late)
         if to_run:
-            fit(config, space, experiment, record, again, to_run, log_file)
+            fit(config, space, experiment, record, again, to_run, log_file, tracker)
         if not search_finished(record, config, time.monotonic() - started):
             raise SearchInterrupted(experiment.location)
         record.end_unstarted()  # trials the time budget left unstarted
+    except BaseException:
+        if tracker:
+            tracker.interrupted()
+        raise
     finally:
         experiment.upload(own_files(experiment.local))  # also when interrupted: `resume` reads them from the URI
-    return write_summary(config, space, experiment, record, log_file)
+    return write_summary(config, space, experiment, record, log_file, tracker)
 
 
-def fit(config, space, experiment, record, again, to_run: int, log_file: Path) -> None:
+def fit(config, space, experiment, record, again, to_run: int, log_file: Path, tracker: MlflowTracker | None) -> None:
     started_here = connect(config)
     try:
         nodes = alive_node_resources()
@@ -96,12 +111,15 @@ def fit(config, space, experiment, record, again, to_run: int, log_file: Path) -
         )
         if experiment.remote:
             print(f"results: {experiment.location}")
+        if tracker:
+            tracker.shape(shape.in_words(), concurrency)
+            print(f"tracking: MLflow at {tracker.uri}, experiment {tracker.experiment_name}")
         placement = placement_of(config, concurrency)
         if not placement.in_process:
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
             start_train_coordinator()  # comes up while Tune starts the first trial
-        tuner = build_tuner(config, space, experiment, placement, record, again, to_run)
+        tuner = build_tuner(config, space, experiment, placement, record, again, to_run, tracker)
         logging.getLogger("ray").info("search hands the trials to Tune")
         tuner.fit()
     finally:
@@ -116,12 +134,16 @@ def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str
     return f"{to_run} of {config.trials} trials ({done} done before)"
 
 
-def write_summary(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord, log_file: Path):
+def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
     records = trial_records(record, experiment, config.storage)
     summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records, experiment.checkpoint_exists())
     if summary["best"] is not None:  # once, at the end, on data no choice was made on
         summary["best"].update(test_accuracy(summary["best"], config, space, experiment) or {})
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)
+    if tracker:
+        tracker.sync(record)
+        tracker.finish(summary, [experiment.local / SUMMARY_FILE, *report_plots(experiment, summary)])
+        experiment.upload(own_files(experiment.local, trial_folder=""))
     experiment.upload([SUMMARY_FILE])  # last: a summary.json there means everything else is there
     if summary["best"] is None:
         raise SearchFailed(no_result_message(summary, experiment, log_file))
@@ -142,10 +164,25 @@ def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> 
 
 def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
     """This project's files in an experiment's working folder (Ray's own files reach storage through Ray): the
-    search's own, and the TensorBoard events of every trial or of `trial_folder` only."""
+    search's own, its MLflow store when it keeps one there, and the TensorBoard events of every trial, of
+    `trial_folder` only, or of none ("")."""
     names = [SEARCH_FILE, STUDY_FILE, LOG_FILE]
     files = [name for name in names if (folder / name).is_file()]
-    return files + sorted(str(path.relative_to(folder)) for path in folder.glob(f"{trial_folder}/{EVENT_FILES}"))
+    files += sorted(str(path.relative_to(folder)) for path in (folder / TRACKING_FOLDER).rglob("*") if path.is_file())
+    events = folder.glob(f"{trial_folder}/{EVENT_FILES}") if trial_folder else []
+    return files + sorted(str(path.relative_to(folder)) for path in events)
+
+
+def report_plots(experiment: Experiment, summary: dict) -> list[Path]:
+    """The report's plots (search.results.report), for the tracker; none when the report cannot be built."""
+    from search.results.report import PLOTS, build_report
+
+    try:
+        folder = Path(build_report(experiment.local, experiment.location)["folder"])
+    except Exception as exc:  # a plot is an extra: the search's result stands without it
+        logging.getLogger("ray").warning("no report for the tracker: %s", exc)
+        return []
+    return [folder / name for name in PLOTS]
 
 
 def search_finished(record: StudyRecord, config: RunConfig, elapsed_s: float) -> bool:
@@ -163,7 +200,7 @@ def route_logs(log_file: Path, verbose: int) -> None:
     handlers = [logging.FileHandler(log_file)] + ([logging.StreamHandler()] if verbose else [])
     for handler in handlers:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    for name in ("ray", "py.warnings", "optuna"):
+    for name in ("ray", "py.warnings", "optuna", "mlflow"):
         logger = logging.getLogger(name)
         logger.handlers = list(handlers)
         logger.setLevel(logging.INFO)
@@ -198,6 +235,7 @@ def build_tuner(
     record: StudyRecord,
     again: list,
     to_run: int,
+    tracker: MlflowTracker | None = None,
 ) -> ray.tune.Tuner:
     """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `again` ones (unfinished, with their
     own ids)."""
@@ -228,17 +266,16 @@ def build_tuner(
             storage_path=experiment.parent,
             verbose=0,
             failure_config=ray.tune.FailureConfig(max_failures=placement.max_failures),
-            callbacks=driver_callbacks(config, space, experiment, record, placement.max_concurrent),
+            callbacks=driver_callbacks(config, space, experiment, record, placement.max_concurrent, tracker),
         ),
     )
 
 
-def driver_callbacks(
-    config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord, concurrency: int
-) -> list:
+def driver_callbacks(config, space, experiment: Experiment, record: StudyRecord, concurrency: int, tracker) -> list:
     outcomes = TrialOutcomes(config.epochs, space.metric, space.mode)
     return [
         TrialEnds(outcomes, experiment.location, record),
+        *([Tracking(tracker, record)] if tracker else []),  # after TrialEnds: a trial's end is in the study by then
         TensorBoardEvents(outcomes, experiment.local),
         ProgressView(outcomes, config.trials, concurrency, record.earlier()),
         UploadOwnFiles(experiment, own_files),

@@ -58,6 +58,22 @@ class ModelConfig:
     """Pretrained weights: a local state_dict file, loaded into every layer of matching shape."""
 
 
+TRACKERS = ("none", "mlflow")
+
+
+@dataclass
+class TrackingConfig:
+    to: str = field(default="none", metadata={"bare": True})
+    """Experiment tracker that records the search and each trial as it runs: none, or mlflow (pip install mlflow)."""
+    uri: str = ""
+    """MLflow tracking URI: http://host:port or sqlite:///path (default: a SQLite store in <experiment>/mlflow/)."""
+    experiment: str = ""
+    """MLflow experiment the search's runs go to (default: the space's name)."""
+
+    def __post_init__(self):
+        _require(self.to in TRACKERS, f"tracking={self.to}: allowed values are {', '.join(TRACKERS)}")
+
+
 # Keys an experiment's search.json may hold from an earlier version, no longer used (`resume` reads such files).
 RETIRED_KEYS = {"prefetch"}
 PRECISIONS = ("fp32", "bf16")
@@ -123,6 +139,7 @@ class RunConfig:
     """1: also show Ray's and Tune's own log lines (always in <experiment>/search.log)."""
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
     fixed: dict = field(default_factory=dict, metadata={"cli": False})
     """Hyperparameters of the space fixed with key=value (removed from the search)."""
 
@@ -170,6 +187,7 @@ class RunConfig:
         values = {key: value for key, value in values.items() if key not in RETIRED_KEYS}
         values["data"] = DataConfig(**values.get("data", {}))
         values["model"] = ModelConfig(**values.get("model", {}))
+        values["tracking"] = TrackingConfig(**values.get("tracking", {}))
         return cls(**values)
 
 
@@ -215,15 +233,26 @@ def _scalar_kind(hint) -> tuple[type, bool]:
     return hint, False
 
 
-def config_keys() -> dict[str, tuple[type, bool]]:
-    """Every CLI key (`data.root` style for nested sections) with its scalar kind."""
+SECTIONS = {"data": DataConfig, "model": ModelConfig, "tracking": TrackingConfig}
+
+
+def section_key(section: str, sub: dataclasses.Field) -> str:
+    """A section's key on the command line: `data.root`, or the bare section name for its head field
+    (`tracking=mlflow` sets `tracking.to`)."""
+    return section if sub.metadata.get("bare") else f"{section}.{sub.name}"
+
+
+def config_keys() -> dict[str, tuple[type, bool, str, str]]:
+    """Every CLI key (`data.root` style for nested sections) with its scalar kind, whether it takes `auto`, and
+    where it goes (section, or "" for a top-level key, and field name)."""
     keys = {}
     for name, hint in _field_kinds(RunConfig).items():
         if dataclasses.is_dataclass(hint):
-            for sub, sub_hint in _field_kinds(hint).items():
-                keys[f"{name}.{sub}"] = _scalar_kind(sub_hint)
+            for sub in dataclasses.fields(hint):
+                if sub.metadata.get("cli", True):
+                    keys[section_key(name, sub)] = (*_scalar_kind(_field_kinds(hint)[sub.name]), name, sub.name)
         else:
-            keys[name] = _scalar_kind(hint)
+            keys[name] = (*_scalar_kind(hint), "", name)
     return keys
 
 
@@ -242,20 +271,19 @@ def parse_overrides(args: list[str], hyperparameters: typing.Mapping[str, typing
     """
     keys = config_keys()
     top: dict[str, Any] = {}
-    sections: dict[str, dict[str, Any]] = {"data": {}, "model": {}}
+    sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
     fixed: dict[str, Any] = {}
     for arg in args:
         key, text = split_override(arg)
         if key in keys:
-            kind, nullable = keys[key]
+            kind, nullable, section, name = keys[key]
             value = None if nullable and text == "auto" else parse_scalar(key, text, kind)
-            section, _, sub = key.partition(".")
-            (sections[section] if sub else top)[sub or section] = value
+            (sections[section] if section else top)[name] = value
         elif key in hyperparameters:
             fixed[key] = hyperparameters[key](text)
         else:
             raise UsageError(_unknown_key_message(key, list(keys) + list(hyperparameters)))
-    return RunConfig(**top, data=DataConfig(**sections["data"]), model=ModelConfig(**sections["model"]), fixed=fixed)
+    return RunConfig(**top, **{name: SECTIONS[name](**values) for name, values in sections.items()}, fixed=fixed)
 
 
 def _unknown_key_message(key: str, known: list[str]) -> str:

@@ -10,7 +10,7 @@ import inspect
 import textwrap
 from typing import Any
 
-from trainables.foundation.config import RunConfig
+from trainables.foundation.config import RunConfig, section_key
 
 
 def field_docs(cls) -> dict[str, str]:
@@ -47,9 +47,8 @@ def help_rows() -> list[tuple[str, str, str]]:
             section_docs = field_docs(type(default))
             for sub in dataclasses.fields(default):
                 if sub.metadata.get("cli", True):
-                    rows.append(
-                        (f"{f.name}.{sub.name}", _default_text(getattr(default, sub.name)), section_docs[sub.name])
-                    )
+                    key = section_key(f.name, sub)
+                    rows.append((key, _default_text(getattr(default, sub.name)), section_docs[sub.name]))
         else:
             rows.append((f.name, _default_text(default), docs[f.name]))
     return rows

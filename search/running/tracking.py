@@ -1,0 +1,306 @@
+"""`tracking=mlflow`: the search and its trials in MLflow, written by the search driver only (one writer: MLflow's
+SQLite store takes no concurrent ones).
+
+One parent run per search (tag `search.experiment`: the experiment's location), found again by `resume` and by a
+grown search; one nested run per trial (tag `search.trial_id`) with its configuration as parameters and every epoch
+its `result.json` holds as metrics, the epoch as the step. MLflow is brought up to the study and the trials' files
+(`sync`), so an epoch is logged once however often the search is resumed, and a search tracked late is logged whole.
+
+A tracking failure during a search is named once on the terminal; the search goes on untracked (a later `resume`
+brings MLflow up to date). No Ray, no torch.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+from optuna.trial import TrialState
+
+from search.running.study import REASON_ATTR, STATUS_OF, StudyRecord, trial_id_of
+from trainables.foundation.config import RunConfig, TrackingConfig
+from trainables.foundation.errors import UsageError
+from trainables.foundation.storage import Experiment
+from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
+
+TRACKING_FOLDER = "mlflow"  # the default store in the experiment folder: mlflow.db and artifacts/
+ROLE, EXPERIMENT_TAG, TRIAL_TAG = "search.role", "search.experiment", "search.trial_id"
+PARENT_TAG = "mlflow.parentRunId"
+MUTABLE_SETTINGS = {"trials", "time_budget", "concurrency", "verbose"}  # what `resume` may change: tags, not params
+RUN_STATUS = {"completed": "FINISHED", "stopped_early": "FINISHED", "failed": "FAILED"}
+NOT_METRICS = {"epoch", "diverged", "recovered", "started_at", "pid", "resumed_from"}
+
+
+def default_uri(experiment: Experiment) -> str:
+    return f"sqlite:///{experiment.local / TRACKING_FOLDER / 'mlflow.db'}"
+
+
+def tracking_uri(tracking: TrackingConfig, experiment: Experiment) -> str:
+    return tracking.uri or default_uri(experiment)
+
+
+def mlflow_ui_words(uri: str | None, experiment: Experiment) -> str:
+    """How to look at the search in MLflow's UI."""
+    if uri and not uri.startswith("sqlite:"):
+        return f"open {uri}"
+    return f"mlflow ui --backend-store-uri {uri or default_uri(experiment)}"
+
+
+def mlflow_client(uri: str):
+    """MLflow's client on `uri`, with short HTTP timeouts and few retries: a server that stops answering may slow a
+    search by seconds, never hang it."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    return client_class()(tracking_uri=uri, registry_uri=uri)
+
+
+def client_class():
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise UsageError(
+            "tracking=mlflow: MLflow is not installed; pip install -e '.[mlflow]' (or pip install mlflow)"
+        ) from None
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # not its store's INFO lines (creating tables, ...)
+    return MlflowClient
+
+
+def refuse_unusable(config: RunConfig) -> None:
+    """Before Ray: MLflow is installed, a given tracking server answers, a given store can be written. (The default
+    store lives in the experiment folder, which `storage=` already has to be able to hold.)"""
+    if config.tracking.to != "mlflow":
+        return
+    uri = config.tracking.uri
+    if uri.startswith("sqlite:///"):  # before MLflow's client, which creates the folder and the store
+        folder = Path(uri.removeprefix("sqlite:///")).expanduser().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise UsageError(f"tracking.uri={uri}: cannot write a store there ({folder} is not a writable folder)")
+    if not uri:
+        client_class()
+        return
+    client = mlflow_client(uri)
+    try:
+        client.search_experiments(max_results=1)
+    except Exception as exc:  # MLflow raises many kinds: connection, HTTP status, database
+        reason = " ".join(str(exc).split())[:200]
+        raise UsageError(
+            f"tracking.uri={uri}: MLflow cannot use it ({type(exc).__name__}: {reason}); start a server "
+            "(mlflow server --host 127.0.0.1) or leave tracking.uri unset for a store in the experiment folder"
+        ) from None
+
+
+def parent_run(client, experiment_id: str, location: str):
+    """The parent run of the search at `location`, or None."""
+    found = client.search_runs([experiment_id], f"tags.`{EXPERIMENT_TAG}` = '{location}' and tags.`{ROLE}` = 'search'")
+    return found[0] if found else None
+
+
+def _safely(method):
+    """A tracking call that never fails the search: its first failure is named, then tracking is off."""
+
+    def guarded(self, *args, **kwargs):
+        if self.broken:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            self.broken = True
+            reason = " ".join(str(exc).split())[:300]
+            print(
+                f"tracking: MLflow failed ({type(exc).__name__}: {reason}); the search goes on without tracking "
+                f"(`python -m search resume` brings MLflow up to date)",
+                flush=True,
+            )
+            return None
+
+    return guarded
+
+
+class MlflowTracker:
+    """The search's parent run and its trials' nested runs in one MLflow experiment."""
+
+    def __init__(self, config: RunConfig, space_name: str, experiment: Experiment, metric: str):
+        self.config, self.experiment, self.metric = config, experiment, metric
+        self.uri = tracking_uri(config.tracking, experiment)
+        self.experiment_name = config.tracking.experiment or space_name
+        self.broken = False
+        self.client = self.parent = None
+        self.runs: dict[str, str] = {}  # trial id -> nested run id
+        self.logged: dict[str, set[int]] = {}  # run id -> epochs logged
+
+    def __getstate__(self):  # Tune pickles its callbacks; the client stays in the driver
+        return {**self.__dict__, "client": None}
+
+    @_safely
+    def open(self) -> None:
+        """Find the search's parent run (or create it), marked running again, and its nested runs."""
+        if not self.config.tracking.uri:
+            (self.experiment.local / TRACKING_FOLDER).mkdir(parents=True, exist_ok=True)
+        self.client = mlflow_client(self.uri)
+        experiment_id = self._experiment_id()
+        found = parent_run(self.client, experiment_id, self.experiment.location)
+        if found:
+            self.parent = found.info.run_id
+            self.client.update_run(self.parent, status="RUNNING")
+        else:
+            self.parent = self._create_parent(experiment_id)
+        self.client.log_batch(self.parent, tags=_tags(self._mutable_settings()))
+        children = self.client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{self.parent}'", max_results=5000)
+        self.runs = {run.data.tags[TRIAL_TAG]: run.info.run_id for run in children if TRIAL_TAG in run.data.tags}
+
+    def _experiment_id(self) -> str:
+        existing = self.client.get_experiment_by_name(self.experiment_name)
+        if existing is not None:
+            return existing.experiment_id
+        artifacts = None
+        if self.uri.startswith("sqlite:///"):  # beside the store (MLflow's default is ./mlruns of the working dir)
+            artifacts = (Path(self.uri.removeprefix("sqlite:///")).parent / "artifacts").resolve().as_uri()
+        return self.client.create_experiment(self.experiment_name, artifact_location=artifacts)
+
+    def _create_parent(self, experiment_id: str) -> str:
+        run = self.client.create_run(
+            experiment_id,
+            run_name=self.experiment.name,
+            tags={ROLE: "search", EXPERIMENT_TAG: self.experiment.location},
+        )
+        settings = {k: v for k, v in _flat(self.config.to_dict()).items() if k.split(".")[0] not in MUTABLE_SETTINGS}
+        settings = {k: v for k, v in settings.items() if not k.startswith(("tracking.", "data.skip"))}
+        self.client.log_batch(run.info.run_id, params=_params(settings))
+        return run.info.run_id
+
+    def _mutable_settings(self) -> dict:
+        return {f"search.{key}": getattr(self.config, key) for key in sorted(MUTABLE_SETTINGS)}
+
+    @_safely
+    def shape(self, words: str, concurrency: int) -> None:
+        self.client.log_batch(self.parent, tags=_tags({"search.shape": words, "search.concurrent_trials": concurrency}))
+
+    @_safely
+    def sync(self, record: StudyRecord) -> None:
+        """Bring MLflow up to the study and the trials' files: every trial, every recorded epoch, every end."""
+        for frozen in record.proposed():
+            trial_id = trial_id_of(frozen)
+            run_id = self._run_of(trial_id, {**record.constants, **record.coding.to_config(frozen.params)})
+            self._log_rows(run_id, TrialFiles(self.experiment.location, trial_id).rows())
+            self._log_end(run_id, frozen)
+
+    @_safely
+    def epoch(self, trial_id: str, config: dict) -> None:
+        """A trial reported an epoch: its rows (written before Tune heard of it) that MLflow lacks."""
+        self._log_rows(self._run_of(trial_id, config), TrialFiles(self.experiment.location, trial_id).rows())
+
+    @_safely
+    def ended(self, record: StudyRecord, trial_id: str, config: dict) -> None:
+        """A trial ended (the study knows how: search.running.callbacks.TrialEnds wrote it first)."""
+        frozen = record.frozen(trial_id)
+        if frozen is not None:
+            self._log_end(self._run_of(trial_id, config), frozen)
+
+    @_safely
+    def finish(self, summary: dict, artifacts: list[Path]) -> None:
+        """The search's result on its parent run (the best trial's metrics, test_acc, counts; the summary and the
+        report's plots as artifacts), and the parent run ended."""
+        best = summary.get("best") or {}
+        metrics = {f"best_{k}": v for k, v in (best.get("metrics") or {}).items() if k not in NOT_METRICS}
+        if "test_acc" in best:
+            metrics["test_acc"] = best["test_acc"]
+        for status in ("completed", "stopped_early", "failed"):
+            metrics[f"trials_{status}"] = sum(1 for t in summary["trials"] if t.get("status") == status)
+        step = len(summary["trials"])  # a grown search adds a point to the same history
+        self.client.log_batch(
+            self.parent, metrics=_metrics(metrics, step=step), tags=_tags({"search.best_trial": best.get("trial_id")})
+        )
+        for path in artifacts:
+            if path.is_file():
+                self.client.log_artifact(self.parent, str(path))
+        self.client.set_terminated(self.parent, "FINISHED" if best else "FAILED")
+
+    @_safely
+    def interrupted(self) -> None:
+        """An interrupted search: its parent and its unfinished trials' runs marked KILLED until `resume`."""
+        for run_id in self.runs.values():
+            if self.client.get_run(run_id).info.status == "RUNNING":
+                self.client.set_terminated(run_id, "KILLED")
+        self.client.set_terminated(self.parent, "KILLED")
+
+    def _run_of(self, trial_id: str, config: dict) -> str:
+        if trial_id not in self.runs:
+            run = self.client.create_run(
+                self.client.get_run(self.parent).info.experiment_id,
+                run_name=f"trial_{trial_id}",
+                tags={PARENT_TAG: self.parent, TRIAL_TAG: trial_id},
+            )
+            params = {k: v for k, v in config.items() if k != TRIAL_KEY}
+            self.client.log_batch(run.info.run_id, params=_params(params))
+            self.runs[trial_id] = run.info.run_id
+            self.logged[run.info.run_id] = set()
+        return self.runs[trial_id]
+
+    def _log_rows(self, run_id: str, rows: list[dict]) -> None:
+        if run_id not in self.logged:
+            history = self.client.get_metric_history(run_id, self.metric)
+            self.logged[run_id] = {metric.step for metric in history}
+        for row in rows:
+            epoch = row.get("epoch")
+            if not isinstance(epoch, int) or epoch in self.logged[run_id]:
+                continue  # an epoch logged before (a recovered one, or one a resume replays) is not logged twice
+            values = {k: v for k, v in row.items() if k not in NOT_METRICS}
+            ended_at = (row.get("started_at") or 0) + (row.get("epoch_s") or 0)
+            self.client.log_batch(run_id, metrics=_metrics(values, step=epoch, at=ended_at or None))
+            self.logged[run_id].add(epoch)
+
+    def _log_end(self, run_id: str, frozen) -> None:
+        status = STATUS_OF.get(frozen.state)
+        if status is None:
+            return
+        current = self.client.get_run(run_id).info.status
+        if current in ("FINISHED", "FAILED"):
+            return
+        tags = {"search.status": status, "search.reason": frozen.user_attrs.get(REASON_ATTR)}
+        self.client.log_batch(run_id, tags=_tags(tags))
+        state = RUN_STATUS[status] if frozen.state != TrialState.FAIL else "FAILED"
+        self.client.set_terminated(run_id, state)
+
+
+def open_tracker(config: RunConfig, space_name: str, experiment: Experiment, metric: str) -> MlflowTracker | None:
+    if config.tracking.to != "mlflow":
+        return None
+    tracker = MlflowTracker(config, space_name, experiment, metric)
+    tracker.open()
+    return None if tracker.broken else tracker
+
+
+def _flat(values: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _params(values: dict):
+    from mlflow.entities import Param
+
+    return [Param(key, str(value)[:6000]) for key, value in sorted(values.items())]
+
+
+def _tags(values: dict):
+    from mlflow.entities import RunTag
+
+    return [RunTag(key, str(value)) for key, value in values.items() if value is not None]
+
+
+def _metrics(values: dict, step: int, at: float | None = None):
+    from mlflow.entities import Metric
+
+    stamp = int((at if isinstance(at, (int, float)) else time.time()) * 1000)
+    return [
+        Metric(key, float(value), stamp, step)
+        for key, value in values.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ]

@@ -1,0 +1,110 @@
+"""`tracking=mlflow` without Ray: a study and trial files in a folder, a real MLflow SQLite store, read back through
+MLflow's client. (The end-to-end search with tracking is in test_e2e.py, resume and growth in test_lifecycle.py.)"""
+
+import http.server
+import threading
+
+import optuna
+import pytest
+
+from search.running.study import StudyRecord
+from search.running.tracking import MlflowTracker, open_tracker
+from trainables.foundation.config import RunConfig, TrackingConfig
+from trainables.foundation.storage import Experiment
+from trainables.foundation.trial_files import TrialFiles
+
+mlflow = pytest.importorskip("mlflow", reason="tracking=mlflow needs MLflow: pip install -e '.[mlflow]'")
+
+SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
+
+
+def a_search(tmp_path, uri: str = ""):
+    experiment = Experiment.at(str(tmp_path / "exp"))
+    experiment.local.mkdir()
+    record = StudyRecord.in_memory(SPACE, "val_acc", "max", optuna.samplers.RandomSampler(seed=0), epochs=2)
+    config = RunConfig(space="cnn_mnist", trials=2, epochs=2, tracking=TrackingConfig(to="mlflow", uri=uri))
+    return experiment, record, config
+
+
+def epoch(experiment, record, trial_id: str, number: int, value: float) -> None:
+    """What a trial and the driver record of an epoch: its row in result.json, then its value in the study."""
+    files = TrialFiles(experiment.location, trial_id)
+    files.append(files.rows(), {"epoch": number, "val_acc": value, "val_loss": 1 - value, "diverged": False})
+    record.report(trial_id, number, value)
+
+
+def runs(experiment) -> dict:
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}")
+    found = client.search_runs([client.get_experiment_by_name("cnn_mnist").experiment_id])
+    return {run.info.run_name: (run, client.get_metric_history(run.info.run_id, "val_acc")) for run in found}
+
+
+def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
+    experiment, record, config = a_search(tmp_path)
+    record.create("t1")
+    epoch(experiment, record, "t1", 1, 0.5)
+    epoch(experiment, record, "t1", 2, 0.7)
+    record.end("t1", "completed")
+    record.create("t2")
+    epoch(experiment, record, "t2", 1, 0.4)
+    first = open_tracker(config, "cnn_mnist", experiment, "val_acc")
+    first.sync(record)
+    first.interrupted()  # as when the search is interrupted with t2 unfinished
+
+    logged = runs(experiment)
+    assert set(logged) == {"exp", "trial_t1", "trial_t2"}
+    parent = logged["exp"][0]
+    assert parent.info.status == "KILLED" and parent.data.params["epochs"] == "2"
+    assert [(m.step, m.value) for m in logged["trial_t1"][1]] == [(1, 0.5), (2, 0.7)]
+    assert logged["trial_t1"][0].info.status == "FINISHED"
+    assert logged["trial_t1"][0].data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert logged["trial_t2"][0].info.status == "KILLED"
+
+    epoch(experiment, record, "t2", 2, 0.6)  # what `resume` adds; it reopens the store as a new driver would
+    record.end("t2", "completed")
+    second = open_tracker(config, "cnn_mnist", experiment, "val_acc")
+    second.sync(record)
+    second.sync(record)
+    second.epoch("t2", {"lr": 0.1})  # Tune reports a recovered epoch again: still logged once
+    summary = {"trials": [{"status": "completed"}] * 2, "best": {"trial_id": "t1", "metrics": {"val_acc": 0.7}}}
+    second.finish(summary, [])
+
+    logged = runs(experiment)
+    assert set(logged) == {"exp", "trial_t1", "trial_t2"}, "one parent run and one run per trial, however resumed"
+    assert [(m.step, m.value) for m in logged["trial_t2"][1]] == [(1, 0.4), (2, 0.6)]
+    assert [(m.step, m.value) for m in logged["trial_t1"][1]] == [(1, 0.5), (2, 0.7)]
+    assert logged["trial_t2"][0].info.status == "FINISHED"
+    assert logged["trial_t2"][0].data.tags["search.status"] == "completed"
+    parent = logged["exp"][0]
+    assert parent.info.status == "FINISHED" and parent.data.metrics["best_val_acc"] == 0.7
+    assert parent.data.tags["search.best_trial"] == "t1"
+
+
+class AlwaysFailing(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_error(500, "broken tracking server")
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_tracking_failure_is_named_once_and_never_raises(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), AlwaysFailing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        experiment, record, config = a_search(tmp_path, uri=f"http://127.0.0.1:{server.server_address[1]}")
+        record.create("t1")
+        epoch(experiment, record, "t1", 1, 0.5)
+        tracker = MlflowTracker(config, "cnn_mnist", experiment, "val_acc")
+        tracker.open()
+        tracker.sync(record)
+        tracker.epoch("t1", {"lr": 0.1})
+        tracker.finish({"trials": [], "best": None}, [])
+        tracker.interrupted()
+    finally:
+        server.shutdown()
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("tracking:")]
+    assert len(lines) == 1 and "MLflow failed" in lines[0] and "the search goes on without tracking" in lines[0]
