@@ -77,7 +77,7 @@ def print_result(summary: dict, experiment: Experiment) -> None:
     print(f"summary: {experiment.join(SUMMARY_FILE)}")
     tracking = summary["run"].get("tracking") or {}
     if tracking.get("to") == "mlflow":
-        from search.running.tracking import mlflow_ui_words
+        from search.running.mlflow_store import mlflow_ui_words
 
         print(f"mlflow: {mlflow_ui_words(tracking.get('uri'), experiment)}")
 
@@ -108,17 +108,19 @@ def cmd_resume(args: list[str]) -> int:
     before = read_settings(experiment.local)["run"]
     config = resumed_config(before, options)
     finished = exists(experiment.join(SUMMARY_FILE))
+    space = load_space(config.space)
     if finished and config.trials == before["trials"]:
         print(
             f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
             "; give trials=N to grow it"
         )
+        if config.tracking.to == "mlflow":
+            track_finished(experiment, config, before, space)
         return 0
-    space = load_space(config.space)
     from trainables.checkpoints import refuse_damaged_in
 
     refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
-    from search.running.tracking import refuse_unusable
+    from search.running.mlflow_store import refuse_unusable
 
     refuse_unusable(config)
     if config.to_dict() != before:
@@ -135,6 +137,19 @@ def cmd_resume(args: list[str]) -> int:
         raise SearchInterrupted(experiment.location) from None
     print_result(summary, experiment)
     return 0
+
+
+def track_finished(experiment: Experiment, config: RunConfig, before: dict, space: Space) -> None:
+    """MLflow brought up to a finished search (tracked from now on when `resume` was given tracking=mlflow)."""
+    from search.running.mlflow_store import mlflow_ui_words, refuse_unusable
+    from search.running.settings import write_settings
+    from search.running.tracking import bring_up_to_date
+
+    refuse_unusable(config)
+    if config.to_dict() != before:
+        write_settings(experiment, {"run": config.to_dict()})
+    if bring_up_to_date(config, space, experiment):
+        print(f"MLflow holds all of it: {mlflow_ui_words(config.tracking.uri, experiment)}")
 
 
 def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:

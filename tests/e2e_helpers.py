@@ -67,7 +67,7 @@ def another_ray_instance():
 
 def main_search(tmp_path_factory) -> dict:
     """The shared search of the end-to-end tests: 6 trials, 4 epochs, ASHA grace 1, the shape chosen for this
-    machine (on 2 cores: one-worker trials in reused trial processes, 2 at a time). Another
+    machine (on 2 cores: one-worker trials in reused trial processes, 2 at a time), tracked in MLflow. Another
     Ray instance runs on the machine meanwhile: Ray's State API would then look up the wrong one, and the search
     hung after its first early-stopped trial (its workers' placement group was never freed)."""
     storage = tmp_path_factory.mktemp("runs")
@@ -86,6 +86,7 @@ def main_search(tmp_path_factory) -> dict:
             f"data.val_limit={VAL_LIMIT}",
             "seed=1",
             "rung_cycles=true",
+            "tracking=mlflow",
         )
         assert not bystander.head_node.dead_processes(), "the search stopped another Ray instance's processes"
     output = log.read_text()
@@ -178,11 +179,15 @@ def _alive(pid: int) -> bool:
 
 def uri_text(uri: str) -> str:
     """A file's text read through pyarrow (e.g. from the test's S3 endpoint), not through this project's code."""
+    return uri_bytes(uri).decode()
+
+
+def uri_bytes(uri: str) -> bytes:
     import pyarrow.fs
 
     fs, path = pyarrow.fs.FileSystem.from_uri(uri)
     with fs.open_input_stream(path) as stream:
-        return stream.read().decode()
+        return stream.read()
 
 
 def uri_files(uri: str) -> list[str]:

@@ -16,15 +16,17 @@ from trainables.models import model_for
 from trainables.training import Split, load_model_weights
 
 pytestmark = pytest.mark.e2e
+MODEL_NAME = "e2e-resnet"  # the export registered in the search's MLflow store
 
 
 @pytest.fixture(scope="module")
 def exported(search):
     from tests.e2e_helpers import run_cli
 
-    result = run_cli("export", str(search["experiment"]))
+    result = run_cli("export", str(search["experiment"]), f"tracking.register={MODEL_NAME}")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "verified: val_acc=" in result.stdout
+    assert f"registered: MLflow model {MODEL_NAME} version 1 at " in result.stdout
     return search["experiment"] / "export"
 
 
@@ -45,14 +47,18 @@ def test_export_folder_is_complete(exported, search):
     assert not list(exported.parent.glob(".export*")), "no staging folder may be left behind"
 
 
-def test_program_loads_in_plain_pytorch_and_matches_the_checkpoint(exported, search, tmp_path):
-    """model.pt2 in a fresh process that never imports this project; compared with the checkpoint's predictions."""
+def test_the_registered_model_loads_with_mlflow_and_pytorch_and_matches_the_checkpoint(exported, search, tmp_path):
+    """The MLflow model version `export tracking.register=` made, fetched with MLflow and its model.pt2 loaded with
+    torch, in a fresh process that never imports this project; compared with the checkpoint's predictions."""
     images, labels = MNIST.load(MNIST_MINI, train=False, limit=VAL_LIMIT)
     np_file = tmp_path / "val.pt"
     torch.save(torch.from_numpy(images.copy()), np_file)
+    store = f"sqlite:///{search['experiment'] / 'mlflow' / 'mlflow.db'}"
     code = (
-        "import sys, torch\n"
-        f"program = torch.export.load({str(exported / 'model.pt2')!r}).module()\n"
+        "import os, sys, mlflow, torch\n"
+        f"mlflow.set_tracking_uri({store!r})\n"
+        f"folder = mlflow.artifacts.download_artifacts('models:/{MODEL_NAME}/1', dst_path={str(tmp_path / 'dl')!r})\n"
+        "program = torch.export.load(os.path.join(folder, 'model.pt2')).module()\n"
         f"images = torch.load({str(np_file)!r}, weights_only=True).float() / 255\n"
         "with torch.no_grad(): predictions = program(images).argmax(1)\n"
         f"torch.save(predictions, {str(tmp_path / 'pred.pt')!r})\n"

@@ -15,6 +15,7 @@ from tests.e2e_helpers import (
     process_title,
     run_cli,
     start_search,
+    uri_bytes,
     uri_files,
     uri_text,
     wait_for_line,
@@ -149,6 +150,7 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
         "concurrency=1",
         "data.limit=512",
         "time_budget=900",
+        "tracking=mlflow",
     )
     try:
         first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
@@ -159,8 +161,9 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
             kill_pids([process.pid, *descendants(process.pid)])
     assert f"python -m search resume {experiment}" in log.read_text()
     files = uri_files(experiment)
-    assert "summary.json" not in files and {"search.json", "study.log", "search.log"} <= set(files)
+    assert "summary.json" not in files and {"search.json", "study.log", "search.log", "mlflow/mlflow.db"} <= set(files)
     first_rows = uri_text(f"{experiment}/trial_{first}/result.json")
+    assert mlflow_runs(experiment, tmp_path)["s"] == ("KILLED", [])
 
     shutil.rmtree(tmp_path / "cache")  # as on another machine
     resumed = run_cli("resume", experiment)
@@ -168,6 +171,8 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
     summary = json.loads(uri_text(f"{experiment}/summary.json"))
     assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
     assert uri_text(f"{experiment}/trial_{first}/result.json") == first_rows, "a finished trial ran again"
+    trial_runs = {f"trial_{t['trial_id']}": ("FINISHED", [1, 2]) for t in summary["trials"]}
+    assert mlflow_runs(experiment, tmp_path) == {"s": ("FINISHED", [2]), **trial_runs}  # one parent, each epoch once
 
     # grown by one trial: proposed with the study's two trials known, one summary over all three, no trial run again
     grown = run_cli("resume", experiment, "trials=3")
@@ -177,6 +182,25 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
     assert len(summary["trials"]) == 3 and summary["run"]["trials"] == 3
     assert uri_text(f"{experiment}/trial_{first}/result.json") == first_rows, "a finished trial ran again"
     assert "already finished" in run_cli("resume", experiment).stdout
+    trial_runs = {f"trial_{t['trial_id']}": ("FINISHED", [1, 2]) for t in summary["trials"]}
+    assert mlflow_runs(experiment, tmp_path) == {"s": ("FINISHED", [2, 3]), **trial_runs}  # its best after 2, then 3
+
+
+def mlflow_runs(experiment: str, tmp_path) -> dict:
+    """{run name: (status, steps logged)} in the MLflow store the search keeps at a URI, read with MLflow's client
+    from a copy: val_acc's steps for a trial's run, best_val_acc's for the search's."""
+    from mlflow.tracking import MlflowClient
+
+    copy = tmp_path / f"mlflow-{time.monotonic_ns()}.db"
+    copy.write_bytes(uri_bytes(f"{experiment}/mlflow/mlflow.db"))
+    client = MlflowClient(f"sqlite:///{copy}")
+    found = client.search_runs([client.get_experiment_by_name("resnet_mnist").experiment_id])
+    runs = {}
+    for run in found:
+        metric = "val_acc" if run.info.run_name.startswith("trial_") else "best_val_acc"
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, metric)]
+        runs[run.info.run_name] = (run.info.status, steps)
+    return runs
 
 
 def test_ddp_trials_share_one_trial_process_and_an_asha_stop_frees_its_workers(tmp_path, mnist_root):

@@ -8,7 +8,7 @@ import optuna
 import pytest
 
 from search.running.study import StudyRecord
-from search.running.tracking import MlflowTracker, open_tracker
+from search.running.tracking import MlflowTracker, start_tracker
 from trainables.foundation.config import RunConfig, TrackingConfig
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TrialFiles
@@ -47,7 +47,7 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     record.end("t1", "completed")
     record.create("t2")
     epoch(experiment, record, "t2", 1, 0.4)
-    first = open_tracker(config, "cnn_mnist", experiment, "val_acc")
+    first = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
     first.sync(record)
     first.interrupted()  # as when the search is interrupted with t2 unfinished
 
@@ -62,7 +62,7 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
 
     epoch(experiment, record, "t2", 2, 0.6)  # what `resume` adds; it reopens the store as a new driver would
     record.end("t2", "completed")
-    second = open_tracker(config, "cnn_mnist", experiment, "val_acc")
+    second = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
     second.sync(record)
     second.sync(record)
     second.epoch("t2", {"lr": 0.1})  # Tune reports a recovered epoch again: still logged once

@@ -40,7 +40,7 @@ def preflight(config: RunConfig, space: Space) -> None:
             raise
         config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
     config.model.weights = resolve_weights(config.model.weights, space, hp)
-    from search.running.tracking import refuse_unusable
+    from search.running.mlflow_store import refuse_unusable
 
     refuse_unusable(config)
     say_when_long(config, space, dataset, hp)

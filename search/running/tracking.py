@@ -13,95 +13,44 @@ brings MLflow up to date). No Ray, no torch.
 from __future__ import annotations
 
 import logging
-import math
-import os
-import time
+import threading
 from pathlib import Path
 
 from optuna.trial import TrialState
 
+from search.results.summary import SUMMARY_FILE, read_summary
+from search.running.mlflow_store import (
+    EXPERIMENT_TAG,
+    PARENT_TAG,
+    ROLE,
+    TRACKING_FOLDER,
+    TRIAL_TAG,
+    flat,
+    metric_list,
+    mlflow_client,
+    param_list,
+    parent_run,
+    store_files,
+    tag_list,
+    tracking_uri,
+)
 from search.running.study import REASON_ATTR, STATUS_OF, StudyRecord, trial_id_of
-from trainables.foundation.config import RunConfig, TrackingConfig
-from trainables.foundation.errors import UsageError
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import Space
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
-TRACKING_FOLDER = "mlflow"  # the default store in the experiment folder: mlflow.db and artifacts/
-ROLE, EXPERIMENT_TAG, TRIAL_TAG = "search.role", "search.experiment", "search.trial_id"
-PARENT_TAG = "mlflow.parentRunId"
 MUTABLE_SETTINGS = {"trials", "time_budget", "concurrency", "verbose"}  # what `resume` may change: tags, not params
 RUN_STATUS = {"completed": "FINISHED", "stopped_early": "FINISHED", "failed": "FAILED"}
 NOT_METRICS = {"epoch", "diverged", "recovered", "started_at", "pid", "resumed_from"}
 
 
-def default_uri(experiment: Experiment) -> str:
-    return f"sqlite:///{experiment.local / TRACKING_FOLDER / 'mlflow.db'}"
-
-
-def tracking_uri(tracking: TrackingConfig, experiment: Experiment) -> str:
-    return tracking.uri or default_uri(experiment)
-
-
-def mlflow_ui_words(uri: str | None, experiment: Experiment) -> str:
-    """How to look at the search in MLflow's UI."""
-    if uri and not uri.startswith("sqlite:"):
-        return f"open {uri}"
-    return f"mlflow ui --backend-store-uri {uri or default_uri(experiment)}"
-
-
-def mlflow_client(uri: str):
-    """MLflow's client on `uri`, with short HTTP timeouts and few retries: a server that stops answering may slow a
-    search by seconds, never hang it."""
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
-    return client_class()(tracking_uri=uri, registry_uri=uri)
-
-
-def client_class():
-    try:
-        from mlflow.tracking import MlflowClient
-    except ImportError:
-        raise UsageError(
-            "tracking=mlflow: MLflow is not installed; pip install -e '.[mlflow]' (or pip install mlflow)"
-        ) from None
-    logging.getLogger("mlflow").setLevel(logging.WARNING)  # not its store's INFO lines (creating tables, ...)
-    return MlflowClient
-
-
-def refuse_unusable(config: RunConfig) -> None:
-    """Before Ray: MLflow is installed, a given tracking server answers, a given store can be written. (The default
-    store lives in the experiment folder, which `storage=` already has to be able to hold.)"""
-    if config.tracking.to != "mlflow":
-        return
-    uri = config.tracking.uri
-    if uri.startswith("sqlite:///"):  # before MLflow's client, which creates the folder and the store
-        folder = Path(uri.removeprefix("sqlite:///")).expanduser().parent
-        if not folder.is_dir() or not os.access(folder, os.W_OK):
-            raise UsageError(f"tracking.uri={uri}: cannot write a store there ({folder} is not a writable folder)")
-    if not uri:
-        client_class()
-        return
-    client = mlflow_client(uri)
-    try:
-        client.search_experiments(max_results=1)
-    except Exception as exc:  # MLflow raises many kinds: connection, HTTP status, database
-        reason = " ".join(str(exc).split())[:200]
-        raise UsageError(
-            f"tracking.uri={uri}: MLflow cannot use it ({type(exc).__name__}: {reason}); start a server "
-            "(mlflow server --host 127.0.0.1) or leave tracking.uri unset for a store in the experiment folder"
-        ) from None
-
-
-def parent_run(client, experiment_id: str, location: str):
-    """The parent run of the search at `location`, or None."""
-    found = client.search_runs([experiment_id], f"tags.`{EXPERIMENT_TAG}` = '{location}' and tags.`{ROLE}` = 'search'")
-    return found[0] if found else None
-
-
 def _safely(method):
-    """A tracking call that never fails the search: its first failure is named, then tracking is off."""
+    """A tracking call that never fails the search: its first failure is named, then tracking is off. It waits for
+    the tracker to be open (`start` opens it in the background)."""
 
     def guarded(self, *args, **kwargs):
+        self.wait()
         if self.broken:
             return None
         try:
@@ -130,9 +79,29 @@ class MlflowTracker:
         self.client = self.parent = None
         self.runs: dict[str, str] = {}  # trial id -> nested run id
         self.logged: dict[str, set[int]] = {}  # run id -> epochs logged
+        self.opening: threading.Thread | None = None
 
     def __getstate__(self):  # Tune pickles its callbacks; the client stays in the driver
-        return {**self.__dict__, "client": None}
+        return {**self.__dict__, "client": None, "opening": None}
+
+    def start(self, record: StudyRecord) -> None:
+        """Open the store and bring it up to `record` in a thread, while Ray starts (importing MLflow and creating
+        its store take seconds); every other call waits for it."""
+        self.opening = threading.Thread(target=self._open_and_sync, args=(record,), name="mlflow-open", daemon=True)
+        self.opening.start()
+
+    def _open_and_sync(self, record: StudyRecord) -> None:
+        self.open()
+        self.sync(record)
+
+    def wait(self) -> None:
+        if self.opening is not None and self.opening is not threading.current_thread():
+            self.opening.join()
+            self.opening = None
+
+    def ready(self) -> bool:
+        self.wait()
+        return not self.broken
 
     @_safely
     def open(self) -> None:
@@ -147,7 +116,7 @@ class MlflowTracker:
             self.client.update_run(self.parent, status="RUNNING")
         else:
             self.parent = self._create_parent(experiment_id)
-        self.client.log_batch(self.parent, tags=_tags(self._mutable_settings()))
+        self.client.log_batch(self.parent, tags=tag_list(self._mutable_settings()))
         children = self.client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{self.parent}'", max_results=5000)
         self.runs = {run.data.tags[TRIAL_TAG]: run.info.run_id for run in children if TRIAL_TAG in run.data.tags}
 
@@ -166,9 +135,9 @@ class MlflowTracker:
             run_name=self.experiment.name,
             tags={ROLE: "search", EXPERIMENT_TAG: self.experiment.location},
         )
-        settings = {k: v for k, v in _flat(self.config.to_dict()).items() if k.split(".")[0] not in MUTABLE_SETTINGS}
+        settings = {k: v for k, v in flat(self.config.to_dict()).items() if k.split(".")[0] not in MUTABLE_SETTINGS}
         settings = {k: v for k, v in settings.items() if not k.startswith(("tracking.", "data.skip"))}
-        self.client.log_batch(run.info.run_id, params=_params(settings))
+        self.client.log_batch(run.info.run_id, params=param_list(settings))
         return run.info.run_id
 
     def _mutable_settings(self) -> dict:
@@ -176,7 +145,9 @@ class MlflowTracker:
 
     @_safely
     def shape(self, words: str, concurrency: int) -> None:
-        self.client.log_batch(self.parent, tags=_tags({"search.shape": words, "search.concurrent_trials": concurrency}))
+        self.client.log_batch(
+            self.parent, tags=tag_list({"search.shape": words, "search.concurrent_trials": concurrency})
+        )
 
     @_safely
     def sync(self, record: StudyRecord) -> None:
@@ -200,9 +171,10 @@ class MlflowTracker:
             self._log_end(self._run_of(trial_id, config), frozen)
 
     @_safely
-    def finish(self, summary: dict, artifacts: list[Path]) -> None:
+    def finish(self, summary: dict) -> None:
         """The search's result on its parent run (the best trial's metrics, test_acc, counts; the summary and the
         report's plots as artifacts), and the parent run ended."""
+        artifacts = [self.experiment.local / SUMMARY_FILE, *report_plots(self.experiment)]
         best = summary.get("best") or {}
         metrics = {f"best_{k}": v for k, v in (best.get("metrics") or {}).items() if k not in NOT_METRICS}
         if "test_acc" in best:
@@ -211,7 +183,9 @@ class MlflowTracker:
             metrics[f"trials_{status}"] = sum(1 for t in summary["trials"] if t.get("status") == status)
         step = len(summary["trials"])  # a grown search adds a point to the same history
         self.client.log_batch(
-            self.parent, metrics=_metrics(metrics, step=step), tags=_tags({"search.best_trial": best.get("trial_id")})
+            self.parent,
+            metrics=metric_list(metrics, step=step),
+            tags=tag_list({"search.best_trial": best.get("trial_id")}),
         )
         for path in artifacts:
             if path.is_file():
@@ -234,7 +208,7 @@ class MlflowTracker:
                 tags={PARENT_TAG: self.parent, TRIAL_TAG: trial_id},
             )
             params = {k: v for k, v in config.items() if k != TRIAL_KEY}
-            self.client.log_batch(run.info.run_id, params=_params(params))
+            self.client.log_batch(run.info.run_id, params=param_list(params))
             self.runs[trial_id] = run.info.run_id
             self.logged[run.info.run_id] = set()
         return self.runs[trial_id]
@@ -249,7 +223,7 @@ class MlflowTracker:
                 continue  # an epoch logged before (a recovered one, or one a resume replays) is not logged twice
             values = {k: v for k, v in row.items() if k not in NOT_METRICS}
             ended_at = (row.get("started_at") or 0) + (row.get("epoch_s") or 0)
-            self.client.log_batch(run_id, metrics=_metrics(values, step=epoch, at=ended_at or None))
+            self.client.log_batch(run_id, metrics=metric_list(values, step=epoch, at=ended_at or None))
             self.logged[run_id].add(epoch)
 
     def _log_end(self, run_id: str, frozen) -> None:
@@ -260,47 +234,39 @@ class MlflowTracker:
         if current in ("FINISHED", "FAILED"):
             return
         tags = {"search.status": status, "search.reason": frozen.user_attrs.get(REASON_ATTR)}
-        self.client.log_batch(run_id, tags=_tags(tags))
+        self.client.log_batch(run_id, tags=tag_list(tags))
         state = RUN_STATUS[status] if frozen.state != TrialState.FAIL else "FAILED"
         self.client.set_terminated(run_id, state)
 
 
-def open_tracker(config: RunConfig, space_name: str, experiment: Experiment, metric: str) -> MlflowTracker | None:
+def report_plots(experiment: Experiment) -> list[Path]:
+    """The report's plots (search.results.report); none when the report cannot be built."""
+    from search.results.report import PLOTS, build_report
+
+    try:
+        folder = Path(build_report(experiment.local, experiment.location)["folder"])
+    except Exception as exc:  # a plot is an extra: the search's result stands without it
+        logging.getLogger("ray").warning("no report for the tracker: %s", exc)
+        return []
+    return [folder / name for name in PLOTS]
+
+
+def bring_up_to_date(config: RunConfig, space: Space, experiment: Experiment) -> bool:
+    """A finished search's MLflow runs brought up to its study, its trials' files and its summary (`resume` of a
+    finished search: after a tracking failure, or to track a search that had none). No Ray."""
+    from search.running.study_setup import open_search_study
+
+    record = open_search_study(config, space, experiment)
+    tracker = start_tracker(config, space.name, experiment, space.metric, record)
+    tracker.finish(read_summary(experiment.local))
+    experiment.upload(store_files(experiment.local))
+    return tracker.ready()
+
+
+def start_tracker(config: RunConfig, space_name: str, experiment: Experiment, metric: str, record: StudyRecord):
+    """The search's tracker, opening in the background, or None when the search is not tracked."""
     if config.tracking.to != "mlflow":
         return None
     tracker = MlflowTracker(config, space_name, experiment, metric)
-    tracker.open()
-    return None if tracker.broken else tracker
-
-
-def _flat(values: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def _params(values: dict):
-    from mlflow.entities import Param
-
-    return [Param(key, str(value)[:6000]) for key, value in sorted(values.items())]
-
-
-def _tags(values: dict):
-    from mlflow.entities import RunTag
-
-    return [RunTag(key, str(value)) for key, value in values.items() if value is not None]
-
-
-def _metrics(values: dict, step: int, at: float | None = None):
-    from mlflow.entities import Metric
-
-    stamp = int((at if isinstance(at, (int, float)) else time.time()) * 1000)
-    return [
-        Metric(key, float(value), stamp, step)
-        for key, value in values.items()
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ]
+    tracker.start(record)
+    return tracker

@@ -29,13 +29,14 @@ from search.running.callbacks import (
     UploadOwnFiles,
 )
 from search.running.connect import check_paths_on_every_node, connect
+from search.running.mlflow_store import store_files
 from search.running.records import trial_records
 from search.running.scheduler import StudyASHA
 from search.running.searcher import StudySearcher
 from search.running.settings import write_settings
 from search.running.study import StudyRecord, reconcile
 from search.running.study_setup import open_search_study
-from search.running.tracking import TRACKING_FOLDER, MlflowTracker, open_tracker
+from search.running.tracking import MlflowTracker, start_tracker
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
@@ -78,12 +79,11 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
     again = reconcile(record, experiment.location)
-    tracker = open_tracker(config, space.name, experiment, space.metric)
+    # MLflow brought up to what earlier sessions recorded (all of it, for a search tracked late), while Ray starts
+    tracker = start_tracker(config, space.name, experiment, space.metric, record)
     to_run = len(again) + max(0, config.trials - len(record.proposed()))
     started = time.monotonic()
     try:
-        if tracker:
-            tracker.sync(record)  # what earlier sessions recorded (or all of it, for a search tracked late)
         if to_run:
             fit(config, space, experiment, record, again, to_run, log_file, tracker)
         if not search_finished(record, config, time.monotonic() - started):
@@ -111,7 +111,7 @@ def fit(config, space, experiment, record, again, to_run: int, log_file: Path, t
         )
         if experiment.remote:
             print(f"results: {experiment.location}")
-        if tracker:
+        if tracker and tracker.ready():
             tracker.shape(shape.in_words(), concurrency)
             print(f"tracking: MLflow at {tracker.uri}, experiment {tracker.experiment_name}")
         placement = placement_of(config, concurrency)
@@ -142,7 +142,7 @@ def write_summary(config, space, experiment: Experiment, record: StudyRecord, lo
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)
     if tracker:
         tracker.sync(record)
-        tracker.finish(summary, [experiment.local / SUMMARY_FILE, *report_plots(experiment, summary)])
+        tracker.finish(summary)
         experiment.upload(own_files(experiment.local, trial_folder=""))
     experiment.upload([SUMMARY_FILE])  # last: a summary.json there means everything else is there
     if summary["best"] is None:
@@ -168,21 +168,9 @@ def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
     `trial_folder` only, or of none ("")."""
     names = [SEARCH_FILE, STUDY_FILE, LOG_FILE]
     files = [name for name in names if (folder / name).is_file()]
-    files += sorted(str(path.relative_to(folder)) for path in (folder / TRACKING_FOLDER).rglob("*") if path.is_file())
+    files += store_files(folder)
     events = folder.glob(f"{trial_folder}/{EVENT_FILES}") if trial_folder else []
     return files + sorted(str(path.relative_to(folder)) for path in events)
-
-
-def report_plots(experiment: Experiment, summary: dict) -> list[Path]:
-    """The report's plots (search.results.report), for the tracker; none when the report cannot be built."""
-    from search.results.report import PLOTS, build_report
-
-    try:
-        folder = Path(build_report(experiment.local, experiment.location)["folder"])
-    except Exception as exc:  # a plot is an extra: the search's result stands without it
-        logging.getLogger("ray").warning("no report for the tracker: %s", exc)
-        return []
-    return [folder / name for name in PLOTS]
 
 
 def search_finished(record: StudyRecord, config: RunConfig, elapsed_s: float) -> bool:

@@ -1,0 +1,122 @@
+"""Where a search's MLflow store is and how to reach it: its URI, MLflow's client with short timeouts, the checks
+before Ray, the search's parent run, and MLflow's entities from plain values. No Ray, no torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+from trainables.foundation.config import RunConfig, TrackingConfig
+from trainables.foundation.errors import UsageError
+from trainables.foundation.storage import Experiment
+
+TRACKING_FOLDER = "mlflow"  # the default store in the experiment folder: mlflow.db and artifacts/
+ROLE, EXPERIMENT_TAG, TRIAL_TAG = "search.role", "search.experiment", "search.trial_id"
+PARENT_TAG = "mlflow.parentRunId"
+NOT_INSTALLED = "tracking=mlflow: MLflow is not installed; pip install -e '.[mlflow]' (or pip install mlflow)"
+
+
+def default_uri(experiment: Experiment) -> str:
+    return f"sqlite:///{experiment.local / TRACKING_FOLDER / 'mlflow.db'}"
+
+
+def tracking_uri(tracking: TrackingConfig, experiment: Experiment) -> str:
+    return tracking.uri or default_uri(experiment)
+
+
+def store_files(folder: Path) -> list[str]:
+    """The default store's files in an experiment's working folder, relative to it (to upload to a URI)."""
+    return sorted(str(path.relative_to(folder)) for path in (folder / TRACKING_FOLDER).rglob("*") if path.is_file())
+
+
+def mlflow_ui_words(uri: str | None, experiment: Experiment) -> str:
+    """How to look at the search in MLflow's UI."""
+    if uri and not uri.startswith("sqlite:"):
+        return f"open {uri}"
+    return f"mlflow ui --backend-store-uri {uri or default_uri(experiment)}"
+
+
+def mlflow_client(uri: str):
+    """MLflow's client on `uri`, with short HTTP timeouts and few retries: a server that stops answering may slow a
+    search by seconds, never hang it."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    return client_class()(tracking_uri=uri, registry_uri=uri)
+
+
+def client_class():
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise UsageError(NOT_INSTALLED) from None
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # not its store's INFO lines (creating tables, ...)
+    return MlflowClient
+
+
+def refuse_unusable(config: RunConfig) -> None:
+    """Before Ray: MLflow is installed, a given tracking server answers, a given store can be written. (The default
+    store lives in the experiment folder, which `storage=` already has to be able to hold.)"""
+    if config.tracking.to != "mlflow":
+        return
+    uri = config.tracking.uri
+    if uri.startswith("sqlite:///"):  # before MLflow's client, which creates the folder and the store
+        folder = Path(uri.removeprefix("sqlite:///")).expanduser().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise UsageError(f"tracking.uri={uri}: cannot write a store there ({folder} is not a writable folder)")
+    if not uri:
+        if importlib.util.find_spec("mlflow") is None:  # not imported here: the driver imports it while Ray starts
+            raise UsageError(NOT_INSTALLED)
+        return
+    client = mlflow_client(uri)
+    try:
+        client.search_experiments(max_results=1)
+    except Exception as exc:  # MLflow raises many kinds: connection, HTTP status, database
+        reason = " ".join(str(exc).split())[:200]
+        raise UsageError(
+            f"tracking.uri={uri}: MLflow cannot use it ({type(exc).__name__}: {reason}); start a server "
+            "(mlflow server --host 127.0.0.1) or leave tracking.uri unset for a store in the experiment folder"
+        ) from None
+
+
+def parent_run(client, experiment_id: str, location: str):
+    """The parent run of the search at `location`, or None."""
+    found = client.search_runs([experiment_id], f"tags.`{EXPERIMENT_TAG}` = '{location}' and tags.`{ROLE}` = 'search'")
+    return found[0] if found else None
+
+
+def flat(values: dict, prefix: str = "") -> dict:
+    """{"data": {"root": x}} as {"data.root": x}."""
+    flattened = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flattened.update(flat(value, f"{prefix}{key}."))
+        else:
+            flattened[f"{prefix}{key}"] = value
+    return flattened
+
+
+def param_list(values: dict):
+    from mlflow.entities import Param
+
+    return [Param(key, str(value)[:6000]) for key, value in sorted(values.items())]
+
+
+def tag_list(values: dict):
+    from mlflow.entities import RunTag
+
+    return [RunTag(key, str(value)) for key, value in values.items() if value is not None]
+
+
+def metric_list(values: dict, step: int, at: float | None = None):
+    from mlflow.entities import Metric
+
+    stamp = int((at if isinstance(at, (int, float)) else time.time()) * 1000)
+    return [
+        Metric(key, float(value), stamp, step)
+        for key, value in values.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ]
