@@ -67,7 +67,7 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     second.sync(record)
     second.epoch("t2", {"lr": 0.1})  # Tune reports a recovered epoch again: still logged once
     summary = {"trials": [{"status": "completed"}] * 2, "best": {"trial_id": "t1", "metrics": {"val_acc": 0.7}}}
-    second.finish(summary, [])
+    second.finish(summary)
 
     logged = runs(experiment)
     assert set(logged) == {"exp", "trial_t1", "trial_t2"}, "one parent run and one run per trial, however resumed"
@@ -102,7 +102,7 @@ def test_a_tracking_failure_is_named_once_and_never_raises(tmp_path, capsys, mon
         tracker.open()
         tracker.sync(record)
         tracker.epoch("t1", {"lr": 0.1})
-        tracker.finish({"trials": [], "best": None}, [])
+        tracker.finish({"trials": [], "best": None})
         tracker.interrupted()
     finally:
         server.shutdown()
