@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import REPO
 from tests.e2e_helpers import wait_for_line
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("shared_search")]  # one worker runs the shared search
+pytestmark = pytest.mark.e2e
 
 BROWSER = next(
     (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None

@@ -13,7 +13,7 @@ from trainables.foundation.space import load_space
 from trainables.models import model_for
 from trainables.training import Split, evaluate, load_model_weights, shard_indices
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("shared_search")]  # one worker runs the shared search
+pytestmark = pytest.mark.e2e
 
 
 def test_summary_has_every_trial(search):

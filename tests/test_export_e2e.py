@@ -15,7 +15,7 @@ from trainables.foundation.space import load_space
 from trainables.models import model_for
 from trainables.training import Split, load_model_weights
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("shared_search")]  # one worker runs the shared search
+pytestmark = pytest.mark.e2e
 MODEL_NAME = "e2e-resnet"  # the export registered in the search's MLflow store
 
 

@@ -68,6 +68,7 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     second.epoch("t2", {"lr": 0.1})  # Tune reports a recovered epoch again: still logged once
     summary = {"trials": [{"status": "completed"}] * 2, "best": {"trial_id": "t1", "metrics": {"val_acc": 0.7}}}
     second.finish(summary)
+    start_tracker(config, "cnn_mnist", experiment, "val_acc", record).finish(summary)  # `resume` of a finished search
 
     logged = runs(experiment)
     assert set(logged) == {"exp", "trial_t1", "trial_t2"}, "one parent run and one run per trial, however resumed"
@@ -78,6 +79,9 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     parent = logged["exp"][0]
     assert parent.info.status == "FINISHED" and parent.data.metrics["best_val_acc"] == 0.7
     assert parent.data.tags["search.best_trial"] == "t1"
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}")
+    best = client.get_metric_history(parent.info.run_id, "best_val_acc")
+    assert [(m.step, m.value) for m in best] == [(2, 0.7)], "a repeated finish logs the result once"
 
 
 class AlwaysFailing(http.server.BaseHTTPRequestHandler):

@@ -17,7 +17,7 @@ from tests.e2e_helpers import run_cli
 from tests.test_dashboard_e2e import BROWSER, HEADLESS
 from trainables.foundation.trial_files import TrialFiles
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("shared_search")]  # one worker runs the shared search
+pytestmark = pytest.mark.e2e
 mlflow = pytest.importorskip("mlflow", reason="tracking=mlflow needs MLflow: pip install -e '.[mlflow]'")
 
 

@@ -181,7 +181,10 @@ class MlflowTracker:
             metrics["test_acc"] = best["test_acc"]
         for status in ("completed", "stopped_early", "failed"):
             metrics[f"trials_{status}"] = sum(1 for t in summary["trials"] if t.get("status") == status)
-        step = len(summary["trials"])  # a grown search adds a point to the same history
+        step = len(summary["trials"])  # a grown search adds a point to the same history; a repeated finish none
+        logged = {m.step for m in self.client.get_metric_history(self.parent, f"best_{self.metric}")}
+        if step in logged:
+            metrics = {}
         self.client.log_batch(
             self.parent,
             metrics=metric_list(metrics, step=step),
