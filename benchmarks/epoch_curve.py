@@ -32,17 +32,25 @@ def accuracy(model, batches) -> float:
     return round(stats["correct"].item() / stats["count"], 4)
 
 
-def curve(root: str, hp: dict, epochs: int, decays: list[float], seed: int = 0, cycle_ends: tuple[int, ...] = ()):
+def curve(
+    root: str,
+    hp: dict,
+    epochs: int,
+    decays: list[float],
+    seed: int = 0,
+    cycle_ends: tuple[int, ...] = (),
+    space_name: str = "resnet_mnist",
+):
     """Yields one row per epoch (see the module's docstring)."""
     torch.set_num_threads(1)
     torch.manual_seed(seed)
-    space = load_space("resnet_mnist")
+    space = load_space(space_name)
     hp = {**space.constants, **hp}
     defaults = RunConfig().to_dict()
     run = RunConfig.from_dict(
         {
             **defaults,
-            "space": "resnet_mnist",
+            "space": space_name,
             "epochs": epochs,
             "seed": seed,
             "data": {**defaults["data"], "root": root},
@@ -69,7 +77,7 @@ def curve(root: str, hp: dict, epochs: int, decays: list[float], seed: int = 0, 
                 accuracy(average.module, feed.val_batches()),
                 accuracy(average.module, feed.test_batches()),
             ]
-        row["s"] = round(time.time() - started)
+        row["s"] = round(time.time() - started, 2)
         yield row
 
 

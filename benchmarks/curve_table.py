@@ -1,0 +1,136 @@
+"""A learning-curve table of a space: every configuration of an ordinal grid over its hyperparameters, trained bare
+(no Ray) with each seed, scored on the validation and test splits after every epoch, with the seconds it took. The
+data a replay of searches runs on, many seeds over, without training.
+
+    python -m benchmarks.curve_table ROOT --space mlp_mnist --epochs 3 --seeds 0,1 --jobs 2 \\
+        --out benchmarks/results/tables/mlp_mnist.jsonl.gz
+
+Rows are appended to OUT's `.partial` file as each configuration and seed ends (one JSON line each), so a build that
+is stopped resumes where it stopped; once every row is there the table is written to OUT, compressed, header first:
+{"space", "epochs", "seeds", "grid", "command"}, then per configuration and seed {"config", "seed", "val", "test",
+"s"} (lists by epoch). The seed sets what `python -m search run seed=S` sets: the validation split, the initial
+weights and the batch order (benchmarks.epoch_curve). One intra-op thread per job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+import math
+import multiprocessing
+import os
+import sys
+from pathlib import Path
+
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+LOG_POINTS, LINEAR_POINTS = 8, 4  # values of a float hyperparameter on a log scale, on a linear one
+
+
+def grid_values(distribution) -> list:
+    """The ordinal values a hyperparameter takes in the grid: every choice, every integer (at most LOG_POINTS,
+    evenly spread), or evenly spread floats (log-spaced when the distribution is), rounded to 4 significant digits."""
+    if isinstance(distribution, CategoricalDistribution):
+        return list(distribution.choices)
+    if isinstance(distribution, IntDistribution):
+        values = list(range(distribution.low, distribution.high + 1, distribution.step))
+        if len(values) <= LOG_POINTS:
+            return values
+        return sorted({values[round(i * (len(values) - 1) / (LOG_POINTS - 1))] for i in range(LOG_POINTS)})
+    if isinstance(distribution, FloatDistribution):
+        low, high = distribution.low, distribution.high
+        if distribution.log:
+            points = [
+                math.exp(math.log(low) + i * (math.log(high) - math.log(low)) / (LOG_POINTS - 1))
+                for i in range(LOG_POINTS)
+            ]
+        else:
+            points = [low + i * (high - low) / (LINEAR_POINTS - 1) for i in range(LINEAR_POINTS)]
+        return [float(f"{p:.4g}") for p in points]
+    raise TypeError(f"no grid for {type(distribution).__name__}")
+
+
+def grid_of(hyperparameters: dict) -> dict[str, list]:
+    return {name: grid_values(distribution) for name, distribution in sorted(hyperparameters.items())}
+
+
+def configurations(grid: dict[str, list]) -> list[dict]:
+    names = list(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*(grid[name] for name in names))]
+
+
+def key_of(config: dict, seed: int) -> str:
+    return json.dumps([config, seed], sort_keys=True)
+
+
+def rows_done(partial: Path) -> dict[str, dict]:
+    """The rows a stopped build wrote; a line cut short by the stop is skipped."""
+    done = {}
+    if partial.exists():
+        for line in partial.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[key_of(row["config"], row["seed"])] = row
+    return done
+
+
+def train_row(job: tuple) -> dict:
+    root, space_name, config, seed, epochs = job
+    from benchmarks.epoch_curve import curve
+
+    rows = list(curve(root, dict(config), epochs, [], seed=seed, space_name=space_name))
+    return {
+        "config": config,
+        "seed": seed,
+        "val": [row["raw"][0] for row in rows],
+        "test": [row["raw"][1] for row in rows],
+        "s": [row["s"] for row in rows],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", help="an MNIST folder with its test files (e.g. the shipped sample's)")
+    parser.add_argument("--space", default="mlp_mnist")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    from trainables.foundation.space import load_space
+
+    seeds = [int(s) for s in args.seeds.split(",")]
+    grid = grid_of(load_space(args.space).hyperparameters)
+    partial = args.out.with_name(args.out.name + ".partial")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    done = rows_done(partial)
+    jobs = [
+        (args.root, args.space, config, seed, args.epochs)
+        for config in configurations(grid)
+        for seed in seeds
+        if key_of(config, seed) not in done
+    ]
+    print(f"{len(done)} rows done, {len(jobs)} to train", flush=True)
+    with open(partial, "a") as stream, multiprocessing.Pool(args.jobs) as pool:
+        for number, row in enumerate(pool.imap_unordered(train_row, jobs), start=1):
+            stream.write(json.dumps(row) + "\n")
+            stream.flush()
+            if number % 50 == 0:
+                print(f"{len(done) + number} rows", flush=True)
+    rows = sorted(rows_done(partial).values(), key=lambda row: key_of(row["config"], row["seed"]))
+    header = {"space": args.space, "epochs": args.epochs, "seeds": seeds, "grid": grid, "command": " ".join(sys.argv)}
+    staging = args.out.with_name(args.out.name + ".writing")
+    with gzip.open(staging, "wt") as stream:
+        stream.write(json.dumps(header) + "\n")
+        stream.writelines(json.dumps(row) + "\n" for row in rows)
+    os.replace(staging, args.out)
+    partial.unlink()
+    print(f"{len(rows)} rows in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
