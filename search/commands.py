@@ -202,10 +202,11 @@ def cmd_export(args: list[str]) -> int:
 
     experiment = open_for_reading(positional[0], SUMMARY_FILE)
     summary, register = read_summary(experiment.local), options.get("tracking.register")
+    run = RunConfig.from_dict(summary["run"])
     if register:
         from search.running.registry import refuse_unregistrable
 
-        refuse_unregistrable(RunConfig.from_dict(summary["run"]), register)  # before the export's minutes
+        refuse_unregistrable(run, register)  # before the export's minutes
     out = Path(options["out"]).expanduser() if "out" in options else None
     meta = export_experiment(experiment, out, options.get("trial"))
     verified = meta["verified"]
@@ -217,7 +218,6 @@ def cmd_export(args: list[str]) -> int:
     if register:
         from search.running.registry import register_export
 
-        run = RunConfig.from_dict(summary["run"])
         version, uri = register_export(run, summary["space"], experiment, meta, register)
         print(f"registered: MLflow model {register} version {version} at {uri} (models:/{register}/{version})")
     return 0

@@ -185,8 +185,7 @@ class Tracking(ray.tune.Callback):
     def on_trial_complete(self, iteration, trials, trial, **info):
         self.tracker.ended(self.record, key(trial), hyperparameters(trial))
 
-    def on_trial_error(self, iteration, trials, trial, **info):
-        self.tracker.ended(self.record, key(trial), hyperparameters(trial))
+    on_trial_error = on_trial_complete  # how it ended is in the study either way
 
 
 class TensorBoardEvents(ray.tune.Callback):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import math
 import os
 import time
 from pathlib import Path
 
+from search.results.score import is_finite_number
 from trainables.foundation.config import RunConfig, TrackingConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment
@@ -26,6 +26,11 @@ def default_uri(experiment: Experiment) -> str:
 
 def tracking_uri(tracking: TrackingConfig, experiment: Experiment) -> str:
     return tracking.uri or default_uri(experiment)
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The file of a `sqlite:///path` URI, or None for any other store."""
+    return Path(uri.removeprefix("sqlite:///")).expanduser() if uri.startswith("sqlite:///") else None
 
 
 def store_files(folder: Path) -> list[str]:
@@ -63,8 +68,9 @@ def refuse_unusable(config: RunConfig) -> None:
     if config.tracking.to != "mlflow":
         return
     uri = config.tracking.uri
-    if uri.startswith("sqlite:///"):  # before MLflow's client, which creates the folder and the store
-        folder = Path(uri.removeprefix("sqlite:///")).expanduser().parent
+    database = sqlite_file(uri)
+    if database is not None:  # before MLflow's client, which creates the folder and the store
+        folder = database.parent
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             raise UsageError(f"tracking.uri={uri}: cannot write a store there ({folder} is not a writable folder)")
     if not uri:
@@ -115,8 +121,4 @@ def metric_list(values: dict, step: int, at: float | None = None):
     from mlflow.entities import Metric
 
     stamp = int((at if isinstance(at, (int, float)) else time.time()) * 1000)
-    return [
-        Metric(key, float(value), stamp, step)
-        for key, value in values.items()
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ]
+    return [Metric(key, float(value), stamp, step) for key, value in values.items() if is_finite_number(value)]

@@ -16,8 +16,6 @@ import logging
 import threading
 from pathlib import Path
 
-from optuna.trial import TrialState
-
 from search.results.summary import SUMMARY_FILE, read_summary
 from search.running.mlflow_store import (
     EXPERIMENT_TAG,
@@ -30,6 +28,7 @@ from search.running.mlflow_store import (
     mlflow_client,
     param_list,
     parent_run,
+    sqlite_file,
     store_files,
     tag_list,
     tracking_uri,
@@ -76,9 +75,10 @@ class MlflowTracker:
         self.uri = tracking_uri(config.tracking, experiment)
         self.experiment_name = config.tracking.experiment or space_name
         self.broken = False
-        self.client = self.parent = None
+        self.client = self.parent = self.experiment_id = None
         self.runs: dict[str, str] = {}  # trial id -> nested run id
         self.logged: dict[str, set[int]] = {}  # run id -> epochs logged
+        self.statuses: dict[str, str] = {}  # run id -> its MLflow status, as this tracker last knew it
         self.opening: threading.Thread | None = None
 
     def __getstate__(self):  # Tune pickles its callbacks; the client stays in the driver
@@ -109,29 +109,33 @@ class MlflowTracker:
         if not self.config.tracking.uri:
             (self.experiment.local / TRACKING_FOLDER).mkdir(parents=True, exist_ok=True)
         self.client = mlflow_client(self.uri)
-        experiment_id = self._experiment_id()
-        found = parent_run(self.client, experiment_id, self.experiment.location)
+        self.experiment_id = self._experiment_id()
+        found = parent_run(self.client, self.experiment_id, self.experiment.location)
         if found:
             self.parent = found.info.run_id
             self.client.update_run(self.parent, status="RUNNING")
         else:
-            self.parent = self._create_parent(experiment_id)
+            self.parent = self._create_parent()
         self.client.log_batch(self.parent, tags=tag_list(self._mutable_settings()))
-        children = self.client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{self.parent}'", max_results=5000)
-        self.runs = {run.data.tags[TRIAL_TAG]: run.info.run_id for run in children if TRIAL_TAG in run.data.tags}
+        children = self.client.search_runs(
+            [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.parent}'", max_results=5000
+        )
+        children = [run for run in children if TRIAL_TAG in run.data.tags]
+        self.runs = {run.data.tags[TRIAL_TAG]: run.info.run_id for run in children}
+        self.statuses = {run.info.run_id: run.info.status for run in children}
 
     def _experiment_id(self) -> str:
         existing = self.client.get_experiment_by_name(self.experiment_name)
         if existing is not None:
             return existing.experiment_id
-        artifacts = None
-        if self.uri.startswith("sqlite:///"):  # beside the store (MLflow's default is ./mlruns of the working dir)
-            artifacts = (Path(self.uri.removeprefix("sqlite:///")).parent / "artifacts").resolve().as_uri()
+        database, artifacts = sqlite_file(self.uri), None
+        if database is not None:  # beside the store (MLflow's default is ./mlruns of the working dir)
+            artifacts = (database.parent / "artifacts").resolve().as_uri()
         return self.client.create_experiment(self.experiment_name, artifact_location=artifacts)
 
-    def _create_parent(self, experiment_id: str) -> str:
+    def _create_parent(self) -> str:
         run = self.client.create_run(
-            experiment_id,
+            self.experiment_id,
             run_name=self.experiment.name,
             tags={ROLE: "search", EXPERIMENT_TAG: self.experiment.location},
         )
@@ -199,14 +203,14 @@ class MlflowTracker:
     def interrupted(self) -> None:
         """An interrupted search: its parent and its unfinished trials' runs marked KILLED until `resume`."""
         for run_id in self.runs.values():
-            if self.client.get_run(run_id).info.status == "RUNNING":
-                self.client.set_terminated(run_id, "KILLED")
+            if self.statuses.get(run_id) == "RUNNING":
+                self._terminate(run_id, "KILLED")
         self.client.set_terminated(self.parent, "KILLED")
 
     def _run_of(self, trial_id: str, config: dict) -> str:
         if trial_id not in self.runs:
             run = self.client.create_run(
-                self.client.get_run(self.parent).info.experiment_id,
+                self.experiment_id,
                 run_name=f"trial_{trial_id}",
                 tags={PARENT_TAG: self.parent, TRIAL_TAG: trial_id},
             )
@@ -214,6 +218,7 @@ class MlflowTracker:
             self.client.log_batch(run.info.run_id, params=param_list(params))
             self.runs[trial_id] = run.info.run_id
             self.logged[run.info.run_id] = set()
+            self.statuses[run.info.run_id] = "RUNNING"
         return self.runs[trial_id]
 
     def _log_rows(self, run_id: str, rows: list[dict]) -> None:
@@ -231,15 +236,15 @@ class MlflowTracker:
 
     def _log_end(self, run_id: str, frozen) -> None:
         status = STATUS_OF.get(frozen.state)
-        if status is None:
-            return
-        current = self.client.get_run(run_id).info.status
-        if current in ("FINISHED", "FAILED"):
+        if status is None or self.statuses.get(run_id) in ("FINISHED", "FAILED"):
             return
         tags = {"search.status": status, "search.reason": frozen.user_attrs.get(REASON_ATTR)}
         self.client.log_batch(run_id, tags=tag_list(tags))
-        state = RUN_STATUS[status] if frozen.state != TrialState.FAIL else "FAILED"
-        self.client.set_terminated(run_id, state)
+        self._terminate(run_id, RUN_STATUS[status])
+
+    def _terminate(self, run_id: str, status: str) -> None:
+        self.client.set_terminated(run_id, status)
+        self.statuses[run_id] = status
 
 
 def report_plots(experiment: Experiment) -> list[Path]:
