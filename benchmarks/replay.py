@@ -1,0 +1,266 @@
+"""Searches replayed on a learning-curve table (benchmarks.curve_table): no training and no Ray instance, so each
+arm runs on many seeds in minutes. A configuration a sampler proposes is snapped to the table's nearest grid point
+(in log space for a log-scaled float); an epoch's validation score is the table's for the replay's seed (the noise a
+search sees); the incumbent is the trial the search's own rule (`search.results.score`) ranks first by those
+scores, and it is judged by its test accuracy at that epoch averaged over the table's seeds. Regret: the table's
+best such mean test accuracy minus the incumbent's.
+
+Arms, at a budget in epochs (trials are proposed until it is spent; a trial it cuts counts as stopped):
+  search          the search's sampler and ASHA, with the settings `python -m search run` uses (imported)
+  random_asha     random proposals, the same ASHA
+  optuna_hyperband  Optuna's `TPESampler()` defaults with `HyperbandPruner(min_resource=1, max_resource=epochs,
+                  reduction_factor=3)`, the way Optuna's documentation writes it
+  search_no_asha  the search's sampler, every trial to the last epoch
+  random          random proposals, every trial to the last epoch
+
+ASHA is Ray Tune's own `ASHAScheduler` object, told each epoch in the order a one-at-a-time search tells it
+(`concurrency=1`); `benchmarks.replay_check` compares its stops with real searches through Ray.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution
+
+from search.results.score import standing_row
+from search.running.sampler import make_sampler, startup_trials
+from search.running.searcher import StudySearcher
+from search.running.study import StudyRecord
+from trainables.foundation.config import RunConfig
+from trainables.foundation.schedules import first_rung, schedules_of
+from trainables.foundation.space import Space, load_space
+from trainables.foundation.trial_files import TRIAL_KEY
+
+ARMS = ("search", "random_asha", "optuna_hyperband", "search_no_asha", "random")
+DEFAULTS = RunConfig()  # the search's defaults: trials, epochs, reduction, sampler
+
+
+@dataclass
+class CurveTable:
+    """A learning-curve table: per grid configuration, [seed, epoch] arrays of validation and test accuracy."""
+
+    space: str
+    epochs: int
+    seeds: list[int]
+    grid: dict[str, list]
+    val: dict[tuple, np.ndarray]
+    test: dict[tuple, np.ndarray]
+
+    @classmethod
+    def load(cls, path) -> CurveTable:
+        with gzip.open(path, "rt") as stream:
+            header = json.loads(stream.readline())
+            rows = [json.loads(line) for line in stream if line.strip()]
+        grid, seeds = header["grid"], header["seeds"]
+        val, test = {}, {}
+        for row in rows:
+            key = tuple(row["config"][name] for name in grid)
+            slot = seeds.index(row["seed"])
+            for into, values in ((val, row["val"]), (test, row["test"])):
+                into.setdefault(key, np.full((len(seeds), header["epochs"]), np.nan))[slot] = values
+        return cls(header["space"], header["epochs"], seeds, grid, val, test)
+
+    def key(self, config: dict, space: dict) -> tuple:
+        """The grid point nearest to `config`."""
+        return tuple(nearest(values, config[name], space.get(name)) for name, values in self.grid.items())
+
+    def mean_test(self, key: tuple, epoch: int) -> float:
+        return float(np.mean(self.test[key][:, epoch - 1]))
+
+    def best_mean_test(self) -> float:
+        return max(float(np.max(np.mean(test, axis=0))) for test in self.test.values())
+
+
+def nearest(values: list, value, distribution=None):
+    log = isinstance(distribution, FloatDistribution) and distribution.log
+    position = (lambda v: math.log(v)) if log else float
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return value  # a categorical's own choice
+    return min(values, key=lambda v: abs(position(v) - position(value)))
+
+
+class Replay:
+    """One replayed search's bookkeeping: epochs spent and, after each, the incumbent's regret."""
+
+    def __init__(self, table: CurveTable, space: Space, seed: int, budget: int):
+        self.table, self.space, self.budget = table, space, budget
+        self.seed_slot = seed % len(table.seeds)
+        self.best = table.best_mean_test()
+        self.regret = np.full(budget, np.nan)
+        self.standing: dict[str, tuple[float, float]] = {}  # trial -> (its standing val, mean test at that epoch)
+        self.spent = 0
+
+    @property
+    def done(self) -> bool:
+        return self.spent >= self.budget
+
+    def observe(self, trial: str, key: tuple, config: dict, rows: list[dict]) -> float:
+        """The next epoch of `trial`: its validation score for the replay's seed (spends one epoch of the budget)."""
+        epoch = len(rows) + 1
+        value = float(self.table.val[key][self.seed_slot, epoch - 1])
+        rows.append({"epoch": epoch, "m": value})
+        row = standing_row(rows, {**self.space.constants, **config}, "m", self.space.mode)
+        self.standing[trial] = (row["m"], self.table.mean_test(key, row["epoch"]))
+        sign = 1 if self.space.mode == "max" else -1
+        incumbent = max(self.standing.values(), key=lambda standing: sign * standing[0])
+        self.regret[self.spent] = self.best - incumbent[1]
+        self.spent += 1
+        return value
+
+
+class StudyArm:
+    """The search's proposal path (`StudySearcher` over an in-memory study), with Tune's ASHA or without."""
+
+    def __init__(self, space: Space, sampler: str, seed: int, budget: int, epochs: int, asha: bool):
+        trials = max(1, budget // epochs)  # the search's trial count for this budget without stopping
+        record = StudyRecord.in_memory(
+            space.hyperparameters,
+            space.metric,
+            space.mode,
+            make_sampler(sampler, seed, startup_trials(trials)),
+            epochs,
+            constants=space.constants,
+        )
+        self.searcher = StudySearcher(record, [], space.metric, space.mode)
+        self.scheduler = search_asha(space, epochs) if asha else None
+        self.metric, self.count = space.metric, 0
+
+    def propose(self) -> dict:
+        self.trial, self.count = _Named(str(self.count)), self.count + 1
+        if self.scheduler:
+            self.scheduler.on_trial_add(None, self.trial)
+        config = self.searcher.suggest(self.trial.trial_id)
+        return {name: value for name, value in config.items() if name != TRIAL_KEY}
+
+    def tell(self, epoch: int, value: float) -> bool:
+        """An epoch's score; True: the trial stops here."""
+        from ray.tune.schedulers import TrialScheduler
+
+        result = {"epoch": epoch, self.metric: value}
+        self.searcher.on_trial_result(self.trial.trial_id, result)
+        return bool(self.scheduler) and self.scheduler.on_trial_result(None, self.trial, result) == TrialScheduler.STOP
+
+    def end(self, completed: bool) -> None:
+        if self.scheduler:
+            self.scheduler.on_trial_remove(None, self.trial)
+        self.searcher.on_trial_complete(self.trial.trial_id)
+        self.searcher.record.end(self.trial.trial_id, "completed" if completed else "stopped_early")
+
+
+class FixedArm(StudyArm):
+    """Given configurations in order, under the search's ASHA (tests; the check against real searches)."""
+
+    def __init__(self, space: Space, configs: list[dict], epochs: int):
+        super().__init__(space, "random", 0, epochs, epochs, asha=True)
+        self.configs = list(configs)
+
+    def propose(self) -> dict:
+        super().propose()
+        return self.configs.pop(0)
+
+
+class OptunaHyperbandArm:
+    """Optuna as its documentation's pruning example runs it: `TPESampler()` and `HyperbandPruner`, ask and tell."""
+
+    def __init__(self, space: Space, seed: int, epochs: int):
+        self.study = optuna.create_study(
+            direction="maximize" if space.mode == "max" else "minimize",
+            sampler=optuna.samplers.TPESampler(seed=seed),
+            pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=epochs, reduction_factor=3),
+        )
+        self.distributions, self.last = space.hyperparameters, None
+
+    def propose(self) -> dict:
+        self.trial = self.study.ask(self.distributions)
+        return dict(self.trial.params)
+
+    def tell(self, epoch: int, value: float) -> bool:
+        self.trial.report(value, epoch)
+        self.last = value
+        return self.trial.should_prune()
+
+    def end(self, completed: bool) -> None:
+        if completed:
+            self.study.tell(self.trial, self.last)
+        else:
+            self.study.tell(self.trial, state=optuna.trial.TrialState.PRUNED)
+
+
+@dataclass(frozen=True)
+class _Named:
+    """What Tune's ASHA reads of a trial: its id."""
+
+    trial_id: str
+
+
+def search_asha(space: Space, epochs: int):
+    """Tune's ASHA as `python -m search run` sets it up for `space` at `epochs` (grace past the lr warm-up)."""
+    from ray.tune.schedulers import ASHAScheduler
+
+    grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+    return ASHAScheduler(
+        time_attr="epoch",
+        metric=space.metric,
+        mode=space.mode,
+        max_t=epochs,
+        grace_period=grace,
+        reduction_factor=DEFAULTS.reduction,
+    )
+
+
+def make_arm(arm: str, space: Space, seed: int, budget: int, epochs: int):
+    if arm == "optuna_hyperband":
+        return OptunaHyperbandArm(space, seed, epochs)
+    sampler = "random" if arm.startswith("random") else DEFAULTS.sampler
+    return StudyArm(space, sampler, seed, budget, epochs, asha=arm in ("search", "random_asha"))
+
+
+def replay(table: CurveTable, space: Space, arm, seed: int, budget: int) -> Replay:
+    """Proposes, trains (reads) and stops trials until `budget` epochs are spent."""
+    run = Replay(table, space, seed, budget)
+    for trial in itertools.count():
+        if run.done:
+            return run
+        config = arm.propose()
+        key, rows, completed = table.key(config, space.hyperparameters), [], False
+        while not run.done:
+            value = run.observe(str(trial), key, config, rows)
+            stop = arm.tell(len(rows), value)
+            completed = len(rows) == table.epochs
+            if stop or completed:
+                break
+        arm.end(completed)
+    return run
+
+
+def regret_trace(job: tuple) -> list[float]:
+    """One replay: (table path, arm, seed, budget) -> the regret after each epoch of the budget."""
+    path, arm, seed, budget = job
+    table = _table(path)
+    space = load_space(table.space)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        return replay(table, space, make_arm(arm, space, seed, budget, table.epochs), seed, budget).regret.tolist()
+
+
+_TABLES: dict[str, CurveTable] = {}
+
+
+def _table(path: str) -> CurveTable:
+    if path not in _TABLES:
+        _TABLES[path] = CurveTable.load(path)
+    return _TABLES[path]
+
+
+def default_budget(epochs: int) -> int:
+    """The default search's budget in epochs: its trials, each to the table's last epoch."""
+    return DEFAULTS.trials * epochs

@@ -1,0 +1,113 @@
+"""The replay's figures: every arm on many seeds at each budget (benchmarks.replay), summarised the way the field
+reports search efficiency (Syne Tune: interquartile mean with bootstrap intervals; Optuna's benchmarks: a
+one-sided Mann-Whitney U test).
+
+    python -m benchmarks --only replay [--replay-table T] [--replay-seeds 100] [--replay-budgets 1,4]
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import numpy as np
+from scipy import stats
+
+from benchmarks.replay import ARMS, CurveTable, default_budget, regret_trace
+
+FRACTIONS = (0.25, 0.5, 1.0)
+BASELINE = "random"  # the arm whose final median regret the search's arm must reach
+
+
+def iqm(values) -> float:
+    """Interquartile mean: the mean of the middle half."""
+    return float(stats.trim_mean(np.asarray(values, dtype=float), 0.25))
+
+
+def bootstrap_interval(values, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the interquartile mean."""
+    values = np.asarray(values, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(values), size=(resamples, len(values)))
+    means = stats.trim_mean(values[picks], 0.25, axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def p_lower(a, b) -> float:
+    """One-sided Mann-Whitney U p-value that `a`'s values tend to be lower than `b`'s (regret: better)."""
+    return float(stats.mannwhitneyu(a, b, alternative="less").pvalue)
+
+
+def epochs_to_reach(traces: np.ndarray, target: float) -> int | None:
+    """The first epoch at which the median over seeds of `traces` ([seed, epoch]) is at or below `target`."""
+    median = np.median(traces, axis=0)
+    reached = np.flatnonzero(median <= target + 1e-12)
+    return int(reached[0]) + 1 if reached.size else None
+
+
+def measure(table_path: str, seeds: int, multiples: list[int], jobs: int = 2) -> dict:
+    """Every arm x seed x budget, replayed (in `jobs` processes); the figures per budget."""
+    table = CurveTable.load(table_path)
+    budgets = [default_budget(table.epochs) * multiple for multiple in multiples]
+    work = [(table_path, arm, seed, budget) for budget in budgets for arm in ARMS for seed in range(seeds)]
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        traces = pool.map(regret_trace, work, chunksize=8)
+    by_job = {(arm, budget): [] for _, arm, _, budget in work}
+    for (_, arm, _, budget), trace in zip(work, traces):
+        by_job[(arm, budget)].append(trace)
+    figures = {
+        "table": table_path,
+        "space": table.space,
+        "configurations": len(table.val),
+        "table_seeds": table.seeds,
+        "best_mean_test_acc": table.best_mean_test(),
+        "seeds": seeds,
+        "budgets": {},
+    }
+    for budget in budgets:
+        arrays = {arm: np.asarray(by_job[(arm, budget)]) for arm in ARMS}
+        figures["budgets"][str(budget)] = summarise(arrays, budget)
+    return figures
+
+
+def summarise(arrays: dict[str, np.ndarray], budget: int) -> dict:
+    """Per arm: regret at each fraction of the budget (IQM, 95% interval, median), the p-value of the search's arm
+    being lower than each other's at the end, and the epochs the search's arm needs to reach the baseline's final
+    median regret."""
+    ours = arrays[ARMS[0]][:, -1]
+    target = float(np.median(arrays[BASELINE][:, -1]))
+    summary = {"baseline_final_median_regret": target, "arms": {}}
+    for arm, traces in arrays.items():
+        at = {}
+        for fraction in FRACTIONS:
+            column = traces[:, max(1, round(fraction * budget)) - 1]
+            at[f"{fraction:g}"] = {
+                "iqm": iqm(column),
+                "interval": bootstrap_interval(column),
+                "median": float(np.median(column)),
+            }
+        summary["arms"][arm] = {
+            "regret": at,
+            "p_search_lower": None if arm == ARMS[0] else p_lower(ours, traces[:, -1]),
+            "epochs_to_baseline_median": epochs_to_reach(traces, target),
+        }
+    return summary
+
+
+def print_table(figures: dict) -> None:
+    print(
+        f"replay on {figures['space']}'s table ({figures['configurations']} configurations, seeds "
+        f"{figures['table_seeds']}, best mean test_acc {figures['best_mean_test_acc']:.4f}), "
+        f"{figures['seeds']} seeds per arm; regret in test_acc points x100, IQM [95% interval]"
+    )
+    for budget, summary in figures["budgets"].items():
+        target = 100 * summary["baseline_final_median_regret"]
+        print(f"budget {budget} epochs (baseline {BASELINE}: final median {target:.2f})")
+        print("| arm | 25% | 50% | 100% | p (search lower) | epochs to baseline median |")
+        print("|---|---|---|---|---|---|")
+        for arm, row in summary["arms"].items():
+            cells = [
+                f"{100 * r['iqm']:.2f} [{100 * r['interval'][0]:.2f}, {100 * r['interval'][1]:.2f}]"
+                for r in row["regret"].values()
+            ]
+            p = "-" if row["p_search_lower"] is None else f"{row['p_search_lower']:.3g}"
+            reach = row["epochs_to_baseline_median"]
+            print(f"| {arm} | {' | '.join(cells)} | {p} | {reach if reach else f'> {budget}'} |")
