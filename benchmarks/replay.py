@@ -13,8 +13,9 @@ Arms, at a budget in epochs (trials are proposed until it is spent; a trial it c
   search_no_asha  the search's sampler, every trial to the last epoch
   random          random proposals, every trial to the last epoch
 
-ASHA is Ray Tune's own `ASHAScheduler` object, told each epoch in the order a one-at-a-time search tells it
-(`concurrency=1`); `benchmarks.replay_check` compares its stops with real searches through Ray.
+ASHA is the search's own scheduler object (`search.running.scheduler.study_asha`, Tune's `ASHAScheduler`), told each
+epoch in the order a one-trial-at-a-time search tells it; `benchmarks.replay_check` compares its stops with real
+searches through Ray.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from optuna.distributions import FloatDistribution
 
 from search.results.score import standing_row
 from search.running.sampler import make_sampler, startup_trials
+from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
 from trainables.foundation.config import RunConfig
@@ -161,10 +163,22 @@ class FixedArm(StudyArm):
     def __init__(self, space: Space, configs: list[dict], epochs: int):
         super().__init__(space, "random", 0, epochs, epochs, asha=True)
         self.configs = list(configs)
+        self.reached: list[int] = []  # each ended trial's last epoch
 
-    def propose(self) -> dict:
+    def propose(self) -> dict | None:
+        """The next given configuration (None: all have run)."""
+        if not self.configs:
+            return None
         super().propose()
         return self.configs.pop(0)
+
+    def tell(self, epoch: int, value: float) -> bool:
+        self.last_epoch = epoch
+        return super().tell(epoch, value)
+
+    def end(self, completed: bool) -> None:
+        self.reached.append(self.last_epoch)
+        super().end(completed)
 
 
 class OptunaHyperbandArm:
@@ -172,6 +186,7 @@ class OptunaHyperbandArm:
 
     def __init__(self, space: Space, seed: int, epochs: int):
         self.study = optuna.create_study(
+            study_name=f"replay-{seed}",  # Hyperband assigns brackets by a hash of the study's name and trial number
             direction="maximize" if space.mode == "max" else "minimize",
             sampler=optuna.samplers.TPESampler(seed=seed),
             pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=epochs, reduction_factor=3),
@@ -196,24 +211,27 @@ class OptunaHyperbandArm:
 
 @dataclass(frozen=True)
 class _Named:
-    """What Tune's ASHA reads of a trial: its id."""
+    """What the search's ASHA reads of a Tune trial: its config's trial id."""
 
     trial_id: str
 
+    @property
+    def config(self) -> dict:
+        return {TRIAL_KEY: self.trial_id}
+
 
 def search_asha(space: Space, epochs: int):
-    """Tune's ASHA as `python -m search run` sets it up for `space` at `epochs` (grace past the lr warm-up)."""
-    from ray.tune.schedulers import ASHAScheduler
+    """ASHA exactly as `python -m search run` sets it up for `space` at `epochs` (grace past the lr warm-up)."""
+    scheduler = unset_asha(space, epochs)
+    scheduler.set_search_properties(space.metric, space.mode)
+    return scheduler
 
-    grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
-    return ASHAScheduler(
-        time_attr="epoch",
-        metric=space.metric,
-        mode=space.mode,
-        max_t=epochs,
-        grace_period=grace,
-        reduction_factor=DEFAULTS.reduction,
-    )
+
+def unset_asha(space: Space, epochs: int):
+    """The search's ASHA before the Tuner gives it metric and mode, as `search.running.tuner` builds it."""
+    config = RunConfig(epochs=epochs)
+    config.grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+    return study_asha(config)
 
 
 def make_arm(arm: str, space: Space, seed: int, budget: int, epochs: int):
@@ -224,12 +242,14 @@ def make_arm(arm: str, space: Space, seed: int, budget: int, epochs: int):
 
 
 def replay(table: CurveTable, space: Space, arm, seed: int, budget: int) -> Replay:
-    """Proposes, trains (reads) and stops trials until `budget` epochs are spent."""
+    """Proposes, trains (reads) and stops trials until `budget` epochs are spent (or the arm has no more)."""
     run = Replay(table, space, seed, budget)
     for trial in itertools.count():
         if run.done:
             return run
         config = arm.propose()
+        if config is None:
+            return run
         key, rows, completed = table.key(config, space.hyperparameters), [], False
         while not run.done:
             value = run.observe(str(trial), key, config, rows)

@@ -68,12 +68,12 @@ def measure(table_path: str, seeds: int, multiples: list[int], jobs: int = 2) ->
     return figures
 
 
-def summarise(arrays: dict[str, np.ndarray], budget: int) -> dict:
-    """Per arm: regret at each fraction of the budget (IQM, 95% interval, median), the p-value of the search's arm
-    being lower than each other's at the end, and the epochs the search's arm needs to reach the baseline's final
+def summarise(arrays: dict[str, np.ndarray], budget: int, ours: str = ARMS[0], baseline: str = BASELINE) -> dict:
+    """Per arm: regret at each fraction of the budget (IQM, 95% interval, median), the p-value of `ours` being lower
+    than each other arm's at the end, and the steps (epochs, trials) each arm needs to reach the baseline's final
     median regret."""
-    ours = arrays[ARMS[0]][:, -1]
-    target = float(np.median(arrays[BASELINE][:, -1]))
+    ours_final = arrays[ours][:, -1]
+    target = float(np.median(arrays[baseline][:, -1]))
     summary = {"baseline_final_median_regret": target, "arms": {}}
     for arm, traces in arrays.items():
         at = {}
@@ -86,7 +86,7 @@ def summarise(arrays: dict[str, np.ndarray], budget: int) -> dict:
             }
         summary["arms"][arm] = {
             "regret": at,
-            "p_search_lower": None if arm == ARMS[0] else p_lower(ours, traces[:, -1]),
+            "p_search_lower": None if arm == ours else p_lower(ours_final, traces[:, -1]),
             "epochs_to_baseline_median": epochs_to_reach(traces, target),
         }
     return summary

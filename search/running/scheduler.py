@@ -16,6 +16,7 @@ from ray.tune.schedulers import ASHAScheduler
 
 from search.running.callbacks import key
 from search.running.study import trial_id_of
+from trainables.foundation.config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -57,3 +58,14 @@ class StudyASHA(ASHAScheduler):
 
     def on_trial_remove(self, tune_controller, trial):
         super().on_trial_remove(tune_controller, _Named(key(trial)))
+
+
+def study_asha(config: RunConfig, history: list[FrozenTrial] = ()) -> StudyASHA:
+    """ASHA as the search sets it up for `config` (whose grace is resolved); the Tuner gives it metric and mode."""
+    return StudyASHA(
+        time_attr="epoch",
+        max_t=config.epochs,
+        grace_period=config.grace,
+        reduction_factor=config.reduction,
+        history=history,
+    )

@@ -31,7 +31,7 @@ from search.running.callbacks import (
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.mlflow_store import store_files
 from search.running.records import trial_records
-from search.running.scheduler import StudyASHA
+from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
 from search.running.settings import write_settings
 from search.running.study import StudyRecord, reconcile
@@ -227,13 +227,7 @@ def build_tuner(
 ) -> ray.tune.Tuner:
     """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `again` ones (unfinished, with their
     own ids)."""
-    scheduler = StudyASHA(
-        time_attr="epoch",
-        max_t=config.epochs,
-        grace_period=config.grace,
-        reduction_factor=config.reduction,
-        history=record.proposed(),
-    )
+    scheduler = study_asha(config, record.proposed())
     return ray.tune.Tuner(
         build_trainable(config, space, experiment, placement),
         param_space={**space.constants, **config.fixed},

