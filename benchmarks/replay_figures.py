@@ -12,7 +12,8 @@ import multiprocessing
 import numpy as np
 from scipy import stats
 
-from benchmarks.replay import ARMS, CurveTable, default_budget, regret_trace
+from benchmarks.replay import ARMS, CurveTable, default_budget, exhaustive_regret, regret_trace
+from trainables.foundation.space import load_space
 
 FRACTIONS = (0.25, 0.5, 1.0)
 BASELINE = "random"  # the arm whose final median regret the search's arm must reach
@@ -43,12 +44,15 @@ def epochs_to_reach(traces: np.ndarray, target: float) -> int | None:
     return int(reached[0]) + 1 if reached.size else None
 
 
-def measure(table_path: str, seeds: int, multiples: list[int], checks: int = 0, jobs: int = 2) -> dict:
-    """Every arm x seed x budget, replayed (in `jobs` processes); the figures per budget; then `checks` real
-    searches through Ray against their replays (benchmarks.replay_check)."""
+def measure(
+    table_path: str, seeds: int, multiples: list[int], checks: int = 0, first_seed: int = 0, jobs: int = 2
+) -> dict:
+    """Every arm x seed (`first_seed` on) x budget, replayed (in `jobs` processes); the figures per budget; then
+    `checks` real searches through Ray against their replays (benchmarks.replay_check)."""
     table = CurveTable.load(table_path)
     budgets = [default_budget(table.epochs) * multiple for multiple in multiples]
-    work = [(table_path, arm, seed, budget) for budget in budgets for arm in ARMS for seed in range(seeds)]
+    replayed = range(first_seed, first_seed + seeds)
+    work = [(table_path, arm, seed, budget) for budget in budgets for arm in ARMS for seed in replayed]
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         traces = pool.map(regret_trace, work, chunksize=8)
     by_job = {(arm, budget): [] for _, arm, _, budget in work}
@@ -60,7 +64,9 @@ def measure(table_path: str, seeds: int, multiples: list[int], checks: int = 0, 
         "configurations": len(table.val),
         "table_seeds": table.seeds,
         "best_mean_test_acc": table.best_mean_test(),
+        "exhaustive_regret": exhaustive_regret(table, load_space(table.space)),
         "seeds": seeds,
+        "first_seed": first_seed,
         "budgets": {},
     }
     for budget in budgets:
@@ -92,6 +98,7 @@ def summarise(arrays: dict[str, np.ndarray], budget: int, ours: str = ARMS[0], b
         summary["arms"][arm] = {
             "regret": at,
             "p_search_lower": None if arm == ours else p_lower(ours_final, traces[:, -1]),
+            "p_search_higher": None if arm == ours else p_lower(traces[:, -1], ours_final),
             "epochs_to_baseline_median": epochs_to_reach(traces, target),
         }
     return summary
@@ -101,19 +108,22 @@ def print_table(figures: dict) -> None:
     print(
         f"replay on {figures['space']}'s table ({figures['configurations']} configurations, seeds "
         f"{figures['table_seeds']}, best mean test_acc {figures['best_mean_test_acc']:.4f}), "
-        f"{figures['seeds']} seeds per arm; regret in test_acc points x100, IQM [95% interval]"
+        f"{figures['seeds']} seeds per arm (from {figures.get('first_seed', 0)}); "
+        "regret in test_acc points x100, IQM [95% interval]"
     )
+    if "exhaustive_regret" in figures:
+        print(f"floor: every configuration trained, chosen by validation: {100 * figures['exhaustive_regret']:.2f}")
     for budget, summary in figures["budgets"].items():
         target = 100 * summary["baseline_final_median_regret"]
         print(f"budget {budget} epochs (baseline {BASELINE}: final median {target:.2f})")
-        print("| arm | 25% | 50% | 100% | p (search lower) | epochs to baseline median |")
-        print("|---|---|---|---|---|---|")
+        print("| arm | 25% | 50% | 100% | p (search lower) | p (search higher) | epochs to baseline median |")
+        print("|---|---|---|---|---|---|---|")
         for arm, row in summary["arms"].items():
             cells = [
                 f"{100 * r['iqm']:.2f} [{100 * r['interval'][0]:.2f}, {100 * r['interval'][1]:.2f}]"
                 for r in row["regret"].values()
             ]
-            p = "-" if row["p_search_lower"] is None else f"{row['p_search_lower']:.3g}"
+            p = " | ".join("-" if row[k] is None else f"{row[k]:.3g}" for k in ("p_search_lower", "p_search_higher"))
             reach = row["epochs_to_baseline_median"]
             print(f"| {arm} | {' | '.join(cells)} | {p} | {reach if reach else f'> {budget}'} |")
     if "ray_check" in figures:

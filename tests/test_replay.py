@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from optuna.distributions import FloatDistribution
 
-from benchmarks.replay import ARMS, CurveTable, FixedArm, nearest, regret_trace, replay
+from benchmarks.replay import ARMS, CurveTable, FixedArm, exhaustive_regret, nearest, regret_trace, replay
 from benchmarks.replay_figures import bootstrap_interval, epochs_to_reach, iqm, p_lower, summarise
 from trainables.foundation.space import load_space
 
@@ -67,6 +67,11 @@ def test_the_incumbent_is_chosen_by_the_seeds_val_and_judged_by_mean_test(table)
     on_seed_1 = replay(table, SPACE, arm, seed=1, budget=6).regret
     assert on_seed_1[3] == pytest.approx(best - 0.7)  # B's val is 0.4 on seed 1: A stays the incumbent
     assert arm.reached == [3, 1]  # and B is below the rung's cutoff (A's 0.5)
+
+
+def test_the_floor_trains_everything_and_chooses_by_each_seeds_val(table):
+    # seed 0 chooses B (val 0.9, test 0.85), seed 1 chooses A (val 0.7, test 0.7); the best mean test is C's 0.95
+    assert exhaustive_regret(table, SPACE) == pytest.approx(((0.95 - 0.85) + (0.95 - 0.7)) / 2)
 
 
 def test_a_proposal_snaps_to_the_nearest_grid_point_in_log_space_for_a_log_float():
