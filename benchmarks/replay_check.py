@@ -15,6 +15,8 @@ from pathlib import Path
 from benchmarks.replay import CurveTable, FixedArm, replay, unset_asha
 from trainables.foundation.space import load_space
 
+TIME_BUDGET_S = 300  # a 12-trial search takes about 25 s on 2 cores
+
 
 def table_trainable(table_path: str, seed_slot: int):
     """A Tune function trainable that reads a configuration's validation scores from the table."""
@@ -52,13 +54,16 @@ def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_sl
             search_alg=BasicVariantGenerator(points_to_evaluate=configs),
             scheduler=unset_asha(space, table.epochs),
             num_samples=len(configs),
+            time_budget_s=TIME_BUDGET_S,  # never a hang: what did not run in time is named below
         ),
         run_config=ray.tune.RunConfig(verbose=0, storage_path=storage),
     )
     results = list(tuner.fit())
     failed = [result.error for result in results if result.error]
     if failed or len(results) != len(configs):
-        raise RuntimeError(f"Tune ran {len(results)} of {len(configs)} trials; errors: {failed}")
+        raise RuntimeError(
+            f"replay check: Tune ran {len(results)} of {len(configs)} trials in {TIME_BUDGET_S} s; errors: {failed}"
+        )
     ordered = sorted(results, key=lambda result: result.metrics["trial_id"])  # ids count up in creation order
     return [int(result.metrics["epoch"]) for result in ordered]
 
