@@ -20,6 +20,7 @@ searches through Ray.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import itertools
 import json
@@ -99,7 +100,7 @@ def exhaustive_regret(table: CurveTable, space: Space) -> float:
 
 def nearest(values: list, value, distribution=None):
     log = isinstance(distribution, FloatDistribution) and distribution.log
-    position = (lambda v: math.log(v)) if log else float
+    position = math.log if log else float
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return value  # a categorical's own choice
     return min(values, key=lambda v: abs(position(v) - position(value)))
@@ -288,13 +289,10 @@ def regret_trace(job: tuple) -> list[float]:
         return replay(table, space, make_arm(arm, space, seed, budget, table.epochs), seed, budget).regret.tolist()
 
 
-_TABLES: dict[str, CurveTable] = {}
-
-
+@functools.cache
 def _table(path: str) -> CurveTable:
-    if path not in _TABLES:
-        _TABLES[path] = CurveTable.load(path)
-    return _TABLES[path]
+    """A table read once per process (a worker replays many seeds on it)."""
+    return CurveTable.load(path)
 
 
 def default_budget(epochs: int) -> int:
