@@ -10,7 +10,7 @@ Arms, one trial after another, on every seed:
   optuna_tpe  Optuna's `TPESampler()` defaults on the same choices as categoricals (ask and tell)
   random      Optuna's `RandomSampler`
 
-    python -m benchmarks --only hpo_tables [--hpo-seeds 50] [--hpo-trials 50] [--hpo-tasks hpolib/naval_propulsion,..]
+    python -m benchmarks --only hpo_tables [--hpo-seeds 50] [--hpo-trials 100] [--hpo-tasks hpolib/naval_propulsion,..]
 """
 
 from __future__ import annotations
@@ -94,8 +94,7 @@ def proposer(task: Task, arm: str, seed: int, trials: int):
 def measure(tasks: list[str], seeds: int, trials: int, jobs: int = 2) -> dict:
     """Every task x arm x seed (in `jobs` processes); per task the replay's statistics over trials."""
     work = [(task, arm, seed, trials) for task in tasks for arm in ARMS for seed in range(seeds)]
-    with warnings.catch_warnings(), multiprocessing.get_context("fork").Pool(jobs) as pool:
-        warnings.simplefilter("ignore")
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
         traces = pool.map(_quiet_trace, work, chunksize=4)
     by_job: dict[tuple, list] = {}
     for (task, arm, _, _), trace in zip(work, traces):

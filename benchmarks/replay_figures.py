@@ -2,7 +2,8 @@
 reports search efficiency (Syne Tune: interquartile mean with bootstrap intervals; Optuna's benchmarks: a
 one-sided Mann-Whitney U test).
 
-    python -m benchmarks --only replay [--replay-table T] [--replay-seeds 100] [--replay-budgets 1,4]
+    python -m benchmarks --only replay [--replay-table T] [--replay-seeds 500] [--replay-budgets 1,4]
+        [--replay-first-seed 0] [--replay-checks 4]
 """
 
 from __future__ import annotations
@@ -80,9 +81,9 @@ def measure(
 
 
 def summarise(arrays: dict[str, np.ndarray], budget: int, ours: str = ARMS[0], baseline: str = BASELINE) -> dict:
-    """Per arm: regret at each fraction of the budget (IQM, 95% interval, median), the p-value of `ours` being lower
-    than each other arm's at the end, and the steps (epochs, trials) each arm needs to reach the baseline's final
-    median regret."""
+    """Per arm: regret at each fraction of the budget (IQM, 95% interval, median), the p-values of `ours` being
+    lower (and higher) than each other arm's at the end, and the steps (epochs, trials) each arm needs to reach the
+    baseline's final median regret."""
     ours_final = arrays[ours][:, -1]
     target = float(np.median(arrays[baseline][:, -1]))
     summary = {"baseline_final_median_regret": target, "arms": {}}
