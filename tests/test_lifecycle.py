@@ -53,10 +53,11 @@ def result_rows(experiment, trial_id):
 TRAINING_PROCESSES = {"ddp": (DDP, "ray::RayTrainWorker", 2), "in_process": ("workers=1", "ray::ImplicitFunc", 1)}
 
 
-def search_with_a_killed_worker(tmp_path, max_failures: int, shape: str = "ddp") -> dict:
-    """A one-trial search whose first training process is SIGKILLed after epoch 1; returns the trial's summary
-    entry. The search's processes get a temporary folder of their own (Ray's stays in /tmp), which must be left
-    without checkpoint files: a killed trial once left one there (86 MB) each time."""
+def search_with_killed_workers(tmp_path, kills: int, shape: str = "ddp") -> dict:
+    """A one-trial search (max_failures=1) whose training process is SIGKILLed after epoch 1 and, when `kills` is 2,
+    again after the restarted run's epoch 2; returns the trial's summary entry. The search's processes get a
+    temporary folder of their own (Ray's stays in /tmp), which must be left without checkpoint files: a killed trial
+    once left one there (86 MB) each time."""
     key, title, count = TRAINING_PROCESSES[shape]
     log = tmp_path / "cli.log"
     temporary = tmp_path / "tmp"
@@ -71,15 +72,18 @@ def search_with_a_killed_worker(tmp_path, max_failures: int, shape: str = "ddp")
         "trials=1",
         "epochs=3",
         "data.limit=1024",
-        f"max_failures={max_failures}",
+        "max_failures=1",
         env=env,
     )
     try:
-        wait_for_line(log, r"epoch 1/3", process)
-        workers = [pid for pid in descendants(process.pid) if title in process_title(pid)]
-        assert len(workers) == count, [process_title(p) for p in descendants(process.pid)]
-        kill_pids(workers[:1])
-        # exit 0 either way: a failed trial's epoch-1 checkpoint still counts as a result
+        killed: list[int] = []
+        for epoch in range(1, kills + 1):
+            wait_for_line(log, rf"epoch {epoch}/3", process)
+            workers = [p for p in descendants(process.pid) if title in process_title(p) and p not in killed]
+            assert len(workers) == count, [process_title(p) for p in descendants(process.pid)]
+            kill_pids(workers[:1])
+            killed += workers
+        # exit 0 either way: a failed trial's last checkpoint still counts as a result
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
         if process.poll() is None:
@@ -89,48 +93,30 @@ def search_with_a_killed_worker(tmp_path, max_failures: int, shape: str = "ddp")
     return trial
 
 
-@pytest.mark.parametrize("shape", list(TRAINING_PROCESSES))
-def test_killed_worker_restarts_from_checkpoint_and_the_trial_finishes(tmp_path, mnist_root, shape):
-    trial = search_with_a_killed_worker(tmp_path, max_failures=1, shape=shape)
+def test_a_killed_trial_process_restarts_from_its_checkpoint_and_the_trial_finishes(tmp_path, mnist_root):
+    trial = search_with_killed_workers(tmp_path, kills=1, shape="in_process")
     assert trial["status"] == "completed" and trial["epochs_run"] == 3
     rows = result_rows(tmp_path / "w", trial["trial_id"])
     assert [row["epoch"] for row in rows] == [1, 2, 3]
     assert rows[0]["resumed_from"] == 0 and rows[-1]["resumed_from"] >= 1  # continued from a checkpoint
 
 
-def test_worker_failures_beyond_the_bound_fail_the_trial_with_the_cause(tmp_path, mnist_root):
-    trial = search_with_a_killed_worker(tmp_path, max_failures=0)
-    assert trial["status"] == "failed" and trial["epochs_run"] == 1
+def test_a_killed_ddp_worker_restarts_the_group_from_its_checkpoint_and_a_second_kill_fails_the_trial(
+    tmp_path, mnist_root
+):
+    """max_failures=1: the first kill restarts the worker group from epoch 1's checkpoint; the second is beyond the
+    bound, and the trial fails with the cause."""
+    trial = search_with_killed_workers(tmp_path, kills=2)
+    assert trial["status"] == "failed" and trial["epochs_run"] == 2, trial
     assert trial["error"].startswith("WorkerDied: a training worker process (pid "), trial["error"]
+    rows = result_rows(tmp_path / "w", trial["trial_id"])
+    assert [row["epoch"] for row in rows] == [1, 2]
+    assert rows[0]["resumed_from"] == 0 and rows[1]["resumed_from"] == 1  # continued from epoch 1's checkpoint
 
 
 def test_resume_refuses_a_folder_that_is_not_an_experiment(tmp_path):
     result = run_cli("resume", str(tmp_path))
     assert result.returncode == 2 and "not an experiment folder" in result.stderr
-
-
-def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, mnist_root):
-    log = tmp_path / "run.log"
-    process = start_search(
-        log, *COMMON, DDP, f"storage={tmp_path}", "name=c", "trials=2", "epochs=3", "data.limit=1024"
-    )
-    try:
-        wait_for_line(log, r"epoch 1/3", process)
-        ray_pids = descendants(process.pid)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=120) == 130, log.read_text()[-3000:]
-    finally:
-        if process.poll() is None:
-            kill_pids([process.pid, *descendants(process.pid)])
-    assert f"python -m search resume {tmp_path / 'c'}" in log.read_text()
-    assert not (tmp_path / "c" / "summary.json").exists()
-    deadline = time.monotonic() + 20  # ray.shutdown() returns while its processes are still exiting
-    while (
-        leftover := {pid: process_title(pid) for pid in ray_pids if process_title(pid)}
-    ) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    kill_pids(list(leftover))
-    assert leftover == {}, "the local Ray instance must be shut down"
 
 
 def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri(tmp_path, mnist_root, s3_bucket):
@@ -204,9 +190,13 @@ def mlflow_runs(experiment: str, tmp_path) -> dict:
     return runs
 
 
-def test_ddp_trials_share_one_trial_process_and_an_asha_stop_frees_its_workers(tmp_path, mnist_root):
+def test_ddp_trials_share_one_trial_process_an_asha_stop_frees_its_workers_and_ctrl_c_stops_cleanly(
+    tmp_path, mnist_root
+):
     """Tune hands a DDP trial's process to the next trial, also after ASHA stopped it mid-run: the stop aborts the
-    trial's Ray Train run (its controller and workers) so that the process is free at once."""
+    trial's Ray Train run (its controller and workers) so that the process is free at once. Ctrl-C after the third
+    trial's first epoch then stops the search: exit 130, the resume command printed, no summary, the local Ray
+    instance shut down."""
     log = tmp_path / "cli.log"
     # the smallest lr first (val_acc 0.6 after one epoch of 2,048 digits), then the recipe's 0.06, whose one-cycle
     # peak leaves it near chance after that epoch (0.1): ASHA's rung stops the second on any host (seeded random
@@ -219,7 +209,7 @@ def test_ddp_trials_share_one_trial_process_and_an_asha_stop_frees_its_workers(t
         DDP,
         f"storage={tmp_path}",
         "name=d",
-        "trials=3",
+        "trials=4",
         "epochs=2",
         "grace=1",
         "concurrency=1",
@@ -228,12 +218,27 @@ def test_ddp_trials_share_one_trial_process_and_an_asha_stop_frees_its_workers(t
         f"enqueue={given}",
     )
     try:
-        assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+        stopped = wait_for_line(log, r"trial (\w+) finished: stopped_early", process).group(1)
+        # the third trial's first epoch, recorded from the same trial process; a fourth is still to come
+        wait_for_line(log, r"(?s)(epoch 1/2.*){3}", process)
+        ray_pids = descendants(process.pid)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == 130, log.read_text()[-3000:]
     finally:
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
-    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
-    statuses = [t["status"] for t in summary["trials"]]
-    assert "stopped_early" in statuses and "failed" not in statuses, statuses
-    pids = {row["pid"] for t in summary["trials"] for row in result_rows(tmp_path / "d", t["trial_id"])}
-    assert len(pids) == 1, f"{len(pids)} trial processes for {len(statuses)} trials"
+    output = log.read_text()
+    assert "finished: failed" not in output, output[-3000:]
+    assert f"python -m search resume {tmp_path / 'd'}" in output
+    assert not (tmp_path / "d" / "summary.json").exists()
+    trial_ids = [path.parent.name.removeprefix("trial_") for path in (tmp_path / "d").glob("trial_*/result.json")]
+    assert stopped in trial_ids and len(trial_ids) >= 3, trial_ids
+    pids = {row["pid"] for trial_id in trial_ids for row in result_rows(tmp_path / "d", trial_id)}
+    assert len(pids) == 1, f"{len(pids)} trial processes for {len(trial_ids)} trials"
+    deadline = time.monotonic() + 20  # ray.shutdown() returns while its processes are still exiting
+    while (
+        leftover := {pid: process_title(pid) for pid in ray_pids if process_title(pid)}
+    ) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    kill_pids(list(leftover))
+    assert leftover == {}, "the local Ray instance must be shut down"

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from tests.conftest import ONE_WORKER
 from tests.e2e_helpers import run_cli
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, ONE_WORKER]  # starts Ray clusters (ray.cluster_utils)
 
 
 def training_span(trial_dir) -> tuple[float, float]:

@@ -164,3 +164,44 @@ def test_unwrap_reaches_the_network_inside_compile():
 
     network = torch.nn.Linear(2, 2)
     assert unwrap(torch.compile(network)) is network and unwrap(network) is network
+
+
+@pytest.mark.parametrize("name", SPACES)
+def test_every_model_exports_and_restores_without_this_project(name, tmp_path):
+    """What `export` writes for each space's model (the search around it is one path for every IDX-format space, run
+    end to end by tests/test_e2e.py; the others by tests/test_spaces_e2e.py): the safetensors weights rebuilt by
+    `load_model` and the torch.export program both give the trained classifier's logits."""
+    import torch
+
+    from search.results.export import NormalizedClassifier, load_model, model_metadata, write_export
+
+    space = load_space(name)
+    hp = sampled_hyperparameters(space)
+    info = example_info(space, hp)
+    torch.manual_seed(0)
+    classifier = NormalizedClassifier(model_for(space, hp, info), info.mean, info.std).eval()
+    meta = model_metadata(space, info, {"metric": "val_acc", "mode": "max"}, hp, 1, "t", 0.5)
+    write_export(tmp_path, classifier, meta)
+    images = torch.rand(3, info.in_channels, info.image_size, info.image_size)
+    with torch.no_grad():
+        expected = classifier(images)
+        assert torch.allclose(load_model(tmp_path)(images), expected, atol=1e-5)
+        assert torch.allclose(torch.export.load(str(tmp_path / "model.pt2")).module()(images), expected, atol=1e-4)
+    assert load_model(tmp_path).class_names == list(info.class_names)
+
+
+def test_fashion_mnist_reads_torchvisions_layout(mnist_root, tmp_path):
+    """FashionMNIST is MNIST's reader on another folder (FashionMNIST/raw, the same IDX files): checked and split as
+    the search does, with its own classes and normalization."""
+    from trainables.data import get_dataset
+
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for path in (mnist_root / "MNIST" / "raw").iterdir():
+        (raw / path.name).symlink_to(path)
+    fashion = get_dataset("fashion_mnist")
+    assert fashion.check(tmp_path, {}, download=False, strict=True, seed=0) == []
+    images, labels = fashion.load_split(tmp_path, "val", 0.1, seed=0, limit=50)
+    assert images.shape == (50, 1, 28, 28) and labels.max() < 10
+    info = fashion.info(str(tmp_path), {})
+    assert info.class_names[0] == "T-shirt/top" and info.mean == (0.5,)
