@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import ONE_WORKER
 from tests.e2e_helpers import run_cli
 
-pytestmark = [pytest.mark.e2e, ONE_WORKER]  # starts Ray clusters (ray.cluster_utils)
+pytestmark = pytest.mark.e2e
 
 
 def training_span(trial_dir) -> tuple[float, float]:
@@ -58,6 +58,7 @@ def head_with_one_gpu():
         cluster.shutdown()
 
 
+@ONE_WORKER  # starts a Ray cluster (ray.cluster_utils)
 @pytest.mark.parametrize(
     "keys, named",
     [
