@@ -141,20 +141,33 @@ def test_resources_held_outside_the_search_fail_its_trials_instead_of_a_hang(tmp
     assert elapsed < 300, f"the search took {elapsed:.0f} s"
 
 
-def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(tmp_path, mnist_root, s3_bucket):
+def test_through_ray_client_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
+    tmp_path, mnist_root, s3_bucket
+):
+    """address=ray://: the whole `run` runs as a task on the head node; its output and exit code come back here. The
+    experiment lives on S3 (a local endpoint): Ray Train writes the checkpoints from both nodes, and every reader
+    works from the URI alone. (The other tests connect by the cluster's own address.)"""
+    from search.results.tensorboard import free_port
+
+    client_port = free_port()
     runs = f"{s3_bucket}/runs"
     experiment = f"{runs}/on-s3"
     log = tmp_path / "cli.log"
-    with started_two_nodes() as (cluster, second):  # after s3_bucket: the nodes' workers inherit its AWS_* variables
+    # after s3_bucket: the nodes' processes inherit its AWS_* variables
+    with started_two_nodes(ray_client_server_port=client_port) as (cluster, second):
+        address = f"ray://127.0.0.1:{client_port}"
+        refused = run_cli(
+            "run",
+            *search_args(mnist_root, runs, "bad", f"address={address}", f"data.root={tmp_path / 'nothing-here'}"),
+            timeout=300,
+        )
         result = subprocess.run(
             [
                 sys.executable,
                 "-m",
                 "search",
                 "run",
-                *search_args(
-                    mnist_root, runs, "on-s3", "trials=1", "epochs=2", "grace=2", f"address={cluster.address}"
-                ),
+                *search_args(mnist_root, runs, "on-s3", "trials=1", "epochs=2", "grace=2", f"address={address}"),
             ],
             cwd=REPO,
             stdout=open(log, "w"),
@@ -162,11 +175,21 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
             timeout=600,
         )
         both_nodes = {cluster.head_node.node_id, second.node_id}
+        assert cluster.remaining_processes_alive()  # the client only disconnected
+        # The project's code reached the cluster through the job's runtime_env, not through this checkout.
+        session = Path(cluster.head_node.get_session_dir_path())
+        assert list((session / "runtime_resources").rglob("trainables/worker.py")), "trainables was not shipped"
+    # Checked on the cluster (the task's preflight), reported here as one line with the usual exit code.
+    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert refused.stderr.strip().splitlines()[-1].startswith(f"error: data.root={tmp_path / 'nothing-here'}")
     output = log.read_text()
     assert result.returncode == 0, output[-3000:]
+    assert "1 trials of resnet_mnist, 1 at a time" in output and "best checkpoint:" in output  # streamed back
     assert f"results: {experiment}" in output and f"summary: {experiment}/summary.json" in output
 
     files = uri_files(experiment)
+    assert not [f for f in uri_files(runs) if f.startswith("bad/")]  # refused before anything was left behind
+    assert "search runs as a task on the Ray cluster" in uri_text(f"{experiment}/search.log")
     summary = json.loads(uri_text(f"{experiment}/summary.json"))
     assert [t["status"] for t in summary["trials"]] == ["completed"]
     best = summary["best"]["checkpoint"]
@@ -195,61 +218,6 @@ def test_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
     assert missing.stderr.strip().splitlines()[-1] == (
         f"error: {runs}/no-such-experiment: not a finished experiment (no summary.json)"
     )
-
-
-def test_through_ray_client_the_search_runs_on_the_cluster_and_reports_back(tmp_path, mnist_root):
-    """address=ray://: the whole `run` runs as a task on the head node; its output and exit code come back here. The
-    experiment lives on a folder both nodes see (shared storage), and exports from it. (The S3 test connects by the
-    cluster's own address.)"""
-    from search.results.tensorboard import free_port
-
-    client_port = free_port()
-    shared = tmp_path / "cluster_storage"
-    with started_two_nodes(ray_client_server_port=client_port) as (cluster, second):
-        address = f"ray://127.0.0.1:{client_port}"
-        refused = run_cli(
-            "run",
-            *search_args(mnist_root, shared, "bad", f"address={address}", f"data.root={tmp_path / 'nothing-here'}"),
-            timeout=300,
-        )
-        log = tmp_path / "cli.log"
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "search",
-                "run",
-                *search_args(mnist_root, shared, "via-client", "trials=1", "epochs=2", f"address={address}"),
-            ],
-            cwd=REPO,
-            stdout=open(log, "w"),
-            stderr=subprocess.STDOUT,
-            timeout=600,
-        )
-        both_nodes = {cluster.head_node.node_id, second.node_id}
-        assert cluster.remaining_processes_alive()  # the client only disconnected
-        # The project's code reached the cluster through the job's runtime_env, not through this checkout.
-        session = Path(cluster.head_node.get_session_dir_path())
-        assert list((session / "runtime_resources").rglob("trainables/worker.py")), "trainables was not shipped"
-    # Checked on the cluster (the task's preflight), reported here as one line with the usual exit code.
-    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
-    assert refused.stderr.strip().splitlines()[-1].startswith(f"error: data.root={tmp_path / 'nothing-here'}")
-    assert not (shared / "bad").exists()
-
-    output = log.read_text()
-    assert result.returncode == 0, output[-3000:]
-    assert "1 trials of resnet_mnist, 1 at a time" in output and "best checkpoint:" in output  # streamed back
-    experiment = shared / "via-client"
-    summary = json.loads((experiment / "summary.json").read_text())
-    assert [t["status"] for t in summary["trials"]] == ["completed"]
-    assert "search runs as a task on the Ray cluster" in (experiment / "search.log").read_text()
-    row = next(iter(first_rows(experiment).values()))
-    assert set(row["worker_nodes"]) == both_nodes
-    best = Path(summary["best"]["checkpoint"])
-    assert best.is_relative_to(experiment) and (best / "model.pt").is_file()
-    exported = run_cli("export", str(experiment), f"out={tmp_path / 'export'}")
-    assert exported.returncode == 0, exported.stderr
-    assert (tmp_path / "export" / "model.safetensors").is_file()
 
 
 def tensorboard_runs(experiment: str, tmp_path: Path) -> set[str]:
