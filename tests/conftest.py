@@ -16,23 +16,6 @@ from search import samples  # noqa: E402
 MNIST_MINI = Path(os.environ.get("MNIST_MINI") or samples.mnist_root()).resolve()
 
 
-# Under pytest-xdist (`-n 2`, pyproject.toml) each worker is a process of its own. One group runs on one worker, one
-# test after another: the tests that read the shared search (its session fixture then runs once), and those that start
-# a Ray cluster with ray.cluster_utils, which records itself as this machine's `address=auto` cluster (the shared
-# search starts one too, and test_cluster asks for address=auto).
-ONE_WORKER = pytest.mark.xdist_group("ray_clusters_and_the_shared_search")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items) -> None:
-    """The shared search's readers join ONE_WORKER; end-to-end tests first, so that the longest start first on the
-    workers and the millisecond tests fill the end."""
-    for item in items:
-        if "search" in item.fixturenames:
-            item.add_marker(ONE_WORKER)
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
-
-
 @pytest.fixture
 def mnist_root() -> Path:
     return MNIST_MINI

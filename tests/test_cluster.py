@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ONE_WORKER, REPO
+from tests.conftest import REPO
 from tests.e2e_helpers import descendants, kill_pids, run_cli, start_search, uri_files, uri_text, wait_for_line
 
-pytestmark = [pytest.mark.e2e, ONE_WORKER]  # starts Ray clusters (ray.cluster_utils)
+pytestmark = pytest.mark.e2e
 
 ONE_CPU = {"num_cpus": 1}
 

@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from tests.conftest import ONE_WORKER
 from tests.e2e_helpers import run_cli
 
 pytestmark = pytest.mark.e2e
@@ -58,7 +57,6 @@ def head_with_one_gpu():
         cluster.shutdown()
 
 
-@ONE_WORKER  # starts a Ray cluster (ray.cluster_utils)
 @pytest.mark.parametrize(
     "keys, named",
     [
