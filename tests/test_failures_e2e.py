@@ -76,5 +76,5 @@ def test_a_space_whose_code_raises_or_runs_out_of_memory_names_each_cause_and_ex
     first = summary["trials"][0]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: no trial produced a checkpoint: every trial failed; the first, trial ")
-    assert f"{first['error'][:60]}" in last
+    assert first["error"][:60] in last
     assert last.endswith(f"(see {tmp_path / 'f' / ('trial_' + first['trial_id'])}/error.txt)")
