@@ -5,12 +5,10 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REPO
-from tests.e2e_helpers import wait_for_line
+from tests.e2e_helpers import start_search, wait_for_line
 
 pytestmark = pytest.mark.e2e
 
@@ -34,12 +32,7 @@ HEADLESS = [
 @pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine (apt-get install chromium; .ci/run does)")
 def test_the_dashboard_lists_the_studys_trials_in_a_real_browser(search, tmp_path):
     log = tmp_path / "dashboard.log"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "search", "dashboard", str(search["experiment"]), "port=0"],
-        cwd=REPO,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
+    server = start_search(log, str(search["experiment"]), "port=0", command="dashboard")  # Ctrl-C reaches it
     try:
         url = wait_for_line(log, r"at (http://127\.0\.0\.1:\d+/)", server).group(1)
         wait_for_line(log, r"Listening on", server)
