@@ -1,7 +1,6 @@
-"""Who starts when, on a real local Ray instance: trials that fit train side by side; a shape that cannot work on
-the cluster is refused before any trial runs."""
+"""A shape that cannot work on the cluster is refused before any trial runs. (Trials that fit train side by side:
+test_storage_trouble.py.)"""
 
-import json
 import time
 
 import pytest
@@ -9,37 +8,6 @@ import pytest
 from tests.e2e_helpers import run_cli
 
 pytestmark = pytest.mark.e2e
-
-
-def training_span(trial_dir) -> tuple[float, float]:
-    rows = [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines()]
-    return rows[0]["started_at"], rows[-1]["started_at"] + rows[-1]["epoch_s"]
-
-
-def test_trials_that_fit_train_side_by_side(tmp_path, mnist_root):
-    result = run_cli(
-        "run",
-        "space=resnet_mnist",
-        f"data.root={mnist_root}",
-        f"storage={tmp_path}",
-        "name=side",
-        "trials=4",
-        "epochs=3",
-        "grace=3",
-        "workers=1",
-        "cpus=0.5",
-        "data.limit=512",
-        "data.val_limit=200",
-        "lr=0.02",
-        "momentum=0.9",
-        "batch_size=128",
-        "stem=imagenet",
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "4 trials of resnet_mnist, 4 at a time, 1 worker x 0.5 CPUs each" in result.stdout
-    spans = [training_span(trial) for trial in (tmp_path / "side").glob("trial_*")]
-    assert len(spans) == 4
-    assert max(start for start, _ in spans) < min(end for _, end in spans), spans  # all four trained at once
 
 
 @pytest.fixture(scope="module")

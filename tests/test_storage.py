@@ -92,3 +92,31 @@ def test_checkpoints_still_in_a_uri_storage_are_known_from_one_listing(tmp_path,
     exists_now = experiment.checkpoint_exists()
     assert exists_now(experiment.join("train_a", "checkpoint_epoch_0002"))
     assert not exists_now(experiment.join("train_a", "checkpoint_epoch_0001"))  # deleted by Ray (num_to_keep)
+
+
+def _claim_at_once(location: str, barrier, outcomes) -> None:
+    from trainables.foundation.errors import UsageError
+    from trainables.foundation.storage import claim
+
+    barrier.wait(timeout=30)  # both processes have imported: they claim at the same moment
+    try:
+        claim(Experiment.at(location), "same")
+        outcomes.put("claimed")
+    except UsageError as refusal:
+        outcomes.put(str(refusal))
+
+
+def test_of_two_processes_claiming_one_name_at_once_exactly_one_gets_it(tmp_path):
+    """Two searches started at once with one storage and name: one gets the folder, the other a one-line refusal
+    (the CLI's end of it is in test_storage_trouble.py)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    outcomes, barrier = context.Queue(), context.Barrier(2)
+    both = [context.Process(target=_claim_at_once, args=(str(tmp_path / "same"), barrier, outcomes)) for _ in range(2)]
+    for process in both:
+        process.start()
+    for process in both:
+        process.join(timeout=30)
+    results = sorted(outcomes.get(timeout=5) for _ in both)
+    assert results == ["claimed", f"name=same: {tmp_path / 'same'} already exists; choose another name="], results

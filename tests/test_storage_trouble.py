@@ -1,14 +1,12 @@
-"""Storage trouble on a real local Ray instance: a checkpoint folder that disappears mid-search, damaged checkpoints
-that `export` and `resume` refuse, and two searches started at once with one name."""
+"""Storage trouble on a real local Ray instance, in one search of trials that train side by side: a checkpoint
+folder that disappears mid-search, a second search with the same name, damaged checkpoints that `export` and
+`resume` refuse."""
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REPO
 from tests.e2e_helpers import descendants, kill_pids, run_cli, start_search, wait_for_line
 
 pytestmark = pytest.mark.e2e
@@ -16,38 +14,48 @@ pytestmark = pytest.mark.e2e
 COMMON = ["space=resnet_mnist", "data.val_limit=200", "seed=3", "stem=imagenet", "batch_size=128", "workers=1"]
 
 
-def test_a_checkpoint_that_cannot_be_written_fails_its_trial_and_keeps_the_others(tmp_path, mnist_root):
+def training_span(trial_dir) -> tuple[float, float]:
+    rows = [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines()]
+    return rows[0]["started_at"], rows[-1]["started_at"] + rows[-1]["epoch_s"]
+
+
+def test_trials_train_side_by_side_one_whose_checkpoint_cannot_be_written_fails_and_the_others_finish(
+    tmp_path, mnist_root
+):
+    """Four one-worker trials at half a CPU each train at once. The run folder of the first to report an epoch is
+    replaced by a file, so its next checkpoint cannot be written: that trial fails, naming the folder, and the others
+    finish. Meanwhile a second search with the same name is refused in one line (the race of two started at once:
+    test_storage.py). Then `export` and `resume` refuse the best checkpoint once it is damaged."""
     log = tmp_path / "cli.log"
-    process = start_search(
-        log,
-        *COMMON,
-        f"data.root={mnist_root}",
-        f"storage={tmp_path}",
-        "name=d",
-        "trials=2",
-        "epochs=3",
-        "grace=3",
-        "concurrency=1",
-        "data.limit=1024",
-    )
+    args = [*COMMON, f"data.root={mnist_root}", f"storage={tmp_path}", "name=d"]
+    process = start_search(log, *args, "trials=4", "epochs=3", "grace=3", "cpus=0.5", "data.limit=512")
     try:
         first = wait_for_line(log, r"(?m)^\s+(\w{8})\s+epoch 1/3", process).group(1)
         run_folder = tmp_path / "d" / f"train_{first}"
         shutil.rmtree(run_folder)
         run_folder.write_text("not a folder any more")  # the next checkpoint of this trial cannot be written
+        second = run_cli("run", *args, "trials=1")
+        assert second.returncode == 2, second.stdout[-2000:] + second.stderr[-2000:]
+        assert second.stderr.strip().splitlines()[-1] == (
+            f"error: name=d: {tmp_path / 'd'} already exists; choose another name="
+        )
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
     output = log.read_text()
+    assert "4 trials of resnet_mnist, 4 at a time, 1 worker x 0.5 CPUs each" in output
     assert (
         f"trial {first} failed: trainables.checkpoints.CheckpointWriteFailed: "
         f"could not write the checkpoint of epoch 2 to {run_folder}" in output
     )
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
     statuses = {t["trial_id"]: t["status"] for t in summary["trials"]}
-    assert statuses.pop(first) == "failed" and list(statuses.values()) == ["completed"], summary["trials"]
+    assert statuses.pop(first) == "failed" and list(statuses.values()) == ["completed"] * 3, summary["trials"]
     assert summary["best"]["trial_id"] != first
+    spans = [training_span(trial) for trial in (tmp_path / "d").glob("trial_*")]
+    assert len(spans) == 4
+    assert max(start for start, _ in spans) < min(end for _, end in spans), spans  # all four trained at once
 
     # export refuses a damaged checkpoint, naming the file, and picks no other
     best = summary["best"]["checkpoint"]
@@ -62,29 +70,3 @@ def test_a_checkpoint_that_cannot_be_written_fails_its_trial_and_keeps_the_other
     resumed = run_cli("resume", str(tmp_path / "d"))
     assert resumed.returncode == 2 and f"{model} is damaged" in resumed.stderr, resumed.stderr
     assert "delete that folder" in resumed.stderr
-
-
-def test_two_searches_started_at_once_with_one_name_one_runs_the_other_is_refused(tmp_path, mnist_root):
-    args = [
-        sys.executable,
-        "-m",
-        "search",
-        "run",
-        *COMMON,
-        f"data.root={mnist_root}",
-        f"storage={tmp_path}",
-        "name=same",
-        "trials=1",
-        "epochs=1",
-        "data.limit=256",
-    ]
-    both = [
-        subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
-    ]
-    outcomes = [(p.wait(timeout=600), *p.communicate()) for p in both]
-    codes = sorted(code for code, _, _ in outcomes)
-    assert codes == [0, 2], outcomes
-    refused = next(err for code, _, err in outcomes if code == 2)
-    assert f"name=same: {tmp_path / 'same'} already exists; choose another name=" in refused
-    summary = json.loads((tmp_path / "same" / "summary.json").read_text())
-    assert [t["status"] for t in summary["trials"]] == ["completed"]
