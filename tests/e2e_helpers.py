@@ -118,7 +118,9 @@ def _like_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def wait_for_line(log_path: Path, pattern: str, process: subprocess.Popen, timeout: float = 300) -> re.Match:
+def wait_for_line(
+    log_path: Path, pattern: str, process: subprocess.Popen, timeout: float = 300, poll_s: float = 0.2
+) -> re.Match:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         match = re.search(pattern, log_path.read_text())
@@ -128,7 +130,7 @@ def wait_for_line(log_path: Path, pattern: str, process: subprocess.Popen, timeo
             raise AssertionError(
                 f"search ended (rc {process.returncode}) before {pattern!r}:\n{log_path.read_text()[-3000:]}"
             )
-        time.sleep(0.2)
+        time.sleep(poll_s)
     raise AssertionError(f"no {pattern!r} within {timeout}s:\n{log_path.read_text()[-3000:]}")
 
 

@@ -49,17 +49,11 @@ def result_rows(experiment, trial_id):
     return [json.loads(line) for line in (experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()]
 
 
-# (shape key, the title of the processes that train, how many): a DDP group's Ray Train workers, or the trial
-# process of a one-worker trial
-TRAINING_PROCESSES = {"ddp": (DDP, "ray::RayTrainWorker", 2), "in_process": ("workers=1", "ray::ImplicitFunc", 1)}
-
-
-def search_with_killed_workers(tmp_path, kills: int, shape: str = "ddp") -> dict:
-    """A one-trial search (max_failures=1) whose training process is SIGKILLed after epoch 1 and, when `kills` is 2,
-    again after the restarted run's epoch 2; returns the trial's summary entry. The search's processes get a
-    temporary folder of their own (Ray's stays in /tmp), which must be left without checkpoint files: a killed trial
-    once left one there (86 MB) each time."""
-    key, title, count = TRAINING_PROCESSES[shape]
+def search_with_killed_workers(tmp_path, kills: int) -> dict:
+    """A one-trial search of 2-worker DDP trials (max_failures=1) whose first worker is SIGKILLed after epoch 1 and,
+    when `kills` is 2, again after the restarted run's epoch 2; returns the trial's summary entry. The search's
+    processes get a temporary folder of their own (Ray's stays in /tmp), which must be left without checkpoint files:
+    a killed trial once left one there (86 MB) each time."""
     log = tmp_path / "cli.log"
     temporary = tmp_path / "tmp"
     temporary.mkdir()
@@ -67,7 +61,7 @@ def search_with_killed_workers(tmp_path, kills: int, shape: str = "ddp") -> dict
     process = start_search(
         log,
         *COMMON,
-        key,
+        DDP,
         f"storage={tmp_path}",
         "name=w",
         "trials=1",
@@ -80,8 +74,9 @@ def search_with_killed_workers(tmp_path, kills: int, shape: str = "ddp") -> dict
         killed: list[int] = []
         for epoch in range(1, kills + 1):
             wait_for_line(log, rf"epoch {epoch}/3", process)
-            workers = [p for p in descendants(process.pid) if title in process_title(p) and p not in killed]
-            assert len(workers) == count, [process_title(p) for p in descendants(process.pid)]
+            workers = [p for p in descendants(process.pid) if "ray::RayTrainWorker" in process_title(p)]
+            workers = [p for p in workers if p not in killed]
+            assert len(workers) == 2, [process_title(p) for p in descendants(process.pid)]
             kill_pids(workers[:1])
             killed += workers
         # exit 0 either way: a failed trial's last checkpoint still counts as a result
@@ -92,14 +87,6 @@ def search_with_killed_workers(tmp_path, kills: int, shape: str = "ddp") -> dict
     assert not list(temporary.rglob("*.pt")), sorted(map(str, temporary.rglob("*.pt")))
     (trial,) = json.loads((tmp_path / "w" / "summary.json").read_text())["trials"]
     return trial
-
-
-def test_a_killed_trial_process_restarts_from_its_checkpoint_and_the_trial_finishes(tmp_path, mnist_root):
-    trial = search_with_killed_workers(tmp_path, kills=1, shape="in_process")
-    assert trial["status"] == "completed" and trial["epochs_run"] == 3
-    rows = result_rows(tmp_path / "w", trial["trial_id"])
-    assert [row["epoch"] for row in rows] == [1, 2, 3]
-    assert rows[0]["resumed_from"] == 0 and rows[-1]["resumed_from"] >= 1  # continued from a checkpoint
 
 
 def test_a_killed_ddp_worker_restarts_the_group_from_its_checkpoint_and_a_second_kill_fails_the_trial(
@@ -120,12 +107,18 @@ def test_resume_refuses_a_folder_that_is_not_an_experiment(tmp_path):
     assert result.returncode == 2 and "not an experiment folder" in result.stderr
 
 
-def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri(tmp_path, mnist_root, s3_bucket):
-    """An interrupted search whose storage is a URI resumes from the URI alone (local working folder deleted).
-    One-worker trials, in their trial processes (the Ctrl-C test above stops a DDP group). With a time budget that
-    has not run out, Ctrl-C is an interruption too, not the budget's end: exit 130, no summary, resume continues."""
+def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_ctrl_c_then_resume_and_growth_read_the_uri(
+    tmp_path, mnist_root, s3_bucket
+):
+    """One-worker trials, in their trial processes (the Ctrl-C test below stops a DDP group), on storage at a URI.
+    The first trial's process is SIGKILLed after its first epoch: the trial restarts from that epoch's checkpoint,
+    read back from the URI (max_failures=1), and finishes, leaving no checkpoint file in the temporary folder. Ctrl-C
+    then, with a time budget that has not run out, is an interruption, not the budget's end: exit 130, no summary.
+    The search resumes from the URI alone (local working folder deleted), then grows by one trial."""
     experiment = f"{s3_bucket}/runs/s"
     log = tmp_path / "run.log"
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     process = start_search(
         log,
         *COMMON,
@@ -137,20 +130,31 @@ def test_ctrl_c_on_s3_storage_uploads_the_state_and_resume_reads_it_from_the_uri
         "grace=2",
         "concurrency=1",
         "data.limit=512",
+        "max_failures=1",
         "time_budget=900",
         "tracking=mlflow",
+        env={**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"},
     )
     try:
-        first = wait_for_line(log, r"trial (\w+) finished", process).group(1)
+        first = wait_for_line(log, r"(?m)^\s+(\w{8})\s+epoch 1/2", process, poll_s=0.01).group(1)  # epoch 2 is <1 s
+        trial_processes = [p for p in descendants(process.pid) if "ray::ImplicitFunc" in process_title(p)]
+        assert len(trial_processes) == 1, [process_title(p) for p in descendants(process.pid)]
+        kill_pids(trial_processes)
+        wait_for_line(log, rf"trial {first} finished", process)
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=120) == 130, log.read_text()[-3000:]
     finally:
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
+    assert not list(temporary.rglob("*.pt")), sorted(map(str, temporary.rglob("*.pt")))
+    first_rows = uri_text(f"{experiment}/trial_{first}/result.json")
+    rows = [json.loads(line) for line in first_rows.splitlines()]
+    assert [row["epoch"] for row in rows] == [1, 2], rows
+    assert rows[0]["resumed_from"] == 0 and rows[1]["resumed_from"] == 1, rows  # continued from epoch 1's checkpoint
+    assert rows[0]["pid"] != rows[1]["pid"], "epoch 2 ran in the killed trial process"
     assert f"python -m search resume {experiment}" in log.read_text()
     files = uri_files(experiment)
     assert "summary.json" not in files and {"search.json", "study.log", "search.log", "mlflow/mlflow.db"} <= set(files)
-    first_rows = uri_text(f"{experiment}/trial_{first}/result.json")
     assert mlflow_runs(experiment, tmp_path)["s"] == ("KILLED", [])
 
     shutil.rmtree(tmp_path / "cache")  # as on another machine
