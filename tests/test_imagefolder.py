@@ -3,8 +3,9 @@
 import pytest
 
 from search import samples
-from trainables.data import IMAGEFOLDER, IMAGEFOLDER_SPLIT
+from trainables.data import IMAGEFOLDER, IMAGEFOLDER_SPLIT, get_dataset
 from trainables.foundation.errors import UsageError
+from trainables.foundation.space import builtin_space_names, load_space
 
 DIGITS = samples.digit_folders_root(split_by_pct=False)
 CLASSES = {"ants": "0", "bees": "1"}  # two classes of the tree, named unlike their digits
@@ -107,3 +108,34 @@ def test_a_test_folder_is_the_test_split_and_must_have_the_same_classes(tree):
     (tree / "test" / "wasps" / "w.jpg").symlink_to(source.resolve())
     with pytest.raises(UsageError, match="test/ has other class folders than train/ and val/"):
         IMAGEFOLDER.check(tree, {"image_size": 32}, False, False, 0)
+
+
+FOLDER_SPACES = [name for name in builtin_space_names() if load_space(name).dataset.startswith("imagefolder")]
+
+
+@pytest.mark.parametrize("name", FOLDER_SPACES)
+def test_a_folder_space_feeds_its_trial_decoded_batches_of_its_classes(name):
+    """What a trial of each ImageFolder space reads from the shipped digit trees (train/val/test folders, or one
+    folder per class split by percent): checked as preflight checks it, then decoded, resized and normalized by the
+    trial's feed. The whole chain (a search, its checkpoint, the export) runs in test_spaces_e2e.py on
+    resnet50_transfer, on the same feed."""
+    import torch
+
+    from search.commands import parse_run
+    from trainables.feeds import make_feed
+
+    space = load_space(name)
+    root = samples.digit_folders_root(split_by_pct=space.dataset == "imagefolder_split")
+    run, space = parse_run([f"space={name}", f"data.root={root}", "image_size=64", "data.limit=16", "data.workers=0"])
+    hp = {**space.constants, **run.fixed, "batch_size": 8}
+    dataset = get_dataset(space.dataset)
+    assert dataset.check(root, hp, download=False, strict=True, seed=run.seed) == []
+    classes = dataset.info(root, hp).class_names
+    assert list(classes) == [str(digit) for digit in range(10)]
+    feed = make_feed(space, run, hp, rank=0, world_size=1, device="cpu")
+    assert feed.steps_per_epoch() == 2
+    for images, labels in (next(iter(feed.train_batches(0))), next(iter(feed.val_batches()))):
+        assert images.shape[1:] == (3, 64, 64) and images.dtype == torch.float32
+        assert -3 < images.mean() < 3 and images.std() > 0.1  # normalized, not raw bytes
+        assert 0 <= labels.min() and labels.max() < len(classes)
+    assert (space.dataset == "imagefolder") == bool(feed.test_batches())  # the test folder is the test split

@@ -6,8 +6,8 @@ before it, and resumed after each; a last resume finishes it, after the study's 
 Optuna's lock left held, as a kill during the driver's append leaves it. After every kill the files are snapshotted
 and the study holds no trial twice. At the end the study holds every epoch the files hold and no trial RUNNING,
 every epoch a trial reported before a kill is still there with the same metrics, files were only ever grown or
-added, every trial ended completed, stopped early or failed, the best is the best by the documented rule, and it
-exports.
+added, every trial ended completed, stopped early or failed, the best is the best by the documented rule, and
+(one-worker trials) it exports.
 """
 
 import hashlib
@@ -239,8 +239,9 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
     if finishers:
         assert summary["best"]["metrics"]["val_acc"] == max(t["val_acc"] for t in finishers)
         assert summary["best"]["epoch"] == 2
-    exported = run_cli("export", str(experiment), f"out={tmp_path / 'model'}")
-    assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
+    if shape == "in_process":  # a DDP trial's checkpoint exports in test_spaces_e2e (resnet50_transfer)
+        exported = run_cli("export", str(experiment), f"out={tmp_path / 'model'}")
+        assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
     for (label, at), before in zip(kills, snapshots):  # what each resume found recorded, and kept
         recorded = {name.removeprefix("trial_"): len(text.splitlines()) for name, text in before["results"].items()}
         print(f"{shape}: killed {at:>5.1f} s into the segment, {label}: epochs recorded {recorded or 'none'}, all kept")

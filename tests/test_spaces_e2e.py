@@ -1,9 +1,12 @@
-"""Every registered space with a data path of its own through the whole chain on real data: search, best checkpoint,
+"""A search through the whole chain on real data, once per way a trial reads its data: search, best checkpoint,
 export, TensorBoard.
 
-Parametrized over the registry, so a new space on new data is tested by being added (its dataset needs an entry in
-`data_args`). The spaces on MNIST-format IDX files take the shared search's path, which tests/test_e2e.py runs end to
-end with resnet_mnist; their models train and export in tests/test_spaces.py, FashionMNIST's layout is read there."""
+The MNIST-format IDX datasets are read into memory: that is the shared search's path, which tests/test_e2e.py runs
+end to end with resnet_mnist. The ImageFolder datasets are decoded by DataLoader workers: resnet50_transfer runs here
+(a split-by-percent tree, a local weights file, a frozen backbone in a 2-worker DDP trial). Every space's model trains
+and exports in tests/test_spaces.py; every folder space's layout feeds its trial in tests/test_imagefolder.py;
+FashionMNIST's layout is read in tests/test_spaces.py. A space on a new kind of data fails
+test_every_space_reads_data_a_search_here_covers until it gets a search here."""
 
 import json
 import os
@@ -18,53 +21,38 @@ from trainables.foundation.space import builtin_space_names, load_space
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def random_resnet50_weights(tmp_path_factory):
+IDX_DATASETS = {"mnist", "fashion_mnist"}  # the shared search's path (test_e2e.py)
+FOLDER_DATASETS = {"imagefolder", "imagefolder_split"}  # resnet50_transfer's path, below
+
+
+def test_every_space_reads_data_a_search_here_covers():
+    kinds = {name: load_space(name).dataset for name in builtin_space_names()}
+    assert all(kind in IDX_DATASETS | FOLDER_DATASETS for kind in kinds.values()), kinds
+
+
+@pytest.fixture
+def random_resnet50_weights(tmp_path):
     """A local state_dict file standing in for downloaded ImageNet weights (no network here)."""
     import torch
     import torchvision
 
-    path = tmp_path_factory.mktemp("weights") / "resnet50.pt"
+    path = tmp_path / "resnet50.pt"
     torch.save(torchvision.models.resnet50().state_dict(), path)
     return path
 
 
-# datasets read by the shared search's path (the same IDX reader and in-memory feed)
-IDX_DATASETS = {"mnist", "fashion_mnist"}
-SPACES_OF_THEIR_OWN = [name for name in builtin_space_names() if load_space(name).dataset not in IDX_DATASETS]
-
-
-def data_args(dataset: str, weights) -> list[str]:
-    if dataset == "imagefolder":  # digit PNGs drawn from the package's MNIST sample
-        return [f"data.root={samples.digit_folders_root(split_by_pct=False)}", "image_size=64"]
-    if dataset == "imagefolder_split":
-        return [
-            f"data.root={samples.digit_folders_root(split_by_pct=True)}",
-            "image_size=64",
-            f"model.weights={weights}",
-        ]
-    raise AssertionError(f"no test data for dataset {dataset}")
-
-
-# Spaces train as one-worker trials here; the one with a frozen backbone (parameters without gradients, which a DDP
-# group must be told of) as a 2-worker DDP trial. DDP on every shape of trial: test_kill_anywhere, test_lifecycle.
-DDP_SPACES = {"resnet50_transfer"}
-
-
-@pytest.mark.parametrize("name", SPACES_OF_THEIR_OWN)
-def test_space_runs_exports_and_logs(name, tmp_path, random_resnet50_weights):
-    space = load_space(name)
-    args = data_args(space.dataset, random_resnet50_weights)
-    workers = 2 if name in DDP_SPACES else 1
+def test_transfer_learning_on_image_folders_in_a_ddp_trial_runs_exports_and_logs(tmp_path, random_resnet50_weights):
     result = run_cli(
         "run",
-        f"space={name}",
-        *args,
+        "space=resnet50_transfer",
+        f"data.root={samples.digit_folders_root(split_by_pct=True)}",
+        "image_size=64",
+        f"model.weights={random_resnet50_weights}",
         f"storage={tmp_path}",
         "name=s",
         "trials=1",
         "epochs=1",
-        f"workers={workers}",
+        "workers=2",  # a frozen backbone: parameters without gradients, which a DDP group must be told of
         "data.limit=256",
         "data.val_limit=200",
         "data.workers=1",
@@ -73,14 +61,14 @@ def test_space_runs_exports_and_logs(name, tmp_path, random_resnet50_weights):
     experiment = tmp_path / "s"
     summary = json.loads((experiment / "summary.json").read_text())
     best = summary["best"]
-    assert best and os.path.isdir(best["checkpoint"]) and summary["space"] == name
+    assert best and os.path.isdir(best["checkpoint"]) and summary["space"] == "resnet50_transfer"
     assert list((experiment / f"trial_{best['trial_id']}").glob("events.out.tfevents.*"))
 
     exported = run_cli("export", str(experiment))
     assert exported.returncode == 0, exported.stdout + exported.stderr
     assert "verified: val_acc=" in exported.stdout
     meta = json.loads((experiment / "export" / "model.json").read_text())
-    assert meta["architecture"] == space.architecture and meta["space"] == name
+    assert meta["architecture"] == load_space("resnet50_transfer").architecture and meta["space"] == "resnet50_transfer"
 
 
 USER_SPACE = '''
