@@ -97,7 +97,15 @@ def test_a_lost_node_fails_its_trial_and_the_search_still_finishes(tmp_path, mni
     assert cluster.head_node.remaining_processes_alive()
 
 
-def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(tmp_path, mnist_root, two_nodes):
+def test_a_trial_no_set_of_nodes_holds_is_refused_and_one_that_finds_its_room_held_fails_instead_of_a_hang(
+    tmp_path, mnist_root, two_nodes
+):
+    """Through address=auto, a trial bigger than the two nodes together is refused up front, leaving nothing behind.
+    Then another job holds one of the cluster's two CPUs (as a leaked placement group would): each 2-worker trial
+    waits for room for `room_wait` seconds while no trial of the search trains, then fails naming what is free."""
+    import ray
+    from ray.util.placement_group import placement_group
+
     shared = tmp_path / "cluster_storage"
     result = run_cli("run", *search_args(mnist_root, shared, "too-big", "workers=3", "address=auto"), timeout=300)
     assert result.returncode == 2, result.stderr
@@ -108,13 +116,6 @@ def test_a_trial_no_set_of_nodes_holds_is_refused_up_front_through_address_auto(
         "gpus=0"
     )
     assert not (shared / "too-big").exists()  # refused before anything was left behind
-
-
-def test_resources_held_outside_the_search_fail_its_trials_instead_of_a_hang(tmp_path, mnist_root, two_nodes):
-    """Another job holds one of the cluster's two CPUs (as a leaked placement group would): each 2-worker trial
-    waits for room for `room_wait` seconds while no trial of the search trains, then fails naming what is free."""
-    import ray
-    from ray.util.placement_group import placement_group
 
     cluster, _ = two_nodes
     ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
