@@ -199,3 +199,19 @@ def uri_files(uri: str) -> list[str]:
     fs, path = pyarrow.fs.FileSystem.from_uri(uri)
     infos = fs.get_file_info(pyarrow.fs.FileSelector(path, recursive=True))
     return [info.path.removeprefix(path + "/") for info in infos if info.type == pyarrow.fs.FileType.File]
+
+
+def event_data(trial_dir: Path):
+    """A trial's TensorBoard events (an EventAccumulator) and its HParams session's values."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    accumulator = EventAccumulator(str(trial_dir))
+    accumulator.Reload()
+    hparams = {}
+    for content in accumulator.PluginTagToContent("hparams").values():
+        data = plugin_data_pb2.HParamsPluginData.FromString(content)
+        if data.HasField("session_start_info"):
+            for key, value in data.session_start_info.hparams.items():
+                hparams[key] = value.string_value or value.number_value
+    return accumulator, hparams

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.conftest import MNIST_MINI
-from tests.e2e_helpers import VAL_LIMIT, ray_processes_of, run_search, session_dir_of
+from tests.e2e_helpers import VAL_LIMIT, event_data, ray_processes_of, session_dir_of
 from trainables.data import MNIST
 from trainables.foundation.space import load_space
 from trainables.models import model_for
@@ -108,53 +108,6 @@ def test_the_best_checkpoint_is_tested_once_on_the_test_files_the_search_never_s
 def test_cli_shut_its_ray_instance_down(search):
     session = session_dir_of(search["experiment"])
     assert ray_processes_of(session) == []
-
-
-def test_diverging_trials_fail_with_reason_and_the_search_goes_on(tmp_path, mnist_root):
-    result = run_search(
-        tmp_path / "cli.log",
-        "space=resnet_mnist",
-        f"data.root={mnist_root}",
-        f"storage={tmp_path}",
-        "name=nan",
-        "trials=1",
-        "epochs=2",
-        "workers=2",
-        "data.limit=128",
-        "data.val_limit=100",
-        "lr=10000",
-    )
-    output = (tmp_path / "cli.log").read_text()
-    assert result.returncode == 1, output[-3000:]
-    assert "error: no trial produced a checkpoint: every trial failed" in output
-    summary = json.loads((tmp_path / "nan" / "summary.json").read_text())
-    assert summary["best"] is None
-    assert [t["status"] for t in summary["trials"]] == ["failed"]
-    assert all(
-        t["error"].startswith("NonFiniteLoss: training diverged: the loss became non-finite at epoch")
-        and "lr=1e+04" in t["error"]
-        for t in summary["trials"]
-    )  # named, with the hyperparameters
-    assert "trial failed; the first, trial" in output and "NonFiniteLoss: training diverged" in output.splitlines()[-1]
-    assert all(t["config"]["lr"] == 10000 for t in summary["trials"])
-    for trial in summary["trials"]:  # failed trials are in TensorBoard's HParams too
-        _, hparams = event_data(tmp_path / "nan" / f"trial_{trial['trial_id']}")
-        assert hparams["status"] == "failed"
-
-
-def event_data(trial_dir: Path):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    from tensorboard.plugins.hparams import plugin_data_pb2
-
-    accumulator = EventAccumulator(str(trial_dir))
-    accumulator.Reload()
-    hparams = {}
-    for content in accumulator.PluginTagToContent("hparams").values():
-        data = plugin_data_pb2.HParamsPluginData.FromString(content)
-        if data.HasField("session_start_info"):
-            for key, value in data.session_start_info.hparams.items():
-                hparams[key] = value.string_value or value.number_value
-    return accumulator, hparams
 
 
 def test_tensorboard_events_once_per_trial_with_scalars_and_hparams(search):

@@ -1,12 +1,12 @@
-"""Failures a user meets, named on the terminal: a space whose training code raises, running out of memory. One
-search of two given trials, one failing each way."""
+"""Failures a user meets, named on the terminal: a space whose training code raises, running out of memory,
+training that diverges. One search of three given trials, one failing each way."""
 
 import json
 
 import pytest
 
 from tests.conftest import MNIST_MINI
-from tests.e2e_helpers import run_cli
+from tests.e2e_helpers import event_data, run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -27,6 +27,8 @@ class Broken(nn.Module):
     def forward(self, x):
         if self.failure == "raise":
             raise ValueError("the model of this space is broken")
+        if self.failure == "diverge":
+            return self.fc(x.flatten(1)) * float("nan")
         return self.fc(x.flatten(1)) + torch.empty(1 << 44, dtype=torch.uint8).sum()  # 16 TiB
 
 
@@ -39,24 +41,26 @@ SPACE = Space(
     },
     dataset="mnist",
     hyperparameters={"lr": FloatDistribution(0.01, 0.1, log=True),
-                     "failure": CategoricalDistribution(["raise", "out_of_memory"])},
+                     "failure": CategoricalDistribution(["raise", "out_of_memory", "diverge"])},
     constants={"optimizer": "sgd", "batch_size": 64},
 )
 """
 
 
-def test_a_space_whose_code_raises_or_runs_out_of_memory_names_each_cause_and_exits_1(tmp_path):
+def test_trials_that_raise_run_out_of_memory_or_diverge_name_each_cause_and_the_search_exits_1(tmp_path):
     space_file = tmp_path / "broken_space.py"
     space_file.write_text(BROKEN_SPACE)
     given = tmp_path / "given.json"
-    given.write_text(json.dumps([{"lr": 0.05, "failure": "raise"}, {"lr": 0.05, "failure": "out_of_memory"}]))
+    given.write_text(
+        json.dumps([{"lr": 0.05, "failure": failure} for failure in ("raise", "out_of_memory", "diverge")])
+    )
     result = run_cli(
         "run",
         f"space={space_file}",
         f"data.root={MNIST_MINI}",
         f"storage={tmp_path}",
         "name=f",
-        "trials=2",
+        "trials=3",
         "epochs=1",
         "data.limit=128",
         "data.val_limit=64",
@@ -70,9 +74,15 @@ def test_a_space_whose_code_raises_or_runs_out_of_memory_names_each_cause_and_ex
     assert errors["out_of_memory"].startswith("OutOfMemory: out of memory on cpu at batch_size=64: lower batch_size"), (
         errors
     )
-    for trial in summary["trials"]:  # the live view: the root cause and where the whole traceback is
+    assert errors["diverge"].startswith("NonFiniteLoss: training diverged: the loss became non-finite at epoch 1")
+    assert "lr=0.05" in errors["diverge"] and "failure=diverge" in errors["diverge"]  # named, with the hyperparameters
+    for trial in summary["trials"]:  # the live view: the root cause, and where the whole traceback is
         assert f"trial {trial['trial_id']} failed: {trial['error'][:60]}" in result.stdout
-        assert f"see {tmp_path / 'f' / ('trial_' + trial['trial_id'])}/error.txt" in result.stdout
+        error_file = tmp_path / "f" / f"trial_{trial['trial_id']}" / "error.txt"
+        # a loss that diverges at the last epoch: Tune ends the trial there, before its driver raises (no traceback)
+        assert (f"see {error_file}" in result.stdout) == (trial["config"]["failure"] != "diverge")
+        _, hparams = event_data(tmp_path / "f" / f"trial_{trial['trial_id']}")
+        assert hparams["status"] == "failed"  # failed trials are in TensorBoard's HParams too
     first = summary["trials"][0]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: no trial produced a checkpoint: every trial failed; the first, trial ")

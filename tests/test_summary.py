@@ -83,3 +83,18 @@ def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
     assert summary["best"]["trial_id"] == "t2"
     alone = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, [stopped])
     assert alone["best"]["trial_id"] == "t1" and alone["best"]["epoch"] == 2
+
+
+def test_a_diverged_trial_is_named_alike_whether_its_driver_raised_or_tune_stopped_it_first():
+    from search.results.summary import divergence
+    from search.running.failures import root_cause
+    from trainables.foundation.errors import divergence_cause, divergence_message
+
+    row = {"epoch": 2, "train_loss": float("nan"), "val_loss": float("inf"), "diverged": True}
+    hp = {"lr": 10000.0, "optimizer": "sgd"}
+    raised = f"ray::ImplicitFunc.train() (pid=1)\ntrainables.driver.NonFiniteLoss: {divergence_message(row, hp)}"
+    assert divergence(TrialRecord("t1", hp, [row])) == divergence_cause(row, hp) == root_cause(raised)
+    assert divergence_cause(row, hp).startswith(
+        "NonFiniteLoss: training diverged: the loss became non-finite at epoch 2"
+    )
+    assert "with lr=1e+04, optimizer=sgd" in divergence_cause(row, hp)

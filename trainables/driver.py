@@ -13,6 +13,7 @@ import ray.tune
 
 from trainables.checkpoints import CheckpointStore, run_location
 from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import divergence_message
 from trainables.foundation.resources import TrialShape, plan_concurrency
 from trainables.foundation.scheduling import trains_in_process
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
@@ -107,16 +108,6 @@ def replay(rows: list[dict], ending: dict | None, epochs: int, hp: dict) -> bool
     if last.get("diverged"):
         raise NonFiniteLoss(divergence_message(last, hp))
     return bool(ending) or int(last.get("epoch", 0)) >= epochs
-
-
-def divergence_message(last: dict, hp: dict) -> str:
-    chosen = ", ".join(
-        f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}" for key, value in hp.items()
-    )
-    return (
-        f"training diverged: the loss became non-finite at epoch {last.get('epoch')} (train_loss="
-        f"{last.get('train_loss')}, val_loss={last.get('val_loss')}) with {chosen}; a lower lr usually helps"
-    )
 
 
 def prepare_worker_group(settings: RunConfig) -> None:

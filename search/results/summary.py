@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from search.results.score import anneals, is_finite_number, standing_row
+from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import CHECKPOINT_KEY
 
 SUMMARY_FILE = "summary.json"
@@ -45,10 +46,10 @@ def epochs_run(record: TrialRecord) -> int:
 
 
 def divergence(record: TrialRecord) -> str | None:
-    """Why a trial whose loss became NaN/inf failed (ASHA may stop it before its driver raises)."""
+    """Why a trial whose loss became NaN/inf failed (Tune may stop it before its driver raises)."""
     for row in record.history:
         if row.get("diverged"):
-            return f"loss became non-finite at epoch {row.get('epoch')} (train_loss={row.get('train_loss')})"
+            return divergence_cause(row, record.config)
     return None
 
 

@@ -12,6 +12,7 @@ from search.results.summary import outcome
 from search.results.tensorboard import TrialEventWriter, written_epochs
 from search.running.failures import root_cause
 from search.running.study import StudyRecord
+from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"
@@ -77,7 +78,9 @@ class ProgressView(ray.tune.Callback):
         self._show(trials, latest={key(trial): result})  # Tune stores `result` in the trial after this call
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self._show(trials, f"trial {key(trial)} finished: {self.outcomes.status(trial, ended=True)}", ended=trial)
+        diverged = _divergence(trial)  # stopped by Tune at the epoch its loss diverged, before its driver raised
+        event = f"failed: {diverged}" if diverged else f"finished: {self.outcomes.status(trial, ended=True)}"
+        self._show(trials, f"trial {key(trial)} {event}", ended=trial)
 
     def on_trial_error(self, iteration, trials, trial, **info):
         cause = root_cause(_error_text(trial))
@@ -268,7 +271,7 @@ def _last_result(trial, latest: dict) -> dict:
 
 def _divergence(trial) -> str | None:
     last = trial.last_result or {}
-    return f"the loss became non-finite at epoch {last.get('epoch')}" if last.get("diverged") else None
+    return divergence_cause(last, hyperparameters(trial)) if last.get("diverged") else None
 
 
 def _fmt(value) -> str:

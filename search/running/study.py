@@ -26,6 +26,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from search.results.score import is_finite_number, score_of_values
+from trainables.foundation.errors import divergence_cause
 from trainables.foundation.storage import STUDY_FILE
 from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids
 
@@ -189,7 +190,8 @@ def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
         if ending.get("status") in ENDED:
             record.end(trial_id, ending["status"], ending.get("error"))
         elif rows and rows[-1].get("diverged"):
-            record.end(trial_id, "failed", f"the loss became non-finite at epoch {rows[-1].get('epoch')}")
+            hp = {**record.constants, **record.coding.to_config(frozen.params)}
+            record.end(trial_id, "failed", divergence_cause(rows[-1], hp))
         elif rows and int(rows[-1].get("epoch", 0)) >= record.epochs:
             record.end(trial_id, "completed")
     return record.running()

@@ -28,3 +28,20 @@ class RemoteCommandFailed(Exception):
     def __init__(self, exit_code: int, message: str):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def divergence_message(row: dict, hp: dict) -> str:
+    """Why a trial whose loss became NaN or infinite cannot go on: the epoch, its losses and its hyperparameters."""
+    chosen = ", ".join(
+        f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}" for key, value in hp.items()
+    )
+    return (
+        f"training diverged: the loss became non-finite at epoch {row.get('epoch')} (train_loss="
+        f"{row.get('train_loss')}, val_loss={row.get('val_loss')}) with {chosen}; a lower lr usually helps"
+    )
+
+
+def divergence_cause(row: dict, hp: dict) -> str:
+    """The same as a failed trial's one-line cause, whoever ends the trial: its driver raises NonFiniteLoss, or Tune
+    stops it at that epoch first (its last, or an ASHA rung) and the search names the cause itself."""
+    return f"NonFiniteLoss: {divergence_message(row, hp)}"
