@@ -16,16 +16,6 @@ from search import samples  # noqa: E402
 MNIST_MINI = Path(os.environ.get("MNIST_MINI") or samples.mnist_root()).resolve()
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (two workers, as pyproject.toml's addopts asks), every end-to-end test runs in one worker,
-    one after another as without xdist: they start Ray instances, clusters and servers on this machine and were
-    written for one at a time. The unit tests run in the other worker meanwhile."""
-    for item in items:
-        if item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group("e2e"))
-
-
 @pytest.fixture
 def mnist_root() -> Path:
     return MNIST_MINI
