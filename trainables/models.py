@@ -8,7 +8,7 @@ from pathlib import Path
 
 from torch import nn
 
-STEMS = ("imagenet", "small")
+from trainables.foundation.choices import STEMS
 
 
 class BasicBlock(nn.Module):

@@ -18,9 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainables.augment import random_rotations, random_shifts
+from trainables.foundation.choices import OPTIMIZER_NAMES
 from trainables.foundation.schedules import ANNEALING_SCHEDULES, LR_SCHEDULES, ONECYCLE_WARMUP
-
-OPTIMIZER_NAMES = ("sgd", "adam", "adamw")
 
 MODEL_FILE = "model.pt"
 OPTIMIZER_FILE = "optimizer.pt"

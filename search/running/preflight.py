@@ -8,6 +8,7 @@ import re
 import struct
 from pathlib import Path
 
+from trainables.foundation.choices import CHOICES
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.resources import local_cpu_count, plan_concurrency, settle_shape
@@ -18,11 +19,9 @@ from trainables.foundation.storage import exists, experiment_of, refuse_unwritab
 def preflight(config: RunConfig, space: Space) -> None:
     """Everything that can be refused before Ray starts."""
     from trainables.data import get_dataset
-    from trainables.models import STEMS
-    from trainables.training import LR_SCHEDULES, OPTIMIZER_NAMES
 
     hp = {**space.constants, **config.fixed}
-    for key, allowed in (("optimizer", OPTIMIZER_NAMES), ("lr_schedule", LR_SCHEDULES), ("stem", STEMS)):
+    for key, allowed in CHOICES.items():
         if hp.get(key) is not None and hp[key] not in allowed:
             raise UsageError(f"{key}={hp[key]}: allowed values are {', '.join(allowed)}")
     experiment = experiment_of(config.storage, config.name)
