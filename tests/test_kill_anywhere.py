@@ -211,8 +211,9 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
     final = run_cli("resume", str(experiment))
     assert final.returncode == 0, final.stdout[-3000:] + final.stderr[-3000:]
     reported |= set(EPOCH_LINE.findall(final.stdout))
-    again = run_cli("resume", str(experiment))
-    assert again.returncode == 0 and "already finished" in again.stdout
+    if shape == "in_process":  # the same driver's answer for either shape
+        again = run_cli("resume", str(experiment))
+        assert again.returncode == 0 and "already finished" in again.stdout
     assert_study_agrees_with_files(experiment, finished=True)
 
     summary = json.loads((experiment / "summary.json").read_text())
