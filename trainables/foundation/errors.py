@@ -1,4 +1,4 @@
-"""Errors the CLI turns into one clear line and an exit code."""
+"""Errors the CLI turns into one clear line and an exit code, and the one line that names a diverged trial."""
 
 
 class UsageError(Exception):
