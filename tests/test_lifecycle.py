@@ -38,13 +38,6 @@ RECIPE = {"lr": 0.06, "weight_decay": 0.0005, "label_smoothing": 0.1, "shift": 3
 DDP = "workers=2"  # a Ray Train worker group; without it, a trial on these 2 cores trains in its own trial process
 
 
-def wait_for_file_lines(path, count: int, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not (path.is_file() and len(path.read_text().splitlines()) >= count):
-        assert time.monotonic() < deadline, f"{path} did not get {count} lines in {timeout_s} s"
-        time.sleep(0.2)
-
-
 def result_rows(experiment, trial_id):
     return [json.loads(line) for line in (experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()]
 
