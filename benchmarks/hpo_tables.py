@@ -24,6 +24,7 @@ from optuna.distributions import CategoricalDistribution
 
 from benchmarks.options import HPO_FAMILIES
 from benchmarks.replay_figures import summarise
+from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
@@ -78,7 +79,7 @@ def proposer(task: Task, arm: str, seed: int, trials: int):
 
         def tell_search(index, value):
             searcher.on_trial_complete(str(index), {task.metric: value, "epoch": 1})
-            searcher.record.end(str(index), "completed")
+            searcher.record.end(str(index), Ending("completed"))
 
         return (lambda index: searcher.suggest(str(index))), tell_search
     sampler = optuna.samplers.TPESampler(seed=seed) if arm == "optuna_tpe" else optuna.samplers.RandomSampler(seed)

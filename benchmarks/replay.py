@@ -33,6 +33,7 @@ import optuna
 from optuna.distributions import FloatDistribution
 
 from search.results.score import standing_row
+from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
@@ -171,7 +172,7 @@ class StudyArm:
         if self.scheduler:
             self.scheduler.on_trial_remove(None, self.trial)
         self.searcher.on_trial_complete(self.trial.trial_id)
-        self.searcher.record.end(self.trial.trial_id, "completed" if completed else "stopped_early")
+        self.searcher.record.end(self.trial.trial_id, Ending("completed" if completed else "stopped_early"))
 
 
 class FixedArm(StudyArm):

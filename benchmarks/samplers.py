@@ -18,6 +18,7 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.samplers import RandomSampler, TPESampler
 
+from search.running.endings import Ending
 from search.running.sampler import good_group, startup_trials
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
@@ -83,7 +84,7 @@ def chosen_score(space: dict, score, variant: str, seed: int, trials: int, noise
         true = score(config)
         observed = true + rng.normal(0.0, noise)
         search.on_trial_complete(str(index), {"score": observed, "epoch": 1})
-        search.record.end(str(index), "completed")
+        search.record.end(str(index), Ending("completed"))
         best = max(best, (observed, true))
     return best[1]
 

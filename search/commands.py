@@ -53,15 +53,23 @@ def cmd_run(args: list[str]) -> int:
 
     given = given_configurations(config, space)
     from search.running.tuner import run_search  # Ray is imported only once the input is known to be good
+    from search.running.writer_lock import WriterLock
 
     experiment = experiment_of(config.storage, config.name)
     claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
     try:
-        summary = run_search(config, space, experiment, given)
+        with WriterLock(experiment, command_words("run", args)):
+            summary = run_search(config, space, experiment, given)
     except KeyboardInterrupt:
         raise SearchInterrupted(experiment.location) from None
     print_result(summary, experiment)
     return 0
+
+
+def command_words(name: str, args: list[str]) -> str:
+    """The command as the lock names its holder (at most 80 characters)."""
+    words = " ".join([f"python -m search {name}", *args])
+    return words if len(words) <= 80 else words[:77] + "..."
 
 
 def print_result(summary: dict, experiment: Experiment) -> None:
@@ -102,6 +110,17 @@ def cmd_resume(args: list[str]) -> int:
     experiment = Experiment.at(positional[0])
     if not exists(experiment.join(SEARCH_FILE)):
         raise UsageError(f"{positional[0]}: not an experiment folder (no {SEARCH_FILE}); give the folder `run` created")
+    from search.running.writer_lock import WriterLock
+
+    try:
+        with WriterLock(experiment, command_words("resume", args)):  # before the download: a live driver's files
+            return resume_held(experiment, options)
+    except KeyboardInterrupt:
+        raise SearchInterrupted(experiment.location) from None
+
+
+def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
+    """`resume`, holding the experiment's lock."""
     experiment.download()  # a URI's settings, study, log and events, into the working folder
     from search.running.settings import read_settings, write_settings
 
@@ -109,10 +128,10 @@ def cmd_resume(args: list[str]) -> int:
     config = resumed_config(before, options)
     finished = exists(experiment.join(SUMMARY_FILE))
     space = load_space(config.space)
-    if finished and config.trials == before["trials"]:
+    if finished and config.trials == before["trials"] and "time_budget" not in options:
         print(
             f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
-            "; give trials=N to grow it"
+            "; give trials=N to grow it, or time_budget=S to continue the trials its time budget stopped"
         )
         if config.tracking.to == "mlflow":
             track_finished(experiment, config, before, space)
@@ -123,19 +142,15 @@ def cmd_resume(args: list[str]) -> int:
     from search.running.mlflow_store import refuse_unusable
 
     refuse_unusable(config)
+    if finished:  # a continued search is unfinished until its trials end: no summary may look complete
+        if experiment.remote:
+            delete_file(experiment.join(SUMMARY_FILE))
+        (experiment.local / SUMMARY_FILE).unlink(missing_ok=True)
     if config.to_dict() != before:
-        if finished:  # a grown search is unfinished until its new trials end: no summary may look complete
-            if experiment.remote:
-                delete_file(experiment.join(SUMMARY_FILE))
-            (experiment.local / SUMMARY_FILE).unlink(missing_ok=True)
         write_settings(experiment, {"run": config.to_dict()})
     from search.running.tuner import resume_search
 
-    try:
-        summary = resume_search(experiment, config, space)
-    except KeyboardInterrupt:
-        raise SearchInterrupted(experiment.location) from None
-    print_result(summary, experiment)
+    print_result(resume_search(experiment, config, space), experiment)
     return 0
 
 
@@ -197,10 +212,20 @@ def cmd_export(args: list[str]) -> int:
     positional, options, _ = split_options(args, {"out", "trial", "tracking.register"})
     if len(positional) != 1:
         raise UsageError("usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID] [tracking.register=NAME]")
+    register = options.get("tracking.register")
+    if not register:
+        return export_and_register(open_for_reading(positional[0], SUMMARY_FILE), options)
+    from search.running.writer_lock import WriterLock
+
+    # a registration writes the search's MLflow store: as its one writer, from the driver's working folder
+    with WriterLock(Experiment.at(positional[0]), command_words("export", args)):
+        return export_and_register(open_for_reading(positional[0], SUMMARY_FILE, reading=False), options)
+
+
+def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
     from search.results.export import export_experiment
     from search.results.summary import read_summary
 
-    experiment = open_for_reading(positional[0], SUMMARY_FILE)
     summary, register = read_summary(experiment.local), options.get("tracking.register")
     run = RunConfig.from_dict(summary["run"])
     if register:
@@ -219,6 +244,9 @@ def cmd_export(args: list[str]) -> int:
         from search.running.registry import register_export
 
         version, uri = register_export(run, summary["space"], experiment, meta, register)
+        from search.running.mlflow_store import store_files
+
+        experiment.upload(store_files(experiment.local))  # a URI experiment's store: the registration kept there
         print(f"registered: MLflow model {register} version {version} at {uri} (models:/{register}/{version})")
     return 0
 

@@ -1,24 +1,51 @@
-"""The live progress view, rendered from stand-in trials (pure logic; Ray is imported, never started)."""
+"""The live progress view, rendered from stand-in Tune trials over a real study in memory (pure logic; Ray is
+imported, never started). How trials ended and the best ended score come from the study."""
 
 from types import SimpleNamespace
 
-from search.running.callbacks import ProgressView, TrialOutcomes
+import optuna
+
+from search.running.endings import Ending, ending_of
+from search.running.live_view import ProgressView, event_words
+from search.running.study import StudyRecord
+
+SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
 
 
-def trial(trial_id, status, epoch, value, images_per_s=480.0, diverged=False):
-    last = {"epoch": epoch, "val_acc": value, "images_per_s": images_per_s, "diverged": diverged} if epoch else {}
+def record_with(ends: dict, epochs: int = 4) -> StudyRecord:
+    """A study whose trials ended as `ends` says: {trial id: (epochs run, val_acc, how it ended)}."""
+    record = StudyRecord.in_memory(SPACE, "val_acc", "max", optuna.samplers.RandomSampler(seed=0), epochs)
+    for trial_id, (epochs_run, value, ending) in ends.items():
+        record.create(trial_id)
+        for epoch in range(1, epochs_run + 1):
+            record.report(trial_id, epoch, value)
+        record.end(trial_id, ending)
+    return record
+
+
+def trial(trial_id, status, epoch, value, images_per_s=480.0):
+    last = {"epoch": epoch, "val_acc": value, "images_per_s": images_per_s} if epoch else {}
     analysis = {"val_acc": {"max": value}} if value is not None else {}
     return SimpleNamespace(
         trial_id=trial_id, status=status, last_result=last, metric_analysis=analysis, path="/x", config={}
     )
 
 
+def view_of(record, total, budget_s=0.0):
+    return ProgressView(record, epochs=record.epochs, total_trials=total, budget_s=budget_s)
+
+
+ENDS = {
+    "aaaa0001": (4, 0.97, ending_of(4, 4)),
+    "aaaa0002": (1, 0.40, ending_of(1, 4)),
+    "aaaa0003": (1, 0.10, ending_of(1, 4, error="RuntimeError: boom")),
+}
+
+
 def test_view_counts_best_and_estimate_fit_100_columns():
-    view = ProgressView(TrialOutcomes(epochs=4, metric="val_acc", mode="max"), total_trials=6, concurrency=2)
+    view = view_of(record_with({}), total=6)
+    view.record = record_with(ENDS)  # three trials ended since the view started
     trials = [
-        trial("aaaa0001", "TERMINATED", 4, 0.97),
-        trial("aaaa0002", "TERMINATED", 1, 0.40),
-        trial("aaaa0003", "ERROR", 1, 0.10),
         trial("aaaa0004", "RUNNING", 2, 0.95, images_per_s=512),
         trial("aaaa0005", "RUNNING", 1, 0.80),
         trial("aaaa0006", "PENDING", 0, None),
@@ -34,46 +61,60 @@ def test_view_counts_best_and_estimate_fit_100_columns():
 
 
 def test_no_estimate_before_a_trial_ended():
-    view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=2, concurrency=1)
-    lines = view.render([trial("b1", "RUNNING", 1, 0.5), trial("b2", "PENDING", 0, None)], elapsed=20)
+    lines = view_of(record_with({}), 2).render([trial("b1", "RUNNING", 1, 0.5), trial("b2", "PENDING", 0, None)], 20)
     assert "left" not in lines[-1] and "0/2 done" in lines[-1]
 
 
 def test_long_status_wraps_instead_of_overflowing():
-    view = ProgressView(TrialOutcomes(epochs=4, metric="val_acc", mode="max"), total_trials=600, concurrency=2)
-    trials = [trial("aaaa0001", "TERMINATED", 4, 0.97), trial("aaaa0003", "ERROR", 1, 0.10)]
-    lines = view.render(trials, elapsed=30000)
+    lines = view_of(record_with(ENDS), total=600, budget_s=36000).render([], elapsed=30000)
     assert all(len(line) <= 100 for line in lines) and lines[-1].strip() == "best val_acc 0.9700 aaaa0001"
 
 
 def test_a_trial_still_starting_shows_as_starting_not_running():
-    view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=4, concurrency=1)
-    lines = view.render([trial("c1", "RUNNING", 2, 0.5), trial("c2", "RUNNING", 0, None)], elapsed=20)
+    lines = view_of(record_with({}), 4).render([trial("c1", "RUNNING", 2, 0.5), trial("c2", "RUNNING", 0, None)], 20)
     assert len(lines) == 1 and "1 running, 1 starting, 0/4 done" in lines[0]
 
 
-def test_a_trial_end_prints_the_event_and_the_status_once():
-    view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=3, concurrency=2)
-    ended = trial("d1", "TERMINATED", 3, 0.9)
-    lines = view.render(
-        [ended, trial("d2", "RUNNING", 2, 0.5)], elapsed=40, event="trial d1 finished: completed", ended=ended
-    )
+def test_a_trial_end_prints_the_event_from_the_study_and_the_status_once():
+    record = record_with({"d1": (3, 0.9, ending_of(3, 3))}, epochs=3)
+    view = view_of(record, 3)
+    ended = trial("d1", "RUNNING", 3, 0.9)  # Tune marks it TERMINATED after the callbacks
+    lines = view.render([ended, trial("d2", "RUNNING", 2, 0.5)], 40, event_words("d1", record.ending("d1")))
     assert lines[0] == "[ 0m40s] trial d1 finished: completed"
     assert len(lines) == 2 and "1 running, 1/3 done" in lines[1] and "best val_acc 0.9000 d1" in lines[1]
 
 
+def test_a_trial_the_budget_stopped_says_so_and_the_time_budget_left_shows():
+    record = record_with({"f1": (2, 0.8, ending_of(2, 4, out_of_time=True))})
+    assert (
+        event_words("f1", record.ending("f1")) == "trial f1 finished: stopped_by_budget (stopped by the time "
+        "budget after epoch 2)"
+    )
+    status = " ".join(view_of(record, 4, budget_s=90).render([], elapsed=30))
+    assert "1/4 done, 0 early-stopped, 1 out of time, 0 failed" in status and "budget 1m00s left" in status
+
+
+def test_a_failed_trial_names_its_cause():
+    assert event_words("g1", Ending("failed", "RuntimeError: boom")) == "trial g1 failed: RuntimeError: boom"
+
+
 def test_the_estimate_counts_down_between_trial_ends():
-    view = ProgressView(TrialOutcomes(epochs=3, metric="val_acc", mode="max"), total_trials=4, concurrency=1)
-    trials = [trial("e1", "TERMINATED", 3, 0.9), trial("e2", "RUNNING", 1, 0.5)]
+    view = view_of(record_with({}), 4)
+    view.record = record_with({"e1": (4, 0.9, ending_of(4, 4))})
+    trials = [trial("e2", "RUNNING", 1, 0.5)]
     assert "~6m00s left" in view.render(trials, elapsed=120)[-1]  # 1 trial ended in 2 min, 3 to go
     assert "~4m20s left" in view.render(trials, elapsed=220)[-1]  # the same estimate, 100 s later
     assert "~0m00s left" in view.render(trials, elapsed=900)[-1]  # overdue: never below zero
-    trials.append(trial("e3", "TERMINATED", 1, 0.4))
+    view.record = record_with({"e1": (4, 0.9, ending_of(4, 4)), "e3": (1, 0.4, ending_of(1, 4))})
     assert "~15m00s left" in view.render(trials, elapsed=900)[-1]  # another ended: 2 in 15 min, 2 to go
 
 
 def test_a_resumed_search_counts_what_earlier_sessions_ended_and_their_best():
-    earlier = {"completed": 2, "stopped_early": 1, "failed": 0, "best": (0.98, "bbbb0001")}
-    view = ProgressView(TrialOutcomes(epochs=4, metric="val_acc", mode="max"), 6, 2, earlier)
-    lines = view.render([trial("aaaa0004", "RUNNING", 2, 0.95)], elapsed=60)
+    earlier = {
+        "bbbb0001": (4, 0.98, ending_of(4, 4)),
+        "bbbb0002": (4, 0.90, ending_of(4, 4)),
+        "bbbb0003": (1, 0.30, ending_of(1, 4)),
+    }
+    lines = view_of(record_with(earlier), 6).render([trial("aaaa0004", "RUNNING", 2, 0.95)], elapsed=60)
     assert "1 running, 3/6 done, 1 early-stopped, 0 failed | best val_acc 0.9800 bbbb0001" in lines[-1]
+    assert "left" not in lines[-1]  # nothing ended in this session yet

@@ -10,9 +10,10 @@ from optuna.distributions import FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
 from benchmarks.samplers import BATCHES, SHAPED, shaped_score
+from search.running.endings import Ending
 from search.running.sampler import good_group, make_sampler, startup_trials
 from search.running.searcher import StudySearcher
-from search.running.study import SpaceCoding, StudyRecord, open_study, reconcile, trial_id_of
+from search.running.study import SpaceCoding, StudyRecord, reconcile, trial_id_of
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True), "wd": FloatDistribution(1e-5, 1e-1, log=True)}
@@ -38,7 +39,7 @@ def run_sequentially(search: StudySearcher, trials: int, score=score) -> list[fl
         value = score(config)
         search.on_trial_result(f"t{index}", {"val_acc": value, "epoch": 3})
         search.on_trial_complete(f"t{index}", {"val_acc": value, "epoch": 3})
-        search.record.end(config[TRIAL_KEY], "completed")
+        search.record.end(config[TRIAL_KEY], Ending("completed"))
         scores.append(value)
     return scores
 
@@ -84,7 +85,7 @@ def test_a_stopped_trial_reaches_the_study_with_the_epoch_that_stopped_it_and_a_
         ("failed", "failed", "NonFiniteLoss: x"),
         ("done", "completed", None),
     ]:
-        search.record.end(trial_id, status, reason)
+        search.record.end(trial_id, Ending(status, reason))
     stopped, failed, done = search.record.study.trials
     assert stopped.state == TrialState.PRUNED and stopped.intermediate_values == {1: 0.5, 2: 0.4}
     assert failed.state == TrialState.FAIL and failed.user_attrs["reason"] == "NonFiniteLoss: x"
@@ -99,7 +100,7 @@ def test_a_trial_is_scored_by_the_summarys_rule():
         record.create("a")
         for epoch, value in [(1, 0.5), (2, 0.9), (3, 0.8)]:
             record.report("a", epoch, value)
-        record.end("a", "completed")
+        record.end("a", Ending("completed"))
         assert record.study.trials[0].value == expected
 
 
@@ -109,8 +110,7 @@ def test_the_same_seed_proposes_the_same_trials():
 
 def test_a_reopened_study_knows_what_the_files_know_and_proposes_unfinished_trials_again_first(tmp_path):
     coding = SpaceCoding(dict(SPACE))
-    study = open_study(tmp_path, "maximize", make_sampler("random", 0, 2))
-    record = StudyRecord(study, coding, "val_acc", "max", 3, {})
+    record = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {}, make_sampler("random", 0, 2))
     first = StudySearcher(record, [], "val_acc", "max")
     first.suggest("ended")
     cut = first.suggest("cut")
@@ -121,7 +121,7 @@ def test_a_reopened_study_knows_what_the_files_know_and_proposes_unfinished_tria
         )
     TrialFiles(str(tmp_path), "ended").write_ending("stopped_early")
     (tmp_path / "study.log").write_bytes((tmp_path / "study.log").read_bytes() + b'{"op_code": 5, "wor')  # cut
-    reopened = StudyRecord(open_study(tmp_path, "maximize"), coding, "val_acc", "max", 3, {})
+    reopened = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {})
     again = reconcile(reopened, str(tmp_path))
     assert [trial_id_of(t) for t in again] == ["cut"] and again[0].intermediate_values == {1: 0.6, 2: 0.7}
     assert reopened.frozen("ended").state == TrialState.PRUNED
@@ -154,10 +154,10 @@ def test_a_proposal_cut_short_by_a_kill_is_failed_on_resume_and_is_no_trial_of_t
     """The sampler's proposal and its name are separate appends to the journal: a kill between them leaves a RUNNING
     trial without an id, which never reached Tune. Resume fails it with the reason; it counts for nothing."""
     coding = SpaceCoding(dict(SPACE))
-    study = open_study(tmp_path, "maximize", make_sampler("random", 0, 2))
-    StudyRecord(study, coding, "val_acc", "max", 3, {}).create("named")
-    study.ask(coding.distributions)  # killed before its name was written
-    reopened = StudyRecord(open_study(tmp_path, "maximize"), coding, "val_acc", "max", 3, {})
+    record = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {}, make_sampler("random", 0, 2))
+    record.create("named")
+    record.study.ask(coding.distributions)  # killed before its name was written
+    reopened = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {})
     again = reconcile(reopened, str(tmp_path))
     assert [trial_id_of(t) for t in again] == ["named"] and len(reopened.proposed()) == 1
     cut = reopened.study.trials[1]
@@ -172,7 +172,7 @@ def test_a_trial_only_its_files_know_is_added_to_the_study_with_its_epochs_and_e
     rows = files.append([], {"epoch": 1, "val_acc": 0.6, "config": {"lr": 0.01, "wd": 0.001, "lr_schedule": "none"}})
     files.append(rows, {"epoch": 2, "val_acc": 0.7, "config": {"lr": 0.01, "wd": 0.001, "lr_schedule": "none"}})
     files.write_ending("stopped_early")
-    record = StudyRecord(open_study(tmp_path, "maximize"), coding, "val_acc", "max", 3, {"lr_schedule": "none"})
+    record = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {"lr_schedule": "none"})
     assert reconcile(record, str(tmp_path)) == []
     added = record.frozen("fromfile")
     assert added.params == {"lr": 0.01, "wd": 0.001} and added.intermediate_values == {1: 0.6, 2: 0.7}

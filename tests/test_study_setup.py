@@ -6,6 +6,7 @@ import json
 import optuna
 import pytest
 
+from search.running.endings import Ending
 from search.running.sampler import make_sampler
 from search.running.study import STARTUP_ATTR, StudyRecord
 from search.running.study_setup import given_configurations, open_search_study
@@ -57,7 +58,7 @@ def test_given_configurations_run_first_and_count_in_the_random_start(tmp_path):
 def finish(record: StudyRecord, trial_id: str, value: float) -> None:
     record.create(trial_id)
     record.report(trial_id, 1, value)
-    record.end(trial_id, "completed")
+    record.end(trial_id, Ending("completed"))
 
 
 def test_a_grown_search_keeps_its_random_start_so_its_first_new_proposal_is_tpes(tmp_path):

@@ -33,9 +33,10 @@ def test_pruned_checkpoints_are_never_chosen(tmp_path):
 def test_summary_statuses_and_best(tmp_path):
     records = [
         TrialRecord("t1", {"lr": 0.1}, _rows(tmp_path, "t1", [0.5, 0.6, 0.8])),
-        TrialRecord("t2", {"lr": 0.2}, _rows(tmp_path, "t2", [0.3])),
-        TrialRecord("t3", {"lr": 9.0}, [{"epoch": 1, "val_acc": 0.1, "diverged": True}]),
-        TrialRecord("t4", {"lr": 0.3}, [], error="RuntimeError: boom"),
+        TrialRecord("t2", {"lr": 0.2}, _rows(tmp_path, "t2", [0.3]), status="stopped_early"),
+        TrialRecord("t3", {"lr": 9.0}, [{"epoch": 1, "val_acc": 0.1}], "failed", "NonFiniteLoss: non-finite loss"),
+        TrialRecord("t4", {"lr": 0.3}, [], status="failed", reason="RuntimeError: boom"),
+        TrialRecord("t5", {"lr": 0.4}, _rows(tmp_path, "t5", [0.2]), "stopped_by_budget", "stopped by the budget"),
     ]
     summary = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, records)
     by_id = {t["trial_id"]: t for t in summary["trials"]}
@@ -43,6 +44,8 @@ def test_summary_statuses_and_best(tmp_path):
     assert by_id["t2"]["status"] == "stopped_early" and by_id["t2"]["epochs_run"] == 1
     assert by_id["t3"]["status"] == "failed" and "non-finite" in by_id["t3"]["error"]
     assert by_id["t4"]["status"] == "failed" and by_id["t4"]["error"] == "RuntimeError: boom"
+    assert by_id["t5"]["status"] == "stopped_by_budget" and by_id["t5"]["error"] is None
+    assert by_id["t5"]["stopped"] == "stopped by the budget" and by_id["t5"]["epochs_run"] == 1
     assert [t["trial_id"] for t in summary["trials"]][:2] == ["t1", "t2"]
     assert summary["best"]["trial_id"] == "t1" and summary["best"]["epoch"] == 3
     assert summary["best"]["checkpoint"].endswith("t1/checkpoint_epoch_0003")
@@ -75,9 +78,9 @@ def test_an_annealed_trial_stands_by_its_final_epoch(tmp_path):
 
 
 def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
-    stopped = TrialRecord("t1", {"lr_schedule": "cosine"}, _rows(tmp_path, "t1", [0.9, 0.99]))
+    stopped = TrialRecord("t1", {"lr_schedule": "cosine"}, _rows(tmp_path, "t1", [0.9, 0.99]), "stopped_early")
     finished = TrialRecord("t2", {"lr_schedule": "cosine"}, _rows(tmp_path, "t2", [0.5, 0.9, 0.98]))
-    failed = TrialRecord("t3", {"lr_schedule": "cosine"}, [], error="RuntimeError: boom")
+    failed = TrialRecord("t3", {"lr_schedule": "cosine"}, [], status="failed", reason="RuntimeError: boom")
     summary = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, [failed, stopped, finished])
     assert [t["trial_id"] for t in summary["trials"]] == ["t2", "t1", "t3"]
     assert summary["best"]["trial_id"] == "t2"
@@ -86,14 +89,16 @@ def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
 
 
 def test_a_diverged_trial_is_named_alike_whether_its_driver_raised_or_tune_stopped_it_first():
-    from search.results.summary import divergence
+    from search.running.endings import ending_of
     from search.running.failures import root_cause
     from trainables.foundation.errors import divergence_cause, divergence_message
 
     row = {"epoch": 2, "train_loss": float("nan"), "val_loss": float("inf"), "diverged": True}
     hp = {"lr": 10000.0, "optimizer": "sgd"}
     raised = f"ray::ImplicitFunc.train() (pid=1)\ntrainables.driver.NonFiniteLoss: {divergence_message(row, hp)}"
-    assert divergence(TrialRecord("t1", hp, [row])) == divergence_cause(row, hp) == root_cause(raised)
+    stopped_by_tune = ending_of(2, 3, divergence=divergence_cause(row, hp))
+    raised_by_its_driver = ending_of(2, 3, error=root_cause(raised))
+    assert stopped_by_tune == raised_by_its_driver and stopped_by_tune.status == "failed"
     assert divergence_cause(row, hp).startswith(
         "NonFiniteLoss: training diverged: the loss became non-finite at epoch 2"
     )

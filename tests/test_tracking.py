@@ -7,6 +7,7 @@ import threading
 import optuna
 import pytest
 
+from search.running.endings import Ending
 from search.running.study import StudyRecord
 from search.running.tracking import MlflowTracker, start_tracker
 from trainables.foundation.config import RunConfig, TrackingConfig
@@ -44,7 +45,7 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     record.create("t1")
     epoch(experiment, record, "t1", 1, 0.5)
     epoch(experiment, record, "t1", 2, 0.7)
-    record.end("t1", "completed")
+    record.end("t1", Ending("completed"))
     record.create("t2")
     epoch(experiment, record, "t2", 1, 0.4)
     first = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
@@ -61,7 +62,7 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     assert logged["trial_t2"][0].info.status == "KILLED"
 
     epoch(experiment, record, "t2", 2, 0.6)  # what `resume` adds; it reopens the store as a new driver would
-    record.end("t2", "completed")
+    record.end("t2", Ending("completed"))
     second = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
     second.sync(record)
     second.sync(record)

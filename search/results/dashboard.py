@@ -3,6 +3,9 @@
 The dashboard reads the study as Optuna stores it: every trial with its hyperparameters, every epoch as an
 intermediate value, its state and score; its own plots (history, importance, parallel coordinates, intermediate
 values) come with it. Offline: the dashboard's pages ship in its wheel.
+
+It is served read-only: the search driver is the study's one writer, so the dashboard's own writes ("Mark Fail",
+deleting a study or a trial, telling a value, notes) are refused with 403 before they reach the journal.
 """
 
 from __future__ import annotations
@@ -26,10 +29,34 @@ def dashboard_address(experiment: Path, port: int, host: str = "127.0.0.1") -> t
     return study, port
 
 
+READS = {"GET", "HEAD", "OPTIONS"}
+REFUSAL = b'{"reason": "this dashboard is read-only: the search driver is the study\'s one writer"}'
+
+
+def read_only(app):
+    """A WSGI app that passes reads to `app` and refuses every write with 403."""
+
+    def guarded(environ, start_response):
+        if environ.get("REQUEST_METHOD", "GET").upper() in READS:
+            return app(environ, start_response)
+        start_response("403 Forbidden", [("Content-Type", "application/json"), ("Content-Length", str(len(REFUSAL)))])
+        return [REFUSAL]
+
+    return guarded
+
+
 def serve(study: Path, port: int, host: str = "127.0.0.1") -> None:
     """Serve until interrupted (blocks)."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
     import optuna_dashboard
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    optuna_dashboard.run_server(JournalStorage(JournalFileBackend(str(study))), host=host, port=port)
+    class QuietHandler(WSGIRequestHandler):
+        def log_message(self, *args):  # no line per request on the terminal
+            pass
+
+    app = read_only(optuna_dashboard.wsgi(JournalStorage(JournalFileBackend(str(study)))))
+    with make_server(host, port, app, handler_class=QuietHandler) as server:
+        server.serve_forever()

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from search.results.score import anneals, is_finite_number, standing_row
-from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import CHECKPOINT_KEY
 
 SUMMARY_FILE = "summary.json"
@@ -16,12 +15,18 @@ SUMMARY_FILE = "summary.json"
 
 @dataclass
 class TrialRecord:
-    """What one trial left behind: its hyperparameters, every epoch it reported, its error if any."""
+    """What one trial left behind: its hyperparameters, every epoch it reported, and how it ended as the study holds
+    it (search.running.endings: `status`, and `reason`, the error of a failed trial)."""
 
     trial_id: str
     config: dict
     history: list[dict] = field(default_factory=list)
-    error: str | None = None
+    status: str = "completed"
+    reason: str | None = None
+
+    @property
+    def error(self) -> str | None:
+        return self.reason if self.status == "failed" else None
 
 
 def trial_row(record: TrialRecord, metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
@@ -45,27 +50,6 @@ def epochs_run(record: TrialRecord) -> int:
     return max((int(r.get("epoch", 0)) for r in record.history), default=0)
 
 
-def divergence(record: TrialRecord) -> str | None:
-    """Why a trial whose loss became NaN/inf failed (Tune may stop it before its driver raises)."""
-    for row in record.history:
-        if row.get("diverged"):
-            return divergence_cause(row, record.config)
-    return None
-
-
-def outcome(failed: bool, epochs_run: int, epochs: int) -> str:
-    """The status word of an ended trial, shared by summary.json, the live view and TensorBoard."""
-    if failed:
-        return "failed"
-    if epochs_run == 0:
-        return "not_started"
-    return "completed" if epochs_run >= epochs else "stopped_early"
-
-
-def trial_status(record: TrialRecord, epochs: int) -> str:
-    return outcome(bool(record.error or divergence(record)), epochs_run(record), epochs)
-
-
 def summarize(
     space: str, metric: str, mode: str, run: dict, records: list[TrialRecord], checkpoint_exists=os.path.isdir
 ) -> dict:
@@ -77,7 +61,7 @@ def summarize(
         row = trial_row(record, metric, mode, checkpoint_exists)
         entry = {
             "trial_id": record.trial_id,
-            "status": trial_status(record, epochs),
+            "status": record.status,
             "config": record.config,
             "epochs_run": epochs_run(record),
             metric: row[metric] if row else None,
@@ -85,7 +69,8 @@ def summarize(
             "checkpoint": row[CHECKPOINT_KEY] if row else None,
             "training_s": round(sum(r.get("epoch_s") or 0.0 for r in record.history), 3),
             "life_s": round(max((r.get("time_total_s") or 0.0 for r in record.history), default=0.0), 3),
-            "error": record.error or divergence(record),
+            "error": record.error,
+            **({"stopped": record.reason} if record.status == "stopped_by_budget" else {}),
         }
         ranked.append(((1, _rank(row, record, epochs, mode, metric)) if row else (0,), entry, record, row))
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: trials without a checkpoint keep their order

@@ -1,179 +1,137 @@
-"""Tune callbacks that run in the search driver: live progress, how trials ended, TensorBoard events, uploads."""
+"""Tune callbacks that run in the search driver: how trials ended, TensorBoard events, tracking, uploads.
+
+`TrialEnds` is the one place that decides how a trial ended (search.running.endings), from what Tune saw: it writes
+the study first, then the trial's `end.json` from what the study holds, then tells its followers (the live view,
+TensorBoard, MLflow, the upload), which never decide anything of their own. A trial the time budget stopped, which
+Tune ends without a callback, is ended the same way by the driver after Tune returns (`TrialEnds.out_of_time`).
+
+Every hook is guarded: an error in one (an upload that fails, a full disk under TensorBoard, a tracking server that
+is going away) is named once on the terminal and in `search.log`, and never reaches Tune, so it cannot turn a
+completed trial into a failed one or make Tune run a trial again.
+"""
 
 from __future__ import annotations
 
-import time
+import functools
+import logging
+import sys
 from pathlib import Path
 
 import ray.tune
 
-from search.results.score import anneals, is_finite_number
-from search.results.summary import outcome
 from search.results.tensorboard import TrialEventWriter, written_epochs
+from search.running.endings import STOPPED_EARLY, Ending, ending_of
 from search.running.failures import root_cause
-from search.running.study import StudyRecord
+from search.running.study import SCORE_ATTR, StudyRecord
 from trainables.foundation.errors import divergence_cause
-from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
+from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, TrialFiles, trial_key
 
-RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"
-WIDTH = 100  # the view fits a 100-column terminal
-
-
-def _number(value) -> float | None:
-    return value if is_finite_number(value) else None
+HOOKS = ("setup", "on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error", "trial_ended")
+log = logging.getLogger("ray.search")
 
 
-def key(trial) -> str:
-    """The search's id of a Tune trial (a trial run again by `resume` keeps it; Tune's own id is new each session)."""
-    return trial.config.get(TRIAL_KEY, trial.trial_id)
-
-
-def hyperparameters(trial) -> dict:
-    return {name: value for name, value in trial.config.items() if name != TRIAL_KEY}
-
-
-class TrialOutcomes:
-    """Per-trial facts the callbacks share: epochs run, score, and whether the loss diverged."""
-
-    def __init__(self, epochs: int, metric: str, mode: str):
-        self.epochs, self.metric, self.mode = epochs, metric, mode
-
-    def best(self, trial) -> float | None:
-        """The trial's score so far (search.results.score): its last epoch's metric when its learning rate anneals,
-        else its best epoch's."""
-        analysis = trial.metric_analysis.get(self.metric, {})
-        return _number(analysis.get("last" if anneals(trial.config) else self.mode))
-
-    def epochs_run(self, trial) -> int:
-        return int((trial.last_result or {}).get("epoch") or 0)
-
-    def status(self, trial, ended: bool = False) -> str:
-        """`ended`: the trial this callback is about (Tune calls back before it marks the trial TERMINATED)."""
-        if trial.status == TERMINATED or ended or trial.status == ERROR:
-            diverged = bool((trial.last_result or {}).get("diverged"))
-            return outcome(trial.status == ERROR or diverged, self.epochs_run(trial), self.epochs)
-        return trial.status.lower()
-
-
-class ProgressView(ray.tune.Callback):
-    """A compact log (under 100 columns) that grows by what is new: on every reported epoch, that trial's epoch,
-    metric and images/s; at every trial's end, how it ended; after either, one status line (counts of running,
-    starting, finished, stopped early and failed trials, the best so far, elapsed time and, once a trial has
-    finished, an estimate of the time left). Each line is printed once, so a log file reads like the terminal."""
-
-    def __init__(self, outcomes: TrialOutcomes, total_trials: int, concurrency: int, earlier: dict | None = None):
-        """`earlier`: what the search's earlier sessions ended with (search.running.study.StudyRecord.earlier)."""
-        self.outcomes, self.total, self.concurrency = outcomes, total_trials, concurrency
-        self.earlier = earlier or {"completed": 0, "stopped_early": 0, "failed": 0, "best": None}
-        self.start = time.monotonic()
-        self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
-
-    def __getstate__(self):
-        return {**self.__dict__, "start": None}
-
-    def setup(self, **info):
-        self.start = time.monotonic()
-
-    def on_trial_result(self, iteration, trials, trial, result, **info):
-        self._show(trials, latest={key(trial): result})  # Tune stores `result` in the trial after this call
-
-    def on_trial_complete(self, iteration, trials, trial, **info):
-        diverged = _divergence(trial)  # stopped by Tune at the epoch its loss diverged, before its driver raised
-        event = f"failed: {diverged}" if diverged else f"finished: {self.outcomes.status(trial, ended=True)}"
-        self._show(trials, f"trial {key(trial)} {event}", ended=trial)
-
-    def on_trial_error(self, iteration, trials, trial, **info):
-        cause = root_cause(_error_text(trial))
-        self._show(trials, f"trial {key(trial)} failed: {cause}\n  see {trial.path}/error.txt", ended=trial)
-
-    def _show(self, trials, event: str | None = None, latest: dict | None = None, ended=None) -> None:
-        lines = self.render(trials, time.monotonic() - self.start, event, latest or {}, ended)
-        print("\n".join(lines), flush=True)
-
-    def render(self, trials, elapsed: float, event=None, latest: dict | None = None, ended=None) -> list[str]:
-        o, latest = self.outcomes, latest or {}
-        statuses = [o.status(t, ended=t is ended) for t in trials]
-        statuses += [status for status in ("completed", "stopped_early", "failed") for _ in range(self.earlier[status])]
-        active = [t for t in trials if t.status == RUNNING and t is not ended]
-        running = [t for t in active if "epoch" in _last_result(t, latest)]
-        starting = len(active) - len(running)  # trials whose process or workers are still starting
-        finished = statuses.count("completed") + statuses.count("stopped_early")
-        lines = [f"[{_clock(elapsed)}] {event}"] if event else []
-        for trial_id, last in latest.items():  # the epoch being reported now
-            value = _number(last.get(o.metric))
-            lines.append(
-                f"  {trial_id:<12} epoch {int(last.get('epoch') or 0)}/{o.epochs}  "
-                f"{o.metric} {_fmt(value)}  {_number(last.get('images_per_s')) or 0:.0f} img/s"
-                + ("  (recovered from its files)" if last.get("recovered") else "")
-            )
-        best = self._best(trials, latest)
-        best_text = f"best {o.metric} {_fmt(best[0])} {best[1]}" if best else f"best {o.metric} -"
-        counts = (
-            f"[{_clock(elapsed)}] {len(running)} running, {f'{starting} starting, ' if starting else ''}"
-            f"{finished}/{self.total} done, "
-            f"{statuses.count('stopped_early')} early-stopped, {statuses.count('failed')} failed"
-        )
-        status = f"{counts} | {best_text}{self._eta(trials, elapsed, finished)}"
-        lines += (
-            [status] if len(status) <= WIDTH else [f"{counts}{self._eta(trials, elapsed, finished)}", f"  {best_text}"]
-        )
-        return lines
-
-    def _best(self, trials, latest: dict):
-        scored = [(self.outcomes.best(t), key(t)) for t in trials if self.outcomes.best(t) is not None]
-        scored += [
-            (_number(r.get(self.outcomes.metric)), tid)
-            for tid, r in latest.items()
-            if _number(r.get(self.outcomes.metric)) is not None
-        ]
-        scored += [self.earlier["best"]] if self.earlier["best"] else []
-        if not scored:
+def _guarded(method):
+    @functools.wraps(method)
+    def hook(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - a callback's failure must never reach Tune
+            self.name_failure(method.__name__, exc)
             return None
-        pick = max if self.outcomes.mode == "max" else min
-        return pick(scored, key=lambda pair: pair[0])
 
-    def _eta(self, trials, elapsed: float, finished: int) -> str:
-        """Wall time per ended trial so far (concurrency included) times the trials to go, as of the last trial
-        end, counting down from there: it never grows while a long trial runs."""
-        before = self.earlier["completed"] + self.earlier["stopped_early"] + self.earlier["failed"]
-        done = finished + sum(1 for t in trials if self.outcomes.status(t) == "failed") + self.earlier["failed"]
-        if done <= before or done >= self.total:
-            return ""
-        if done != self._eta_done:
-            # this driver's pace: an earlier run's or resume's time is not known here
-            per_trial = elapsed / (done - before)
-            self._eta_done, self._eta_at, self._eta_left = done, elapsed, per_trial * (self.total - done)
-        left = max(0.0, self._eta_left - (elapsed - self._eta_at))
-        return f" | ~{_clock(left).strip()} left"
+    return hook
 
 
-class TrialEnds(ray.tune.Callback):
-    """The moment Tune ends a trial: how it ended (and why it failed) in the trial's `end.json`, then in the study
-    (COMPLETE, PRUNED, FAIL with the reason), so that `resume` neither trains on a trial ASHA stopped nor forgets a
-    failure (trainables.foundation.trial_files, search.running.study)."""
+class Guarded(ray.tune.Callback):
+    """A callback whose hooks never raise into Tune: the first failure of each callback is named on the terminal,
+    every one in `search.log`."""
 
-    def __init__(self, outcomes: TrialOutcomes, experiment_dir: str, record: StudyRecord):
-        self.outcomes, self.experiment_dir, self.record = outcomes, experiment_dir, record
+    what = "a callback"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in HOOKS:
+            if name in cls.__dict__:
+                setattr(cls, name, _guarded(cls.__dict__[name]))
+
+    def name_failure(self, hook: str, exc: Exception) -> None:
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        log.error("%s failed in %s: %s", self.what, hook, reason, exc_info=exc)
+        if not getattr(self, "_failure_named", False):
+            self._failure_named = True
+            print(
+                f"warning: {self.what} failed ({reason}); the search goes on and no trial's ending changes "
+                "(further failures of it: search.log)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+class FollowsEnds(Guarded):
+    """A callback told of each trial's end by `TrialEnds`, after the study holds it."""
+
+    def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
+        """`trials`: Tune's trials now; `tune_trial`: the ended one, when Tune had started it."""
+
+
+class TrialEnds(Guarded):
+    """The moment Tune ends a trial: how it ended, decided once, written into the study, then `end.json`, then
+    told to the followers."""
+
+    what = "recording a trial's end"
+
+    def __init__(self, record: StudyRecord, experiment_dir: str, epochs: int, followers: list[FollowsEnds]):
+        self.record, self.experiment_dir, self.epochs, self.followers = record, experiment_dir, epochs, followers
+        self.trials: list = []  # Tune's trials, as it last passed them
+        self.tune_trials: dict[str, object] = {}  # the search's id -> Tune's trial
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
-        return {**self.__dict__, "record": None}
+        return {**self.__dict__, "record": None, "followers": [], "trials": [], "tune_trials": {}}
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        self.trials, self.tune_trials[trial_key(trial)] = trials, trial
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self._end(trial, self.outcomes.status(trial, ended=True))
+        self.trials = trials
+        epochs_run = int((trial.last_result or {}).get("epoch") or 0)
+        self._end(trial_key(trial), ending_of(epochs_run, self.epochs, divergence=_divergence(trial)), trial)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self._end(trial, "failed", root_cause(_error_text(trial)))
+        self.trials = trials
+        epochs_run = int((trial.last_result or {}).get("epoch") or 0)
+        error = _divergence(trial) or root_cause(_error_text(trial))
+        self._end(trial_key(trial), ending_of(epochs_run, self.epochs, error=error), trial)
 
-    def _end(self, trial, status: str, reason: str | None = None) -> None:
-        if status == "failed" and reason is None:
-            reason = _divergence(trial)
-        TrialFiles(self.experiment_dir, key(trial)).write_ending(status, reason)
-        self.record.end(key(trial), status, reason)
+    def out_of_time(self) -> None:
+        """The time budget ran out (Tune stopped its trials without a callback): every trial the study still holds
+        as running is ended so, with the epochs its files hold."""
+        for trial_id, ending in self.record.end_stopped_by_budget(self._epochs_in_files):
+            self._follow(trial_id, ending, self.tune_trials.get(trial_id))
+
+    def _epochs_in_files(self, trial_id: str) -> int:
+        rows = TrialFiles(self.experiment_dir, trial_id).rows()
+        return int(rows[-1]["epoch"]) if rows else 0
+
+    def _end(self, trial_id: str, decided: Ending, tune_trial) -> None:
+        written_before = self.record.ending(trial_id)
+        ending = self.record.end(trial_id, decided)
+        if ending is None:
+            return
+        if written_before is not None:  # e.g. a failure Tune reports after the trial completed: the study stands
+            log.warning("trial %s ended %s before; Tune's later account (%s) is not taken", trial_id, ending, decided)
+            return
+        self._follow(trial_id, ending, tune_trial)
+
+    def _follow(self, trial_id: str, ending: Ending, tune_trial) -> None:
+        TrialFiles(self.experiment_dir, trial_id).write_ending(ending.status, ending.reason)
+        for follower in self.followers:
+            follower.trial_ended(self.trials, trial_id, ending, tune_trial)
 
 
-class Tracking(ray.tune.Callback):
-    """The experiment tracker (search.running.tracking) as the trials go: each reported epoch, and each end once
-    TrialEnds (earlier in the callback list) has written it into the study."""
+class Tracking(FollowsEnds):
+    """The experiment tracker (search.running.tracking) as the trials go: each reported epoch, and each end."""
+
+    what = "MLflow tracking"
 
     def __init__(self, tracker, record: StudyRecord):
         self.tracker, self.record = tracker, record
@@ -183,77 +141,75 @@ class Tracking(ray.tune.Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if "epoch" in result:
-            self.tracker.epoch(key(trial), hyperparameters(trial))
+            self.tracker.epoch(trial_key(trial), hyperparameters(trial))
 
-    def on_trial_complete(self, iteration, trials, trial, **info):
-        self.tracker.ended(self.record, key(trial), hyperparameters(trial))
-
-    on_trial_error = on_trial_complete  # how it ended is in the study either way
+    def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
+        self.tracker.ended(self.record, trial_id, self.record.config_of(trial_id))
 
 
-class TensorBoardEvents(ray.tune.Callback):
-    """Writes each trial's TensorBoard events once (here, in the search driver, never once per worker). A resumed
-    trial's recovered epochs are written only where its event files lack them."""
+class TensorBoardEvents(FollowsEnds):
+    """Writes each trial's TensorBoard events once (here, in the search driver, never once per worker), and at its
+    end the HParams summary from the study. A resumed trial's recovered epochs are written only where its event
+    files lack them."""
 
-    def __init__(self, outcomes: TrialOutcomes, experiment_folder: Path):
-        self.outcomes, self.folder = outcomes, Path(experiment_folder)
+    what = "TensorBoard events"
+
+    def __init__(self, record: StudyRecord, experiment_folder: Path):
+        self.record, self.folder = record, Path(experiment_folder)
         self.writers: dict[str, TrialEventWriter] = {}
         self.written: dict[str, set[int]] = {}
 
     def __getstate__(self):
-        return {**self.__dict__, "writers": {}, "written": {}}
+        return {**self.__dict__, "record": None, "writers": {}, "written": {}}
 
-    def _writer(self, trial) -> TrialEventWriter:
-        if key(trial) not in self.writers:
+    def _writer(self, trial_id: str) -> TrialEventWriter:
+        if trial_id not in self.writers:
             # The trial's folder in the experiment (for a URI: in its local working folder).
-            self.writers[key(trial)] = TrialEventWriter(self.folder / Path(trial.path).name)
-        return self.writers[key(trial)]
+            self.writers[trial_id] = TrialEventWriter(self.folder / f"{TRIAL_DIR_PREFIX}{trial_id}")
+        return self.writers[trial_id]
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if "epoch" not in result:
             return
+        trial_id = trial_key(trial)
         if result.get("recovered"):
-            if key(trial) not in self.written:
-                self.written[key(trial)] = written_epochs(self.folder / Path(trial.path).name)
-            if int(result["epoch"]) in self.written[key(trial)]:
+            if trial_id not in self.written:
+                self.written[trial_id] = written_epochs(self.folder / f"{TRIAL_DIR_PREFIX}{trial_id}")
+            if int(result["epoch"]) in self.written[trial_id]:
                 return
-        self._writer(trial).epoch(result)
+        self._writer(trial_id).epoch(result)
 
-    def on_trial_complete(self, iteration, trials, trial, **info):
-        self._end(trial, self.outcomes.status(trial, ended=True))
-
-    def on_trial_error(self, iteration, trials, trial, **info):
-        self._end(trial, "failed")
-
-    def _end(self, trial, status: str) -> None:
-        o = self.outcomes
+    def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
+        frozen = self.record.frozen(trial_id)
         outcome = {
-            f"best_{o.metric}": o.best(trial),
-            "epochs_run": o.epochs_run(trial),
-            "status": status,
-            "stopped_early": status == "stopped_early",
+            f"best_{self.record.metric}": frozen.user_attrs.get(SCORE_ATTR),
+            "epochs_run": max(frozen.intermediate_values, default=0),
+            "status": ending.status,
+            "stopped_early": ending.status == STOPPED_EARLY,
         }
-        writer = self._writer(trial)
-        writer.end(hyperparameters(trial), outcome)
-        writer.close()
-        self.writers.pop(key(trial), None)
+        writer = self._writer(trial_id)
+        try:
+            writer.end(self.record.config_of(trial_id), outcome)
+        finally:
+            writer.close()
+            self.writers.pop(trial_id, None)
 
 
-class UploadOwnFiles(ray.tune.Callback):
-    """For an experiment on a URI: after every trial, uploads this project's files (log, scheduler state) and that
-    trial's TensorBoard events (closed by then: TensorBoardEvents comes first in the callback list)."""
+class UploadOwnFiles(FollowsEnds):
+    """For an experiment on a URI: after every trial, uploads this project's files (log, study) and that trial's
+    TensorBoard events (closed by then: TensorBoardEvents comes first among the followers)."""
+
+    what = "the upload to the experiment's URI"
 
     def __init__(self, experiment, list_files):
         self.experiment, self.list_files = experiment, list_files
 
-    def _upload(self, trial) -> None:
-        self.experiment.upload(self.list_files(self.experiment.local, Path(trial.path).name))
+    def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
+        self.experiment.upload(self.list_files(self.experiment.local, f"{TRIAL_DIR_PREFIX}{trial_id}"))
 
-    def on_trial_complete(self, iteration, trials, trial, **info):
-        self._upload(trial)
 
-    def on_trial_error(self, iteration, trials, trial, **info):
-        self._upload(trial)
+def hyperparameters(trial) -> dict:
+    return {name: value for name, value in trial.config.items() if name != TRIAL_KEY}
 
 
 def _error_text(trial) -> str:
@@ -264,22 +220,7 @@ def _error_text(trial) -> str:
         return ""
 
 
-def _last_result(trial, latest: dict) -> dict:
-    """The trial's newest result: the one being reported now (`latest`) or the last Tune stored."""
-    return latest.get(key(trial)) or trial.last_result or {}
-
-
 def _divergence(trial) -> str | None:
+    """Why a trial whose loss diverged failed (Tune may stop it at that epoch before its driver raises)."""
     last = trial.last_result or {}
     return divergence_cause(last, hyperparameters(trial)) if last.get("diverged") else None
-
-
-def _fmt(value) -> str:
-    return f"{value:.4f}" if value is not None else "-"
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60:2d}m{seconds % 60:02d}s"

@@ -1,12 +1,12 @@
-"""Every trial of a search as the summary sees it: the study's trials (ids, hyperparameters, how they ended) with
-the epochs their own files hold."""
+"""Every trial of a search as the summary sees it: the study's trials (ids, hyperparameters, how they ended: the
+study decides) with the epochs their own files hold."""
 
 from __future__ import annotations
 
 import math
 
 from search.results.summary import CHECKPOINT_KEY, TrialRecord
-from search.running.study import NOT_STARTED, REASON_ATTR, StudyRecord, trial_id_of
+from search.running.study import StudyRecord, ending_in_study, trial_id_of
 from trainables.foundation.storage import Experiment, as_location
 from trainables.foundation.trial_files import TrialFiles
 
@@ -34,14 +34,14 @@ def trial_records(record: StudyRecord, experiment: Experiment, storage: str) -> 
     records = []
     for trial in record.proposed():
         trial_id = trial_id_of(trial)
-        files = TrialFiles(experiment.location, trial_id)
-        reason = trial.user_attrs.get(REASON_ATTR) or (files.ending() or {}).get("error")
+        ending = ending_in_study(trial)
         records.append(
             TrialRecord(
                 trial_id=trial_id,
                 config={**record.constants, **record.coding.to_config(trial.params)},
-                history=[_clean_row(row, storage) for row in files.rows()],
-                error=None if reason == NOT_STARTED else reason,
+                history=[_clean_row(row, storage) for row in TrialFiles(experiment.location, trial_id).rows()],
+                status=ending.status if ending else "running",
+                reason=ending.reason if ending else None,
             )
         )
     return records

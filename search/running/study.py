@@ -3,9 +3,13 @@
 `study.log` is Optuna's `JournalStorage` file: one JSON line per change, appended and fsynced by the search driver,
 the only writer; readers (optuna-dashboard, `optuna.load_study`, `report`) never lock it. Each trial of the search
 is one Optuna trial, with the project's trial id as its user attribute `trial_id`, every epoch it reported as an
-intermediate value, and its end: COMPLETE with its score (`search.results.score`), PRUNED when ASHA (or the time
-budget) stopped it, FAIL with the reason as the attribute `reason`. The user attribute `score` holds the score of
-every ended trial (Optuna gives a pruned trial its last epoch's value).
+intermediate value, and its end as `search.running.endings` decides it: the state (COMPLETE with its score
+(`search.results.score`), PRUNED when ASHA or the time budget stopped it, FAIL), the user attribute `status` (which
+of the four endings) and `reason`. The user attribute `score` holds the score of every ended trial (Optuna gives a
+pruned trial its last epoch's value). The study is written first; every other account of an ending follows it.
+
+One driver writes the study at a time (search.running.driver_lock); its journal's own lock and a line a killed
+writer cut short are cleared only by a driver that holds that lock.
 
 A trial's own files are written before Tune (and so the study) hears of an epoch, so after a kill they can know
 more than the study: `reconcile` brings the study up to them before a search resumes, and returns the trials that
@@ -16,35 +20,41 @@ Optuna only: no Ray, no torch.
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
 import optuna
 from optuna.distributions import CategoricalDistribution, IntDistribution
-from optuna.storages import JournalStorage
+from optuna.storages import BaseStorage, InMemoryStorage, JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from search.results.score import is_finite_number, score_of_values
+from search.running.endings import FAILED, STATUSES, STOPPED_BY_BUDGET, Ending, ending_of, with_score
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.storage import STUDY_FILE
 from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids
 
 STUDY_NAME = "search"
-ID_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "reason", "score"
+ID_ATTR, STATUS_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "status", "reason", "score"
+CONTINUES_ATTR = "continues"  # a trial the budget stopped, continued by a later session: the number it continues
+INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from the trial it continues
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
 LOCK_SUFFIX = ".lock"  # Optuna's lock beside the journal, held only during an append
-ENDED = {"completed": TrialState.COMPLETE, "stopped_early": TrialState.PRUNED, "failed": TrialState.FAIL}
-STATUS_OF = {state: status for status, state in ENDED.items()}
+STATE_OF = {"completed": TrialState.COMPLETE, "stopped_early": TrialState.PRUNED, "failed": TrialState.FAIL}
+STATE_OF[STOPPED_BY_BUDGET] = TrialState.PRUNED
 PROPOSED = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)  # not WAITING (enqueued)
 
 
-def journal_storage(path: Path) -> JournalStorage:
+def journal_storage(path: Path, writer: bool = False) -> JournalStorage:
     """The study's storage. A driver killed during an append can leave the last line cut short (Optuna skips it when
     reading, but the next append would land on it and leave a line no reader can parse) and Optuna's lock held
-    (which the next writer would wait 30 s for): this driver is the only writer, so both are cleared first."""
-    trim_partial_tail(path)
-    Path(f"{path}{LOCK_SUFFIX}").unlink(missing_ok=True)
+    (which the next writer would wait 30 s for). Only the `writer`, the driver holding the experiment's lock (so no
+    other writer is alive), clears them."""
+    if writer:
+        trim_partial_tail(path)
+        Path(f"{path}{LOCK_SUFFIX}").unlink(missing_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return JournalStorage(JournalFileBackend(str(path)))
@@ -59,26 +69,59 @@ def trim_partial_tail(path: Path) -> None:
             file.truncate(data.rfind(b"\n") + 1)
 
 
-def open_study(folder: Path, direction: str, sampler=None) -> optuna.Study:
+def open_study(folder: Path, direction: str, metric: str, sampler=None) -> tuple[optuna.Study, BaseStorage]:
+    """The search's study and its storage, opened by its driver (the holder of the experiment's lock)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = journal_storage(folder / STUDY_FILE)
-    return optuna.create_study(
+    storage = journal_storage(folder / STUDY_FILE, writer=True)
+    study = optuna.create_study(
         storage=storage, study_name=STUDY_NAME, direction=direction, sampler=sampler, load_if_exists=True
     )
+    if study.metric_names != [metric]:  # optuna-dashboard's axes name the metric, not "Objective 0"
+        study.set_metric_names([metric])
+    return study, storage
 
 
 def trial_id_of(trial: FrozenTrial) -> str | None:
     return trial.user_attrs.get(ID_ATTR)
 
 
+def ending_in_study(trial: FrozenTrial) -> Ending | None:
+    """How an ended trial ended, as the study holds it (a study written before the `status` attribute existed
+    holds only the state); None for a trial still running."""
+    if trial.state == TrialState.RUNNING:
+        return None
+    status = trial.user_attrs.get(STATUS_ATTR)
+    if status not in STATUSES:
+        status = {TrialState.COMPLETE: "completed", TrialState.PRUNED: "stopped_early"}.get(trial.state, FAILED)
+    return Ending(status, trial.user_attrs.get(REASON_ATTR))
+
+
 class StudyRecord:
     """Writes the search's trials into its study: created, each epoch, ended. `constants`: the configuration every
     trial shares (the space's constants and the fixed keys), which decides how a trial is scored."""
 
-    def __init__(self, study: optuna.Study, coding: SpaceCoding, metric: str, mode: str, epochs: int, constants: dict):
-        self.study, self.coding, self.constants = study, coding, constants
+    def __init__(
+        self,
+        study: optuna.Study,
+        storage: BaseStorage,
+        coding: SpaceCoding,
+        metric: str,
+        mode: str,
+        epochs: int,
+        constants: dict,
+    ):
+        """`storage`: the study's, through whose public API a running trial is found again by its number."""
+        self.study, self.storage, self.coding, self.constants = study, storage, coding, constants
         self.metric, self.mode, self.epochs = metric, mode, epochs
         self.numbers = {trial_id_of(t): t.number for t in study.get_trials(deepcopy=False) if trial_id_of(t)}
+
+    @classmethod
+    def in_folder(
+        cls, folder: Path, coding: SpaceCoding, metric: str, mode: str, epochs: int, constants: dict, sampler=None
+    ) -> StudyRecord:
+        """The record over the study in experiment folder `folder`, opened by its driver."""
+        study, storage = open_study(folder, "maximize" if mode == "max" else "minimize", metric, sampler)
+        return cls(study, storage, coding, metric, mode, epochs, constants)
 
     @classmethod
     def in_memory(
@@ -93,8 +136,10 @@ class StudyRecord:
     ) -> StudyRecord:
         """A record over a study in memory, for the sampler's benchmarks and tests."""
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        study = optuna.create_study(direction="maximize" if mode == "max" else "minimize", sampler=sampler)
-        return cls(study, SpaceCoding(space, order_numbers), metric, mode, epochs, constants or {})
+        storage = InMemoryStorage()
+        direction = "maximize" if mode == "max" else "minimize"
+        study = optuna.create_study(storage=storage, direction=direction, sampler=sampler)
+        return cls(study, storage, SpaceCoding(space, order_numbers), metric, mode, epochs, constants or {})
 
     def create(self, trial_id: str) -> optuna.Trial:
         """A new trial, proposed by the sampler (or the oldest configuration given with `enqueue`)."""
@@ -107,66 +152,115 @@ class StudyRecord:
         number = self.numbers.get(trial_id)
         return None if number is None else self.study.get_trials(deepcopy=False)[number]
 
+    def live_trial(self, number: int) -> optuna.Trial:
+        """The running trial `number` of the study, to report to, through Optuna's public storage API."""
+        study_id = self.storage.get_study_id_from_name(self.study.study_name)
+        return optuna.trial.Trial(self.study, self.storage.get_trial_id_from_study_id_trial_number(study_id, number))
+
     def report(self, trial_id: str, epoch, value) -> None:
         """One epoch's metric as the trial's intermediate value; an epoch already recorded is kept as it was."""
         frozen = self.frozen(trial_id)
         if frozen is None or frozen.state != TrialState.RUNNING or not is_finite_number(value) or epoch is None:
             return
         if int(epoch) not in frozen.intermediate_values:
-            optuna.trial.Trial(self.study, frozen._trial_id).report(float(value), int(epoch))
+            self.live_trial(frozen.number).report(float(value), int(epoch))
 
-    def end(self, trial_id: str, status: str, reason: str | None = None) -> None:
-        """How the trial ended (completed, stopped_early, failed); a trial that never started stays RUNNING, to be
-        proposed again."""
+    def end(self, trial_id: str, decided: Ending) -> Ending | None:
+        """Writes how the trial ended, and returns the ending the study holds: the one decided here, or the one
+        written before (an ended trial is final: a later account, e.g. a callback's failure after the trial
+        completed, changes nothing). None for a trial the study does not know."""
         frozen = self.frozen(trial_id)
-        if frozen is None or frozen.state != TrialState.RUNNING or status not in ENDED:
-            return
-        trial = optuna.trial.Trial(self.study, frozen._trial_id)
+        if frozen is None or frozen.state != TrialState.RUNNING:
+            return None if frozen is None else ending_in_study(frozen)
         value = self.score(frozen)
+        ending = with_score(decided, value)
+        trial = self.live_trial(frozen.number)
         if value is not None:
             trial.set_user_attr(SCORE_ATTR, value)
-        state = TrialState.FAIL if value is None else ENDED[status]  # no finite epoch: nothing to rank it by
-        if state == TrialState.FAIL:
-            trial.set_user_attr(REASON_ATTR, reason or "no finite metric was reported")
+        trial.set_user_attr(STATUS_ATTR, ending.status)
+        if ending.reason:
+            trial.set_user_attr(REASON_ATTR, ending.reason)
+        state = STATE_OF[ending.status]
         self.study.tell(frozen.number, value if state == TrialState.COMPLETE else None, state=state)
+        return ending
+
+    def ending(self, trial_id: str) -> Ending | None:
+        frozen = self.frozen(trial_id)
+        return None if frozen is None else ending_in_study(frozen)
 
     def score(self, frozen: FrozenTrial) -> float | None:
         config = {**self.constants, **self.coding.to_config(frozen.params)}
         return score_of_values(frozen.intermediate_values, config, self.mode)
 
     def proposed(self) -> list[FrozenTrial]:
-        """Every trial the search has proposed (a configuration given with `enqueue` waits until its turn; a
-        proposal a kill cut short before it was named is no trial of the search)."""
-        return [t for t in self.study.get_trials(deepcopy=False, states=PROPOSED) if trial_id_of(t)]
+        """Every trial the search has proposed, one per trial id (a configuration given with `enqueue` waits until
+        its turn; a proposal a kill cut short before it was named is no trial of the search; a trial the budget
+        stopped that a later session continues is stood for by its continuation)."""
+        trials = [t for t in self.study.get_trials(deepcopy=False, states=PROPOSED) if trial_id_of(t)]
+        continued = {t.user_attrs[CONTINUES_ATTR] for t in trials if CONTINUES_ATTR in t.user_attrs}
+        return [t for t in trials if t.number not in continued]
 
     def finished(self) -> int:
         return sum(1 for trial in self.proposed() if trial.state != TrialState.RUNNING)
 
-    def earlier(self) -> dict:
-        """What earlier sessions of the search ended with, for the live view: counts by status, and the best score."""
-        counts = {"completed": 0, "stopped_early": 0, "failed": 0}
-        best = None
+    def ended_ids(self) -> set[str]:
+        return {trial_id_of(t) for t in self.proposed() if t.state != TrialState.RUNNING}
+
+    def config_of(self, trial_id: str) -> dict:
+        """The trial's whole configuration: what every trial shares, and its own hyperparameters."""
+        return {**self.constants, **self.coding.to_config(self.frozen(trial_id).params)}
+
+    def counts(self) -> dict[str, int]:
+        """The search's ended trials by how they ended (search.running.endings)."""
+        counts = dict.fromkeys(STATUSES, 0)
         for trial in self.proposed():
-            status = STATUS_OF.get(trial.state)
-            if status is None:
-                continue
-            counts[status] += 1
-            value = trial.user_attrs.get(SCORE_ATTR)
-            if value is not None and (best is None or (value > best[0]) == (self.mode == "max")):
-                best = (value, trial_id_of(trial))
-        return {**counts, "best": best}
+            ending = ending_in_study(trial)
+            if ending is not None:
+                counts[ending.status] += 1
+        return counts
+
+    def best(self) -> tuple[float, str] | None:
+        """The best score of an ended trial, and its id."""
+        scored = [(t.user_attrs[SCORE_ATTR], trial_id_of(t)) for t in self.proposed() if SCORE_ATTR in t.user_attrs]
+        pick = max if self.mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0]) if scored else None
 
     def running(self) -> list[FrozenTrial]:
-        return [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if trial_id_of(t)]
+        return [t for t in self.proposed() if t.state == TrialState.RUNNING]
 
-    def end_unstarted(self) -> None:
-        """At the end of a search: a trial the time budget left unstarted is failed, saying so."""
+    def continue_stopped_by_budget(self) -> list[FrozenTrial]:
+        """Every trial a time budget stopped, continued: a new running trial of the study with the same id and
+        configuration and epochs (Optuna never reopens an ended trial), which stands for it from now on. The trial
+        trains on from its latest checkpoint."""
+        stopped = [t for t in self.proposed() if t.user_attrs.get(STATUS_ATTR) == STOPPED_BY_BUDGET]
+        for frozen in stopped:
+            continuation = optuna.trial.create_trial(
+                state=TrialState.RUNNING,
+                params=frozen.params,
+                distributions=frozen.distributions,
+                intermediate_values=frozen.intermediate_values,
+                user_attrs={
+                    ID_ATTR: trial_id_of(frozen),
+                    CONTINUES_ATTR: frozen.number,
+                    INHERITED_ATTR: max(frozen.intermediate_values, default=0),
+                },
+            )
+            self.study.add_trial(continuation)
+            self.numbers[trial_id_of(frozen)] = len(self.study.get_trials(deepcopy=False)) - 1
+        return [self.frozen(trial_id_of(frozen)) for frozen in stopped]
+
+    def end_stopped_by_budget(self, epochs_run) -> list[tuple[str, Ending]]:
+        """The time budget ran out: every trial still running (training, starting or waiting its turn) ended so,
+        keeping its epochs and checkpoints. `epochs_run(trial_id)`: the epochs its files hold."""
+        ends = []
         for frozen in self.running():
-            self.end(trial_id_of(frozen), "failed", NOT_STARTED)
+            trial_id = trial_id_of(frozen)
+            ending = self.end(trial_id, ending_of(epochs_run(trial_id), self.epochs, out_of_time=True))
+            ends.append((trial_id, ending))
+        return ends
 
 
 CUT_PROPOSAL = "never started: the driver was killed while proposing it"
-NOT_STARTED = "not started: the time budget ran out before its turn"
 
 
 def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
@@ -175,7 +269,7 @@ def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
     the sampler, not yet named, so never handed to Tune) is failed with that reason: no trial is left RUNNING."""
     for frozen in record.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if not trial_id_of(frozen):
-            optuna.trial.Trial(record.study, frozen._trial_id).set_user_attr(REASON_ATTR, CUT_PROPOSAL)
+            record.live_trial(frozen.number).set_user_attr(REASON_ATTR, CUT_PROPOSAL)
             record.study.tell(frozen.number, state=TrialState.FAIL)
     for trial_id in recorded_trial_ids(experiment_dir):
         if trial_id not in record.numbers:
@@ -186,15 +280,25 @@ def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
         rows = files.rows()
         for row in rows:
             record.report(trial_id, row.get("epoch"), row.get(record.metric))
-        ending = files.ending() or {}
-        if ending.get("status") in ENDED:
-            record.end(trial_id, ending["status"], ending.get("error"))
-        elif rows and rows[-1].get("diverged"):
-            hp = {**record.constants, **record.coding.to_config(frozen.params)}
-            record.end(trial_id, "failed", divergence_cause(rows[-1], hp))
-        elif rows and int(rows[-1].get("epoch", 0)) >= record.epochs:
-            record.end(trial_id, "completed")
+        ending = _ending_in_files(files.ending(), frozen)
+        hp = {**record.constants, **record.coding.to_config(frozen.params)}
+        divergence = divergence_cause(rows[-1], hp) if rows and rows[-1].get("diverged") else None
+        if ending is not None:
+            record.end(trial_id, ending)
+        elif divergence or (rows and int(rows[-1].get("epoch", 0)) >= record.epochs):
+            record.end(trial_id, ending_of(int(rows[-1].get("epoch", 0)), record.epochs, divergence=divergence))
     return record.running()
+
+
+def _ending_in_files(written: dict | None, frozen: FrozenTrial) -> Ending | None:
+    """The ending a trial's `end.json` holds, unless it is older than the trial it would end (the budget's ending of
+    a trial that a later session continues)."""
+    if not written or written.get("status") not in STATUSES:
+        return None
+    started = frozen.datetime_start.timestamp() if frozen.datetime_start else 0.0
+    if CONTINUES_ATTR in frozen.user_attrs and float(written.get("at") or 0.0) < started:
+        return None
+    return Ending(written["status"], written.get("error"))
 
 
 def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> None:
@@ -237,14 +341,23 @@ class SpaceCoding:
         for name, value in config.items():
             if name not in self.space:
                 return f"{name} is not searched (searched: {', '.join(self.space) or 'none'})"
-            distribution = self.space[name]
-            try:
-                inside = distribution._contains(distribution.to_internal_repr(value))
-            except (ValueError, TypeError):
-                inside = False
-            if not inside:
-                return f"{name}={value} is outside the space ({distribution})"
+            if not contains(self.space[name], value):
+                return f"{name}={value} is outside the space ({self.space[name]})"
         return None
+
+
+def contains(distribution, value) -> bool:
+    """Whether `value` is one of `distribution`'s values (its range, its step, its choices)."""
+    if isinstance(distribution, CategoricalDistribution):
+        return any(value == c and isinstance(value, bool) == isinstance(c, bool) for c in distribution.choices)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(distribution, IntDistribution) and value != int(value):
+        return False
+    if not distribution.low <= value <= distribution.high:
+        return False
+    step = getattr(distribution, "step", None)
+    return not step or math.isclose((value - distribution.low) / step, round((value - distribution.low) / step))
 
 
 def ordered_choices(space: dict) -> dict[str, list]:

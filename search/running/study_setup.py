@@ -10,7 +10,7 @@ from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE
 from search.running.sampler import make_sampler, startup_trials
-from search.running.study import STARTUP_ATTR, SpaceCoding, StudyRecord, open_study
+from search.running.study import STARTUP_ATTR, SpaceCoding, StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import Space
@@ -29,8 +29,9 @@ def open_search_study(config: RunConfig, space: Space, experiment: Experiment, g
     grown search keeps it; the sampler's seed moves on by the trials already proposed, so a resumed search does not
     draw its first random configurations again."""
     coding = coding_for(config, space)
-    study = open_study(experiment.local, "maximize" if space.mode == "max" else "minimize")
-    record = StudyRecord(study, coding, space.metric, space.mode, config.epochs, {**space.constants, **config.fixed})
+    constants = {**space.constants, **config.fixed}
+    record = StudyRecord.in_folder(experiment.local, coding, space.metric, space.mode, config.epochs, constants)
+    study = record.study
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in given:
             study.enqueue_trial(coding.to_params(configuration))

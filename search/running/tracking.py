@@ -33,14 +33,16 @@ from search.running.mlflow_store import (
     tag_list,
     tracking_uri,
 )
-from search.running.study import REASON_ATTR, STATUS_OF, StudyRecord, trial_id_of
+from search.running.study import StudyRecord, ending_in_study, trial_id_of
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 MUTABLE_SETTINGS = {"trials", "time_budget", "concurrency", "verbose"}  # what `resume` may change: tags, not params
-RUN_STATUS = {"completed": "FINISHED", "stopped_early": "FINISHED", "failed": "FAILED"}
+RUN_STATUS = {"completed": "FINISHED", "stopped_early": "FINISHED", "stopped_by_budget": "FINISHED", "failed": "FAILED"}
+# MLflow 3's UI opens an experiment of this kind in its model-training view (not the GenAI view)
+KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
 NOT_METRICS = {"epoch", "diverged", "recovered", "started_at", "pid", "resumed_from"}
 
 
@@ -127,11 +129,13 @@ class MlflowTracker:
     def _experiment_id(self) -> str:
         existing = self.client.get_experiment_by_name(self.experiment_name)
         if existing is not None:
+            if existing.tags.get(KIND_TAG) != KIND:
+                self.client.set_experiment_tag(existing.experiment_id, KIND_TAG, KIND)
             return existing.experiment_id
         database, artifacts = sqlite_file(self.uri), None
         if database is not None:  # beside the store (MLflow's default is ./mlruns of the working dir)
             artifacts = (database.parent / "artifacts").resolve().as_uri()
-        return self.client.create_experiment(self.experiment_name, artifact_location=artifacts)
+        return self.client.create_experiment(self.experiment_name, artifact_location=artifacts, tags={KIND_TAG: KIND})
 
     def _create_parent(self) -> str:
         run = self.client.create_run(
@@ -183,7 +187,7 @@ class MlflowTracker:
         metrics = {f"best_{k}": v for k, v in (best.get("metrics") or {}).items() if k not in NOT_METRICS}
         if "test_acc" in best:
             metrics["test_acc"] = best["test_acc"]
-        for status in ("completed", "stopped_early", "failed"):
+        for status in RUN_STATUS:
             metrics[f"trials_{status}"] = sum(1 for t in summary["trials"] if t.get("status") == status)
         step = len(summary["trials"])  # a grown search adds a point to the same history; a repeated finish none
         logged = {m.step for m in self.client.get_metric_history(self.parent, f"best_{self.metric}")}
@@ -222,25 +226,24 @@ class MlflowTracker:
         return self.runs[trial_id]
 
     def _log_rows(self, run_id: str, rows: list[dict]) -> None:
-        if run_id not in self.logged:
-            history = self.client.get_metric_history(run_id, self.metric)
-            self.logged[run_id] = {metric.step for metric in history}
+        if run_id not in self.logged:  # `epoch` is logged with every row (the metric may be non-finite, unlogged)
+            histories = [self.client.get_metric_history(run_id, name) for name in (self.metric, "epoch")]
+            self.logged[run_id] = {metric.step for history in histories for metric in history}
         for row in rows:
             epoch = row.get("epoch")
             if not isinstance(epoch, int) or epoch in self.logged[run_id]:
                 continue  # an epoch logged before (a recovered one, or one a resume replays) is not logged twice
-            values = {k: v for k, v in row.items() if k not in NOT_METRICS}
+            values = {k: v for k, v in row.items() if k not in NOT_METRICS} | {"epoch": epoch}
             ended_at = (row.get("started_at") or 0) + (row.get("epoch_s") or 0)
             self.client.log_batch(run_id, metrics=metric_list(values, step=epoch, at=ended_at or None))
             self.logged[run_id].add(epoch)
 
     def _log_end(self, run_id: str, frozen) -> None:
-        status = STATUS_OF.get(frozen.state)
-        if status is None or self.statuses.get(run_id) in ("FINISHED", "FAILED"):
+        ending = ending_in_study(frozen)
+        if ending is None or self.statuses.get(run_id) in ("FINISHED", "FAILED"):
             return
-        tags = {"search.status": status, "search.reason": frozen.user_attrs.get(REASON_ATTR)}
-        self.client.log_batch(run_id, tags=tag_list(tags))
-        self._terminate(run_id, RUN_STATUS[status])
+        self.client.log_batch(run_id, tags=tag_list({"search.status": ending.status, "search.reason": ending.reason}))
+        self._terminate(run_id, RUN_STATUS[ending.status])
 
     def _terminate(self, run_id: str, status: str) -> None:
         self.client.set_terminated(run_id, status)

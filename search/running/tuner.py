@@ -20,20 +20,15 @@ from search.results.files import write_json_atomically
 from search.results.summary import SUMMARY_FILE, summarize
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import test_accuracy
-from search.running.callbacks import (
-    ProgressView,
-    TensorBoardEvents,
-    Tracking,
-    TrialEnds,
-    TrialOutcomes,
-    UploadOwnFiles,
-)
+from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
 from search.running.connect import check_paths_on_every_node, connect
+from search.running.live_view import ProgressView
 from search.running.mlflow_store import store_files
 from search.running.records import trial_records
 from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
 from search.running.settings import write_settings
+from search.running.stopping import SessionStop, ctrl_c_stops
 from search.running.study import StudyRecord, reconcile
 from search.running.study_setup import open_search_study
 from search.running.tracking import MlflowTracker, start_tracker
@@ -75,20 +70,20 @@ def resume_search(experiment: Experiment, config: RunConfig, space: Space) -> di
 
 def drive(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord) -> dict:
     """Bring the study up to the trials' files, run what is left on Ray Tune (always releasing Ray), then write the
-    summary of a finished search."""
+    summary of a finished search. The trials to run first: those an earlier session left unended, then those a
+    time budget stopped (continued from their checkpoints)."""
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
-    again = reconcile(record, experiment.location)
+    unended = reconcile(record, experiment.location) + record.continue_stopped_by_budget()
     # MLflow brought up to what earlier sessions recorded (all of it, for a search tracked late), while Ray starts
     tracker = start_tracker(config, space.name, experiment, space.metric, record)
-    to_run = len(again) + max(0, config.trials - len(record.proposed()))
-    started = time.monotonic()
+    to_run = len(unended) + max(0, config.trials - len(record.proposed()))
+    stop = SessionStop(config.time_budget, on_start=budget_words)
     try:
         if to_run:
-            fit(config, space, experiment, record, again, to_run, log_file, tracker)
-        if not search_finished(record, config, time.monotonic() - started):
+            fit(config, space, experiment, record, unended, to_run, log_file, tracker, stop)
+        if stop.interrupted or not (stop.out_of_time or record.finished() >= config.trials):
             raise SearchInterrupted(experiment.location)
-        record.end_unstarted()  # trials the time budget left unstarted
     except BaseException:
         if tracker:
             tracker.interrupted()
@@ -98,7 +93,11 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     return write_summary(config, space, experiment, record, log_file, tracker)
 
 
-def fit(config, space, experiment, record, again, to_run: int, log_file: Path, tracker: MlflowTracker | None) -> None:
+def fit(
+    config, space, experiment, record, unended, to_run: int, log_file: Path, tracker: MlflowTracker | None, stop
+) -> None:
+    """Run `to_run` trials on Ray Tune, `unended` first, until they are done or `stop` stops them (the time budget:
+    the trials it stopped are ended so; Ctrl-C: they stay unended, for `resume`)."""
     started_here = connect(config)
     try:
         nodes = alive_node_resources()
@@ -119,9 +118,13 @@ def fit(config, space, experiment, record, again, to_run: int, log_file: Path, t
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
             start_train_coordinator()  # comes up while Tune starts the first trial
-        tuner = build_tuner(config, space, experiment, placement, record, again, to_run, tracker)
+        callbacks = driver_callbacks(config, experiment, record, tracker)
+        tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop)
         logging.getLogger("ray").info("search hands the trials to Tune")
-        tuner.fit()
+        with ctrl_c_stops(stop):
+            tuner.fit()
+        if stop.out_of_time and not stop.interrupted:
+            callbacks[0].out_of_time()
     finally:
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
@@ -173,12 +176,11 @@ def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
     return files + sorted(str(path.relative_to(folder)) for path in events)
 
 
-def search_finished(record: StudyRecord, config: RunConfig, elapsed_s: float) -> bool:
-    """Every trial ended, or the time budget ran out. Tune returns early on Ctrl-C too: then trials are left unended
-    before the budget is spent, and the search is interrupted (`resume` continues it)."""
-    if record.finished() >= config.trials:
-        return True
-    return bool(config.time_budget) and elapsed_s >= config.time_budget
+def budget_words(deadline: float) -> None:
+    """The time budget's end, when its clock starts (the first trial's start): on the terminal, and in the log as
+    a Unix time."""
+    print(f"time budget: {time.strftime('%H:%M:%S', time.localtime(deadline))} (this session's trials stop then)")
+    logging.getLogger("ray.search").info("time budget ends at %.3f", deadline)
 
 
 def route_logs(log_file: Path, verbose: int) -> None:
@@ -221,12 +223,12 @@ def build_tuner(
     experiment: Experiment,
     placement: TrialPlacement,
     record: StudyRecord,
-    again: list,
+    unended: list,
     to_run: int,
-    tracker: MlflowTracker | None = None,
+    callbacks: list,
+    stop: SessionStop,
 ) -> ray.tune.Tuner:
-    """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `again` ones (unfinished, with their
-    own ids)."""
+    """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
     scheduler = study_asha(config, record.proposed())
     return ray.tune.Tuner(
         build_trainable(config, space, experiment, placement),
@@ -234,12 +236,11 @@ def build_tuner(
         tune_config=ray.tune.TuneConfig(
             metric=space.metric,
             mode=space.mode,
-            search_alg=StudySearcher(record, again, space.metric, space.mode),
+            search_alg=StudySearcher(record, unended, space.metric, space.mode),
             scheduler=scheduler,
             num_samples=to_run,
             max_concurrent_trials=placement.max_concurrent,
             reuse_actors=True,  # see trainables.foundation.scheduling
-            time_budget_s=config.time_budget or None,
             trial_name_creator=lambda trial: trial.config[TRIAL_KEY],
             trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.config[TRIAL_KEY]}",
         ),
@@ -248,17 +249,19 @@ def build_tuner(
             storage_path=experiment.parent,
             verbose=0,
             failure_config=ray.tune.FailureConfig(max_failures=placement.max_failures),
-            callbacks=driver_callbacks(config, space, experiment, record, placement.max_concurrent, tracker),
+            callbacks=callbacks,
+            stop=stop,
         ),
     )
 
 
-def driver_callbacks(config, space, experiment: Experiment, record: StudyRecord, concurrency: int, tracker) -> list:
-    outcomes = TrialOutcomes(config.epochs, space.metric, space.mode)
-    return [
-        TrialEnds(outcomes, experiment.location, record),
-        *([Tracking(tracker, record)] if tracker else []),  # after TrialEnds: a trial's end is in the study by then
-        TensorBoardEvents(outcomes, experiment.local),
-        ProgressView(outcomes, config.trials, concurrency, record.earlier()),
+def driver_callbacks(config, experiment: Experiment, record: StudyRecord, tracker) -> list:
+    """TrialEnds first: it decides each trial's end and tells the others, in this order (TensorBoard's events are
+    closed before the upload)."""
+    followers = [
+        *([Tracking(tracker, record)] if tracker else []),
+        TensorBoardEvents(record, experiment.local),
+        ProgressView(record, config.epochs, config.trials, config.time_budget),
         UploadOwnFiles(experiment, own_files),
     ]
+    return [TrialEnds(record, experiment.location, config.epochs, followers), *followers]

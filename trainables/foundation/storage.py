@@ -3,7 +3,9 @@
 With a URI, the trials write their own files (result.json, end.json, checkpoints) to it, through pyarrow; the
 driver's files (search.json, study.log, search.log, TensorBoard events, summary.json) are written to a local
 working folder and uploaded to the URI: after every trial, on interruption, and at the end, summary.json last.
-Readers (`export`, `report`, `tensorboard`, `resume`) download what they read into that working folder.
+`resume` downloads them into that working folder once it holds the experiment's lock (search.running.writer_lock).
+Readers (`export`, `report`, `tensorboard`, `dashboard`) download what they read into a viewing folder of their own,
+never the driver's working folder, so a reader on the search's own machine never overwrites a live driver's study.
 
 No Ray, no torch: pyarrow only.
 """
@@ -130,9 +132,14 @@ def cache_root() -> Path:
 
 
 def working_folder(uri: str) -> Path:
-    """The local folder that stands for experiment `uri` on this machine (the same one every time)."""
+    """The local folder where a driver of experiment `uri` on this machine writes (the same one every time)."""
     digest = hashlib.sha256(_split_query(uri)[0].encode()).hexdigest()[:10]
     return cache_root() / f"{uri_name(uri)}-{digest}"
+
+
+def viewing_folder(uri: str) -> Path:
+    """The local folder where readers of experiment `uri` on this machine download what they read."""
+    return cache_root() / "viewing" / working_folder(uri).name
 
 
 @dataclass(frozen=True)
@@ -144,9 +151,10 @@ class Experiment:
     local: Path
 
     @classmethod
-    def at(cls, location: str) -> Experiment:
+    def at(cls, location: str, reading: bool = False) -> Experiment:
+        """`reading`: for a reader, whose copy of a URI experiment is its own (`viewing_folder`)."""
         if is_uri(location):
-            return cls(location, working_folder(location))
+            return cls(location, viewing_folder(location) if reading else working_folder(location))
         path = Path(location).expanduser().resolve()
         return cls(str(path), path)
 
@@ -251,10 +259,13 @@ def experiment_of(storage: str, name: str) -> Experiment:
     return Experiment.at(uri_join(storage, name) if is_uri(storage) else str(Path(storage) / name))
 
 
-def open_for_reading(location: str, marker: str, missing: str = "not a finished experiment") -> Experiment:
-    """The experiment at `location` (folder or URI), downloaded when it is a URI; refused in one line when `marker`
-    (the file that makes it an experiment, or a finished one) is not there."""
-    experiment = Experiment.at(location)
+def open_for_reading(
+    location: str, marker: str, missing: str = "not a finished experiment", reading: bool = True
+) -> Experiment:
+    """The experiment at `location` (folder or URI), downloaded when it is a URI (into the readers' own folder,
+    unless `reading` is False: a writer holding the experiment's lock); refused in one line when `marker` (the file
+    that makes it an experiment, or a finished one) is not there."""
+    experiment = Experiment.at(location, reading)
     if not exists(experiment.join(marker)):
         raise UsageError(f"{location}: {missing} (no {marker})")
     experiment.download()

@@ -7,8 +7,8 @@ they can know more than the study:
     trial_<id>/result.json   one JSON line per epoch, written by the trial after that epoch's checkpoint is complete
                              and before Tune hears of the epoch; only ever grows (rewritten whole under a temporary
                              name, then moved into place, so a reader never sees half a line)
-    trial_<id>/end.json      how Tune ended the trial (completed, stopped_early by ASHA, failed and why), written by
-                             the search driver the moment Tune ends it
+    trial_<id>/end.json      how the trial ended (search.running.endings: status and reason), written by the search
+                             driver from its study, right after the study holds it
     train_<id>/checkpoint_epoch_NNNN/   the checkpoints, each complete once its `.complete` marker is there
 
 pyarrow only (a folder or a URI): both the search driver and the trials import this module; no Ray, no torch.
@@ -30,6 +30,11 @@ CHECKPOINT_KEY = "checkpoint_path"  # the checkpoint's location, added to each e
 # A trial's configuration carries its id: Tune names a trial anew in every session, while a trial that `resume`
 # runs again keeps its id, its folders and its place in the study (search.running.study).
 TRIAL_KEY = "trial_id"
+
+
+def trial_key(tune_trial) -> str:
+    """The search's id of a Tune trial (a trial run again by `resume` keeps it; Tune's own id is new each session)."""
+    return tune_trial.config.get(TRIAL_KEY, tune_trial.trial_id)
 
 
 def trial_location(experiment_dir: str, trial_id: str) -> str:

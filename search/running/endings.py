@@ -1,0 +1,64 @@
+"""How a trial ended: one rule, applied once, from what happened to it.
+
+A trial ends in one of four ways, each with its study state (search.running.study writes it, first; `end.json`, the
+summary, the live view, TensorBoard's HParams and MLflow read it from there):
+
+    completed          trained all its epochs                       COMPLETE
+    stopped_early      stopped by ASHA at a rung                    PRUNED
+    stopped_by_budget  stopped by the time budget (any epoch, 0 too) PRUNED  (a grown search may continue it)
+    failed             raised, diverged, or left nothing to rank    FAIL     (with the reason)
+
+A trial Ctrl-C interrupts has not ended: it stays RUNNING in the study, and `resume` continues it.
+
+Pure logic: no Ray, no torch, no Optuna.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+COMPLETED, STOPPED_EARLY, STOPPED_BY_BUDGET, FAILED = "completed", "stopped_early", "stopped_by_budget", "failed"
+STATUSES = (COMPLETED, STOPPED_EARLY, STOPPED_BY_BUDGET, FAILED)
+NOTHING_TO_RANK = "no finite metric was reported"
+
+
+@dataclass(frozen=True)
+class Ending:
+    status: str
+    reason: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAILED
+
+    def as_dict(self) -> dict:
+        return {"status": self.status, "error": self.reason}
+
+
+def ending_of(
+    epochs_run: int, epochs: int, *, error: str | None = None, divergence: str | None = None, out_of_time: bool = False
+) -> Ending:
+    """How a trial ended. `error`: what it raised; `divergence`: why its loss diverged (Tune may stop a trial at that
+    epoch before its driver raises); `out_of_time`: the time budget stopped it."""
+    if error or divergence:
+        return Ending(FAILED, error or divergence)
+    if epochs_run >= epochs:
+        return Ending(COMPLETED)
+    if out_of_time:
+        return Ending(STOPPED_BY_BUDGET, budget_reason(epochs_run))
+    if epochs_run == 0:
+        return Ending(FAILED, "it ended before its first epoch")
+    return Ending(STOPPED_EARLY, f"stopped by ASHA at epoch {epochs_run}")
+
+
+def with_score(ending: Ending, score: float | None) -> Ending:
+    """A trial that trained but has nothing to rank it by (no finite metric) failed, whatever stopped it; one the
+    budget stopped before its first epoch keeps that ending (a grown search may run it)."""
+    if score is None and ending.status in (COMPLETED, STOPPED_EARLY):
+        return Ending(FAILED, NOTHING_TO_RANK)
+    return ending
+
+
+def budget_reason(epochs_run: int) -> str:
+    where = f"after epoch {epochs_run}" if epochs_run else "before its first epoch"
+    return f"stopped by the time budget {where}"

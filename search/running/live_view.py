@@ -1,0 +1,134 @@
+"""The live view of a search: one line per reported epoch and per trial end, then one status line.
+
+How trials ended, and the best score of an ended trial, are read from the study (search.running.study), so the view
+says what the summary will say; running and starting trials are Tune's.
+"""
+
+from __future__ import annotations
+
+import time
+
+from search.results.score import anneals, is_finite_number
+from search.running.callbacks import FollowsEnds
+from search.running.endings import FAILED, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
+from trainables.foundation.trial_files import trial_key
+
+RUNNING = "RUNNING"
+WIDTH = 100  # the view fits a 100-column terminal
+
+
+def _number(value) -> float | None:
+    return value if is_finite_number(value) else None
+
+
+class ProgressView(FollowsEnds):
+    """A compact log (under 100 columns) that grows by what is new: on every reported epoch, that trial's epoch,
+    metric and images/s; at every trial's end, how it ended; after either, one status line (counts of running,
+    starting, finished, stopped early and failed trials, the best so far, elapsed time, the time budget left and,
+    once a trial has finished, an estimate of the time left). Each line is printed once, so a log file reads like
+    the terminal."""
+
+    what = "the live view"
+
+    def __init__(self, record, epochs: int, total_trials: int, budget_s: float = 0.0):
+        """`record`: the search's study (search.running.study.StudyRecord); `budget_s`: the session's time budget."""
+        self.record, self.epochs, self.total, self.budget_s = record, epochs, total_trials, budget_s
+        self.metric, self.mode = record.metric, record.mode
+        self.start = time.monotonic()
+        self.ended_before = sum(record.counts().values())
+        self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
+
+    def __getstate__(self):
+        return {**self.__dict__, "record": None, "start": None}
+
+    def setup(self, **info):
+        self.start = time.monotonic()
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        self._show(trials, latest={trial_key(trial): result})  # Tune stores `result` in the trial after this call
+
+    def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
+        self._show(trials, event_words(trial_id, ending, tune_trial))
+
+    def _show(self, trials, event: str | None = None, latest: dict | None = None) -> None:
+        print("\n".join(self.render(trials, time.monotonic() - self.start, event, latest or {})), flush=True)
+
+    def render(self, trials, elapsed: float, event=None, latest: dict | None = None) -> list[str]:
+        latest = latest or {}
+        counts = self.record.counts()
+        ended = self.record.ended_ids()
+        active = [t for t in trials if t.status == RUNNING and trial_key(t) not in ended]
+        running = [t for t in active if "epoch" in (latest.get(trial_key(t)) or t.last_result or {})]
+        starting = len(active) - len(running)  # trials whose process or workers are still starting
+        lines = [f"[{_clock(elapsed)}] {event}"] if event else []
+        for trial_id, last in latest.items():  # the epoch being reported now
+            lines.append(
+                f"  {trial_id:<12} epoch {int(last.get('epoch') or 0)}/{self.epochs}  "
+                f"{self.metric} {_fmt(_number(last.get(self.metric)))}  "
+                f"{_number(last.get('images_per_s')) or 0:.0f} img/s"
+                + ("  (recovered from its files)" if last.get("recovered") else "")
+            )
+        best = self._best(active, latest)
+        best_text = f"best {self.metric} {_fmt(best[0])} {best[1]}" if best else f"best {self.metric} -"
+        done = sum(counts.values()) - counts[FAILED]
+        stopped = counts[STOPPED_EARLY]
+        words = (
+            f"[{_clock(elapsed)}] {len(running)} running, {f'{starting} starting, ' if starting else ''}"
+            f"{done}/{self.total} done, {stopped} early-stopped, "
+            f"{f'{counts[STOPPED_BY_BUDGET]} out of time, ' if counts[STOPPED_BY_BUDGET] else ''}"
+            f"{counts[FAILED]} failed"
+        )
+        tail = self._budget_left(elapsed) + self._eta(sum(counts.values()), elapsed)
+        status = f"{words} | {best_text}{tail}"
+        lines += [status] if len(status) <= WIDTH else [f"{words}{tail}", f"  {best_text}"]
+        return lines
+
+    def _best(self, active, latest: dict):
+        scored = [self.record.best()] if self.record.best() else []
+        for trial in active:  # a running trial's score so far, by the study's rule (search.results.score)
+            analysis = trial.metric_analysis.get(self.metric, {})
+            value = _number(analysis.get("last" if anneals(trial.config) else self.mode))
+            if value is not None:
+                scored.append((value, trial_key(trial)))
+        scored += [(_number(r.get(self.metric)), tid) for tid, r in latest.items() if _number(r.get(self.metric))]
+        if not scored:
+            return None
+        pick = max if self.mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0])
+
+    def _budget_left(self, elapsed: float) -> str:
+        return f" | budget {_clock(max(0.0, self.budget_s - elapsed)).strip()} left" if self.budget_s else ""
+
+    def _eta(self, ended: int, elapsed: float) -> str:
+        """Wall time per ended trial so far (concurrency included) times the trials to go, as of the last trial
+        end, counting down from there: it never grows while a long trial runs."""
+        if ended <= self.ended_before or ended >= self.total:
+            return ""
+        if ended != self._eta_done:
+            # this driver's pace: an earlier run's or resume's time is not known here
+            per_trial = elapsed / (ended - self.ended_before)
+            self._eta_done, self._eta_at, self._eta_left = ended, elapsed, per_trial * (self.total - ended)
+        left = max(0.0, self._eta_left - (elapsed - self._eta_at))
+        return f" | ~{_clock(left).strip()} left"
+
+
+def event_words(trial_id: str, ending: Ending, tune_trial=None) -> str:
+    """How a trial ended, as the live view says it: `trial X failed: <cause>` (and where its error file is), or
+    `trial X finished: <status>` (with the budget's words when the budget stopped it)."""
+    if ending.failed:
+        raised = tune_trial is not None and getattr(tune_trial, "error_file", None)
+        where = f"\n  see {tune_trial.path}/error.txt" if raised else ""
+        return f"trial {trial_id} failed: {ending.reason}{where}"
+    why = f" ({ending.reason})" if ending.status == STOPPED_BY_BUDGET and ending.reason else ""
+    return f"trial {trial_id} finished: {ending.status}{why}"
+
+
+def _fmt(value) -> str:
+    return f"{value:.4f}" if value is not None else "-"
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60:2d}m{seconds % 60:02d}s"

@@ -1,0 +1,83 @@
+"""Why a session of the search stopped before its trials were done: its time budget ran out, or Ctrl-C.
+
+Both reach Tune through one public `Stopper`, so Tune ends its trials the same way for either, and the driver knows
+which it was from what happened (the signal, the budget's clock), not from the time on the clock when Tune returned:
+a Ctrl-C one second before the budget ends is an interruption (exit 130, `resume` continues the search), and the
+budget's trials are ended as stopped by it (search.running.endings).
+
+The budget is per session (`run`, or one `resume`): its clock starts when Tune starts the session's first trial,
+after Ray is up, so a search never spends its budget starting Ray. A `resume` gets the budget again (or the one it
+is given with time_budget=).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+import ray.tune
+
+OUT_OF_TIME, INTERRUPTED = "out_of_time", "interrupted"
+
+
+class SessionStop(ray.tune.Stopper):
+    """Stops every trial when the session's time budget runs out, or at the first Ctrl-C; `why` says which."""
+
+    def __init__(self, budget_s: float = 0.0, on_start=None):
+        """`on_start(deadline)`: told the budget's end (a `time.time()`) when the clock starts."""
+        self.budget_s, self.on_start = budget_s, on_start
+        self.started: float | None = None
+        self.why: str | None = None
+
+    def __getstate__(self):  # Tune pickles its settings into tuner.pkl
+        return {**self.__dict__, "on_start": None}
+
+    def __call__(self, trial_id, result) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        now = time.monotonic()
+        if self.started is None:
+            self.started = now
+            if self.budget_s and self.on_start:
+                self.on_start(time.time() + self.budget_s)
+        if self.why is None and self.budget_s and now - self.started >= self.budget_s:
+            self.why = OUT_OF_TIME
+        return self.why is not None
+
+    def interrupt(self) -> None:
+        self.why = INTERRUPTED  # also after the budget ran out: Tune has not returned, nothing is ended yet
+
+    @property
+    def interrupted(self) -> bool:
+        return self.why == INTERRUPTED
+
+    @property
+    def out_of_time(self) -> bool:
+        return self.why == OUT_OF_TIME
+
+
+@contextlib.contextmanager
+def ctrl_c_stops(stop: SessionStop):
+    """While Tune runs: the first Ctrl-C stops the session through `stop` (Tune ends its trials and returns); a
+    second one raises KeyboardInterrupt at once. Tune's own SIGINT handler is kept out, so the signal is known here."""
+    previous = signal.getsignal(signal.SIGINT)
+    disabled = os.environ.get("TUNE_DISABLE_SIGINT_HANDLER")
+
+    def on_sigint(signum, frame):
+        if stop.interrupted:
+            raise KeyboardInterrupt
+        stop.interrupt()
+
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if disabled is None:
+            os.environ.pop("TUNE_DISABLE_SIGINT_HANDLER", None)
+        else:
+            os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = disabled
