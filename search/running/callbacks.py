@@ -105,12 +105,9 @@ class TrialEnds(Guarded):
     def out_of_time(self) -> None:
         """The time budget ran out (Tune stopped its trials without a callback): every trial the study still holds
         as running is ended so, with the epochs its files hold."""
-        for trial_id, ending in self.record.end_stopped_by_budget(self._epochs_in_files):
+        rows_of = lambda trial_id: TrialFiles(self.experiment_dir, trial_id).rows()  # noqa: E731
+        for trial_id, ending in self.record.end_stopped_by_budget(rows_of):
             self._follow(trial_id, ending, self.tune_trials.get(trial_id))
-
-    def _epochs_in_files(self, trial_id: str) -> int:
-        rows = TrialFiles(self.experiment_dir, trial_id).rows()
-        return int(rows[-1]["epoch"]) if rows else 0
 
     def _end(self, trial_id: str, decided: Ending, tune_trial) -> None:
         written_before = self.record.ending(trial_id)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-COMPLETED, STOPPED_EARLY, STOPPED_BY_BUDGET, FAILED = "completed", "stopped_early", "stopped_by_budget", "failed"
+from trainables.foundation.trial_files import STOPPED_BY_BUDGET
+
+COMPLETED, STOPPED_EARLY, FAILED = "completed", "stopped_early", "failed"
 STATUSES = (COMPLETED, STOPPED_EARLY, STOPPED_BY_BUDGET, FAILED)
 NOTHING_TO_RANK = "no finite metric was reported"
 

@@ -249,14 +249,18 @@ class StudyRecord:
             self.numbers[trial_id_of(frozen)] = len(self.study.get_trials(deepcopy=False)) - 1
         return [self.frozen(trial_id_of(frozen)) for frozen in stopped]
 
-    def end_stopped_by_budget(self, epochs_run) -> list[tuple[str, Ending]]:
+    def end_stopped_by_budget(self, rows_of) -> list[tuple[str, Ending]]:
         """The time budget ran out: every trial still running (training, starting or waiting its turn) ended so,
-        keeping its epochs and checkpoints. `epochs_run(trial_id)`: the epochs its files hold."""
+        keeping its epochs and checkpoints. `rows_of(trial_id)`: the epochs its files hold, which can be more than
+        Tune heard of before it stopped the trial: the study takes them first."""
         ends = []
         for frozen in self.running():
             trial_id = trial_id_of(frozen)
-            ending = self.end(trial_id, ending_of(epochs_run(trial_id), self.epochs, out_of_time=True))
-            ends.append((trial_id, ending))
+            rows = rows_of(trial_id)
+            for row in rows:
+                self.report(trial_id, row.get("epoch"), row.get(self.metric))
+            epochs_run = int(rows[-1]["epoch"]) if rows else 0
+            ends.append((trial_id, self.end(trial_id, ending_of(epochs_run, self.epochs, out_of_time=True))))
         return ends
 
 

@@ -30,6 +30,8 @@ CHECKPOINT_KEY = "checkpoint_path"  # the checkpoint's location, added to each e
 # A trial's configuration carries its id: Tune names a trial anew in every session, while a trial that `resume`
 # runs again keeps its id, its folders and its place in the study (search.running.study).
 TRIAL_KEY = "trial_id"
+# The one ending that is not final (search.running.endings): a later session continues a trial the budget stopped.
+STOPPED_BY_BUDGET = "stopped_by_budget"
 
 
 def trial_key(tune_trial) -> str:
@@ -91,6 +93,11 @@ class TrialFiles:
 
     def write_ending(self, status: str, error: str | None = None) -> None:
         self._write_whole(END_FILE, json.dumps({"status": status, "error": error, "at": time.time()}) + "\n")
+
+    def final_ending(self) -> dict | None:
+        """The trial's ending, unless it is the budget's, which a later session continues."""
+        ending = self.ending()
+        return None if ending and ending.get("status") == STOPPED_BY_BUDGET else ending
 
 
 def parse_rows(text: str, source: str = RESULT_FILE) -> list[dict]:
