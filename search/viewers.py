@@ -30,10 +30,16 @@ def cmd_dashboard(args: list[str]) -> int:
     port = port_option(options, 8080)
     experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")
     study, port = dashboard_address(experiment.local, port)
-    print(f"optuna-dashboard for {positional[0]} at http://127.0.0.1:{port}/ (Ctrl-C stops it)", flush=True)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
-        serve(study, port)
+        serve(
+            study,
+            port,
+            ready=lambda: print(
+                f"optuna-dashboard for {positional[0]} at http://127.0.0.1:{port}/ (read-only; Ctrl-C stops it)",
+                flush=True,
+            ),
+        )
     except (KeyboardInterrupt, SystemExit):
         pass
     return 0

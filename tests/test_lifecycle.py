@@ -17,7 +17,6 @@ from tests.e2e_helpers import (
     run_cli,
     start_search,
     uri_bytes,
-    uri_files,
     uri_text,
     wait_for_line,
 )
@@ -100,14 +99,14 @@ def test_resume_refuses_a_folder_that_is_not_an_experiment(tmp_path):
     assert result.returncode == 2 and "not an experiment folder" in result.stderr
 
 
-def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_ctrl_c_then_resume_and_growth_read_the_uri(
+def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_the_search_grows_from_the_uri_alone(
     tmp_path, mnist_root, s3_bucket
 ):
     """One-worker trials, in their trial processes (the Ctrl-C test below stops a DDP group), on storage at a URI.
     The first trial's process is SIGKILLed after its first epoch: the trial restarts from that epoch's checkpoint,
-    read back from the URI (max_failures=1), and finishes, leaving no checkpoint file in the temporary folder. Ctrl-C
-    then, with a time budget that has not run out, is an interruption, not the budget's end: exit 130, no summary.
-    The search resumes from the URI alone (local working folder deleted), then grows by one trial."""
+    read back from the URI (max_failures=1), and finishes, leaving no checkpoint file in the temporary folder. The
+    finished search then grows by one trial from the URI alone (local working folder deleted). Ctrl-C, a time
+    budget and resume on S3: tests/test_one_writer.py."""
     experiment = f"{s3_bucket}/runs/s"
     log = tmp_path / "run.log"
     temporary = tmp_path / "tmp"
@@ -124,7 +123,6 @@ def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_ctrl_c_th
         "concurrency=1",
         "data.limit=512",
         "max_failures=1",
-        "time_budget=900",
         "tracking=mlflow",
         env={**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"},
     )
@@ -133,9 +131,7 @@ def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_ctrl_c_th
         trial_processes = [p for p in descendants(process.pid) if "ray::ImplicitFunc" in process_title(p)]
         assert len(trial_processes) == 1, [process_title(p) for p in descendants(process.pid)]
         kill_pids(trial_processes)
-        wait_for_line(log, rf"trial {first} finished", process)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=120) == 130, log.read_text()[-3000:]
+        assert process.wait(timeout=300) == 0, log.read_text()[-3000:]
     finally:
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
@@ -145,21 +141,13 @@ def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_ctrl_c_th
     assert [row["epoch"] for row in rows] == [1, 2], rows
     assert rows[0]["resumed_from"] == 0 and rows[1]["resumed_from"] == 1, rows  # continued from epoch 1's checkpoint
     assert rows[0]["pid"] != rows[1]["pid"], "epoch 2 ran in the killed trial process"
-    assert f"python -m search resume {experiment}" in log.read_text()
-    files = uri_files(experiment)
-    assert "summary.json" not in files and {"search.json", "study.log", "search.log", "mlflow/mlflow.db"} <= set(files)
-    assert mlflow_runs(experiment, tmp_path)["s"] == ("KILLED", [])
-
-    shutil.rmtree(tmp_path / "cache")  # as on another machine
-    resumed = run_cli("resume", experiment)
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     summary = json.loads(uri_text(f"{experiment}/summary.json"))
     assert [t["status"] for t in summary["trials"]] == ["completed", "completed"]
-    assert uri_text(f"{experiment}/trial_{first}/result.json") == first_rows, "a finished trial ran again"
     trial_runs = {f"trial_{t['trial_id']}": ("FINISHED", [1, 2]) for t in summary["trials"]}
     assert mlflow_runs(experiment, tmp_path) == {"s": ("FINISHED", [2]), **trial_runs}  # one parent, each epoch once
 
-    # grown by one trial: proposed with the study's two trials known, one summary over all three, no trial run again
+    # grown by one trial, from the URI alone: proposed with the study's two trials known, one summary over all three
+    shutil.rmtree(tmp_path / "cache")  # as on another machine
     grown = run_cli("resume", experiment, "trials=3")
     assert grown.returncode == 0, grown.stdout[-3000:] + grown.stderr[-3000:]
     assert "search: 1 of 3 trials (2 done before)" in grown.stdout

@@ -113,3 +113,53 @@ def test_a_tracking_failure_is_named_once_and_never_raises(tmp_path, capsys, mon
         server.shutdown()
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("tracking:")]
     assert len(lines) == 1 and "MLflow failed" in lines[0] and "the search goes on without tracking" in lines[0]
+
+
+def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(tmp_path, capsys, monkeypatch):
+    """The calls Tune's callbacks make (an epoch, a trial's end) are queued for the tracker's thread: they return
+    while the server has not answered yet; the driver's own calls wait for them, then the failure is named once."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    answer = threading.Event()
+
+    class Stalled(AlwaysFailing):
+        def do_GET(self):
+            answer.wait(60)
+            super().do_GET()
+
+        do_POST = do_GET
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stalled)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        experiment, record, config = a_search(tmp_path, uri=f"http://127.0.0.1:{server.server_address[1]}")
+        record.create("t1")
+        epoch(experiment, record, "t1", 1, 0.5)
+        tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
+        tracker.epoch("t1", {"lr": 0.1})  # returns although the server answers nothing yet
+        tracker.ended(record, "t1", {"lr": 0.1})
+        assert not answer.is_set() and tracker.worker.is_alive()
+        answer.set()
+        assert tracker.ready() is False  # waits for the queued calls: the store could not be opened
+        tracker.finish({"trials": [], "best": None})
+    finally:
+        answer.set()
+        server.shutdown()
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("tracking:")]
+    assert len(lines) == 1 and "MLflow failed" in lines[0]
+
+
+def test_a_non_finite_epoch_is_logged_once_however_often_the_search_resumes(tmp_path):
+    experiment, record, config = a_search(tmp_path)
+    record.create("t1")
+    files = TrialFiles(experiment.location, "t1")
+    rows = files.append([], {"epoch": 1, "val_acc": 0.5, "train_loss": 1.0})
+    files.append(rows, {"epoch": 2, "val_acc": float("nan"), "train_loss": float("nan"), "val_loss": 2.0})
+    record.report("t1", 1, 0.5)
+    for _ in range(3):  # the search and two resumes
+        start_tracker(config, "cnn_mnist", experiment, "val_acc", record).ready()
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}")
+    run, _ = runs(experiment)["trial_t1"]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "val_loss")] == [2]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "epoch")] == [1, 2]
+    kind = client.get_experiment_by_name("cnn_mnist").tags["mlflow.experimentKind"]
+    assert kind == "custom_model_development"  # MLflow's UI opens it in its model-training view

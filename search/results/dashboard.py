@@ -45,8 +45,8 @@ def read_only(app):
     return guarded
 
 
-def serve(study: Path, port: int, host: str = "127.0.0.1") -> None:
-    """Serve until interrupted (blocks)."""
+def serve(study: Path, port: int, host: str = "127.0.0.1", ready=lambda: None) -> None:
+    """Serve until interrupted (blocks); `ready()` is called once the port is bound."""
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 
     import optuna_dashboard
@@ -59,4 +59,5 @@ def serve(study: Path, port: int, host: str = "127.0.0.1") -> None:
 
     app = read_only(optuna_dashboard.wsgi(JournalStorage(JournalFileBackend(str(study)))))
     with make_server(host, port, app, handler_class=QuietHandler) as server:
+        ready()
         server.serve_forever()

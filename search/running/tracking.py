@@ -7,12 +7,16 @@ its `result.json` holds as metrics, the epoch as the step. MLflow is brought up 
 (`sync`), so an epoch is logged once however often the search is resumed, and a search tracked late is logged whole.
 
 A tracking failure during a search is named once on the terminal; the search goes on untracked (a later `resume`
-brings MLflow up to date). No Ray, no torch.
+brings MLflow up to date). The calls Tune's callbacks make (an epoch, a trial's end) are done in the tracker's own
+thread, in order, so a slow or dying tracking server never holds up Tune; the driver's own calls wait for them, at
+most `DRAIN_S`. No Ray, no torch.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import queue
 import threading
 from pathlib import Path
 
@@ -46,10 +50,15 @@ KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
 NOT_METRICS = {"epoch", "diverged", "recovered", "started_at", "pid", "resumed_from"}
 
 
+DRAIN_S = 60.0  # how long the driver waits for the tracker's queued calls before it goes on without tracking
+GIVE_UP = "the search goes on without tracking (`python -m search resume` brings MLflow up to date)"
+
+
 def _safely(method):
     """A tracking call that never fails the search: its first failure is named, then tracking is off. It waits for
-    the tracker to be open (`start` opens it in the background)."""
+    the calls queued before it (`start` opens the store in the tracker's thread)."""
 
+    @functools.wraps(method)
     def guarded(self, *args, **kwargs):
         self.wait()
         if self.broken:
@@ -59,14 +68,23 @@ def _safely(method):
         except Exception as exc:
             self.broken = True
             reason = " ".join(str(exc).split())[:300]
-            print(
-                f"tracking: MLflow failed ({type(exc).__name__}: {reason}); the search goes on without tracking "
-                f"(`python -m search resume` brings MLflow up to date)",
-                flush=True,
-            )
+            print(f"tracking: MLflow failed ({type(exc).__name__}: {reason}); {GIVE_UP}", flush=True)
             return None
 
     return guarded
+
+
+def _queued(method):
+    """A call from Tune's callbacks: handed to the tracker's thread, so it returns at once."""
+
+    @functools.wraps(method)
+    def queued(self, *args):
+        if self.worker is None:
+            return method(self, *args)
+        self.calls.put((method, args))
+        return None
+
+    return queued
 
 
 class MlflowTracker:
@@ -81,25 +99,38 @@ class MlflowTracker:
         self.runs: dict[str, str] = {}  # trial id -> nested run id
         self.logged: dict[str, set[int]] = {}  # run id -> epochs logged
         self.statuses: dict[str, str] = {}  # run id -> its MLflow status, as this tracker last knew it
-        self.opening: threading.Thread | None = None
+        self.worker: threading.Thread | None = None
+        self.calls: queue.Queue = queue.Queue()
 
     def __getstate__(self):  # Tune pickles its callbacks; the client stays in the driver
-        return {**self.__dict__, "client": None, "opening": None}
+        return {**self.__dict__, "client": None, "worker": None, "calls": None}
 
     def start(self, record: StudyRecord) -> None:
-        """Open the store and bring it up to `record` in a thread, while Ray starts (importing MLflow and creating
-        its store take seconds); every other call waits for it."""
-        self.opening = threading.Thread(target=self._open_and_sync, args=(record,), name="mlflow-open", daemon=True)
-        self.opening.start()
+        """Open the store and bring it up to `record` in the tracker's thread, while Ray starts (importing MLflow
+        and creating its store take seconds); the thread then does the calls Tune's callbacks queue."""
+        self.worker = threading.Thread(target=self._work, args=(record,), name="mlflow-tracker", daemon=True)
+        self.worker.start()
 
-    def _open_and_sync(self, record: StudyRecord) -> None:
+    def _work(self, record: StudyRecord) -> None:
         self.open()
         self.sync(record)
+        while True:
+            call = self.calls.get()
+            if isinstance(call, threading.Event):
+                call.set()
+            else:
+                method, args = call
+                method(self, *args)
 
     def wait(self) -> None:
-        if self.opening is not None and self.opening is not threading.current_thread():
-            self.opening.join()
-            self.opening = None
+        """Until every call queued so far is done (at most DRAIN_S; then tracking is off)."""
+        if self.worker is None or self.worker is threading.current_thread() or self.broken:
+            return
+        done = threading.Event()
+        self.calls.put(done)
+        if not done.wait(DRAIN_S):
+            self.broken = True
+            print(f"tracking: MLflow has not answered for {DRAIN_S:.0f} s; {GIVE_UP}", flush=True)
 
     def ready(self) -> bool:
         self.wait()
@@ -166,11 +197,13 @@ class MlflowTracker:
             self._log_rows(run_id, TrialFiles(self.experiment.location, trial_id).rows())
             self._log_end(run_id, frozen)
 
+    @_queued
     @_safely
     def epoch(self, trial_id: str, config: dict) -> None:
         """A trial reported an epoch: its rows (written before Tune heard of it) that MLflow lacks."""
         self._log_rows(self._run_of(trial_id, config), TrialFiles(self.experiment.location, trial_id).rows())
 
+    @_queued
     @_safely
     def ended(self, record: StudyRecord, trial_id: str, config: dict) -> None:
         """A trial ended (the study knows how: search.running.callbacks.TrialEnds wrote it first)."""

@@ -50,6 +50,7 @@ def run_search(config: RunConfig, space: Space, experiment: Experiment, given: l
     `given`: configurations to run first (`enqueue=`), already checked against the space."""
     write_settings(experiment, {"run": config.to_dict()})
     record = open_search_study(config, space, experiment, given)
+    experiment.upload([STUDY_FILE])  # readers of a URI find the study from the start (updated after every trial)
     try:
         return drive(config, space, experiment, record)
     except UsageError:

@@ -30,7 +30,7 @@ from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment, delete_file, exists, read_text, write_text
 
 LOCK_FILE, LEASE_FILE = "driver.lock", "driver.lease"
-RENEW_S, STALE_S, READ_BACK_S = 15.0, 60.0, 1.0
+RENEW_S, STALE_S, READ_BACK_S = 15.0, 60.0, 0.5
 
 
 def holder_words(holder: dict) -> str:

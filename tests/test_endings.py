@@ -1,0 +1,181 @@
+"""How a trial ended: one rule (search.running.endings), written into the study first, and every other account
+following it. Real studies (a journal file or memory), stand-in Tune trials; Ray is imported, never started."""
+
+import json
+from types import SimpleNamespace
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from search.running.callbacks import FollowsEnds, TrialEnds
+from search.running.endings import Ending, ending_of
+from search.running.study import SpaceCoding, StudyRecord, contains, reconcile, trial_id_of
+from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
+
+SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
+
+
+@pytest.mark.parametrize(
+    "facts, expected",
+    [
+        ({"epochs_run": 3}, Ending("completed")),
+        ({"epochs_run": 1}, Ending("stopped_early", "stopped by ASHA at epoch 1")),
+        (
+            {"epochs_run": 2, "out_of_time": True},
+            Ending("stopped_by_budget", "stopped by the time budget after epoch 2"),
+        ),
+        (
+            {"epochs_run": 0, "out_of_time": True},
+            Ending("stopped_by_budget", "stopped by the time budget before its first epoch"),
+        ),
+        (
+            {"epochs_run": 3, "out_of_time": True},
+            Ending("completed"),
+        ),  # its last epoch came in before the budget ran out
+        ({"epochs_run": 2, "error": "RuntimeError: boom", "out_of_time": True}, Ending("failed", "RuntimeError: boom")),
+        ({"epochs_run": 1, "divergence": "NonFiniteLoss: x"}, Ending("failed", "NonFiniteLoss: x")),
+        ({"epochs_run": 0}, Ending("failed", "it ended before its first epoch")),
+    ],
+)
+def test_one_rule_names_how_a_trial_ended(facts, expected):
+    assert ending_of(epochs=3, **facts) == expected
+
+
+def record_in(folder, epochs=3) -> StudyRecord:
+    return StudyRecord.in_folder(folder, SpaceCoding(dict(SPACE)), "val_acc", "max", epochs, {"lr_schedule": "none"})
+
+
+def tune_trial(trial_id, epoch, path="/nowhere", **last):
+    return SimpleNamespace(
+        trial_id=f"tune-{trial_id}",
+        config={TRIAL_KEY: trial_id, "lr": 0.01},
+        last_result={"epoch": epoch, **last},
+        path=path,
+        error_file=None,
+        status="RUNNING",
+        metric_analysis={},
+    )
+
+
+class Raising(FollowsEnds):
+    what = "a follower that raises once"
+
+    def __init__(self):
+        self.calls = 0
+
+    def trial_ended(self, trials, trial_id, ending, tune_trial=None):
+        self.calls += 1
+        if self.calls == 1:
+            raise OSError(28, "No space left on device")
+
+
+class Listening(FollowsEnds):
+    def __init__(self):
+        self.heard = []
+
+    def trial_ended(self, trials, trial_id, ending, tune_trial=None):
+        self.heard.append((trial_id, ending))
+
+
+def test_a_callback_that_raises_once_leaves_a_completed_trial_completed(tmp_path, capsys):
+    """Tune runs `on_trial_error` when a callback raised at a trial's end: the study already holds the trial as
+    completed, so neither it, nor end.json, nor what the followers heard, changes; the failure is named once."""
+    record = record_in(tmp_path)
+    raising, listening = Raising(), Listening()
+    ends = TrialEnds(record, str(tmp_path), 3, [raising, listening])
+    for trial_id in ("a", "b"):
+        record.create(trial_id)
+        for epoch in (1, 2, 3):
+            record.report(trial_id, epoch, 0.5 + epoch / 10)
+    ends.on_trial_complete(0, [], tune_trial("a", 3))  # the first follower raises here: guarded
+    ends.on_trial_error(0, [], tune_trial("a", 3))  # what Tune does next
+    ends.on_trial_complete(0, [], tune_trial("b", 3))  # it raises no more
+    assert record.frozen("a").state == TrialState.COMPLETE and record.ending("a") == Ending("completed")
+    assert TrialFiles(str(tmp_path), "a").ending()["status"] == "completed"
+    assert listening.heard == [("a", Ending("completed")), ("b", Ending("completed"))]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "a follower that raises once failed (OSError: [Errno 28] No space" in warnings[0]
+
+
+def test_the_budget_ends_every_running_trial_with_the_epochs_its_files_hold(tmp_path):
+    """Tune stops the trials without a callback when the budget runs out: the study takes the epochs their files
+    hold (more than Tune heard of) and ends them so; a trial proposed but not started is stopped before epoch 1."""
+    record = record_in(tmp_path)
+    listening = Listening()
+    ends = TrialEnds(record, str(tmp_path), 3, [listening])
+    record.create("trained"), record.create("waiting")
+    record.report("trained", 1, 0.6)
+    files = TrialFiles(str(tmp_path), "trained")
+    files.append(files.append([], {"epoch": 1, "val_acc": 0.6}), {"epoch": 2, "val_acc": 0.7})
+    ends.out_of_time()
+    assert record.frozen("trained").intermediate_values == {1: 0.6, 2: 0.7}
+    assert record.ending("trained") == Ending("stopped_by_budget", "stopped by the time budget after epoch 2")
+    assert record.frozen("trained").state == TrialState.PRUNED and record.frozen("trained").user_attrs["score"] == 0.7
+    assert record.ending("waiting").reason == "stopped by the time budget before its first epoch"
+    assert files.ending()["status"] == "stopped_by_budget" and files.final_ending() is None  # not final
+    assert [trial_id for trial_id, _ in listening.heard] == ["trained", "waiting"]
+
+
+def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(tmp_path):
+    record = record_in(tmp_path)
+    record.create("t")
+    for epoch in (1, 2):
+        record.report("t", epoch, 0.5 + epoch / 10)
+    record.end("t", ending_of(2, 3, out_of_time=True))
+    TrialFiles(str(tmp_path), "t").write_ending("stopped_by_budget", "stopped by the time budget after epoch 2")
+    assert record.finished() == 1
+
+    reopened = record_in(tmp_path)
+    unended = reconcile(reopened, str(tmp_path)) + reopened.continue_stopped_by_budget()
+    assert [trial_id_of(t) for t in unended] == ["t"] and unended[0].intermediate_values == {1: 0.6, 2: 0.7}
+    assert len(reopened.proposed()) == 1 and reopened.finished() == 0  # the continuation stands for the trial
+    again = record_in(tmp_path)  # a kill now: the budget's end.json is older than the continuation
+    assert [trial_id_of(t) for t in reconcile(again, str(tmp_path))] == ["t"]
+    again.report("t", 3, 0.9)
+    again.end("t", ending_of(3, 3))
+    assert again.ending("t") == Ending("completed") and again.counts()["completed"] == 1
+    assert [t.state for t in again.study.trials] == [TrialState.PRUNED, TrialState.COMPLETE]  # the old one stays
+
+
+def test_only_the_writer_clears_the_journals_lock_and_a_cut_tail(tmp_path):
+    """A reader opening the journal (optuna-dashboard, `report`) while a writer appends must not cut the line being
+    written, nor remove the writer's lock; the driver holding the experiment's lock clears both."""
+    from search.running.study import journal_storage
+
+    record_in(tmp_path).create("a")
+    journal, lock = tmp_path / "study.log", tmp_path / "study.log.lock"
+    whole = journal.read_bytes()
+    journal.write_bytes(whole + b'{"op_code": 5, "wor')  # an append in progress
+    lock.write_text("held")
+    journal_storage(journal)
+    assert journal.read_bytes().endswith(b'"wor') and lock.exists()
+    journal_storage(journal, writer=True)
+    assert journal.read_bytes() == whole and not lock.exists()
+
+
+def test_the_study_names_its_metric_for_optuna_dashboards_axes(tmp_path):
+    record_in(tmp_path)
+    assert record_in(tmp_path).study.metric_names == ["val_acc"]
+
+
+@pytest.mark.parametrize(
+    "distribution, inside, outside",
+    [
+        (optuna.distributions.FloatDistribution(0.1, 1.0, step=0.1), [0.1, 0.3, 1.0], [0.35, 1.1, "a", True]),
+        (optuna.distributions.IntDistribution(1, 9, step=2), [1, 5, 9], [2, 11, 3.5]),
+        (optuna.distributions.CategoricalDistribution([32, 64, "x"]), [32, "x"], [48, True, "y"]),
+    ],
+)
+def test_a_given_value_is_checked_against_its_distribution_with_optunas_public_api(distribution, inside, outside):
+    assert all(contains(distribution, value) for value in inside)
+    assert not any(contains(distribution, value) for value in outside)
+
+
+def test_end_json_follows_the_study(tmp_path):
+    record = record_in(tmp_path)
+    ends = TrialEnds(record, str(tmp_path), 3, [])
+    record.create("n")  # reports nothing finite: nothing to rank it by, whatever stopped it
+    ends.on_trial_complete(0, [], tune_trial("n", 1))
+    assert json.loads((tmp_path / "trial_n" / "end.json").read_text())["error"] == "no finite metric was reported"
+    assert record.ending("n").status == "failed"

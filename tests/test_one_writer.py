@@ -1,0 +1,160 @@
+"""One writer, one ending: a search on S3 whose time budget runs out, with a second driver and readers at it while
+it runs. Real processes, a real S3 endpoint (moto), the real CLI."""
+
+import json
+import re
+import shutil
+import signal
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.conftest import MNIST_MINI
+from tests.e2e_helpers import descendants, kill_pids, run_cli, start_search, uri_bytes, uri_files, uri_text
+
+pytestmark = pytest.mark.e2e
+
+# mlp_mnist trains an epoch of 4,096 digits in well under a second: every trial is still training when its
+# session's budget runs out (50 epochs, no ASHA rung before the last)
+SEARCH = [
+    "space=mlp_mnist",
+    f"data.root={MNIST_MINI}",
+    "data.limit=4096",
+    "data.val_limit=400",
+    "seed=5",
+    "trials=3",
+    "epochs=50",
+    "grace=50",
+    "concurrency=2",
+    "tracking=mlflow",
+]
+
+
+def test_on_s3_the_budget_ends_trials_alike_everywhere_a_second_driver_is_refused_and_readers_never_write(
+    tmp_path, s3_bucket
+):
+    experiment = f"{s3_bucket}/runs/w"
+    log = tmp_path / "run.log"
+    process = start_search(log, *SEARCH, f"storage={s3_bucket}/runs", "name=w", "time_budget=14")
+    try:
+        deadline = budget_deadline(log, process)
+        # a second driver of the same search, while the first runs: refused in one line naming the first
+        second = run_cli("resume", experiment)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert f"another driver is writing this search: pid {process.pid} on " in second.stderr, second.stderr
+        # readers: the dashboard serves a copy of its own, read-only; report waits for the summary
+        dashboard_refuses_writes(experiment, tmp_path)
+        report = run_cli("report", experiment)
+        assert report.returncode == 2 and "not a finished experiment" in report.stderr, report.stderr
+        time.sleep(max(0.0, deadline - 2 - time.time()))
+        process.send_signal(signal.SIGINT)  # 2 s before the budget ends: an interruption, not the budget's end
+        assert process.wait(timeout=120) == 130, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            kill_pids([process.pid, *descendants(process.pid)])
+    assert f"python -m search resume {experiment}" in log.read_text()
+    assert "summary.json" not in uri_files(experiment)
+    study = study_of(experiment, tmp_path)
+    assert len(study.trials) >= 2 and all(t.state.name == "RUNNING" for t in study.trials), study.trials
+    assert any(t.intermediate_values for t in study.trials), [t.intermediate_values for t in study.trials]
+    trained_before = {
+        path.split("/")[0].removeprefix("trial_"): len(
+            result_rows(experiment, path.split("/")[0].removeprefix("trial_"))
+        )
+        for path in uri_files(experiment)
+        if path.endswith("/result.json")
+    }
+    assert trained_before, uri_files(experiment)
+
+    shutil.rmtree(tmp_path / "cache")  # as on another machine: the URI is all there is
+    resumed = run_cli("resume", experiment, "time_budget=5")
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    summary = json.loads(uri_text(f"{experiment}/summary.json"))
+    assert {t["status"] for t in summary["trials"]} <= {"completed", "stopped_by_budget"}, summary["trials"]
+    assert "stopped_by_budget" in {t["status"] for t in summary["trials"]}
+    assert every_account_agrees(experiment, summary, tmp_path)
+    for trial_id, epochs_before in trained_before.items():  # each went on from its checkpoint, not from epoch 0
+        rows = result_rows(experiment, trial_id)
+        assert [row["epoch"] for row in rows] == list(range(1, len(rows) + 1))
+        if len(rows) > epochs_before:
+            assert rows[epochs_before]["resumed_from"] == epochs_before, rows[epochs_before]
+
+
+def result_rows(experiment: str, trial_id: str) -> list[dict]:
+    return [json.loads(line) for line in uri_text(f"{experiment}/trial_{trial_id}/result.json").splitlines()]
+
+
+def budget_deadline(log, process, timeout: float = 120) -> float:
+    """The budget's end (a Unix time), as the driver logs it in its search.log when the clock starts."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        named = re.search(r"log in (\S+)", log.read_text())
+        if named:
+            found = re.search(r"time budget ends at ([0-9.]+)", open(named.group(1)).read())
+            if found:
+                return float(found.group(1))
+        assert process.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.2)
+    raise AssertionError(log.read_text()[-3000:])
+
+
+def dashboard_refuses_writes(experiment: str, tmp_path) -> None:
+    log = tmp_path / "dashboard.log"
+    server = start_search(log, experiment, "port=0", command="dashboard")
+    try:
+        url = None
+        for _ in range(300):
+            url = re.search(r"at (http://127\.0\.0\.1:\d+/)", log.read_text())
+            if url or server.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert url, log.read_text()
+        studies = json.loads(urllib.request.urlopen(url.group(1) + "api/studies", timeout=30).read())
+        assert studies["study_summaries"][0]["study_name"] == "search"
+        for method, path in (("POST", "api/trials/0/tell"), ("DELETE", "api/studies/0")):
+            request = urllib.request.Request(url.group(1) + path, data=b'{"state": "Fail"}', method=method)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=30)
+            assert refused.value.code == 403 and b"read-only" in refused.value.read()
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            kill_pids([server.pid])
+
+
+def study_of(experiment: str, tmp_path):
+    """The study at the URI, read with Optuna from a copy."""
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    copy = tmp_path / f"study-{time.monotonic_ns()}.log"
+    copy.write_bytes(uri_bytes(f"{experiment}/study.log"))
+    return optuna.load_study(study_name="search", storage=JournalStorage(JournalFileBackend(str(copy))))
+
+
+def every_account_agrees(experiment: str, summary: dict, tmp_path) -> bool:
+    """For every trial: the study (state, status, epochs), the summary, its end.json and MLflow say the same."""
+    from mlflow.tracking import MlflowClient
+
+    state = {"completed": "COMPLETE", "stopped_by_budget": "PRUNED"}
+    study = {t.user_attrs["trial_id"]: t for t in study_of(experiment, tmp_path).trials if "continues" not in str(t)}
+    for trial in study_of(experiment, tmp_path).trials:  # a continuation stands for the trial it continues
+        study[trial.user_attrs["trial_id"]] = trial
+    copy = tmp_path / f"mlflow-{time.monotonic_ns()}.db"
+    copy.write_bytes(uri_bytes(f"{experiment}/mlflow/mlflow.db"))
+    client = MlflowClient(f"sqlite:///{copy}")
+    runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("mlp_mnist").experiment_id])}
+    for trial in summary["trials"]:
+        frozen, status = study[trial["trial_id"]], trial["status"]
+        ending = json.loads(uri_text(f"{experiment}/trial_{trial['trial_id']}/end.json"))
+        run = runs[f"trial_{trial['trial_id']}"]
+        epochs = len(result_rows(experiment, trial["trial_id"]))
+        assert frozen.state.name == state[status] and frozen.user_attrs["status"] == status, (trial, frozen)
+        assert ending["status"] == status and run.data.tags["search.status"] == status, (trial, ending, run.data.tags)
+        assert run.info.status == "FINISHED" and len(client.get_metric_history(run.info.run_id, "epoch")) == epochs
+        assert trial["epochs_run"] == epochs == max(frozen.intermediate_values), (trial, frozen.intermediate_values)
+    return True

@@ -1,0 +1,65 @@
+"""One writer per experiment (search.running.writer_lock): real processes, real files, a file:// URI for the lease."""
+
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import time
+
+import pytest
+
+from search.running.writer_lock import LEASE_FILE, LOCK_FILE, WriterLock
+from trainables.foundation.errors import UsageError
+from trainables.foundation.storage import Experiment
+
+
+def hold_until_killed(folder: str, ready) -> None:
+    WriterLock(Experiment.at(folder), "python -m search run space=mlp_mnist").acquire()
+    ready.set()
+    time.sleep(600)
+
+
+def test_a_second_writer_is_refused_naming_the_holder_and_a_dead_holders_lock_is_taken_over(tmp_path, capsys):
+    ready = multiprocessing.get_context("spawn").Event()
+    holder = multiprocessing.get_context("spawn").Process(target=hold_until_killed, args=(str(tmp_path), ready))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        with pytest.raises(UsageError) as refused:
+            WriterLock(Experiment.at(str(tmp_path)), "python -m search resume x").acquire()
+        words = str(refused.value)
+        assert f"another driver is writing this search: pid {holder.pid} on {socket.gethostname()}" in words
+        assert "`python -m search run space=mlp_mnist`" in words
+        os.kill(holder.pid, signal.SIGKILL)  # a kill leaves the file naming it; the kernel frees the lock
+        holder.join(30)
+        with WriterLock(Experiment.at(str(tmp_path)), "python -m search resume x"):
+            held = json.loads((tmp_path / LOCK_FILE).read_text())
+            assert held["pid"] == os.getpid() and held["command"] == "python -m search resume x"
+        assert f"lock of pid {holder.pid} on" in capsys.readouterr().err  # the takeover is said
+        assert (tmp_path / LOCK_FILE).read_text() == ""  # released: it names no holder
+    finally:
+        if holder.is_alive():
+            holder.kill()
+
+
+def test_on_a_uri_a_live_lease_refuses_and_a_stale_one_is_taken(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    uri = f"file://{tmp_path}/bucket/exp"
+    (tmp_path / "bucket" / "exp").mkdir(parents=True)
+    lease = tmp_path / "bucket" / "exp" / LEASE_FILE
+    other = {"pid": 4242, "host": "node-2", "command": "python -m search run", "since": time.time(), "token": "x"}
+    lease.write_text(json.dumps({**other, "renewed": time.time()}))
+    with pytest.raises(UsageError, match="pid 4242 on node-2"):
+        WriterLock(Experiment.at(uri), "python -m search resume").acquire()
+    assert not (Experiment.at(uri).local / LOCK_FILE).read_text()  # the local lock was given back
+    lease.write_text(json.dumps({**other, "renewed": time.time() - 600}))  # its holder stopped renewing it
+    with WriterLock(Experiment.at(uri), "python -m search resume") as lock:
+        assert json.loads(lease.read_text())["token"] == lock.me["token"]
+    assert "lease of pid 4242 on node-2" in capsys.readouterr().err and not lease.exists()
+
+
+def test_a_reader_downloads_a_uri_experiment_into_a_folder_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    uri = f"file://{tmp_path}/bucket/exp"
+    assert Experiment.at(uri, reading=True).local != Experiment.at(uri).local
