@@ -49,9 +49,9 @@ def cmd_run(args: list[str]) -> int:
 
         return run_through_ray_client(config, args, cmd_run)
     preflight(config, space)
-    from search.running.study_setup import given_configurations
+    from search.running.study_setup import enqueued_configurations
 
-    given = given_configurations(config, space)
+    enqueued = enqueued_configurations(config, space)
     from search.running.tuner import run_search  # Ray is imported only once the input is known to be good
     from search.running.writer_lock import WriterLock
 
@@ -59,7 +59,7 @@ def cmd_run(args: list[str]) -> int:
     claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
     try:
         with WriterLock(experiment, command_words("run", args)):
-            summary = run_search(config, space, experiment, given)
+            summary = run_search(config, space, experiment, enqueued)
     except KeyboardInterrupt:
         raise SearchInterrupted(experiment.location) from None
     print_result(summary, experiment)
@@ -280,9 +280,9 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     config = parse_overrides(args, parsers)
     config.address = resolve_address(config.address, os.environ)
     if is_ray_client(config.address):  # the search will run on the cluster: its paths must mean the same there
-        given = {"storage": config.storage, "data.root": config.data.root, "model.weights": config.model.weights}
+        paths = {"storage": config.storage, "data.root": config.data.root, "model.weights": config.model.weights}
         refuse_client_relative_paths(
-            config.address, {**given, "space": config.space if config.space.endswith(".py") else ""}
+            config.address, {**paths, "space": config.space if config.space.endswith(".py") else ""}
         )
     if os.path.exists(config.space):
         config.space = str(Path(config.space).resolve())

@@ -9,7 +9,7 @@ import pytest
 from search.running.endings import Ending
 from search.running.sampler import make_sampler
 from search.running.study import STARTUP_ATTR, StudyRecord
-from search.running.study_setup import given_configurations, open_search_study
+from search.running.study_setup import enqueued_configurations, open_search_study
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import load_space
@@ -22,10 +22,10 @@ def configured(tmp_path, **keys) -> RunConfig:
     return RunConfig(space="mlp_mnist", storage=str(tmp_path), name="e", **keys)
 
 
-def test_given_configurations_are_read_and_checked_against_the_space(tmp_path):
+def test_enqueued_configurations_are_read_and_checked_against_the_space(tmp_path):
     given = tmp_path / "given.json"
     given.write_text(json.dumps([{"lr": 0.001, "hidden": 256}, {"lr": 0.005}]))
-    assert given_configurations(configured(tmp_path, enqueue=str(given)), SPACE) == [
+    assert enqueued_configurations(configured(tmp_path, enqueue=str(given)), SPACE) == [
         {"lr": 0.001, "hidden": 256},
         {"lr": 0.005},
     ]
@@ -36,15 +36,15 @@ def test_given_configurations_are_read_and_checked_against_the_space(tmp_path):
     ]:
         given.write_text(json.dumps(content))
         with pytest.raises(UsageError, match=culprit):
-            given_configurations(configured(tmp_path, enqueue=str(given)), SPACE)
+            enqueued_configurations(configured(tmp_path, enqueue=str(given)), SPACE)
     with pytest.raises(UsageError, match="enqueue=.*missing.json: cannot read it"):
-        given_configurations(configured(tmp_path, enqueue=str(tmp_path / "missing.json")), SPACE)
+        enqueued_configurations(configured(tmp_path, enqueue=str(tmp_path / "missing.json")), SPACE)
     with pytest.raises(UsageError, match="lr is not searched"):  # fixed with lr=...: no longer searched
         given.write_text(json.dumps([{"lr": 0.001}]))
-        given_configurations(configured(tmp_path, enqueue=str(given), fixed={"lr": 0.002}), SPACE)
+        enqueued_configurations(configured(tmp_path, enqueue=str(given), fixed={"lr": 0.002}), SPACE)
 
 
-def test_given_configurations_run_first_and_count_in_the_random_start(tmp_path):
+def test_enqueued_configurations_run_first_and_count_in_the_random_start(tmp_path):
     config = configured(tmp_path, trials=8)
     experiment = Experiment.at(str(tmp_path / "e"))
     experiment.local.mkdir()

@@ -1,12 +1,12 @@
 import json
 
 from search.results.files import write_json_atomically
-from search.results.summary import TrialRecord, format_table, summarize, trial_row
+from search.results.summary import TrialResult, format_table, summarize, trial_row
 
 
 def best_epoch_row(rows, metric, mode):
     """The standing epoch of a trial whose learning rate does not anneal: its best epoch with a checkpoint."""
-    return trial_row(TrialRecord("a", {}, rows), metric, mode)
+    return trial_row(TrialResult("a", {}, rows), metric, mode)
 
 
 def _rows(tmp_path, trial, values):
@@ -32,11 +32,11 @@ def test_pruned_checkpoints_are_never_chosen(tmp_path):
 
 def test_summary_statuses_and_best(tmp_path):
     records = [
-        TrialRecord("t1", {"lr": 0.1}, _rows(tmp_path, "t1", [0.5, 0.6, 0.8])),
-        TrialRecord("t2", {"lr": 0.2}, _rows(tmp_path, "t2", [0.3]), status="stopped_early"),
-        TrialRecord("t3", {"lr": 9.0}, [{"epoch": 1, "val_acc": 0.1}], "failed", "NonFiniteLoss: non-finite loss"),
-        TrialRecord("t4", {"lr": 0.3}, [], status="failed", reason="RuntimeError: boom"),
-        TrialRecord("t5", {"lr": 0.4}, _rows(tmp_path, "t5", [0.2]), "stopped_by_budget", "stopped by the budget"),
+        TrialResult("t1", {"lr": 0.1}, _rows(tmp_path, "t1", [0.5, 0.6, 0.8])),
+        TrialResult("t2", {"lr": 0.2}, _rows(tmp_path, "t2", [0.3]), status="stopped_early"),
+        TrialResult("t3", {"lr": 9.0}, [{"epoch": 1, "val_acc": 0.1}], "failed", "NonFiniteLoss: non-finite loss"),
+        TrialResult("t4", {"lr": 0.3}, [], status="failed", reason="RuntimeError: boom"),
+        TrialResult("t5", {"lr": 0.4}, _rows(tmp_path, "t5", [0.2]), "stopped_by_budget", "stopped by the budget"),
     ]
     summary = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, records)
     by_id = {t["trial_id"]: t for t in summary["trials"]}
@@ -68,8 +68,8 @@ def test_ties_go_to_the_later_epoch(tmp_path):
 def test_an_annealed_trial_stands_by_its_final_epoch(tmp_path):
     """A OneCycle/cosine trial's checkpoints before its last epoch are taken at a high learning rate: its model is the
     final one, even when an earlier epoch scored higher on the validation digits."""
-    onecycle = TrialRecord("t1", {"lr_schedule": "onecycle"}, _rows(tmp_path, "t1", [0.5, 0.99, 0.98]))
-    constant = TrialRecord("t2", {"lr_schedule": "none"}, _rows(tmp_path, "t2", [0.5, 0.97, 0.96]))
+    onecycle = TrialResult("t1", {"lr_schedule": "onecycle"}, _rows(tmp_path, "t1", [0.5, 0.99, 0.98]))
+    constant = TrialResult("t2", {"lr_schedule": "none"}, _rows(tmp_path, "t2", [0.5, 0.97, 0.96]))
     summary = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, [onecycle, constant])
     by_id = {t["trial_id"]: t for t in summary["trials"]}
     assert by_id["t1"]["best_epoch"] == 3 and by_id["t1"]["val_acc"] == 0.98
@@ -78,9 +78,9 @@ def test_an_annealed_trial_stands_by_its_final_epoch(tmp_path):
 
 
 def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
-    stopped = TrialRecord("t1", {"lr_schedule": "cosine"}, _rows(tmp_path, "t1", [0.9, 0.99]), "stopped_early")
-    finished = TrialRecord("t2", {"lr_schedule": "cosine"}, _rows(tmp_path, "t2", [0.5, 0.9, 0.98]))
-    failed = TrialRecord("t3", {"lr_schedule": "cosine"}, [], status="failed", reason="RuntimeError: boom")
+    stopped = TrialResult("t1", {"lr_schedule": "cosine"}, _rows(tmp_path, "t1", [0.9, 0.99]), "stopped_early")
+    finished = TrialResult("t2", {"lr_schedule": "cosine"}, _rows(tmp_path, "t2", [0.5, 0.9, 0.98]))
+    failed = TrialResult("t3", {"lr_schedule": "cosine"}, [], status="failed", reason="RuntimeError: boom")
     summary = summarize("resnet_mnist", "val_acc", "max", {"epochs": 3}, [failed, stopped, finished])
     assert [t["trial_id"] for t in summary["trials"]] == ["t2", "t1", "t3"]
     assert summary["best"]["trial_id"] == "t2"

@@ -61,7 +61,7 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
     if rows:  # `resume` of a trial that ran: Tune, ASHA and Optuna hear again what its files hold
         if replay(rows, files.final_ending(), settings.epochs, hp):
             return
-    where = {
+    output = {  # where rank 0 writes the trial's epochs and checkpoints
         "experiment_dir": experiment_dir,
         "trial_id": trial_id,
         "run_name": train_run_name(trial_id),
@@ -73,7 +73,7 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
         "driver_started_at": started_at,
         "time_base": rows[-1].get("time_total_s", 0.0) if rows else 0.0,
     }
-    config = {"hp": hp, "run": run, "driver_started_at": started_at, "record": where, **process_start_figure()}
+    config = {"hp": hp, "run": run, "driver_started_at": started_at, "output": output, **process_start_figure()}
     if trains_in_process(settings.workers, settings.in_process):
         config["in_process"] = True
     else:

@@ -25,18 +25,21 @@ from trainables.checkpoints import CheckpointStore, run_location
 from trainables.foundation.trial_files import CHECKPOINT_KEY, TrialFiles
 
 
+def checkpoint_store(output: dict) -> CheckpointStore:
+    location = run_location(output["experiment_dir"], output["run_name"])
+    return CheckpointStore(location, output["metric"], output["mode"], output["keep"])
+
+
 class EpochWriter:
     """Rank 0's writer of the trial's checkpoints and epochs (the other ranks only read the latest checkpoint)."""
 
-    def __init__(self, where: dict):
-        self.experiment_dir, self.trial_id = where["experiment_dir"], where["trial_id"]
-        self.store = CheckpointStore(
-            run_location(where["experiment_dir"], where["run_name"]), where["metric"], where["mode"], where["keep"]
-        )
-        self.files = TrialFiles(where["experiment_dir"], where["trial_id"])
+    def __init__(self, output: dict):
+        self.experiment_dir, self.trial_id = output["experiment_dir"], output["trial_id"]
+        self.store = checkpoint_store(output)
+        self.files = TrialFiles(output["experiment_dir"], output["trial_id"])
         self.rows = self.files.rows()
-        self.extra = {"trial_id": where["trial_id"], "pid": where.get("trial_pid"), "config": where.get("hp", {})}
-        self.started_at, self.time_base = where.get("driver_started_at") or time.time(), where.get("time_base", 0.0)
+        self.extra = {"trial_id": output["trial_id"], "pid": output.get("trial_pid"), "config": output.get("hp", {})}
+        self.started_at, self.time_base = output.get("driver_started_at") or time.time(), output.get("time_base", 0.0)
 
     def keep(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
         """The epoch's checkpoint (when `write` is given: it writes one into a folder), then its row; adds the
@@ -53,16 +56,19 @@ class TrainGroupSession:
     """A rank of a Ray Train worker group: Train hands each epoch's metrics to Tune (TuneReportCallback); rank 0
     keeps the trial's checkpoints and rows."""
 
-    def __init__(self, where: dict):
+    def __init__(self, output: dict):
         context = ray.train.get_context()
         self.rank, self.world_size = context.get_world_rank(), context.get_world_size()
         self.device = ray.train.torch.get_device()
-        self.record = EpochWriter(where) if self.rank == 0 else None
+        self.writer = EpochWriter(output) if self.rank == 0 else None
         self.store = (
-            self.record.store
-            if self.record
+            self.writer.store
+            if self.writer
             else CheckpointStore(
-                run_location(where["experiment_dir"], where["run_name"]), where["metric"], where["mode"], where["keep"]
+                run_location(output["experiment_dir"], output["run_name"]),
+                output["metric"],
+                output["mode"],
+                output["keep"],
             )
         )
 
@@ -74,19 +80,19 @@ class TrainGroupSession:
         return self.store.latest()
 
     def report(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
-        if self.record:
-            self.record.keep(metrics, write, epoch)
+        if self.writer:
+            self.writer.keep(metrics, write, epoch)
         ray.train.report(metrics)  # every rank: a barrier; Tune hears rank 0's
 
 
 class InProcessSession:
     """The trial's own process, the only rank: the GPU share Ray gave it (it sets CUDA_VISIBLE_DEVICES) or the CPU."""
 
-    def __init__(self, where: dict):
+    def __init__(self, output: dict):
         self.rank, self.world_size = 0, 1
         self.device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
-        self.record = EpochWriter(where)
-        self.store = self.record.store
+        self.writer = EpochWriter(output)
+        self.store = self.writer.store
 
     def prepare_model(self, model: torch.nn.Module) -> torch.nn.Module:
         return model.to(self.device)
@@ -95,10 +101,10 @@ class InProcessSession:
         return self.store.latest()
 
     def report(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
-        self.record.keep(metrics, write, epoch)
+        self.writer.keep(metrics, write, epoch)
         ray.tune.report(metrics)
 
 
 def session_for(config: dict):
-    where = config["record"]
-    return InProcessSession(where) if config.get("in_process") else TrainGroupSession(where)
+    output = config["output"]
+    return InProcessSession(output) if config.get("in_process") else TrainGroupSession(output)

@@ -14,7 +14,7 @@ SUMMARY_FILE = "summary.json"
 
 
 @dataclass
-class TrialRecord:
+class TrialResult:
     """What one trial left behind: its hyperparameters, every epoch it reported, and how it ended as the study holds
     it (search.running.endings: `status`, and `reason`, the error of a failed trial)."""
 
@@ -29,7 +29,7 @@ class TrialRecord:
         return self.reason if self.status == "failed" else None
 
 
-def trial_row(record: TrialRecord, metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
+def trial_row(record: TrialResult, metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
     """The epoch that stands for a trial (search.results.score) among those whose checkpoint is still in storage."""
 
     def usable(row: dict) -> bool:
@@ -38,7 +38,7 @@ def trial_row(record: TrialRecord, metric: str, mode: str, checkpoint_exists=os.
     return standing_row(record.history, record.config, metric, mode, usable)
 
 
-def _rank(row: dict, record: TrialRecord, epochs: int, mode: str, metric: str) -> tuple:
+def _rank(row: dict, record: TrialResult, epochs: int, mode: str, metric: str) -> tuple:
     """Orders the trials' rows for the best: a trial stopped in the middle of an annealing schedule comes after those
     that finished one, then the metric decides, then more epochs."""
     unfinished = anneals(record.config) and int(row.get("epoch", 0)) < epochs
@@ -46,12 +46,12 @@ def _rank(row: dict, record: TrialRecord, epochs: int, mode: str, metric: str) -
     return (not unfinished, value, int(row.get("epoch", 0)))
 
 
-def epochs_run(record: TrialRecord) -> int:
+def epochs_run(record: TrialResult) -> int:
     return max((int(r.get("epoch", 0)) for r in record.history), default=0)
 
 
 def summarize(
-    space: str, metric: str, mode: str, run: dict, records: list[TrialRecord], checkpoint_exists=os.path.isdir
+    space: str, metric: str, mode: str, run: dict, records: list[TrialResult], checkpoint_exists=os.path.isdir
 ) -> dict:
     """`checkpoint_exists`: whether a checkpoint location is still in storage (Ray deletes all but the best few).
     Trials are listed best first; each one's `best_epoch` is the epoch that stands for it (`trial_row`)."""

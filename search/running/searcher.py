@@ -22,18 +22,18 @@ class StudySearcher(Searcher):
     written by the driver's `TrialEnds` callback, which knows why a trial failed. The study persists itself
     (search.running.study): Tune's own searcher snapshot is not written."""
 
-    def __init__(self, record: StudyRecord, again: list[FrozenTrial], metric: str, mode: str):
+    def __init__(self, record: StudyRecord, unended: list[FrozenTrial], metric: str, mode: str):
         super().__init__(metric=metric, mode=mode)
         self.record = record
-        self.again = [(trial_id_of(trial), dict(trial.params)) for trial in again]
+        self.unended = [(trial_id_of(trial), dict(trial.params)) for trial in unended]  # proposed first
         self.live: dict[str, str] = {}  # Tune's id of a running trial -> the search's
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
         return {**self.__dict__, "record": None}
 
     def suggest(self, tune_id: str) -> dict:
-        if self.again:
-            trial_id, params = self.again.pop(0)
+        if self.unended:
+            trial_id, params = self.unended.pop(0)
         else:
             trial_id, params = tune_id, self.record.create(tune_id).params
         self.live[tune_id] = trial_id

@@ -23,9 +23,11 @@ def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
     return SpaceCoding(searched, order_numbers=config.sampler == "tpe")
 
 
-def open_search_study(config: RunConfig, space: Space, experiment: Experiment, given: list[dict] = ()) -> StudyRecord:
-    """The experiment's study, created with the configurations `given` waiting first when the search starts. The
-    random start is fixed then (a quarter of the trials, plus the given ones: TPE still explores after them) and a
+def open_search_study(
+    config: RunConfig, space: Space, experiment: Experiment, enqueued: list[dict] = ()
+) -> StudyRecord:
+    """The experiment's study, created with the configurations `enqueued` waiting first when the search starts. The
+    random start is fixed then (a quarter of the trials, plus the enqueued ones: TPE still explores after them) and a
     grown search keeps it; the sampler's seed moves on by the trials already proposed, so a resumed search does not
     draw its first random configurations again."""
     coding = coding_for(config, space)
@@ -33,14 +35,14 @@ def open_search_study(config: RunConfig, space: Space, experiment: Experiment, g
     record = StudyRecord.in_folder(experiment.local, coding, space.metric, space.mode, config.epochs, constants)
     study = record.study
     if STARTUP_ATTR not in study.user_attrs:
-        for configuration in given:
+        for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
-        study.set_user_attr(STARTUP_ATTR, startup_trials(config.trials) + len(given))
+        study.set_user_attr(STARTUP_ATTR, startup_trials(config.trials) + len(enqueued))
     study.sampler = make_sampler(config.sampler, config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR])
     return record
 
 
-def given_configurations(config: RunConfig, space: Space) -> list[dict]:
+def enqueued_configurations(config: RunConfig, space: Space) -> list[dict]:
     """The configurations `enqueue=` names, each checked against the space; refused in one line naming the key."""
     if not config.enqueue:
         return []

@@ -24,7 +24,6 @@ from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, Upl
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.live_view import ProgressView
 from search.running.mlflow_store import store_files
-from search.running.records import trial_records
 from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
 from search.running.settings import write_settings
@@ -32,6 +31,7 @@ from search.running.stopping import SessionStop, ctrl_c_stops
 from search.running.study import StudyRecord, reconcile
 from search.running.study_setup import open_search_study
 from search.running.tracking import MlflowTracker, start_tracker
+from search.running.trial_results import trial_results
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
@@ -45,11 +45,11 @@ from trainables.room import alive_node_resources
 LOG_FILE = "search.log"
 
 
-def run_search(config: RunConfig, space: Space, experiment: Experiment, given: list[dict] = ()) -> dict:
+def run_search(config: RunConfig, space: Space, experiment: Experiment, enqueued: list[dict] = ()) -> dict:
     """Run the whole search in `experiment` (claimed: an empty folder) and write `summary.json`; returns the summary.
-    `given`: configurations to run first (`enqueue=`), already checked against the space."""
+    `enqueued`: configurations to run first (`enqueue=`), already checked against the space."""
     write_settings(experiment, {"run": config.to_dict()})
-    record = open_search_study(config, space, experiment, given)
+    record = open_search_study(config, space, experiment, enqueued)
     experiment.upload([STUDY_FILE])  # readers of a URI find the study from the start (updated after every trial)
     try:
         return drive(config, space, experiment, record)
@@ -139,7 +139,7 @@ def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
-    records = trial_records(record, experiment, config.storage)
+    records = trial_results(record, experiment, config.storage)
     summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records, experiment.checkpoint_exists())
     if summary["best"] is not None:  # once, at the end, on data no choice was made on
         summary["best"].update(test_accuracy(summary["best"], config, space, experiment) or {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from search.results.summary import CHECKPOINT_KEY, TrialRecord
+from search.results.summary import CHECKPOINT_KEY, TrialResult
 from search.running.study import StudyRecord, ending_in_study, trial_id_of
 from trainables.foundation.storage import Experiment, as_location
 from trainables.foundation.trial_files import TrialFiles
@@ -30,13 +30,13 @@ _BOOKKEEPING = {
 }
 
 
-def trial_records(record: StudyRecord, experiment: Experiment, storage: str) -> list[TrialRecord]:
+def trial_results(record: StudyRecord, experiment: Experiment, storage: str) -> list[TrialResult]:
     records = []
     for trial in record.proposed():
         trial_id = trial_id_of(trial)
         ending = ending_in_study(trial)
         records.append(
-            TrialRecord(
+            TrialResult(
                 trial_id=trial_id,
                 config={**record.constants, **record.coding.to_config(trial.params)},
                 history=[_clean_row(row, storage) for row in TrialFiles(experiment.location, trial_id).rows()],
