@@ -94,8 +94,8 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 
 
 # The ports Ray's components take by default on a node: GCS 6379, dashboard 8265, Ray Client server 10001, the
-# dashboard agent's HTTP server 52365 (ray_constants). The system hands out ports in a range that holds 52365, and
-# the dashboard once got it: `ray.init` then refused to start ("Ray component dashboard_agent_http is trying to use a
+# dashboard agent's HTTP server 52365 (ray_constants). The system hands out ports in a range that holds 52365: a
+# viewer that took it would make `ray.init` refuse to start ("Ray component dashboard_agent_http is trying to use a
 # port number 52365 that is used by other components").
 RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365})
 

@@ -51,8 +51,8 @@ def run_through_ray_client(config: RunConfig, args: list[str], command) -> int:
 
 
 def connect_client(address: str, attempts: int = 3) -> None:
-    """Ray Client's proxy starts a server process per client; that start sometimes fails once (seen when gRPC
-    threads were busy during its fork): try again before giving up."""
+    """Ray Client's proxy starts a server process per client; that start can fail (when gRPC threads are busy
+    during its fork) and a second try succeeds: try again before giving up."""
     for attempt in range(1, attempts + 1):
         try:
             ray.init(

@@ -73,8 +73,8 @@ def bound_gcs_history(environ) -> None:
 
 
 # How Ray Client's proxy says that the server process it started for a client died while starting: its own
-# RuntimeError, or psutil's ZombieProcess when the process exited between two of the proxy's looks at it (CI,
-# 2026-11-23). Neither is about the client's request; another connection gets a fresh process and port.
+# RuntimeError, or psutil's ZombieProcess when the process exited between two of the proxy's looks at it. Neither
+# is about the client's request; another connection gets a fresh process and port.
 CLIENT_SERVER_START_FAILURES = ("Starting Ray client server failed", "ZombieProcess")
 
 

@@ -155,8 +155,8 @@ def refuse_crashing_gpu_options(config, shape: TrialShape) -> None:
     if shape.gpus_per_worker and config.compile and config.precision == "bf16" and config.channels_last:
         raise UsageError(
             "compile=true with precision=bf16 and channels_last=true on a GPU: torch's inductor fails on "
-            "this combination (an AssertionError on a convolution's strides; torch 2.11, H100, "
-            "2026-11-24); drop one of the three"
+            "this combination (an AssertionError on a convolution's strides, seen with torch 2.11 on an H100); "
+            "drop one of the three"
         )
 
 
