@@ -75,6 +75,10 @@ def test_on_s3_the_budget_ends_trials_alike_everywhere_a_second_driver_is_refuse
     assert {t["status"] for t in summary["trials"]} <= {"completed", "stopped_by_budget"}, summary["trials"]
     assert "stopped_by_budget" in {t["status"] for t in summary["trials"]}
     assert every_account_agrees(experiment, summary, tmp_path)
+    # a registration writes the search's MLflow store: it reaches the URI, where the next download finds it
+    registered = run_cli("export", experiment, "tracking.register=mlp-digits")
+    assert registered.returncode == 0, registered.stdout[-3000:] + registered.stderr[-3000:]
+    assert [m.name for m in mlflow_client(experiment, tmp_path).search_registered_models()] == ["mlp-digits"]
     for trial_id, epochs_before in trained_before.items():  # each went on from its checkpoint, not from epoch 0
         rows = result_rows(experiment, trial_id)
         assert [row["epoch"] for row in rows] == list(range(1, len(rows) + 1))
@@ -136,17 +140,21 @@ def study_of(experiment: str, tmp_path):
     return optuna.load_study(study_name="search", storage=JournalStorage(JournalFileBackend(str(copy))))
 
 
-def every_account_agrees(experiment: str, summary: dict, tmp_path) -> bool:
-    """For every trial: the study (state, status, epochs), the summary, its end.json and MLflow say the same."""
+def mlflow_client(experiment: str, tmp_path):
+    """MLflow's client on a copy of the store the search keeps at the URI."""
     from mlflow.tracking import MlflowClient
 
-    state = {"completed": "COMPLETE", "stopped_by_budget": "PRUNED"}
-    study = {t.user_attrs["trial_id"]: t for t in study_of(experiment, tmp_path).trials if "continues" not in str(t)}
-    for trial in study_of(experiment, tmp_path).trials:  # a continuation stands for the trial it continues
-        study[trial.user_attrs["trial_id"]] = trial
     copy = tmp_path / f"mlflow-{time.monotonic_ns()}.db"
     copy.write_bytes(uri_bytes(f"{experiment}/mlflow/mlflow.db"))
-    client = MlflowClient(f"sqlite:///{copy}")
+    return MlflowClient(f"sqlite:///{copy}")
+
+
+def every_account_agrees(experiment: str, summary: dict, tmp_path) -> bool:
+    """For every trial: the study (state, status, epochs), the summary, its end.json and MLflow say the same."""
+    state = {"completed": "COMPLETE", "stopped_by_budget": "PRUNED"}
+    # by trial id: a continuation (a later study trial) stands for the trial it continues
+    study = {t.user_attrs["trial_id"]: t for t in study_of(experiment, tmp_path).trials}
+    client = mlflow_client(experiment, tmp_path)
     runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("mlp_mnist").experiment_id])}
     for trial in summary["trials"]:
         frozen, status = study[trial["trial_id"]], trial["status"]

@@ -6,6 +6,7 @@ import sys
 import optuna
 import pytest
 
+from search.running.study import contains
 from trainables.foundation.space import Space, builtin_space_names, load_space
 from trainables.models import model_for
 
@@ -44,7 +45,7 @@ def test_search_space_samples_in_range(name):
     for _ in range(5):
         trial = study.ask(space.hyperparameters)
         for key, dist in space.hyperparameters.items():
-            assert dist._contains(dist.to_internal_repr(trial.params[key]))
+            assert contains(dist, trial.params[key])
 
 
 def example_info(space, hp):
