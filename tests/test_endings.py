@@ -10,7 +10,9 @@ from optuna.trial import TrialState
 
 from search.running.callbacks import FollowsEnds, TrialEnds
 from search.running.endings import Ending, ending_of
-from search.running.study import SpaceCoding, StudyRecord, contains, reconcile, trial_id_of
+from search.running.reconcile import reconcile
+from search.running.space_coding import SpaceCoding, contains
+from search.running.study import StudyRecord, trial_id_of
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}

@@ -3,7 +3,7 @@
 import pytest
 
 from search.running.estimate import asha_epoch_share, long_search_line, typical_hyperparameters
-from search.running.study import contains
+from search.running.space_coding import contains
 from trainables.data import MNIST
 from trainables.foundation.config import parse_overrides
 from trainables.foundation.space import load_space

@@ -11,9 +11,11 @@ from optuna.trial import TrialState
 
 from benchmarks.samplers import BATCHES, SHAPED, shaped_score
 from search.running.endings import Ending
+from search.running.reconcile import reconcile
 from search.running.sampler import good_group, make_sampler, startup_trials
 from search.running.searcher import StudySearcher
-from search.running.study import SpaceCoding, StudyRecord, reconcile, trial_id_of
+from search.running.space_coding import SpaceCoding
+from search.running.study import StudyRecord, trial_id_of
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True), "wd": FloatDistribution(1e-5, 1e-1, log=True)}

@@ -12,29 +12,26 @@ One driver writes the study at a time (search.running.driver_lock); its journal'
 writer cut short are cleared only by a driver that holds that lock.
 
 A trial's own files are written before Tune (and so the study) hears of an epoch, so after a kill they can know
-more than the study: `reconcile` brings the study up to them before a search resumes, and returns the trials that
-had not ended, which the search proposes again with their own id and configuration.
+more than the study: `search.running.reconcile` brings the study up to them before a session starts, and returns
+the trials that had not ended, which the search proposes again with their own id and configuration.
 
 Optuna only: no Ray, no torch.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from pathlib import Path
 
 import optuna
-from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.storages import BaseStorage, InMemoryStorage, JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from search.results.score import is_finite_number, score_of_values
 from search.running.endings import FAILED, STATUSES, STOPPED_BY_BUDGET, Ending, ending_of, with_score
-from trainables.foundation.errors import divergence_cause
+from search.running.space_coding import SpaceCoding
 from trainables.foundation.storage import STUDY_FILE
-from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids
 
 STUDY_NAME = "search"
 ID_ATTR, STATUS_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "status", "reason", "score"
@@ -262,114 +259,3 @@ class StudyRecord:
             epochs_run = int(rows[-1]["epoch"]) if rows else 0
             ends.append((trial_id, self.end(trial_id, ending_of(epochs_run, self.epochs, out_of_time=True))))
         return ends
-
-
-CUT_PROPOSAL = "never started: the driver was killed while proposing it"
-
-
-def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
-    """Bring the study up to what the trials' files know (epochs recorded, ends, trials only the files know), and
-    return the trials that had not ended, in the order they were created. A proposal a kill cut short (asked of
-    the sampler, not yet named, so never handed to Tune) is failed with that reason: no trial is left RUNNING."""
-    for frozen in record.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if not trial_id_of(frozen):
-            record.live_trial(frozen.number).set_user_attr(REASON_ATTR, CUT_PROPOSAL)
-            record.study.tell(frozen.number, state=TrialState.FAIL)
-    for trial_id in recorded_trial_ids(experiment_dir):
-        if trial_id not in record.numbers:
-            _add_from_files(record, trial_id, TrialFiles(experiment_dir, trial_id).rows())
-    for frozen in record.running():
-        trial_id = trial_id_of(frozen)
-        files = TrialFiles(experiment_dir, trial_id)
-        rows = files.rows()
-        for row in rows:
-            record.report(trial_id, row.get("epoch"), row.get(record.metric))
-        ending = _ending_in_files(files.ending(), frozen)
-        hp = {**record.constants, **record.coding.to_config(frozen.params)}
-        divergence = divergence_cause(rows[-1], hp) if rows and rows[-1].get("diverged") else None
-        if ending is not None:
-            record.end(trial_id, ending)
-        elif divergence or (rows and int(rows[-1].get("epoch", 0)) >= record.epochs):
-            record.end(trial_id, ending_of(int(rows[-1].get("epoch", 0)), record.epochs, divergence=divergence))
-    return record.running()
-
-
-def _ending_in_files(written: dict | None, frozen: FrozenTrial) -> Ending | None:
-    """The ending a trial's `end.json` holds, unless it is older than the trial it would end (the budget's ending of
-    a trial that a later session continues)."""
-    if not written or written.get("status") not in STATUSES:
-        return None
-    started = frozen.datetime_start.timestamp() if frozen.datetime_start else 0.0
-    if CONTINUES_ATTR in frozen.user_attrs and float(written.get("at") or 0.0) < started:
-        return None
-    return Ending(written["status"], written.get("error"))
-
-
-def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> None:
-    """A trial the study does not know (its line was lost with a URI's last upload, or the experiment predates the
-    study): added as running, with the hyperparameters its rows name; the trial's epochs follow."""
-    config = dict(rows[0].get("config") or {}) if rows else {}
-    params = record.coding.to_params(config)
-    distributions = {name: record.coding.distributions[name] for name in params}
-    added = optuna.trial.create_trial(
-        state=TrialState.RUNNING, params=params, distributions=distributions, user_attrs={ID_ATTR: trial_id}
-    )
-    record.study.add_trial(added)
-    record.numbers[trial_id] = len(record.study.get_trials(deepcopy=False)) - 1
-
-
-class SpaceCoding:
-    """The searched hyperparameters as the study holds them. A categorical whose choices are all numbers (three or
-    more) is given to the study as its position in the sorted choices (an IntDistribution): Optuna models a
-    categorical's choices as unrelated, so after one good trial at batch 256 TPE keeps drawing 256 and rarely 128; as
-    a position, a good 256 also makes 128 likelier. Random sampling is uniform either way and keeps the categorical."""
-
-    def __init__(self, space: dict, order_numbers: bool = True):
-        self.space = space
-        self.ordered = ordered_choices(space) if order_numbers else {}
-        self.distributions = {**space, **{name: IntDistribution(0, len(c) - 1) for name, c in self.ordered.items()}}
-
-    def to_config(self, params: dict) -> dict:
-        return {name: self.ordered[name][value] if name in self.ordered else value for name, value in params.items()}
-
-    def to_params(self, config: dict) -> dict:
-        """The study's values of a configuration's searched keys (other keys are left out)."""
-        return {
-            name: self.ordered[name].index(value) if name in self.ordered else value
-            for name, value in config.items()
-            if name in self.space
-        }
-
-    def refusal(self, config: dict) -> str | None:
-        """Why a given configuration is not in the space (a key it does not search, a value outside its range)."""
-        for name, value in config.items():
-            if name not in self.space:
-                return f"{name} is not searched (searched: {', '.join(self.space) or 'none'})"
-            if not contains(self.space[name], value):
-                return f"{name}={value} is outside the space ({self.space[name]})"
-        return None
-
-
-def contains(distribution, value) -> bool:
-    """Whether `value` is one of `distribution`'s values (its range, its step, its choices)."""
-    if isinstance(distribution, CategoricalDistribution):
-        return any(value == c and isinstance(value, bool) == isinstance(c, bool) for c in distribution.choices)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    if isinstance(distribution, IntDistribution) and value != int(value):
-        return False
-    if not distribution.low <= value <= distribution.high:
-        return False
-    step = getattr(distribution, "step", None)
-    return not step or math.isclose((value - distribution.low) / step, round((value - distribution.low) / step))
-
-
-def ordered_choices(space: dict) -> dict[str, list]:
-    """The categoricals of three or more choices, all numbers, each with its choices sorted (two have no order that
-    TPE could use)."""
-
-    def orderable(distribution) -> bool:
-        choices = distribution.choices if isinstance(distribution, CategoricalDistribution) else ()
-        return len(choices) > 2 and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in choices)
-
-    return {name: sorted(d.choices) for name, d in space.items() if orderable(d)}

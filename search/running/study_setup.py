@@ -10,7 +10,8 @@ from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE
 from search.running.sampler import make_sampler, startup_trials
-from search.running.study import STARTUP_ATTR, SpaceCoding, StudyRecord
+from search.running.space_coding import SpaceCoding
+from search.running.study import STARTUP_ATTR, StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import Space

@@ -24,11 +24,12 @@ from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, Upl
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.live_view import ProgressView
 from search.running.mlflow_store import store_files
+from search.running.reconcile import reconcile
 from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
 from search.running.settings import write_settings
 from search.running.stopping import SessionStop, ctrl_c_stops
-from search.running.study import StudyRecord, reconcile
+from search.running.study import StudyRecord
 from search.running.study_setup import open_search_study
 from search.running.tracking import MlflowTracker, start_tracker
 from search.running.trial_results import trial_results
@@ -139,8 +140,8 @@ def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
-    records = trial_results(record, experiment, config.storage)
-    summary = summarize(space.name, space.metric, space.mode, config.to_dict(), records, experiment.checkpoint_exists())
+    results = trial_results(record, experiment, config.storage)
+    summary = summarize(space.name, space.metric, space.mode, config.to_dict(), results, experiment.checkpoint_exists())
     if summary["best"] is not None:  # once, at the end, on data no choice was made on
         summary["best"].update(test_accuracy(summary["best"], config, space, experiment) or {})
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)

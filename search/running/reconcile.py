@@ -1,0 +1,68 @@
+"""Bringing the study up to what a search's trials' own files know, before a session starts.
+
+A trial's files are written before Tune (and so the study) hears of an epoch, so after a kill they can know more
+than the study (search.running.study). Optuna only: no Ray, no torch.
+"""
+
+from __future__ import annotations
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from search.running.endings import STATUSES, Ending, ending_of
+from search.running.study import CONTINUES_ATTR, ID_ATTR, REASON_ATTR, StudyRecord, trial_id_of
+from trainables.foundation.errors import divergence_cause
+from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids
+
+CUT_PROPOSAL = "never started: the driver was killed while proposing it"
+
+
+def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
+    """Bring the study up to what the trials' files know (epochs recorded, ends, trials only the files know), and
+    return the trials that had not ended, in the order they were created. A proposal a kill cut short (asked of
+    the sampler, not yet named, so never handed to Tune) is failed with that reason: no trial is left RUNNING."""
+    for frozen in record.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if not trial_id_of(frozen):
+            record.live_trial(frozen.number).set_user_attr(REASON_ATTR, CUT_PROPOSAL)
+            record.study.tell(frozen.number, state=TrialState.FAIL)
+    for trial_id in recorded_trial_ids(experiment_dir):
+        if trial_id not in record.numbers:
+            _add_from_files(record, trial_id, TrialFiles(experiment_dir, trial_id).rows())
+    for frozen in record.running():
+        trial_id = trial_id_of(frozen)
+        files = TrialFiles(experiment_dir, trial_id)
+        rows = files.rows()
+        for row in rows:
+            record.report(trial_id, row.get("epoch"), row.get(record.metric))
+        ending = _ending_in_files(files.ending(), frozen)
+        hp = {**record.constants, **record.coding.to_config(frozen.params)}
+        divergence = divergence_cause(rows[-1], hp) if rows and rows[-1].get("diverged") else None
+        if ending is not None:
+            record.end(trial_id, ending)
+        elif divergence or (rows and int(rows[-1].get("epoch", 0)) >= record.epochs):
+            record.end(trial_id, ending_of(int(rows[-1].get("epoch", 0)), record.epochs, divergence=divergence))
+    return record.running()
+
+
+def _ending_in_files(written: dict | None, frozen: FrozenTrial) -> Ending | None:
+    """The ending a trial's `end.json` holds, unless it is older than the trial it would end (the budget's ending of
+    a trial that a later session continues)."""
+    if not written or written.get("status") not in STATUSES:
+        return None
+    started = frozen.datetime_start.timestamp() if frozen.datetime_start else 0.0
+    if CONTINUES_ATTR in frozen.user_attrs and float(written.get("at") or 0.0) < started:
+        return None
+    return Ending(written["status"], written.get("error"))
+
+
+def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> None:
+    """A trial the study does not know (its line was lost with a URI's last upload, or the experiment predates the
+    study): added as running, with the hyperparameters its rows name; the trial's epochs follow."""
+    config = dict(rows[0].get("config") or {}) if rows else {}
+    params = record.coding.to_params(config)
+    distributions = {name: record.coding.distributions[name] for name in params}
+    added = optuna.trial.create_trial(
+        state=TrialState.RUNNING, params=params, distributions=distributions, user_attrs={ID_ATTR: trial_id}
+    )
+    record.study.add_trial(added)
+    record.numbers[trial_id] = len(record.study.get_trials(deepcopy=False)) - 1
