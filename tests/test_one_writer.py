@@ -72,6 +72,8 @@ def test_on_s3_the_budget_ends_trials_alike_everywhere_a_second_driver_is_refuse
     resumed = run_cli("resume", experiment, "time_budget=5")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     summary = json.loads(uri_text(f"{experiment}/summary.json"))
+    trial_ids = [t["trial_id"] for t in summary["trials"]]
+    assert len(set(trial_ids)) == len(trial_ids) and set(trained_before) <= set(trial_ids)  # every trial once
     assert {t["status"] for t in summary["trials"]} <= {"completed", "stopped_by_budget"}, summary["trials"]
     assert "stopped_by_budget" in {t["status"] for t in summary["trials"]}
     assert every_account_agrees(experiment, summary, tmp_path)
