@@ -16,12 +16,12 @@ from tests.e2e_helpers import descendants, kill_pids, run_cli, start_search, uri
 
 pytestmark = pytest.mark.e2e
 
-# mlp_mnist trains an epoch of 4,096 digits in well under a second: every trial is still training when its
+# mlp_mnist trains an epoch of 2,048 digits in well under a second: every trial is still training when its
 # session's budget runs out (50 epochs, no ASHA rung before the last)
 SEARCH = [
     "space=mlp_mnist",
     f"data.root={MNIST_MINI}",
-    "data.limit=4096",
+    "data.limit=2048",
     "data.val_limit=400",
     "seed=5",
     "trials=3",
@@ -37,7 +37,7 @@ def test_on_s3_the_budget_ends_trials_alike_everywhere_a_second_driver_is_refuse
 ):
     experiment = f"{s3_bucket}/runs/w"
     log = tmp_path / "run.log"
-    process = start_search(log, *SEARCH, f"storage={s3_bucket}/runs", "name=w", "time_budget=14")
+    process = start_search(log, *SEARCH, f"storage={s3_bucket}/runs", "name=w", "time_budget=10")
     try:
         deadline = budget_deadline(log, process)
         # a second driver of the same search, while the first runs: refused in one line naming the first
