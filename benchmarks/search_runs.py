@@ -12,8 +12,8 @@ from benchmarks.processes import ProcessSampler
 from trainables.foundation.trial_files import TrialFiles
 
 REPO = Path(__file__).resolve().parents[1]
-# resnet_mnist with nothing searched, as the Ray Train tutorial trains it (the recipe the benchmarks have measured
-# since 2026-11-21): constant lr, plain momentum, the 7x7 stride-2 stem, no augmentation.
+# resnet_mnist with nothing searched, as the Ray Train tutorial trains it (the recipe every benchmark has
+# measured): constant lr, plain momentum, the 7x7 stride-2 stem, no augmentation.
 FIXED_HP = (
     "lr=0.02",
     "momentum=0.9",

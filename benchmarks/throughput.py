@@ -13,7 +13,7 @@ from trainables.foundation.space import load_space
 from trainables.models import model_for
 from trainables.training import make_optimizer, train_one_epoch
 
-# The Ray Train tutorial's ResNet-18 (7x7 stride-2 stem), which every benchmark has measured since 2026-11-21.
+# The Ray Train tutorial's ResNet-18 (7x7 stride-2 stem), which every benchmark has measured.
 TUTORIAL_MODEL = {"stem": "imagenet"}
 
 

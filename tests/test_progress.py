@@ -117,4 +117,4 @@ def test_a_resumed_search_counts_what_earlier_sessions_ended_and_their_best():
     }
     lines = view_of(record_with(earlier), 6).render([trial("aaaa0004", "RUNNING", 2, 0.95)], elapsed=60)
     assert "1 running, 3/6 done, 1 early-stopped, 0 failed | best val_acc 0.9800 bbbb0001" in lines[-1]
-    assert "left" not in lines[-1]  # nothing ended in this session yet
+    assert "left" not in lines[-1]  # nothing ended since the view started

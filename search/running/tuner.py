@@ -181,7 +181,7 @@ def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
 def budget_words(deadline: float) -> None:
     """The time budget's end, when its clock starts (the first trial's start): on the terminal, and in the log as
     a Unix time."""
-    print(f"time budget: {time.strftime('%H:%M:%S', time.localtime(deadline))} (this session's trials stop then)")
+    print(f"time budget: {time.strftime('%H:%M:%S', time.localtime(deadline))} (the trials still training then stop)")
     logging.getLogger("ray.search").info("time budget ends at %.3f", deadline)
 
 

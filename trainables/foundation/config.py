@@ -122,7 +122,7 @@ class RunConfig:
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     time_budget: float = 0.0
-    """Seconds for this session (`run`, or each `resume`) from its first trial's start; the trials then training end
+    """Seconds for each `run` or `resume` of the search, from its first trial's start; the trials then training end
     stopped_by_budget, and a later `resume` continues them (0: no limit)."""
     enqueue: str = ""
     """Configurations to run first: a JSON list of {hyperparameter: value}, or a finished experiment folder."""
