@@ -8,7 +8,7 @@ intermediate value, and its end as `search.running.endings` decides it: the stat
 of the four endings) and `reason`. The user attribute `score` holds the score of every ended trial (Optuna gives a
 pruned trial its last epoch's value). The study is written first; every other account of an ending follows it.
 
-One driver writes the study at a time (search.running.driver_lock); its journal's own lock and a line a killed
+One driver writes the study at a time (search.running.writer_lock); its journal's own lock and a line a killed
 writer cut short are cleared only by a driver that holds that lock.
 
 A trial's own files are written before Tune (and so the study) hears of an epoch, so after a kill they can know
@@ -29,7 +29,16 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from search.results.score import is_finite_number, score_of_values
-from search.running.endings import FAILED, STATUSES, STOPPED_BY_BUDGET, Ending, ending_of, with_score
+from search.running.endings import (
+    COMPLETED,
+    FAILED,
+    STATUSES,
+    STOPPED_BY_BUDGET,
+    STOPPED_EARLY,
+    Ending,
+    ending_of,
+    with_score,
+)
 from search.running.space_coding import SpaceCoding
 from trainables.foundation.storage import STUDY_FILE
 
@@ -39,8 +48,12 @@ CONTINUES_ATTR = "continues"  # a trial the budget stopped, continued by a later
 INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from the trial it continues
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
 LOCK_SUFFIX = ".lock"  # Optuna's lock beside the journal, held only during an append
-STATE_OF = {"completed": TrialState.COMPLETE, "stopped_early": TrialState.PRUNED, "failed": TrialState.FAIL}
-STATE_OF[STOPPED_BY_BUDGET] = TrialState.PRUNED
+STATE_OF = {
+    COMPLETED: TrialState.COMPLETE,
+    STOPPED_EARLY: TrialState.PRUNED,
+    STOPPED_BY_BUDGET: TrialState.PRUNED,
+    FAILED: TrialState.FAIL,
+}
 PROPOSED = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)  # not WAITING (enqueued)
 
 
@@ -89,7 +102,7 @@ def ending_in_study(trial: FrozenTrial) -> Ending | None:
         return None
     status = trial.user_attrs.get(STATUS_ATTR)
     if status not in STATUSES:
-        status = {TrialState.COMPLETE: "completed", TrialState.PRUNED: "stopped_early"}.get(trial.state, FAILED)
+        status = {TrialState.COMPLETE: COMPLETED, TrialState.PRUNED: STOPPED_EARLY}.get(trial.state, FAILED)
     return Ending(status, trial.user_attrs.get(REASON_ATTR))
 
 
