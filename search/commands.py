@@ -56,9 +56,12 @@ def cmd_run(args: list[str]) -> int:
     from search.running.writer_lock import WriterLock
 
     experiment = experiment_of(config.storage, config.name)
-    claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
+    if not experiment.remote:
+        claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
     try:
         with WriterLock(experiment, command_words("run", args)):
+            if experiment.remote:
+                claim(experiment, config.name)  # under the URI's lease, which decides between two drivers
             summary = run_search(config, space, experiment, enqueued)
     except KeyboardInterrupt:
         raise SearchInterrupted(experiment.location) from None

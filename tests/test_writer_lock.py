@@ -63,3 +63,35 @@ def test_a_reader_downloads_a_uri_experiment_into_a_folder_of_its_own(tmp_path, 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     uri = f"file://{tmp_path}/bucket/exp"
     assert Experiment.at(uri, reading=True).local != Experiment.at(uri).local
+
+
+def claim_under_the_lease(location: str, cache: str, barrier, outcomes) -> None:
+    """What `run` does on a URI: take the lease, then claim the experiment under it."""
+    os.environ["XDG_CACHE_HOME"] = cache
+    from trainables.foundation.storage import claim
+
+    barrier.wait(timeout=30)
+    try:
+        with WriterLock(Experiment.at(location), "python -m search run"):
+            claim(Experiment.at(location), "same")
+            outcomes.put("claimed")
+            time.sleep(1)  # the winner runs on while the other reads the lease back
+    except UsageError as refusal:
+        outcomes.put(str(refusal))
+
+
+def test_of_two_runs_of_one_uri_experiment_at_once_exactly_one_claims_it(tmp_path):
+    """Two machines (two caches) start `run` with the same URI and name at the same moment: the lease decides."""
+    context = multiprocessing.get_context("spawn")
+    outcomes, barrier = context.Queue(), context.Barrier(2)
+    location = f"file://{tmp_path}/bucket/same"
+    both = [
+        context.Process(target=claim_under_the_lease, args=(location, str(tmp_path / f"cache{n}"), barrier, outcomes))
+        for n in range(2)
+    ]
+    for process in both:
+        process.start()
+    for process in both:
+        process.join(timeout=60)
+    results = sorted(outcomes.get(timeout=5) for _ in both)
+    assert results[0] == "claimed" and "another driver is writing this search" in results[1], results

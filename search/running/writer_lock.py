@@ -27,9 +27,8 @@ import uuid
 from pathlib import Path
 
 from trainables.foundation.errors import UsageError
-from trainables.foundation.storage import Experiment, delete_file, exists, read_text, write_text
+from trainables.foundation.storage import LEASE_FILE, LOCK_FILE, Experiment, delete_file, exists, read_text, write_text
 
-LOCK_FILE, LEASE_FILE = "driver.lock", "driver.lease"
 RENEW_S, STALE_S, READ_BACK_S = 15.0, 60.0, 0.5
 
 

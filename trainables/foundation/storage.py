@@ -25,6 +25,7 @@ SEARCH_FILE = "search.json"  # the search's config, written before the first tri
 STUDY_FILE = "study.log"  # the search's Optuna study (search.running.study), which optuna-dashboard serves
 URI_EXAMPLES = "s3://bucket/prefix, gs://bucket/prefix or file:///path"
 CHECKPOINT_FOLDER_PREFIX = "train_"  # Ray Train runs (their checkpoints): readers download only what they need
+LOCK_FILE, LEASE_FILE = "driver.lock", "driver.lease"  # the experiment's one writer (search.running.writer_lock)
 
 
 def is_uri(location: str) -> bool:
@@ -239,19 +240,31 @@ class Experiment:
 
 def claim(experiment: Experiment, name: str) -> None:
     """Create the experiment's folder, or refuse in one line when it exists: one step, so that of two searches
-    started at once with the same storage and name, exactly one gets it (mkdir is atomic). A URI's working folder is
-    made anew; the URI itself is checked for an experiment (object stores offer pyarrow no create-if-absent)."""
+    started at once with the same storage and name, exactly one gets it (mkdir is atomic). On a URI (object stores
+    offer pyarrow no create-if-absent) the driver claims under the experiment's lease (search.running.writer_lock),
+    which decides between two drivers: the URI may hold nothing but that lease, and the working folder is emptied
+    but for the lock the driver holds there."""
     if experiment.remote:
-        if exists(experiment.location):
+        if set(_names_under(experiment.location)) - {LEASE_FILE}:
             raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=")
-        shutil.rmtree(experiment.local, ignore_errors=True)
-        experiment.local.mkdir(parents=True)
+        for path in experiment.local.iterdir() if experiment.local.is_dir() else ():
+            if path.name != LOCK_FILE:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+        experiment.local.mkdir(parents=True, exist_ok=True)
         return
     experiment.local.parent.mkdir(parents=True, exist_ok=True)
     try:
         experiment.local.mkdir()
     except FileExistsError:
         raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=") from None
+
+
+def _names_under(location: str) -> list[str]:
+    import pyarrow.fs
+
+    fs, path = filesystem(location)
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
+    return [PurePosixPath(info.path).name for info in infos]
 
 
 def experiment_of(storage: str, name: str) -> Experiment:
