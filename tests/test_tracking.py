@@ -1,6 +1,7 @@
 """`tracking=mlflow` without Ray: a study and trial files in a folder, a real MLflow SQLite store, read back through
 MLflow's client. (The end-to-end search with tracking is in test_e2e.py, resume and growth in test_lifecycle.py.)"""
 
+import contextlib
 import http.server
 import threading
 
@@ -95,22 +96,29 @@ class AlwaysFailing(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_tracking_failure_is_named_once_and_never_raises(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), AlwaysFailing)
+@contextlib.contextmanager
+def a_search_tracked_by(handler, tmp_path):
+    """A search of one trial with one epoch, tracked by a server on 127.0.0.1 that answers with `handler`."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         experiment, record, config = a_search(tmp_path, uri=f"http://127.0.0.1:{server.server_address[1]}")
         record.create("t1")
         epoch(experiment, record, "t1", 1, 0.5)
+        yield experiment, record, config
+    finally:
+        server.shutdown()
+
+
+def test_a_tracking_failure_is_named_once_and_never_raises(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with a_search_tracked_by(AlwaysFailing, tmp_path) as (experiment, record, config):
         tracker = MlflowTracker(config, "cnn_mnist", experiment, "val_acc")
         tracker.open()
         tracker.sync(record)
         tracker.epoch("t1", {"lr": 0.1})
         tracker.finish({"trials": [], "best": None})
         tracker.interrupted()
-    finally:
-        server.shutdown()
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("tracking:")]
     assert len(lines) == 1 and "MLflow failed" in lines[0] and "the search goes on without tracking" in lines[0]
 
@@ -128,22 +136,17 @@ def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(t
 
         do_POST = do_GET
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stalled)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        experiment, record, config = a_search(tmp_path, uri=f"http://127.0.0.1:{server.server_address[1]}")
-        record.create("t1")
-        epoch(experiment, record, "t1", 1, 0.5)
-        tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
-        tracker.epoch("t1", {"lr": 0.1})  # returns although the server answers nothing yet
-        tracker.ended(record, "t1", {"lr": 0.1})
-        assert not answer.is_set() and tracker.worker.is_alive()
-        answer.set()
-        assert tracker.ready() is False  # waits for the queued calls: the store could not be opened
-        tracker.finish({"trials": [], "best": None})
-    finally:
-        answer.set()
-        server.shutdown()
+    with a_search_tracked_by(Stalled, tmp_path) as (experiment, record, config):
+        try:
+            tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
+            tracker.epoch("t1", {"lr": 0.1})  # returns although the server answers nothing yet
+            tracker.ended(record, "t1", {"lr": 0.1})
+            assert not answer.is_set() and tracker.worker.is_alive()
+            answer.set()
+            assert tracker.ready() is False  # waits for the queued calls: the store could not be opened
+            tracker.finish({"trials": [], "best": None})
+        finally:
+            answer.set()  # before the server shuts down
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("tracking:")]
     assert len(lines) == 1 and "MLflow failed" in lines[0]
 

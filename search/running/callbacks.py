@@ -110,14 +110,13 @@ class TrialEnds(Guarded):
             self._follow(trial_id, ending, self.tune_trials.get(trial_id))
 
     def _end(self, trial_id: str, decided: Ending, tune_trial) -> None:
-        written_before = self.record.ending(trial_id)
+        before = self.record.ending(trial_id)
+        if before is not None:  # e.g. a failure Tune reports after the trial completed: the study stands
+            log.warning("trial %s ended %s before; Tune's later account (%s) is not taken", trial_id, before, decided)
+            return
         ending = self.record.end(trial_id, decided)
-        if ending is None:
-            return
-        if written_before is not None:  # e.g. a failure Tune reports after the trial completed: the study stands
-            log.warning("trial %s ended %s before; Tune's later account (%s) is not taken", trial_id, ending, decided)
-            return
-        self._follow(trial_id, ending, tune_trial)
+        if ending is not None:
+            self._follow(trial_id, ending, tune_trial)
 
     def _follow(self, trial_id: str, ending: Ending, tune_trial) -> None:
         TrialFiles(self.experiment_dir, trial_id).write_ending(ending.status, ending.reason)

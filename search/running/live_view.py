@@ -84,7 +84,8 @@ class ProgressView(FollowsEnds):
         return lines
 
     def _best(self, active, latest: dict):
-        scored = [self.record.best()] if self.record.best() else []
+        best_ended = self.record.best()
+        scored = [best_ended] if best_ended else []
         for trial in active:  # a running trial's score so far, by the study's rule (search.results.score)
             analysis = trial.metric_analysis.get(self.metric, {})
             value = _number(analysis.get("last" if anneals(trial.config) else self.mode))

@@ -122,6 +122,7 @@ class StudyRecord:
     ):
         """`storage`: the study's, through whose public API a running trial is found again by its number."""
         self.study, self.storage, self.coding, self.constants = study, storage, coding, constants
+        self.study_id = storage.get_study_id_from_name(study.study_name)
         self.metric, self.mode, self.epochs = metric, mode, epochs
         self.numbers = {trial_id_of(t): t.number for t in study.get_trials(deepcopy=False) if trial_id_of(t)}
 
@@ -164,8 +165,8 @@ class StudyRecord:
 
     def live_trial(self, number: int) -> optuna.Trial:
         """The running trial `number` of the study, to report to, through Optuna's public storage API."""
-        study_id = self.storage.get_study_id_from_name(self.study.study_name)
-        return optuna.trial.Trial(self.study, self.storage.get_trial_id_from_study_id_trial_number(study_id, number))
+        trial_id = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
+        return optuna.trial.Trial(self.study, trial_id)
 
     def report(self, trial_id: str, epoch, value) -> None:
         """One epoch's metric as the trial's intermediate value; an epoch already recorded is kept as it was."""

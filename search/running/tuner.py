@@ -120,13 +120,14 @@ def fit(
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
             start_train_coordinator()  # comes up while Tune starts the first trial
-        callbacks = driver_callbacks(config, experiment, record, tracker)
+        trial_ends, *followers = driver_callbacks(config, experiment, record, tracker)
+        callbacks = [trial_ends, *followers]
         tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop)
         logging.getLogger("ray").info("search hands the trials to Tune")
         with ctrl_c_stops(stop):
             tuner.fit()
         if stop.out_of_time and not stop.interrupted:
-            callbacks[0].out_of_time()
+            trial_ends.out_of_time()
     finally:
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
