@@ -42,11 +42,11 @@ class UtilizationSampler:
     nvidia-smi, as on CPU)."""
 
     def __init__(self, every_s: float = 0.2):
-        self.every_s, self.samples, self.running = every_s, [], False
+        self.every_s, self.samples, self.stamped, self.running = every_s, [], [], False
         self.available = torch.cuda.is_available() and shutil.which("nvidia-smi") is not None
 
     def __enter__(self):
-        self.samples, self.running = [], self.available
+        self.samples, self.stamped, self.running = [], [], self.available
         if self.running:
             self.thread = threading.Thread(target=self._sample, daemon=True)
             self.thread.start()
@@ -63,10 +63,16 @@ class UtilizationSampler:
             out = subprocess.run(query, capture_output=True, text=True).stdout.strip()
             if out.isdigit():
                 self.samples.append(int(out))
+                self.stamped.append((time.time(), int(out)))
             time.sleep(self.every_s)
 
     def mean(self) -> float | None:
         return sum(self.samples) / len(self.samples) if self.samples else None
+
+    def mean_between(self, start: float, end: float) -> float | None:
+        """The mean busy percentage of the samples taken between two wall-clock times."""
+        inside = [busy for at, busy in self.stamped if start <= at <= end]
+        return sum(inside) / len(inside) if inside else None
 
 
 def synchronize(device: torch.device) -> None:

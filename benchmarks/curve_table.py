@@ -21,6 +21,7 @@ import json
 import math
 import multiprocessing
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -79,10 +80,12 @@ def rows_done(partial: Path) -> dict[str, dict]:
 
 
 def train_row(job: tuple) -> dict:
-    root, space_name, config, seed, epochs = job
+    root, space_name, config, seed, epochs, device = job
+    import torch
+
     from benchmarks.epoch_curve import curve
 
-    rows = list(curve(root, dict(config), epochs, [], seed=seed, space_name=space_name))
+    rows = list(curve(root, dict(config), epochs, [], seed=seed, space_name=space_name, device=torch.device(device)))
     return {
         "config": config,
         "seed": seed,
@@ -100,6 +103,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: every job trains on the GPU, which they share")
     args = parser.parse_args()
     from trainables.foundation.space import load_space
 
@@ -109,20 +113,30 @@ def main() -> None:
     partial.parent.mkdir(parents=True, exist_ok=True)
     done = rows_done(partial)
     jobs = [
-        (args.root, args.space, config, seed, args.epochs)
+        (args.root, args.space, config, seed, args.epochs, args.device)
         for config in configurations(grid)
         for seed in seeds
         if key_of(config, seed) not in done
     ]
+    random.Random(0).shuffle(jobs)  # a build stopped part way holds an even sample of the grid
     print(f"{len(done)} rows done, {len(jobs)} to train", flush=True)
-    with open(partial, "a") as stream, multiprocessing.Pool(args.jobs) as pool:
+    context = multiprocessing.get_context("spawn" if args.device != "cpu" else None)  # CUDA cannot fork
+    with open(partial, "a") as stream, context.Pool(args.jobs) as pool:
         for number, row in enumerate(pool.imap_unordered(train_row, jobs), start=1):
             stream.write(json.dumps(row) + "\n")
             stream.flush()
             if number % 50 == 0:
                 print(f"{len(done) + number} rows", flush=True)
     rows = sorted(rows_done(partial).values(), key=lambda row: key_of(row["config"], row["seed"]))
-    header = {"space": args.space, "epochs": args.epochs, "seeds": seeds, "grid": grid, "command": " ".join(sys.argv)}
+    header = {
+        "space": args.space,
+        "epochs": args.epochs,
+        "seeds": seeds,
+        "grid": grid,
+        "command": " ".join(["python -m benchmarks.curve_table", *sys.argv[1:]]),
+    }
+    if args.device != "cpu":
+        header["device"] = args.device
     staging = args.out.with_name(args.out.name + ".writing")
     with gzip.open(staging, "wt") as stream:
         stream.write(json.dumps(header) + "\n")

@@ -11,6 +11,7 @@ intra-op thread, as a trial of the default shape on 2 cores has. A research tool
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 
@@ -27,8 +28,8 @@ from trainables.training import LearningRate, StepOptions, evaluate, make_optimi
 CPU = torch.device("cpu")
 
 
-def accuracy(model, batches) -> float:
-    stats = evaluate(model, batches, CPU)
+def accuracy(model, batches, device: torch.device = CPU) -> float:
+    stats = evaluate(model, batches, device)
     return round(stats["correct"].item() / stats["count"], 4)
 
 
@@ -40,8 +41,9 @@ def curve(
     seed: int = 0,
     cycle_ends: tuple[int, ...] = (),
     space_name: str = "resnet_mnist",
+    device: torch.device = CPU,
 ):
-    """Yields one row per epoch (see the module's docstring)."""
+    """Yields one row per epoch (see the module's docstring); on `device` (the data held there too)."""
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     space = load_space(space_name)
@@ -56,8 +58,8 @@ def curve(
             "data": {**defaults["data"], "root": root},
         }
     )
-    feed = MemoryFeed(MNIST, run, hp, rank=0, world_size=1, device=CPU)
-    model = model_for(space, hp, MNIST.info(root, hp))
+    feed = MemoryFeed(MNIST, run, hp, rank=0, world_size=1, device=device)
+    model = model_for(space, hp, MNIST.info(root, hp)).to(device)
     optimizer = make_optimizer(hp, model)
     schedule = LearningRate(hp, optimizer, epochs, feed.steps_per_epoch(), cycle_ends=cycle_ends)
     averages = [AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(d), use_buffers=True) for d in decays]
@@ -70,12 +72,13 @@ def curve(
     options = StepOptions(label_smoothing=float(hp.get("label_smoothing", 0.0)))
     started = time.time()
     for epoch in range(1, epochs + 1):
-        train_one_epoch(model, optimizer, feed.train_batches(epoch), CPU, options, after_step)
-        row = {"epoch": epoch, "raw": [accuracy(model, feed.val_batches()), accuracy(model, feed.test_batches())]}
+        train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options, after_step)
+        score = functools.partial(accuracy, device=device)
+        row = {"epoch": epoch, "raw": [score(model, feed.val_batches()), score(model, feed.test_batches())]}
         for decay, average in zip(decays, averages):
             row[str(decay)] = [
-                accuracy(average.module, feed.val_batches()),
-                accuracy(average.module, feed.test_batches()),
+                score(average.module, feed.val_batches()),
+                score(average.module, feed.test_batches()),
             ]
         row["s"] = round(time.time() - started, 2)
         yield row

@@ -103,6 +103,8 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
     with UtilizationSampler(every_s=0.5) as gpu:
         run = run_search(storage, "peer", overrides)
     summary = summary_of(run["experiment"])
+    trials_rows = trial_rows(run["experiment"])
+    split = search_split(run, trials_rows)
     settings = summary["run"]
     print(f"  search: {run['wall_s']:.0f} s", flush=True)
     return {
@@ -114,8 +116,9 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
             "best_val_acc": summary["best"]["metrics"]["val_acc"],
             "shape": {key: settings[key] for key in ("workers", "cpus", "gpus", "concurrency")},
             "keys": list(keys),
-            "split": search_split(run, trial_rows(run["experiment"])),
+            "split": split,
             "gpu_busy_pct": gpu.mean(),
+            "gpu_busy_pct_while_trials_train": gpu.mean_between(*split["trials_window"]),
         },
         "search_over_loop": run["wall_s"] / loop["wall_s"],
     }
@@ -130,6 +133,7 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
     span = max(ends) - min(starts)
     at_once = max(sum(s <= t < e for s, e in zip(starts, ends)) for t in starts)
     split = {
+        "trials_window": (min(starts), max(ends)),
         "ray_and_tune_start_s": min(starts) - run["started_at"],
         "ray_and_tune_start": start_phases(run, min(starts)),
         "trials_span_s": span,
@@ -144,6 +148,7 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
         },
     }
     split["trial_s"]["empty_slots"] = at_once * span - sum(split["trial_s"].values())
+    split["trial_start_s"] = trial_start_phases(trials)
     images = sum(r["train_samples"] for rows in trials for r in rows)
     split["images_per_s_together"] = images / span
     split["images_per_s_per_trial"] = sum(r["images_per_s"] for rows in trials for r in rows) / sum(map(len, trials))
@@ -174,6 +179,20 @@ def start_phases(run: dict, first_trial_driver_at: float) -> dict:
     return phases
 
 
+SETUP_PHASES = ("process_s", "launch_s", "setup_data_s", "setup_model_s", "setup_ddp_s")
+
+
+def trial_start_phases(trials: list[list[dict]]) -> dict:
+    """Each trial's start by phase, summed over trials: Ray starting its process, the driver to the training
+    function (Train's controller and worker group), data, model, device and DDP set-up; then the first epoch's
+    steps beyond a later epoch's (warm-up: cuDNN's autotuning, compilation when asked)."""
+    phases = {phase: sum(rows[0].get(phase, 0.0) for rows in trials) for phase in SETUP_PHASES}
+    phases["first_epoch_warmup_s"] = sum(
+        max(0.0, rows[0]["train_s"] - min(r["train_s"] for r in rows[1:])) for rows in trials if len(rows) > 1
+    )
+    return phases
+
+
 def between_epochs_s(rows: list[dict]) -> float:
     return sum(b["started_at"] - last_report_at([a]) for a, b in zip(rows, rows[1:]))
 
@@ -197,5 +216,10 @@ def print_table(p: dict) -> None:
     print(
         "  search's start: "
         + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.1f} s" for k, v in w["ray_and_tune_start"].items())
+    )
+    print(
+        "  trials' starts (summed): "
+        + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.1f} s" for k, v in w["trial_start_s"].items())
+        + busy(s.get("gpu_busy_pct_while_trials_train")).replace("GPU busy", "GPU busy while trials train")
     )
     print("  trial-seconds: " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in w["trial_s"].items()))

@@ -49,3 +49,14 @@ def test_the_search_wall_splits_into_start_phases_trial_seconds_and_the_end(tmp_
     assert trial_s["between_epochs"] == pytest.approx(0.5)  # epoch 1 reported at t0 + 14.5, epoch 2 began at 15
     assert sum(trial_s.values()) == pytest.approx(2 * 11.5)  # every slot-second is accounted for
     assert split["images_per_s_together"] == pytest.approx(3000 / 11.5)
+    assert split["trials_window"] == pytest.approx((t0 + 8.0, t0 + 19.5))
+    assert split["trial_start_s"] == pytest.approx(
+        {
+            "process_s": 18.0,
+            "launch_s": 2.0,
+            "setup_data_s": 1.0,
+            "setup_model_s": 1.0,
+            "setup_ddp_s": 0.0,
+            "first_epoch_warmup_s": 0.0,
+        }
+    )
