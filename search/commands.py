@@ -14,6 +14,7 @@ from search.running.preflight import preflight
 from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override
 from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
+from trainables.foundation.objectives import objectives_of
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import (
     Space,
@@ -131,6 +132,7 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     config = resumed_config(before, options)
     finished = exists(experiment.join(SUMMARY_FILE))
     space = load_space(config.space)
+    space = space.for_objectives(len(objectives_of(config, space)))
     if finished and config.trials == before["trials"] and "time_budget" not in options:
         print(
             f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
@@ -281,6 +283,7 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     space = load_space(space_refs[-1])
     parsers = {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
     config = parse_overrides(args, parsers)
+    space = space.for_objectives(len(objectives_of(config, space)))  # refuses an unknown objective, naming it
     config.address = resolve_address(config.address, os.environ)
     if is_ray_client(config.address):  # the search will run on the cluster: its paths must mean the same there
         paths = {"storage": config.storage, "data.root": config.data.root, "model.weights": config.model.weights}

@@ -1,4 +1,5 @@
-"""The PyTorch MNIST example's small CNN (conv 32, conv 64, max-pool, fc 128, fc 10), SGD, MNIST normalization."""
+"""The PyTorch MNIST example's small CNN (conv 32, conv 64, max-pool, fc 128, fc 10), SGD, MNIST normalization. With a
+second objective (`objectives=val_acc,params`) its width is searched too (8 to 64 first-layer channels)."""
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
@@ -13,6 +14,7 @@ SPACE = Space(
         "num_classes": data.num_classes,
         "image_size": data.image_size,
         "dropout": hp["dropout"],
+        "width": hp.get("width", 32),
     },
     dataset="mnist",
     hyperparameters={
@@ -21,5 +23,6 @@ SPACE = Space(
         "dropout": FloatDistribution(0.1, 0.5),
         "batch_size": CategoricalDistribution([32, 64, 128]),
     },
+    cost_hyperparameters={"width": CategoricalDistribution([8, 16, 32, 64])},  # channels: width, 2x, fc 4x
     constants={"optimizer": "sgd", "weight_decay": 0.0},
 )

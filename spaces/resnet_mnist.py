@@ -22,6 +22,7 @@ SPACE = Space(
         "in_channels": data.in_channels,
         "num_classes": data.num_classes,
         "stem": hp.get("stem", "small"),
+        "width": hp.get("width", 64),
     },
     dataset="mnist",
     hyperparameters={
@@ -31,6 +32,7 @@ SPACE = Space(
         "shift": IntDistribution(0, 4),
         "batch_size": CategoricalDistribution([32, 64, 128, 256]),
     },
+    cost_hyperparameters={"width": CategoricalDistribution([16, 32, 64])},  # first-stage channels, with a 2nd objective
     constants={"optimizer": "sgd", "momentum": 0.9, "nesterov": True, "lr_schedule": "onecycle", "stem": "small"},
     metric="val_acc",
     mode="max",

@@ -13,6 +13,7 @@ from search.running.endings import Ending, ending_of
 from search.running.reconcile import reconcile
 from search.running.space_coding import SpaceCoding, contains
 from search.running.study import StudyRecord, trial_id_of
+from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
@@ -45,7 +46,9 @@ def test_one_rule_names_how_a_trial_ended(facts, expected):
 
 
 def record_in(folder, epochs=3) -> StudyRecord:
-    return StudyRecord.in_folder(folder, SpaceCoding(dict(SPACE)), "val_acc", "max", epochs, {"lr_schedule": "none"})
+    return StudyRecord.in_folder(
+        folder, SpaceCoding(dict(SPACE)), [Objective("val_acc", "max")], epochs, {"lr_schedule": "none"}
+    )
 
 
 def tune_trial(trial_id, epoch, path="/nowhere", **last):
@@ -143,7 +146,7 @@ def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(t
 def test_only_the_writer_clears_the_journals_lock_and_a_cut_tail(tmp_path):
     """A reader opening the journal (optuna-dashboard, `report`) while a writer appends must not cut the line being
     written, nor remove the writer's lock; the driver holding the experiment's lock clears both."""
-    from search.running.study import journal_storage
+    from search.running.journal import journal_storage
 
     record_in(tmp_path).create("a")
     journal, lock = tmp_path / "study.log", tmp_path / "study.log.lock"

@@ -16,6 +16,7 @@ from search.running.sampler import good_group, make_sampler, startup_trials
 from search.running.searcher import StudySearcher
 from search.running.space_coding import SpaceCoding
 from search.running.study import StudyRecord, trial_id_of
+from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True), "wd": FloatDistribution(1e-5, 1e-1, log=True)}
@@ -112,7 +113,7 @@ def test_the_same_seed_proposes_the_same_trials():
 
 def test_a_reopened_study_knows_what_the_files_know_and_proposes_unfinished_trials_again_first(tmp_path):
     coding = SpaceCoding(dict(SPACE))
-    record = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {}, make_sampler("random", 0, 2))
+    record = StudyRecord.in_folder(tmp_path, coding, [Objective("val_acc", "max")], 3, {}, make_sampler("random", 0, 2))
     first = StudySearcher(record, [], "val_acc", "max")
     first.suggest("ended")
     cut = first.suggest("cut")
@@ -123,7 +124,7 @@ def test_a_reopened_study_knows_what_the_files_know_and_proposes_unfinished_tria
         )
     TrialFiles(str(tmp_path), "ended").write_ending("stopped_early")
     (tmp_path / "study.log").write_bytes((tmp_path / "study.log").read_bytes() + b'{"op_code": 5, "wor')  # cut
-    reopened = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {})
+    reopened = StudyRecord.in_folder(tmp_path, coding, [Objective("val_acc", "max")], 3, {})
     again = reconcile(reopened, str(tmp_path))
     assert [trial_id_of(t) for t in again] == ["cut"] and again[0].intermediate_values == {1: 0.6, 2: 0.7}
     assert reopened.frozen("ended").state == TrialState.PRUNED
@@ -156,10 +157,10 @@ def test_a_proposal_cut_short_by_a_kill_is_failed_on_resume_and_is_no_trial_of_t
     """The sampler's proposal and its name are separate appends to the journal: a kill between them leaves a RUNNING
     trial without an id, which never reached Tune. Resume fails it with the reason; it counts for nothing."""
     coding = SpaceCoding(dict(SPACE))
-    record = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {}, make_sampler("random", 0, 2))
+    record = StudyRecord.in_folder(tmp_path, coding, [Objective("val_acc", "max")], 3, {}, make_sampler("random", 0, 2))
     record.create("named")
     record.study.ask(coding.distributions)  # killed before its name was written
-    reopened = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {})
+    reopened = StudyRecord.in_folder(tmp_path, coding, [Objective("val_acc", "max")], 3, {})
     again = reconcile(reopened, str(tmp_path))
     assert [trial_id_of(t) for t in again] == ["named"] and len(reopened.proposed()) == 1
     cut = reopened.study.trials[1]
@@ -174,7 +175,7 @@ def test_a_trial_only_its_files_know_is_added_to_the_study_with_its_epochs_and_e
     rows = files.append([], {"epoch": 1, "val_acc": 0.6, "config": {"lr": 0.01, "wd": 0.001, "lr_schedule": "none"}})
     files.append(rows, {"epoch": 2, "val_acc": 0.7, "config": {"lr": 0.01, "wd": 0.001, "lr_schedule": "none"}})
     files.write_ending("stopped_early")
-    record = StudyRecord.in_folder(tmp_path, coding, "val_acc", "max", 3, {"lr_schedule": "none"})
+    record = StudyRecord.in_folder(tmp_path, coding, [Objective("val_acc", "max")], 3, {"lr_schedule": "none"})
     assert reconcile(record, str(tmp_path)) == []
     added = record.frozen("fromfile")
     assert added.params == {"lr": 0.01, "wd": 0.001} and added.intermediate_values == {1: 0.6, 2: 0.7}

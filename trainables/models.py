@@ -58,19 +58,20 @@ class ResNet(nn.Module):
     here because importing torchvision costs every fresh training process ~1 s before its first step
     (tests/test_models.py checks it against torchvision)."""
 
-    def __init__(self, block, layers: list[int], num_classes: int = 1000):
+    def __init__(self, block, layers: list[int], num_classes: int = 1000, width: int = 64):
+        """`width`: the first stage's channels (torchvision's 64); each later stage doubles them."""
         super().__init__()
-        self.inplanes = 64
-        self.conv1 = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
+        self.inplanes = width
+        self.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-        self.layer1 = self._make_layer(block, 64, layers[0])
-        self.layer2 = self._make_layer(block, 128, layers[1], stride=2)
-        self.layer3 = self._make_layer(block, 256, layers[2], stride=2)
-        self.layer4 = self._make_layer(block, 512, layers[3], stride=2)
+        self.layer1 = self._make_layer(block, width, layers[0])
+        self.layer2 = self._make_layer(block, 2 * width, layers[1], stride=2)
+        self.layer3 = self._make_layer(block, 4 * width, layers[2], stride=2)
+        self.layer4 = self._make_layer(block, 8 * width, layers[3], stride=2)
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512 * block.expansion, num_classes)
+        self.fc = nn.Linear(8 * width * block.expansion, num_classes)
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
@@ -96,17 +97,18 @@ class ResNet(nn.Module):
         return self.fc(self.avgpool(x).flatten(1))
 
 
-def resnet18(in_channels: int, num_classes: int, stem: str = "imagenet") -> nn.Module:
+def resnet18(in_channels: int, num_classes: int, stem: str = "imagenet", width: int = 64) -> nn.Module:
     """ResNet-18 (torchvision's) with `conv1` replaced for `in_channels` (as the Ray Train MNIST tutorials do).
     `stem="small"`: a 3x3 stride-1 `conv1` for small images (28x28 reaches the first block as 14x14 instead of 7x7,
-    at four times the compute); `imagenet`: the tutorials' 7x7 stride-2 one."""
+    at four times the compute); `imagenet`: the tutorials' 7x7 stride-2 one. `width`: the first stage's channels
+    (64: torchvision's)."""
     if stem not in STEMS:
         raise ValueError(f"stem={stem}: allowed values are {', '.join(STEMS)}")
-    model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=num_classes)
+    model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=num_classes, width=width)
     if stem == "small":
-        model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)
+        model.conv1 = nn.Conv2d(in_channels, width, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)
     elif in_channels != 3:
-        model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)
+        model.conv1 = nn.Conv2d(in_channels, width, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)
     return model
 
 
@@ -120,30 +122,36 @@ def resnet50(in_channels: int, num_classes: int, freeze_backbone: bool = False) 
 
 
 class SmallCNN(nn.Module):
-    """The PyTorch MNIST example's net: two 3x3 convolutions (32, 64), max-pool, then 128 -> classes."""
+    """The PyTorch MNIST example's net: two 3x3 convolutions (32, 64), max-pool, then 128 -> classes; `width`
+    scales them (width, 2 x width, 4 x width)."""
 
-    def __init__(self, in_channels: int, num_classes: int, image_size: int = 28, dropout: float = 0.25):
+    def __init__(
+        self, in_channels: int, num_classes: int, image_size: int = 28, dropout: float = 0.25, width: int = 32
+    ):
         super().__init__()
         pooled = (image_size - 4) // 2
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, 32, 3, 1),
+            nn.Conv2d(in_channels, width, 3, 1),
             nn.ReLU(),
-            nn.Conv2d(32, 64, 3, 1),
+            nn.Conv2d(width, 2 * width, 3, 1),
             nn.ReLU(),
             nn.MaxPool2d(2),
             nn.Dropout(dropout),
             nn.Flatten(),
         )
         self.classifier = nn.Sequential(
-            nn.Linear(64 * pooled * pooled, 128), nn.ReLU(), nn.Dropout(2 * dropout), nn.Linear(128, num_classes)
+            nn.Linear(2 * width * pooled * pooled, 4 * width),
+            nn.ReLU(),
+            nn.Dropout(2 * dropout),
+            nn.Linear(4 * width, num_classes),
         )
 
     def forward(self, x):
         return self.classifier(self.features(x))
 
 
-def cnn(in_channels: int, num_classes: int, image_size: int = 28, dropout: float = 0.25) -> nn.Module:
-    return SmallCNN(in_channels, num_classes, image_size, dropout)
+def cnn(in_channels: int, num_classes: int, image_size: int = 28, dropout: float = 0.25, width: int = 32) -> nn.Module:
+    return SmallCNN(in_channels, num_classes, image_size, dropout, width)
 
 
 def mlp(

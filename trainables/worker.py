@@ -11,9 +11,11 @@ import ray
 import torch
 import torch.distributed as dist
 
+from trainables.costs import counted_costs, latency
 from trainables.data import get_dataset
 from trainables.feeds import make_feed
 from trainables.foundation.config import RunConfig
+from trainables.foundation.objectives import is_multi_objective, measures_latency, objectives_of
 from trainables.foundation.space import load_space
 from trainables.models import model_for
 from trainables.session import session_for
@@ -50,9 +52,12 @@ def train_fn_per_worker(config: dict) -> dict:
     torch.manual_seed(run.seed)
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
     clock.lap("data")
-    model = model_for(space, hp, get_dataset(space.dataset).info(run.data.root, hp))
+    info = get_dataset(space.dataset).info(run.data.root, hp)
+    model = model_for(space, hp, info)
     if run.model.weights:
         load_matching_weights(model, run.model.weights)
+    objectives = objectives_of(run, space)
+    costs = counted_costs(model, info) if is_multi_objective(objectives) else {}  # fixed: every row carries them
     clock.lap("model")
 
     # 2. After a worker failure (or `resume`) the trial continues from its latest checkpoint.
@@ -85,6 +90,12 @@ def train_fn_per_worker(config: dict) -> dict:
         val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
         metrics.update(epoch=epoch, lr=optimizer.param_groups[0]["lr"], epoch_s=time.perf_counter() - epoch_start)
+        if measures_latency(objectives) and epoch in (
+            first_epoch,
+            run.epochs,
+        ):  # known at the first rung, and at the end
+            costs.update(latency(unwrap(model), info))
+        metrics.update(costs)
         metrics["resumed_from"] = first_epoch - 1  # the checkpoint's epoch this run continued from (0: none)
         metrics["started_at"] = started_at  # wall clock, for overhead measurements across trials
         metrics.update(clock.take())  # the run's start-up figures, on its first report only

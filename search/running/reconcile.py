@@ -33,7 +33,7 @@ def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
         files = TrialFiles(experiment_dir, trial_id)
         rows = files.rows()
         for row in rows:
-            record.report(trial_id, row.get("epoch"), row.get(record.metric))
+            record.report(trial_id, row.get("epoch"), row.get(record.metric), record.costs_in(row))
         ending = _ending_in_files(files.ending(), frozen)
         hp = {**record.constants, **record.coding.to_config(frozen.params)}
         divergence = divergence_cause(rows[-1], hp) if rows and rows[-1].get("diverged") else None

@@ -47,7 +47,7 @@ class StudySearcher(Searcher):
 
     def _report(self, trial_id: str | None, result: dict) -> None:
         if trial_id is not None:
-            self.record.report(trial_id, result.get(STEP_KEY), result.get(self.metric))
+            self.record.report(trial_id, result.get(STEP_KEY), result.get(self.metric), self.record.costs_in(result))
 
     def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
         """Nothing to save: every change is already in the study's journal."""

@@ -20,12 +20,10 @@ Optuna only: no Ray, no torch.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import optuna
-from optuna.storages import BaseStorage, InMemoryStorage, JournalStorage
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages import BaseStorage, InMemoryStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from search.results.score import is_finite_number, score_of_values
@@ -39,15 +37,16 @@ from search.running.endings import (
     ending_of,
     with_score,
 )
+from search.running.journal import open_study
 from search.running.space_coding import SpaceCoding
-from trainables.foundation.storage import STUDY_FILE
+from trainables.foundation.objectives import Objective
 
-STUDY_NAME = "search"
 ID_ATTR, STATUS_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "status", "reason", "score"
+COSTS_ATTR = "costs"  # the latest values of the objectives other than the primary (a multi-objective search)
+OBJECTIVES_ATTR = "objectives"  # an ended trial's value of every objective, by name
 CONTINUES_ATTR = "continues"  # a trial the budget stopped, continued by a later session: the number it continues
 INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from the trial it continues
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
-LOCK_SUFFIX = ".lock"  # Optuna's lock beside the journal, held only during an append
 STATE_OF = {
     COMPLETED: TrialState.COMPLETE,
     STOPPED_EARLY: TrialState.PRUNED,
@@ -55,40 +54,6 @@ STATE_OF = {
     FAILED: TrialState.FAIL,
 }
 PROPOSED = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)  # not WAITING (enqueued)
-
-
-def journal_storage(path: Path, writer: bool = False) -> JournalStorage:
-    """The study's storage. A driver killed during an append can leave the last line cut short (Optuna skips it when
-    reading, but the next append would land on it and leave a line no reader can parse) and Optuna's lock held
-    (which the next writer would wait 30 s for). Only the `writer`, the driver holding the experiment's lock (so no
-    other writer is alive), clears them."""
-    if writer:
-        trim_partial_tail(path)
-        Path(f"{path}{LOCK_SUFFIX}").unlink(missing_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return JournalStorage(JournalFileBackend(str(path)))
-
-
-def trim_partial_tail(path: Path) -> None:
-    if not path.is_file():
-        return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        with open(path, "r+b") as file:
-            file.truncate(data.rfind(b"\n") + 1)
-
-
-def open_study(folder: Path, direction: str, metric: str, sampler=None) -> tuple[optuna.Study, BaseStorage]:
-    """The search's study and its storage, opened by its driver (the holder of the experiment's lock)."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = journal_storage(folder / STUDY_FILE, writer=True)
-    study = optuna.create_study(
-        storage=storage, study_name=STUDY_NAME, direction=direction, sampler=sampler, load_if_exists=True
-    )
-    if study.metric_names != [metric]:  # optuna-dashboard's axes name the metric, not "Objective 0"
-        study.set_metric_names([metric])
-    return study, storage
 
 
 def trial_id_of(trial: FrozenTrial) -> str | None:
@@ -119,20 +84,31 @@ class StudyRecord:
         mode: str,
         epochs: int,
         constants: dict,
+        objectives: list[Objective] | None = None,
     ):
-        """`storage`: the study's, through whose public API a running trial is found again by its number."""
+        """`storage`: the study's, through whose public API a running trial is found again by its number.
+        `objectives`: the primary (`metric`) first; the others come from the rows a trial reports (costs)."""
         self.study, self.storage, self.coding, self.constants = study, storage, coding, constants
         self.study_id = storage.get_study_id_from_name(study.study_name)
         self.metric, self.mode, self.epochs = metric, mode, epochs
+        self.objectives = objectives or [Objective(metric, mode)]
+        self.cost_names = [o.name for o in self.objectives[1:]]
         self.numbers = {trial_id_of(t): t.number for t in study.get_trials(deepcopy=False) if trial_id_of(t)}
 
     @classmethod
     def in_folder(
-        cls, folder: Path, coding: SpaceCoding, metric: str, mode: str, epochs: int, constants: dict, sampler=None
+        cls,
+        folder: Path,
+        coding: SpaceCoding,
+        objectives: list[Objective],
+        epochs: int,
+        constants: dict,
+        sampler=None,
     ) -> StudyRecord:
         """The record over the study in experiment folder `folder`, opened by its driver."""
-        study, storage = open_study(folder, "maximize" if mode == "max" else "minimize", metric, sampler)
-        return cls(study, storage, coding, metric, mode, epochs, constants)
+        study, storage = open_study(folder, objectives, sampler)
+        primary = objectives[0]
+        return cls(study, storage, coding, primary.name, primary.mode, epochs, constants, objectives)
 
     @classmethod
     def in_memory(
@@ -144,13 +120,23 @@ class StudyRecord:
         epochs: int,
         order_numbers: bool = True,
         constants: dict | None = None,
+        objectives: list[Objective] | None = None,
     ) -> StudyRecord:
         """A record over a study in memory, for the sampler's benchmarks and tests."""
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         storage = InMemoryStorage()
-        direction = "maximize" if mode == "max" else "minimize"
-        study = optuna.create_study(storage=storage, direction=direction, sampler=sampler)
-        return cls(study, storage, SpaceCoding(space, order_numbers), metric, mode, epochs, constants or {})
+        objectives = objectives or [Objective(metric, mode)]
+        study = optuna.create_study(storage=storage, directions=[o.direction for o in objectives], sampler=sampler)
+        coding = SpaceCoding(space, order_numbers)
+        return cls(study, storage, coding, metric, mode, epochs, constants or {}, objectives)
+
+    @property
+    def multi_objective(self) -> bool:
+        return len(self.objectives) > 1
+
+    def costs_in(self, row: dict) -> dict:
+        """The values of the objectives other than the primary that a reported row holds."""
+        return {name: row[name] for name in self.cost_names if is_finite_number(row.get(name))}
 
     def create(self, trial_id: str) -> optuna.Trial:
         """A new trial, proposed by the sampler (or the oldest configuration given with `enqueue`)."""
@@ -168,12 +154,22 @@ class StudyRecord:
         trial_id = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
         return optuna.trial.Trial(self.study, trial_id)
 
-    def report(self, trial_id: str, epoch, value) -> None:
-        """One epoch's metric as the trial's intermediate value; an epoch already recorded is kept as it was."""
+    def report(self, trial_id: str, epoch, value, costs: dict | None = None) -> None:
+        """One epoch's metric as the trial's intermediate value; an epoch already recorded is kept as it was.
+        `costs`: the other objectives' values that epoch (the latest are kept, as the user attribute `costs`).
+        Optuna's `Trial.report` takes one objective: a multi-objective study records the primary through the
+        storage's public API, as optuna-dashboard reads it."""
         frozen = self.frozen(trial_id)
         if frozen is None or frozen.state != TrialState.RUNNING or not is_finite_number(value) or epoch is None:
             return
-        if int(epoch) not in frozen.intermediate_values:
+        if costs and frozen.user_attrs.get(COSTS_ATTR) != costs:
+            self.live_trial(frozen.number).set_user_attr(COSTS_ATTR, costs)
+        if int(epoch) in frozen.intermediate_values:
+            return
+        if self.multi_objective:
+            handle = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, frozen.number)
+            self.storage.set_trial_intermediate_value(handle, int(epoch), float(value))
+        else:
             self.live_trial(frozen.number).report(float(value), int(epoch))
 
     def end(self, trial_id: str, decided: Ending) -> Ending | None:
@@ -185,6 +181,10 @@ class StudyRecord:
             return None if frozen is None else ending_in_study(frozen)
         value = self.score(frozen)
         ending = with_score(decided, value)
+        costs = frozen.user_attrs.get(COSTS_ATTR, {})
+        missing = [name for name in self.cost_names if name not in costs]
+        if missing and ending.status == COMPLETED:  # a point of the front needs every objective
+            ending = Ending(FAILED, f"reported no {', '.join(missing)}")
         trial = self.live_trial(frozen.number)
         if value is not None:
             trial.set_user_attr(SCORE_ATTR, value)
@@ -192,7 +192,14 @@ class StudyRecord:
         if ending.reason:
             trial.set_user_attr(REASON_ATTR, ending.reason)
         state = STATE_OF[ending.status]
-        self.study.tell(frozen.number, value if state == TrialState.COMPLETE else None, state=state)
+        values = [value, *(costs.get(name) for name in self.cost_names)]
+        if self.multi_objective:
+            trial.set_user_attr(OBJECTIVES_ATTR, dict(zip([o.name for o in self.objectives], values)))
+        if self.multi_objective and state == TrialState.PRUNED:  # Optuna would give it one value for several
+            handle = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, frozen.number)
+            self.storage.set_trial_state_values(handle, TrialState.PRUNED)
+        else:
+            self.study.tell(frozen.number, values if state == TrialState.COMPLETE else None, state=state)
         return ending
 
     def ending(self, trial_id: str) -> Ending | None:
@@ -269,7 +276,7 @@ class StudyRecord:
             trial_id = trial_id_of(frozen)
             rows = rows_of(trial_id)
             for row in rows:
-                self.report(trial_id, row.get("epoch"), row.get(self.metric))
+                self.report(trial_id, row.get("epoch"), row.get(self.metric), self.costs_in(row))
             epochs_run = int(rows[-1]["epoch"]) if rows else 0
             ends.append((trial_id, self.end(trial_id, ending_of(epochs_run, self.epochs, out_of_time=True))))
         return ends

@@ -14,12 +14,14 @@ from search.running.space_coding import SpaceCoding
 from search.running.study import STARTUP_ATTR, StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
+from trainables.foundation.objectives import objectives_of
 from trainables.foundation.space import Space
 from trainables.foundation.storage import Experiment
 
 
 def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
     """The space's searched keys (those not fixed with key=value); TPE sees a choice among numbers as ordered."""
+    space = space.for_objectives(len(objectives_of(config, space)))  # the cost knobs, with a second objective
     searched = {name: d for name, d in space.hyperparameters.items() if name not in config.fixed}
     return SpaceCoding(searched, order_numbers=config.sampler == "tpe")
 
@@ -33,7 +35,7 @@ def open_search_study(
     draw its first random configurations again."""
     coding = coding_for(config, space)
     constants = {**space.constants, **config.fixed}
-    record = StudyRecord.in_folder(experiment.local, coding, space.metric, space.mode, config.epochs, constants)
+    record = StudyRecord.in_folder(experiment.local, coding, objectives_of(config, space), config.epochs, constants)
     study = record.study
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:

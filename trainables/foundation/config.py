@@ -119,6 +119,9 @@ class RunConfig:
     """torch.compile's mode: default, reduce-overhead (CUDA graphs: small models on a GPU) or max-autotune."""
     sampler: str = "tpe"
     """How Optuna proposes trials: tpe (a quarter of the trials, 2 to 10, at random, then multivariate TPE), random."""
+    objectives: str = ""
+    """What to optimize, primary first: the space's metric alone (default), or several of val_acc, val_loss, params,
+    macs, latency_ms, e.g. val_acc,params: a multi-objective search with a Pareto front."""
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     time_budget: float = 0.0

@@ -6,6 +6,7 @@ This module imports neither Ray nor torch: listing and validating spaces must st
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import pkgutil
@@ -43,6 +44,9 @@ class Space:
     """The builder's keyword arguments from (hyperparameters, DataInfo); default: in_channels and num_classes."""
     constants: dict[str, Any] = field(default_factory=dict)
     """Hyperparameters the training loop reads that are not searched (overridable with key=value)."""
+    cost_hyperparameters: dict[str, BaseDistribution] = field(default_factory=dict)
+    """Knobs that trade accuracy for cost (width, depth), searched only when a second objective is asked; their
+    absence leaves the model at its defaults. A name here may widen a searched hyperparameter's range."""
     metric: str = "val_acc"
     """The metric the search optimizes."""
     mode: str = "max"
@@ -61,7 +65,13 @@ class Space:
         return {"in_channels": info.in_channels, "num_classes": info.num_classes}
 
     def hyperparameter_names(self) -> list[str]:
-        return list(self.hyperparameters) + list(self.constants)
+        return list(self.hyperparameters) + list(self.cost_hyperparameters) + list(self.constants)
+
+    def for_objectives(self, count: int) -> Space:
+        """The space a search of `count` objectives searches: with the cost knobs when there are several."""
+        if count < 2 or not self.cost_hyperparameters:
+            return self
+        return dataclasses.replace(self, hyperparameters={**self.hyperparameters, **self.cost_hyperparameters})
 
 
 def describe_distribution(dist: BaseDistribution) -> str:
@@ -81,7 +91,7 @@ def coerce_hyperparameter(space: Space, key: str, text: str) -> Any:
     """Parse `key=text` for a hyperparameter of `space` into a value of the right type."""
     if key in space.constants:
         return parse_scalar(key, text, type(space.constants[key]))
-    dist = space.hyperparameters[key]
+    dist = space.cost_hyperparameters.get(key) or space.hyperparameters[key]
     if isinstance(dist, CategoricalDistribution):
         for choice in dist.choices:
             if str(choice) == text:

@@ -1,0 +1,54 @@
+"""The study's storage: Optuna's `JournalStorage` file in the experiment folder, opened by its one writer (the driver
+holding the experiment's lock, search.running.writer_lock) or by readers. Optuna only: no Ray, no torch."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import optuna
+from optuna.storages import BaseStorage, JournalStorage
+from optuna.storages.journal import JournalFileBackend
+
+from trainables.foundation.objectives import Objective
+from trainables.foundation.storage import STUDY_FILE
+
+STUDY_NAME = "search"
+LOCK_SUFFIX = ".lock"  # Optuna's lock beside the journal, held only during an append
+
+
+def journal_storage(path: Path, writer: bool = False) -> JournalStorage:
+    """The study's storage. A driver killed during an append can leave the last line cut short (Optuna skips it when
+    reading, but the next append would land on it and leave a line no reader can parse) and Optuna's lock held
+    (which the next writer would wait 30 s for). Only the `writer`, the driver holding the experiment's lock (so no
+    other writer is alive), clears them."""
+    if writer:
+        trim_partial_tail(path)
+        Path(f"{path}{LOCK_SUFFIX}").unlink(missing_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return JournalStorage(JournalFileBackend(str(path)))
+
+
+def trim_partial_tail(path: Path) -> None:
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as file:
+            file.truncate(data.rfind(b"\n") + 1)
+
+
+def open_study(folder: Path, objectives: list[Objective], sampler=None) -> tuple[optuna.Study, BaseStorage]:
+    """The search's study and its storage, opened by its driver (the holder of the experiment's lock): one
+    direction per objective."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = journal_storage(folder / STUDY_FILE, writer=True)
+    directions = [o.direction for o in objectives]
+    study = optuna.create_study(
+        storage=storage, study_name=STUDY_NAME, directions=directions, sampler=sampler, load_if_exists=True
+    )
+    names = [o.name for o in objectives]
+    if study.metric_names != names:  # optuna-dashboard's axes name the objectives, not "Objective 0"
+        study.set_metric_names(names)
+    return study, storage

@@ -1,0 +1,54 @@
+"""What a model costs, for a search with several objectives (trainables.foundation.objectives): its parameters and
+multiply-accumulates, counted exactly, and its latency at batch 1, measured.
+
+- `params`: every parameter's elements (trainable or not);
+- `macs`: the multiply-accumulates of one image's forward pass in the convolutions and matrix products, as
+  torch's FlopCounterMode counts them (half its FLOPs); normalization, activations and pooling are not counted;
+- `latency_ms`: the median of `repeats` timed forward passes of one image in eval mode, after `warmup` untimed ones,
+  on the model's device (synchronized on a GPU), with the spread (`latency_iqr_ms`: the interquartile range).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+
+def one_image(info, device: torch.device) -> torch.Tensor:
+    return torch.zeros(1, info.in_channels, info.image_size, info.image_size, device=device)
+
+
+def counted_costs(model: nn.Module, info) -> dict:
+    """`params` and `macs` of `model` (on the CPU, before training: they do not change with it)."""
+    was_training = model.training
+    model.eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(one_image(info, next(model.parameters()).device))
+    model.train(was_training)
+    return {"params": sum(p.numel() for p in model.parameters()), "macs": counter.get_total_flops() // 2}
+
+
+def latency(model: nn.Module, info, repeats: int = 50, warmup: int = 5) -> dict:
+    """`latency_ms` and `latency_iqr_ms` of one image's forward pass on the model's device."""
+    device = next(model.parameters()).device
+    image = one_image(info, device)
+    was_training = model.training
+    model.eval()
+    times = []
+    with torch.no_grad():
+        for number in range(warmup + repeats):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            started = time.perf_counter()
+            model(image)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if number >= warmup:
+                times.append((time.perf_counter() - started) * 1000)
+    model.train(was_training)
+    quartiles = statistics.quantiles(times, n=4)
+    return {"latency_ms": statistics.median(times), "latency_iqr_ms": quartiles[2] - quartiles[0]}

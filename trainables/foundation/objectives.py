@@ -1,0 +1,111 @@
+"""What a search optimizes: one metric, or several objectives (`objectives=val_acc,params`), each with the one
+direction it has. The first objective is the primary: the space's metric, which Tune ranks checkpoints by and the
+export picks the most accurate member of the Pareto front by. No Ray, no torch.
+
+- `val_acc` (maximised) and `val_loss` (minimised): the validation split's, after each epoch;
+- `params` and `macs`: the model's parameters and multiply-accumulates of one image's forward pass, counted exactly
+  from the model when the trial builds it (they do not change with training);
+- `latency_ms`: the median time of one image's forward pass on the trial's device, measured after the first epoch
+  and again when the trial ends (with its spread, `latency_iqr_ms`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from trainables.foundation.errors import UsageError
+
+DIRECTIONS = {"val_acc": "max", "val_loss": "min", "params": "min", "macs": "min", "latency_ms": "min"}
+TRAINED = ("val_acc", "val_loss")  # change with training: a rung compares them
+COUNTED = ("params", "macs")  # known from the model before its first step
+MEASURED = ("latency_ms",)
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    mode: str  # "max" or "min"
+
+    @property
+    def direction(self) -> str:
+        """Optuna's word for the mode."""
+        return "maximize" if self.mode == "max" else "minimize"
+
+
+def parse_objectives(text: str, metric: str, mode: str) -> list[Objective]:
+    """`objectives=` as a list, primary first; empty text: the space's metric alone. Each name may carry its
+    direction (`params:min`); a direction the objective does not have, an unknown name or a repeated one is refused
+    naming it. The first objective must be the space's metric."""
+    if not text.strip():
+        return [Objective(metric, mode)]
+    objectives = []
+    for word in (w.strip() for w in text.split(",")):
+        name, _, given = word.partition(":")
+        known = DIRECTIONS.get(name) or (mode if name == metric else None)
+        if known is None:
+            raise UsageError(f"objectives={text}: unknown objective {name!r}; allowed: {', '.join(DIRECTIONS)}")
+        if given and given != known:
+            raise UsageError(f"objectives={text}: {name} is {known}imised, not {given}imised")
+        if any(o.name == name for o in objectives):
+            raise UsageError(f"objectives={text}: {name} is named twice")
+        objectives.append(Objective(name, known))
+    if objectives[0].name != metric:
+        raise UsageError(
+            f"objectives={text}: the first objective is the primary and must be the space's metric, {metric} "
+            f"(e.g. objectives={metric},{objectives[0].name})"
+        )
+    return objectives
+
+
+def objectives_of(config, space) -> list[Objective]:
+    """A run's objectives (`config.objectives`) for its space (whose metric is the primary)."""
+    return parse_objectives(config.objectives, space.metric, space.mode)
+
+
+def is_multi_objective(objectives: list[Objective]) -> bool:
+    return len(objectives) > 1
+
+
+def measures_latency(objectives: list[Objective]) -> bool:
+    return any(o.name in MEASURED for o in objectives)
+
+
+BOUND = re.compile(r"^([a-z_]+)(<=|>=)([-+0-9.eE]+)$")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A limit on one objective, as `export` takes it: `params<=200000`, `val_acc>=0.98`."""
+
+    name: str
+    op: str
+    value: float
+
+    def holds(self, value) -> bool:
+        return value is not None and (value <= self.value if self.op == "<=" else value >= self.value)
+
+    def excess(self, value) -> float:
+        """How far `value` is outside the bound, relative to it (0 within it)."""
+        if self.holds(value):
+            return 0.0
+        if value is None:
+            return float("inf")
+        return abs(value - self.value) / max(abs(self.value), 1e-12)
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.op}{self.value:g}"
+
+
+def parse_bound(text: str) -> Bound | None:
+    """`name<=number` or `name>=number`, or None when `text` is no bound (another argument)."""
+    match = BOUND.match(text.strip())
+    if not match:
+        return None
+    name, op, number = match.groups()
+    if name not in DIRECTIONS:
+        raise UsageError(f"{text}: unknown objective {name!r}; allowed: {', '.join(DIRECTIONS)}")
+    try:
+        return Bound(name, op, float(number))
+    except ValueError:
+        raise UsageError(f"{text}: {number!r} is not a number") from None
