@@ -8,13 +8,13 @@ import os
 import time
 from pathlib import Path
 
-from search.results.summary import SUMMARY_FILE, format_table
+from search.results.summary import SUMMARY_FILE, format_front, format_table
 from search.running.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
 from search.running.preflight import preflight
 from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override
 from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
-from trainables.foundation.objectives import objectives_of
+from trainables.foundation.objectives import objectives_of, parse_bound
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import (
     Space,
@@ -86,6 +86,8 @@ def print_result(summary: dict, experiment: Experiment) -> None:
         f"{test_text(best)}"
     )
     print(f"best checkpoint: {best['checkpoint']}")
+    if summary.get("front"):
+        print("\n" + format_front(summary))
     print(f"summary: {experiment.join(SUMMARY_FILE)}")
     tracking = summary["run"].get("tracking") or {}
     if tracking.get("to") == "mlflow":
@@ -213,10 +215,21 @@ def split_options(args: list[str], allowed: set[str]) -> tuple[list[str], dict[s
     return positional, options, flags
 
 
+EXPORT_USAGE = (
+    "usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID] [OBJECTIVE<=N | OBJECTIVE>=N ...] "
+    "[tracking.register=NAME]"
+)
+
+
 def cmd_export(args: list[str]) -> int:
+    bounds = [bound for bound in map(parse_bound, args) if bound]  # params<=200000: a pick from the Pareto front
+    args = [arg for arg in args if not parse_bound(arg)]
     positional, options, _ = split_options(args, {"out", "trial", "tracking.register"})
     if len(positional) != 1:
-        raise UsageError("usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID] [tracking.register=NAME]")
+        raise UsageError(EXPORT_USAGE)
+    if bounds and "trial" in options:
+        raise UsageError("give trial=ID or bounds on the objectives, not both")
+    options["bounds"] = bounds
     register = options.get("tracking.register")
     if not register:
         return export_and_register(open_for_reading(positional[0], SUMMARY_FILE), options)
@@ -238,9 +251,16 @@ def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
 
         refuse_unregistrable(run, register)  # before the export's minutes
     out = Path(options["out"]).expanduser() if "out" in options else None
-    meta = export_experiment(experiment, out, options.get("trial"))
+    meta = export_experiment(experiment, out, options.get("trial"), options.get("bounds", []))
     verified = meta["verified"]
     print(f"exported trial {meta['trial_id']} epoch {meta['epoch']} to {meta['folder']}")
+    if "objectives" in meta:
+        values = ", ".join(f"{name}={value:g}" for name, value in meta["objectives"].items())
+        again = meta["measured_at_export"]
+        print(
+            f"objectives: {values}; latency at export {again['latency_ms']:.3f} ms "
+            f"(IQR {again['latency_iqr_ms']:.3f}, batch 1, {again['device']})"
+        )
     print(
         f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
         f"(trial reported {verified['reported']:.4f})"

@@ -21,11 +21,14 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from search.results.files import publish_folder, staging_folder
+from search.results.front import pick_member
 from search.results.summary import SUMMARY_FILE, read_summary
 from trainables.checkpoints import refuse_damaged
+from trainables.costs import latency
 from trainables.data import get_dataset
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, UsageError
+from trainables.foundation.objectives import Bound
 from trainables.foundation.space import Space, load_space
 from trainables.foundation.storage import Experiment
 from trainables.models import build_model, model_for
@@ -96,12 +99,17 @@ def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, 
     }
 
 
-def export_experiment(experiment: Experiment, out: Path | None = None, trial_id: str | None = None) -> dict:
+def export_experiment(
+    experiment: Experiment, out: Path | None = None, trial_id: str | None = None, bounds: list[Bound] = ()
+) -> dict:
     """Write the export folder atomically and verify it; returns its model.json content. The default folder is
-    `export` in the experiment (for a URI experiment: in its local working folder)."""
+    `export` in the experiment (for a URI experiment: in its local working folder). A multi-objective search
+    exports the most accurate member of its Pareto front within `bounds` (search.results.front)."""
     summary = read_summary(experiment.local)
     run = RunConfig.from_dict(summary["run"])
     space = load_space(run.space)
+    member = pick_member(summary, list(bounds)) if (bounds or summary.get("front")) and trial_id is None else None
+    trial_id = member["trial_id"] if member else trial_id
     config, checkpoint, epoch = pick_trial(summary, trial_id)
     chosen = trial_id or summary["best"]["trial_id"]
     reported = next(t for t in summary["trials"] if t["trial_id"] == chosen)[summary["metric"]]
@@ -113,6 +121,9 @@ def export_experiment(experiment: Experiment, out: Path | None = None, trial_id:
     staging = staging_folder(out)
     try:
         meta = model_metadata(space, info, summary, config, epoch, chosen, reported)
+        if member:  # what the search measured, and the latency again on the exported model, here
+            meta["objectives"] = member["objectives"]
+            meta["measured_at_export"] = {**latency(classifier, info), "device": "cpu", "batch": 1}
         write_export(staging, classifier, meta)
         meta["verified"] = verify_export(staging, run, space, config, summary["metric"], reported)
         (staging / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from search.results.front import front_of
 from search.results.score import anneals, is_finite_number, standing_row
 from trainables.foundation.trial_files import CHECKPOINT_KEY
 
@@ -51,10 +52,18 @@ def epochs_run(record: TrialResult) -> int:
 
 
 def summarize(
-    space: str, metric: str, mode: str, run: dict, records: list[TrialResult], checkpoint_exists=os.path.isdir
+    space: str,
+    metric: str,
+    mode: str,
+    run: dict,
+    records: list[TrialResult],
+    checkpoint_exists=os.path.isdir,
+    objectives: list[dict] = (),
 ) -> dict:
     """`checkpoint_exists`: whether a checkpoint location is still in storage (Ray deletes all but the best few).
-    Trials are listed best first; each one's `best_epoch` is the epoch that stands for it (`trial_row`)."""
+    Trials are listed best first; each one's `best_epoch` is the epoch that stands for it (`trial_row`). With
+    several `objectives` ({name, mode}, the primary first), each trial's values at that epoch, and the Pareto
+    front (search.results.front)."""
     epochs = run["epochs"]
     ranked = []
     for record in records:
@@ -72,6 +81,8 @@ def summarize(
             "error": record.error,
             **({"stopped": record.reason} if record.status == "stopped_by_budget" else {}),
         }
+        if len(objectives) > 1:
+            entry["objectives"] = {o["name"]: row.get(o["name"]) if row else None for o in objectives}
         ranked.append(((1, _rank(row, record, epochs, mode, metric)) if row else (0,), entry, record, row))
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: trials without a checkpoint keep their order
     best = None
@@ -85,7 +96,10 @@ def summarize(
             "checkpoint": best_row[CHECKPOINT_KEY],
         }
     trials = [entry for _, entry, _, _ in ranked]
-    return {"space": space, "metric": metric, "mode": mode, "run": run, "best": best, "trials": trials}
+    summary = {"space": space, "metric": metric, "mode": mode, "run": run, "best": best, "trials": trials}
+    if len(objectives) > 1:
+        summary.update(objectives=list(objectives), front=front_of(trials, list(objectives)))
+    return summary
 
 
 def read_summary(experiment: str | Path) -> dict:
@@ -95,7 +109,8 @@ def read_summary(experiment: str | Path) -> dict:
 def format_table(summary: dict, limit: int = 20) -> str:
     metric = summary["metric"]
     names = sorted({k for t in summary["trials"] for k in t["config"]})
-    header = ["trial", "status", "epochs", metric, *names]
+    costs = [o["name"] for o in summary.get("objectives", [])[1:]]  # a multi-objective search's other objectives
+    header = ["trial", "status", "epochs", metric, *costs, *names]
     rows = [header]
     for trial in summary["trials"][:limit]:
         value = trial[metric]
@@ -105,6 +120,7 @@ def format_table(summary: dict, limit: int = 20) -> str:
                 trial["status"],
                 str(trial["epochs_run"]),
                 f"{value:.4f}" if is_finite_number(value) else "-",
+                *(_short((trial.get("objectives") or {}).get(n, "-")) for n in costs),
                 *(_short(trial["config"].get(n)) for n in names),
             ]
         )
@@ -113,6 +129,18 @@ def format_table(summary: dict, limit: int = 20) -> str:
     hidden = len(summary["trials"]) - limit
     if hidden > 0:
         lines.append(f"... {hidden} more trials in summary.json")
+    return "\n".join(lines)
+
+
+def format_front(summary: dict) -> str:
+    """The Pareto front, most accurate first: each member's objectives, test accuracy and checkpoint."""
+    names = [o["name"] for o in summary["objectives"]]
+    directions = ", ".join(f"{o['name']} ({o['mode']})" for o in summary["objectives"])
+    lines = [f"Pareto front of {directions}: {len(summary['front'])} of {len(summary['trials'])} trials"]
+    for member in summary["front"]:
+        values = "  ".join(f"{n}={_short(member['objectives'][n])}" for n in names)
+        test = f"  test_acc={member['test_acc']:.4f}" if "test_acc" in member else ""
+        lines.append(f"  trial {member['trial_id']} epoch {member['epoch']}  {values}{test}  {member['checkpoint']}")
     return "\n".join(lines)
 
 

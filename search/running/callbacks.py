@@ -22,7 +22,7 @@ import ray.tune
 from search.results.tensorboard import TrialEventWriter, written_epochs
 from search.running.endings import STOPPED_EARLY, Ending, ending_of
 from search.running.failures import root_cause
-from search.running.study import SCORE_ATTR, StudyRecord
+from search.running.study import SCORE_ATTR, StudyRecord, epoch_values
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, TrialFiles, trial_key
 
@@ -179,7 +179,7 @@ class TensorBoardEvents(FollowsEnds):
         frozen = self.record.frozen(trial_id)
         outcome = {
             f"best_{self.record.metric}": frozen.user_attrs.get(SCORE_ATTR),
-            "epochs_run": max(frozen.intermediate_values, default=0),
+            "epochs_run": max(epoch_values(frozen), default=0),
             "status": ending.status,
             "stopped_early": ending.status == STOPPED_EARLY,
         }

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.schedulers import ASHAScheduler
 
-from search.running.study import INHERITED_ATTR, trial_id_of
+from search.running.study import INHERITED_ATTR, epoch_values, trial_id_of
 from trainables.foundation.config import RunConfig
 from trainables.foundation.trial_files import trial_key
 
@@ -50,7 +50,7 @@ class StudyASHA(ASHAScheduler):
             named = _Named(trial_id_of(trial))
             super().on_trial_add(None, named)
             decision, last = None, 0
-            for epoch, value in sorted(trial.intermediate_values.items()):
+            for epoch, value in sorted(epoch_values(trial).items()):
                 decision = super().on_trial_result(None, named, {self._time_attr: epoch, self._metric: value})
                 last = epoch
             if trial.state != TrialState.RUNNING:

@@ -44,6 +44,7 @@ from trainables.foundation.objectives import Objective
 ID_ATTR, STATUS_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "status", "reason", "score"
 COSTS_ATTR = "costs"  # the latest values of the objectives other than the primary (a multi-objective search)
 OBJECTIVES_ATTR = "objectives"  # an ended trial's value of every objective, by name
+EPOCHS_ATTR = "epoch_values"  # a multi-objective study's record of each epoch's primary value (see `epoch_values`)
 CONTINUES_ATTR = "continues"  # a trial the budget stopped, continued by a later session: the number it continues
 INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from the trial it continues
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
@@ -54,6 +55,16 @@ STATE_OF = {
     FAILED: TrialState.FAIL,
 }
 PROPOSED = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)  # not WAITING (enqueued)
+
+
+def epoch_values(trial: FrozenTrial) -> dict[int, float]:
+    """Every epoch's value of the primary objective: the trial's intermediate values, or, in a multi-objective
+    study, its user attribute `epoch_values`. Optuna takes intermediate values of one objective only (`Trial.report`
+    refuses several) and its TPE ranks a pruned trial by them with the study's one direction, which a
+    multi-objective study has not."""
+    if trial.intermediate_values:
+        return dict(trial.intermediate_values)
+    return {int(epoch): value for epoch, value in trial.user_attrs.get(EPOCHS_ATTR, {}).items()}
 
 
 def trial_id_of(trial: FrozenTrial) -> str | None:
@@ -157,18 +168,18 @@ class StudyRecord:
     def report(self, trial_id: str, epoch, value, costs: dict | None = None) -> None:
         """One epoch's metric as the trial's intermediate value; an epoch already recorded is kept as it was.
         `costs`: the other objectives' values that epoch (the latest are kept, as the user attribute `costs`).
-        Optuna's `Trial.report` takes one objective: a multi-objective study records the primary through the
-        storage's public API, as optuna-dashboard reads it."""
+        A multi-objective study records it in the user attribute `epoch_values` (`epoch_values`)."""
         frozen = self.frozen(trial_id)
         if frozen is None or frozen.state != TrialState.RUNNING or not is_finite_number(value) or epoch is None:
             return
         if costs and frozen.user_attrs.get(COSTS_ATTR) != costs:
             self.live_trial(frozen.number).set_user_attr(COSTS_ATTR, costs)
-        if int(epoch) in frozen.intermediate_values:
+        recorded = epoch_values(frozen)
+        if int(epoch) in recorded:
             return
         if self.multi_objective:
-            handle = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, frozen.number)
-            self.storage.set_trial_intermediate_value(handle, int(epoch), float(value))
+            epochs = {str(e): v for e, v in sorted({**recorded, int(epoch): float(value)}.items())}
+            self.live_trial(frozen.number).set_user_attr(EPOCHS_ATTR, epochs)
         else:
             self.live_trial(frozen.number).report(float(value), int(epoch))
 
@@ -208,7 +219,7 @@ class StudyRecord:
 
     def score(self, frozen: FrozenTrial) -> float | None:
         config = {**self.constants, **self.coding.to_config(frozen.params)}
-        return score_of_values(frozen.intermediate_values, config, self.mode)
+        return score_of_values(epoch_values(frozen), config, self.mode)
 
     def proposed(self) -> list[FrozenTrial]:
         """Every trial the search has proposed, one per trial id (a configuration given with `enqueue` waits until
@@ -260,7 +271,8 @@ class StudyRecord:
                 user_attrs={
                     ID_ATTR: trial_id_of(frozen),
                     CONTINUES_ATTR: frozen.number,
-                    INHERITED_ATTR: max(frozen.intermediate_values, default=0),
+                    INHERITED_ATTR: max(epoch_values(frozen), default=0),
+                    **{key: frozen.user_attrs[key] for key in (EPOCHS_ATTR, COSTS_ATTR) if key in frozen.user_attrs},
                 },
             )
             self.study.add_trial(continuation)

@@ -24,6 +24,7 @@ from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, Upl
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.live_view import ProgressView
 from search.running.mlflow_store import store_files
+from search.running.pareto_asha import pareto_asha
 from search.running.reconcile import reconcile
 from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
@@ -142,9 +143,12 @@ def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
     results = trial_results(record, experiment, config.storage)
-    summary = summarize(space.name, space.metric, space.mode, config.to_dict(), results, experiment.checkpoint_exists())
-    if summary["best"] is not None:  # once, at the end, on data no choice was made on
-        summary["best"].update(test_accuracy(summary["best"], config, space, experiment) or {})
+    objectives = [{"name": o.name, "mode": o.mode} for o in record.objectives]
+    summary = summarize(
+        space.name, space.metric, space.mode, config.to_dict(), results, experiment.checkpoint_exists(), objectives
+    )
+    for chosen in ([summary["best"]] if summary["best"] else []) + summary.get("front", []):
+        chosen.update(test_accuracy(chosen, config, space, experiment) or {})  # at the end: data no choice was made on
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)
     if tracker:
         tracker.sync(record)
@@ -232,7 +236,10 @@ def build_tuner(
     stop: SessionStop,
 ) -> ray.tune.Tuner:
     """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
-    scheduler = study_asha(config, record.proposed())
+    if record.multi_objective:
+        scheduler = pareto_asha(config, record.objectives, record.proposed())
+    else:
+        scheduler = study_asha(config, record.proposed())
     return ray.tune.Tuner(
         build_trainable(config, space, experiment, placement),
         param_space={**space.constants, **config.fixed},
