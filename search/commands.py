@@ -21,6 +21,7 @@ from trainables.foundation.space import (
     builtin_space_names,
     coerce_hyperparameter,
     describe_distribution,
+    load_run_space,
     load_space,
 )
 from trainables.foundation.storage import (
@@ -133,8 +134,7 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     before = read_settings(experiment.local)["run"]
     config = resumed_config(before, options)
     finished = exists(experiment.join(SUMMARY_FILE))
-    space = load_space(config.space)
-    space = space.for_objectives(len(objectives_of(config, space)))
+    space = load_run_space(config)
     if finished and config.trials == before["trials"] and "time_budget" not in options:
         print(
             f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"

@@ -73,7 +73,7 @@ def _stop_on_sigterm(signum, frame):
 def cmd_report(args: list[str]) -> int:
     if len(args) != 1:
         raise UsageError("usage: python -m search report EXPERIMENT_DIR")
-    from search.results.report import PLOTS, build_report, savings_line
+    from search.results.report import build_report, savings_line
 
     report = build_report(open_for_reading(args[0], SUMMARY_FILE).local)
     print(report["table"])
@@ -86,5 +86,5 @@ def cmd_report(args: list[str]) -> int:
     if report["importances"]:
         ranked = ", ".join(f"{k} {v:.2f}" for k, v in report["importances"].items())
         print(f"hyperparameter importance: {ranked}")
-    print(f"plots: {', '.join(PLOTS)} and index.html in {report['folder']}")
+    print(f"plots: {', '.join(report['plots'])} and index.html in {report['folder']}")
     return 0

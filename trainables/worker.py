@@ -16,7 +16,7 @@ from trainables.data import get_dataset
 from trainables.feeds import make_feed
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import is_multi_objective, measures_latency, objectives_of
-from trainables.foundation.space import load_space
+from trainables.foundation.space import load_run_space
 from trainables.models import model_for
 from trainables.session import session_for
 from trainables.training import (
@@ -40,7 +40,7 @@ def train_fn_per_worker(config: dict) -> dict:
     clock = SetupClock(config.get("driver_started_at"), config.get("process_started_at"))
     run = RunConfig.from_dict(config["run"])
     hp = config["hp"]
-    space = load_space(run.space)
+    space = load_run_space(run)
 
     # 1. This worker's place in the group and its device (a GPU when the trial has them).
     session = session_for(config)  # a rank of a Ray Train group, or the trial's own process (one worker)

@@ -29,7 +29,7 @@ from trainables.data import get_dataset
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, UsageError
 from trainables.foundation.objectives import Bound
-from trainables.foundation.space import Space, load_space
+from trainables.foundation.space import Space, load_run_space
 from trainables.foundation.storage import Experiment
 from trainables.models import build_model, model_for
 from trainables.training import evaluate, load_model_weights
@@ -107,7 +107,7 @@ def export_experiment(
     exports the most accurate member of its Pareto front within `bounds` (search.results.front)."""
     summary = read_summary(experiment.local)
     run = RunConfig.from_dict(summary["run"])
-    space = load_space(run.space)
+    space = load_run_space(run)
     member = pick_member(summary, list(bounds)) if (bounds or summary.get("front")) and trial_id is None else None
     trial_id = member["trial_id"] if member else trial_id
     config, checkpoint, epoch = pick_trial(summary, trial_id)

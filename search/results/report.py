@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import html
 import shutil
+import warnings
 from pathlib import Path
 
 from search.results.files import publish_folder, staging_folder
 from search.results.summary import format_table, read_summary
 from trainables.foundation.config import RunConfig
-from trainables.foundation.space import load_space
+from trainables.foundation.space import load_run_space
 from trainables.foundation.trial_files import TrialFiles
 
 REPORT_FOLDER = "report"
 PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
+FRONT_PLOT = "pareto_front.png"  # a search with two or three objectives
 
 
 def trial_histories(experiment: Path | str, summary: dict) -> dict[str, list[dict]]:
@@ -69,12 +71,17 @@ def build_report(experiment: Path, location: str | None = None) -> dict:
         plot_learning_curves(summary, histories, staging / PLOTS[1])
         importances = hyperparameter_importance(summary)
         plot_importance(importances, staging / PLOTS[2])
+        plots = list(PLOTS)
+        if summary.get("front") and len(summary["objectives"]) <= 3:
+            plot_pareto_front(summary, staging / FRONT_PLOT)
+            plots.append(FRONT_PLOT)
         table = format_table(summary, limit=len(summary["trials"]))
-        (staging / "index.html").write_text(render_html(summary, table, savings, importances))
+        (staging / "index.html").write_text(render_html(summary, table, savings, importances, plots))
         publish_folder(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {
+        "plots": plots,
         "table": table,
         "savings": savings,
         "importances": importances,
@@ -152,7 +159,7 @@ def hyperparameter_importance(summary: dict) -> dict[str, float]:
     import optuna
 
     run = RunConfig.from_dict(summary["run"])
-    space = load_space(run.space)
+    space = load_run_space(run)
     searched = {k: d for k, d in space.hyperparameters.items() if k not in run.fixed}
     scored = [t for t in summary["trials"] if t[summary["metric"]] is not None]
     if len(scored) < 2 or not searched:
@@ -172,6 +179,39 @@ def hyperparameter_importance(summary: dict) -> dict[str, float]:
         return {}
 
 
+def plot_pareto_front(summary: dict, path: Path) -> None:
+    """Optuna's `plot_pareto_front` of the completed trials (the front the summary lists, in red), on a study rebuilt
+    from the summary; with two objectives, the trials stopped early drawn too, at the epoch that stands for them."""
+    import optuna
+    from optuna.visualization.matplotlib import plot_pareto_front as optuna_plot
+
+    plt = _pyplot()
+    names = [o["name"] for o in summary["objectives"]]
+    study = optuna.create_study(
+        directions=["maximize" if o["mode"] == "max" else "minimize" for o in summary["objectives"]]
+    )
+    others = []
+    for trial in summary["trials"]:
+        values = [(trial.get("objectives") or {}).get(name) for name in names]
+        if not all(isinstance(v, (int, float)) for v in values):
+            continue
+        if trial["status"] == "completed":
+            study.add_trial(optuna.trial.create_trial(values=values))
+        else:
+            others.append(values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        axes = optuna_plot(study, target_names=names)
+    if others and len(names) == 2:
+        axes.scatter(*zip(*others), marker="x", color="grey", label="stopped before the end")
+        axes.legend()
+    axes.set_title(f"Pareto front: {len(summary['front'])} of {len(study.trials)} completed trials")
+    axes.figure.set_size_inches(7, 4.5)
+    axes.figure.tight_layout()
+    axes.figure.savefig(path, format="png")
+    plt.close(axes.figure)
+
+
 def plot_importance(importances: dict[str, float], path: Path) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -188,8 +228,8 @@ def plot_importance(importances: dict[str, float], path: Path) -> None:
     plt.close(fig)
 
 
-def render_html(summary: dict, table: str, savings: dict, importances: dict) -> str:
-    images = "\n".join(f'<p><img src="{name}" alt="{name}"></p>' for name in PLOTS)
+def render_html(summary: dict, table: str, savings: dict, importances: dict, plots=PLOTS) -> str:
+    images = "\n".join(f'<p><img src="{name}" alt="{name}"></p>' for name in plots)
     best = summary["best"]
     best_line = (
         f"best: trial {best['trial_id']} epoch {best['epoch']}{test_words(best)}, checkpoint {best['checkpoint']}"

@@ -1,7 +1,8 @@
 """ASHA on several objectives: at each rung a trial goes on when it is among the best 1/reduction of the trials
 recorded at that rung, ranked by non-dominated sorting (its Pareto front first, then crowding distance), as Syne
-Tune's MOASHA ranks them. A Tune scheduler, keyed by the search's trial ids like `StudyASHA`
-(search.running.scheduler) and rebuilt from the study when a search resumes or grows.
+Tune's MOASHA ranks them, or when none of them is better in every objective (as ASHA always lets the best go on).
+A Tune scheduler, keyed by the search's trial ids like `StudyASHA` (search.running.scheduler) and rebuilt from the
+study when a search resumes or grows.
 
 An objective that training does not change (`params`, `macs`) is known from a trial's first epoch, so a rung
 compares the accuracy a trial reached there with what it costs. A row missing an objective passes its rung.
@@ -14,7 +15,7 @@ import math
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
-from search.results.pareto import as_minimised, pareto_order
+from search.results.pareto import as_minimised, nondominated_ranks, pareto_order
 from search.running.study import COSTS_ATTR, INHERITED_ATTR, epoch_values, trial_id_of
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
@@ -62,16 +63,20 @@ class ParetoASHA(FIFOScheduler):
 
     def decide(self, trial_id: str, epoch: int, values: dict) -> str:
         """Record the trial's point at rung `epoch` (a rung it met before keeps its first point) and say whether it
-        goes on: among the best ceil(n / reduction) of the n trials recorded at that rung."""
+        goes on: among the best ceil(n / reduction) of the n trials recorded at that rung, or on their Pareto front
+        (no trial recorded there is better in every objective: as ASHA lets the best go on)."""
         recorded = self.rungs.get(epoch)
         point = self.point_of(values)
         if recorded is None or point is None:
             return TrialScheduler.CONTINUE
         recorded.setdefault(trial_id, point)
         ids = list(recorded)
-        order = pareto_order([recorded[i] for i in ids])
+        points = [recorded[i] for i in ids]
+        here = ids.index(trial_id)
         keep = math.ceil(len(ids) / self.reduction)
-        return TrialScheduler.CONTINUE if order.index(ids.index(trial_id)) < keep else TrialScheduler.STOP
+        if pareto_order(points).index(here) < keep or nondominated_ranks(points)[here] == 0:
+            return TrialScheduler.CONTINUE
+        return TrialScheduler.STOP
 
     def _learn(self, trials: list[FrozenTrial]) -> None:
         """The rungs as the study's trials met them, in the order they were created; a running trial whose last

@@ -24,6 +24,7 @@ from optuna.distributions import (
 
 from trainables.foundation.config import parse_scalar
 from trainables.foundation.errors import UsageError
+from trainables.foundation.objectives import objectives_of
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,12 @@ def load_space(ref: str) -> Space:
         known = ", ".join(builtin_space_names())
         raise UsageError(f"space={ref}: unknown space; known spaces: {known} (or a path to a .py file)")
     return _space_of(module, ref)
+
+
+def load_run_space(run) -> Space:
+    """The space a run searches: its `space=`, with the cost knobs when the run has several objectives."""
+    space = load_space(run.space)
+    return space.for_objectives(len(objectives_of(run, space)))
 
 
 def _import_file(path: Path):
