@@ -1,0 +1,97 @@
+"""A multi-objective search end to end on the real CLI and a real local Ray: `objectives=val_acc,params,latency_ms`
+on mlp_mnist, its study (one direction per objective), the Pareto front in the summary and on the terminal, every
+objective in MLflow, the report's front, export picking from the front within a bound (or refusing, naming the
+closest member), and the search grown by `resume trials=`."""
+
+import json
+
+import optuna
+import pytest
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+
+from search.results.pareto import as_minimised, dominates
+from tests.conftest import MNIST_MINI
+from tests.e2e_helpers import VAL_LIMIT, run_cli, run_search
+
+pytestmark = pytest.mark.e2e
+NAMES = ["val_acc", "params", "latency_ms"]
+
+
+def study_of(experiment):
+    storage = JournalStorage(JournalFileBackend(str(experiment / "study.log")))
+    return optuna.load_study(study_name="search", storage=storage)
+
+
+def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tmp_path):
+    log = tmp_path / "cli.log"
+    result = run_search(
+        log,
+        "space=mlp_mnist",
+        "objectives=val_acc,params,latency_ms",
+        f"data.root={MNIST_MINI}",
+        f"storage={tmp_path}",
+        "name=mo",
+        "trials=5",
+        "epochs=3",
+        "grace=1",
+        f"data.val_limit={VAL_LIMIT}",
+        "tracking=mlflow",
+    )
+    output = log.read_text()
+    assert result.returncode == 0, output[-3000:]
+    experiment = tmp_path / "mo"
+    summary = json.loads((experiment / "summary.json").read_text())
+    assert summary["objectives"] == [
+        {"name": "val_acc", "mode": "max"},
+        {"name": "params", "mode": "min"},
+        {"name": "latency_ms", "mode": "min"},
+    ]
+    front = summary["front"]
+    assert front and f"Pareto front of val_acc (max), params (min), latency_ms (min): {len(front)} of 5" in output
+    completed = [t for t in summary["trials"] if t["status"] == "completed"]
+    modes = [o["mode"] for o in summary["objectives"]]
+    point = lambda t: as_minimised([t["objectives"][n] for n in NAMES], modes)  # noqa: E731
+    for member in front:  # non-dominated among the completed trials, each with its test accuracy and checkpoint
+        assert not any(dominates(point(t), point(member)) for t in completed)
+        assert 0 < member["test_acc"] <= 1 and (experiment / member["checkpoint"].split("/mo/")[-1]).is_dir()
+    assert front[0]["objectives"]["val_acc"] == max(m["objectives"]["val_acc"] for m in front)
+
+    study = study_of(experiment)
+    assert study.directions == [optuna.study.StudyDirection.MAXIMIZE] + [optuna.study.StudyDirection.MINIMIZE] * 2
+    assert study.metric_names == NAMES
+    for trial in study.get_trials(states=[optuna.trial.TrialState.COMPLETE]):
+        match = next(t for t in completed if t["trial_id"] == trial.user_attrs["trial_id"])
+        assert trial.values == [match["objectives"][n] for n in NAMES]
+    assert {t.number for t in study.best_trials} == {
+        t.number for t in study.trials if t.user_attrs["trial_id"] in {m["trial_id"] for m in front}
+    }
+
+    import mlflow
+
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment / 'mlflow' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("mlp_mnist").experiment_id])
+    trial_runs = [run for run in runs if run.info.run_name.startswith("trial_")]
+    assert len(trial_runs) == 5 and all(set(NAMES) <= set(run.data.metrics) for run in trial_runs)
+
+    report = run_cli("report", str(experiment))
+    assert report.returncode == 0 and (experiment / "report" / "pareto_front.png").stat().st_size > 10_000
+
+    smallest = min(front, key=lambda m: m["objectives"]["params"])
+    refused = run_cli("export", str(experiment), f"params<={smallest['objectives']['params'] - 1}")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"the closest is trial {smallest['trial_id']}" in refused.stderr
+    exported = run_cli(
+        "export", str(experiment), f"params<={smallest['objectives']['params']}", f"out={tmp_path / 'm'}"
+    )
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    within = [m for m in front if m["objectives"]["params"] <= smallest["objectives"]["params"]]
+    assert meta["trial_id"] == max(within, key=lambda m: m["objectives"]["val_acc"])["trial_id"]
+    assert meta["objectives"] == next(m for m in front if m["trial_id"] == meta["trial_id"])["objectives"]
+    assert meta["measured_at_export"]["latency_ms"] > 0 and "latency at export" in exported.stdout
+
+    grown = run_cli("resume", str(experiment), "trials=7")
+    assert grown.returncode == 0, grown.stdout[-3000:] + grown.stderr[-2000:]
+    summary = json.loads((experiment / "summary.json").read_text())
+    assert len(summary["trials"]) == 7 and summary["front"] and len(study_of(experiment).trials) == 7
