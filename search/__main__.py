@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import sys
 
-from search.commands import cmd_export, cmd_predict, cmd_resume, cmd_run, cmd_spaces
+from search.commands import cmd_resume, cmd_run, cmd_spaces
+from search.model_commands import cmd_export, cmd_predict
 from search.viewers import cmd_dashboard, cmd_report, cmd_tensorboard
 from trainables.foundation.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
 
 COMMANDS = {
     "run": (cmd_run, "run a hyperparameter search: run space=NAME [key=value ...]"),
     "resume": (cmd_resume, "continue an interrupted search, or grow one: resume EXPERIMENT_DIR [trials=N]"),
-    "export": (cmd_export, "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID]"),
+    "export": (
+        cmd_export,
+        "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID] [params<=N ...]",
+    ),
     "predict": (cmd_predict, "classify images or IDX files: predict EXPORT_DIR INPUT... [--json]"),
     "tensorboard": (
         cmd_tensorboard,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from search.running.preflight import preflight
 from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override
 from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
-from trainables.foundation.objectives import objectives_of, parse_bound
+from trainables.foundation.objectives import objectives_of
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import (
     Space,
@@ -33,7 +32,6 @@ from trainables.foundation.storage import (
     experiment_of,
     filesystem,
     is_uri,
-    open_for_reading,
 )
 
 RUN_USAGE = "usage: python -m search run space=NAME [key=value ...]"
@@ -215,86 +213,6 @@ def split_options(args: list[str], allowed: set[str]) -> tuple[list[str], dict[s
     return positional, options, flags
 
 
-EXPORT_USAGE = (
-    "usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID] [OBJECTIVE<=N | OBJECTIVE>=N ...] "
-    "[tracking.register=NAME]"
-)
-
-
-def cmd_export(args: list[str]) -> int:
-    bounds = [bound for bound in map(parse_bound, args) if bound]  # params<=200000: a pick from the Pareto front
-    args = [arg for arg in args if not parse_bound(arg)]
-    positional, options, _ = split_options(args, {"out", "trial", "tracking.register"})
-    if len(positional) != 1:
-        raise UsageError(EXPORT_USAGE)
-    if bounds and "trial" in options:
-        raise UsageError("give trial=ID or bounds on the objectives, not both")
-    options["bounds"] = bounds
-    register = options.get("tracking.register")
-    if not register:
-        return export_and_register(open_for_reading(positional[0], SUMMARY_FILE), options)
-    from search.running.writer_lock import WriterLock
-
-    # a registration writes the search's MLflow store: as its one writer, from the driver's working folder
-    with WriterLock(Experiment.at(positional[0]), command_words("export", args)):
-        return export_and_register(open_for_reading(positional[0], SUMMARY_FILE, reading=False), options)
-
-
-def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
-    from search.results.export import export_experiment
-    from search.results.summary import read_summary
-
-    summary, register = read_summary(experiment.local), options.get("tracking.register")
-    run = RunConfig.from_dict(summary["run"])
-    if register:
-        from search.running.registry import refuse_unregistrable
-
-        refuse_unregistrable(run, register)  # before the export's minutes
-    out = Path(options["out"]).expanduser() if "out" in options else None
-    meta = export_experiment(experiment, out, options.get("trial"), options.get("bounds", []))
-    verified = meta["verified"]
-    print(f"exported trial {meta['trial_id']} epoch {meta['epoch']} to {meta['folder']}")
-    if "objectives" in meta:
-        values = ", ".join(f"{name}={value:g}" for name, value in meta["objectives"].items())
-        again = meta["measured_at_export"]
-        print(
-            f"objectives: {values}; latency at export {again['latency_ms']:.3f} ms "
-            f"(IQR {again['latency_iqr_ms']:.3f}, batch 1, {again['device']})"
-        )
-    print(
-        f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
-        f"(trial reported {verified['reported']:.4f})"
-    )
-    if register:
-        from search.running.registry import register_export
-
-        version, uri = register_export(run, summary["space"], experiment, meta, register)
-        from search.running.mlflow_store import store_files
-
-        experiment.upload(store_files(experiment.local))  # a URI experiment's store: the registration kept there
-        print(f"registered: MLflow model {register} version {version} at {uri} (models:/{register}/{version})")
-    return 0
-
-
-def cmd_predict(args: list[str]) -> int:
-    positional, _, flags = split_options(args, {"--json"})
-    if len(positional) < 2:
-        raise UsageError("usage: python -m search predict EXPORT_DIR INPUT... [--json]")
-    folder, inputs = Path(positional[0]), positional[1:]
-    from search.results.export import META_FILE, load_model
-    from search.results.predict import predict_files
-
-    if not (folder / META_FILE).is_file():
-        raise UsageError(f"{folder}: not an export folder (no {META_FILE}); create one with `python -m search export`")
-    predictions = predict_files(load_model(folder), inputs)
-    if "--json" in flags:
-        print(json.dumps([p.as_dict() for p in predictions], indent=2))
-    else:
-        for prediction in predictions:
-            print(prediction.as_line())
-    return 1 if any(p.error for p in predictions) else 0
-
-
 def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     """Parse `run` arguments into a complete RunConfig (space resolved, paths absolute, name set)."""
     space_refs = [value for key, value in map(split_override, args) if key == "space"]
@@ -332,6 +250,8 @@ def cmd_spaces(args: list[str]) -> int:
         print(f"{name}: {space.description}  (metric {space.metric}, {space.mode})")
         for key, dist in space.hyperparameters.items():
             print(f"    {key:<16} {describe_distribution(dist)}")
+        for key, dist in space.cost_hyperparameters.items():
+            print(f"    {key:<16} {describe_distribution(dist)} (with a second objective)")
         for key, value in space.constants.items():
             print(f"    {key:<16} fixed at {value} (override with {key}=...)")
     return 0

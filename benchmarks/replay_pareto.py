@@ -1,0 +1,193 @@
+"""ASHA on several objectives (search.running.pareto_asha), replayed on a learning-curve table against ASHA on the
+accuracy alone and against no early stopping: the search's multi-objective TPE proposes for every arm, and each arm
+is judged by the hypervolume of the front its completed trials make, in (mean test accuracy over the table's
+seeds at the epoch that stands for the trial, params), at the same budget in epochs.
+
+    python -m benchmarks.replay_pareto benchmarks/results/tables/mlp_mnist-3ep-4seeds.jsonl.gz \\
+        [--seeds 200] [--budgets 24,48] [--jobs 2] [--out results.json]
+
+`params` is counted from each grid configuration by the model's own formula (for mlp_mnist: its Linear layers'
+weights and biases), the way `trainables.costs` counts it in a trial. Hypervolume is normalised by the front of
+every configuration of the table (1: the search found that whole front) above a reference point of the table's
+median final test accuracy and its largest model. Statistics as in benchmarks.replay_figures: the interquartile
+mean with a 95% bootstrap interval; one-sided Wilcoxon signed-rank tests paired by seed (every arm replays the
+same seeds on the same table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import warnings
+
+import numpy as np
+import optuna
+from scipy import stats
+
+from benchmarks.replay import CurveTable, _Named, _table
+from benchmarks.replay_figures import bootstrap_interval, iqm
+from search.results.pareto import as_minimised, hypervolume
+from search.results.score import standing_row
+from search.running.endings import Ending
+from search.running.pareto_asha import ParetoASHA
+from search.running.sampler import make_sampler, startup_trials
+from search.running.searcher import StudySearcher
+from search.running.study import StudyRecord
+from trainables.foundation.config import RunConfig
+from trainables.foundation.objectives import Objective
+from trainables.foundation.schedules import first_rung, schedules_of
+from trainables.foundation.space import Space, load_space
+from trainables.foundation.trial_files import TRIAL_KEY
+
+ARMS = ("pareto_asha", "asha_on_accuracy", "no_stopping")
+DEFAULTS = RunConfig()
+
+
+def mlp_params(config: dict, pixels: int = 784, classes: int = 10) -> int:
+    """mlp_mnist's parameters: `layers` Linear layers of `hidden` units, then the classifier."""
+    hidden, layers = int(config["hidden"]), int(config["layers"])
+    return pixels * hidden + hidden + (layers - 1) * (hidden * hidden + hidden) + hidden * classes + classes
+
+
+PARAMS = {"mlp_mnist": mlp_params}
+
+
+def objectives_of(space: Space) -> list[Objective]:
+    return [Objective(space.metric, space.mode), Objective("params", "min")]
+
+
+class ParetoArm:
+    """The search's proposal path with two objectives (its multi-objective TPE over an in-memory study), under
+    ParetoASHA on `stop_on` (both objectives, or the accuracy alone) or without early stopping (None)."""
+
+    def __init__(self, space: Space, seed: int, budget: int, epochs: int, stop_on: list[Objective] | None):
+        self.objectives = objectives_of(space)
+        record = StudyRecord.in_memory(
+            space.hyperparameters,
+            space.metric,
+            space.mode,
+            make_sampler(DEFAULTS.sampler, seed, startup_trials(max(1, budget // epochs))),
+            epochs,
+            constants=space.constants,
+            objectives=self.objectives,
+        )
+        self.searcher = StudySearcher(record, [], space.metric, space.mode)
+        grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+        self.scheduler = None
+        if stop_on:
+            self.scheduler = ParetoASHA(
+                objectives=stop_on, max_t=epochs, grace_period=grace, reduction_factor=DEFAULTS.reduction
+            )
+        self.metric, self.count = space.metric, 0
+
+    def propose(self) -> dict:
+        self.trial, self.count = _Named(str(self.count)), self.count + 1
+        config = self.searcher.suggest(self.trial.trial_id)
+        return {name: value for name, value in config.items() if name != TRIAL_KEY}
+
+    def tell(self, epoch: int, value: float, params: int) -> bool:
+        from ray.tune.schedulers import TrialScheduler
+
+        result = {"epoch": epoch, self.metric: value, "params": params}
+        self.searcher.on_trial_result(self.trial.trial_id, result)
+        return bool(self.scheduler) and self.scheduler.on_trial_result(None, self.trial, result) == TrialScheduler.STOP
+
+    def end(self, completed: bool) -> None:
+        self.searcher.on_trial_complete(self.trial.trial_id)
+        self.searcher.record.end(self.trial.trial_id, Ending("completed" if completed else "stopped_early"))
+
+
+def reference_and_best(table: CurveTable, params_of) -> tuple[tuple[float, float], float]:
+    """The reference point (minimised: -median final mean test accuracy, the largest model) and the hypervolume of
+    every configuration's (best mean test accuracy over epochs, params)."""
+    configs = [dict(zip(table.grid, key)) for key in table.test]
+    finals = [float(np.mean(test[:, -1])) for test in table.test.values()]
+    reference = (-float(np.median(finals)), float(max(params_of(c) for c in configs)) * 1.0001)
+    points = [(-float(np.max(np.mean(test, axis=0))), params_of(c)) for c, test in zip(configs, table.test.values())]
+    return reference, hypervolume(points, reference)
+
+
+def replay_front(job: tuple) -> float:
+    """One replay: (table path, arm, seed, budget) -> the normalised hypervolume of its completed trials' front."""
+    path, arm, seed, budget = job
+    table = _table(path)
+    space = load_space(table.space)
+    params_of = PARAMS[table.space]
+    reference, best = reference_and_best(table, params_of)
+    stop_on = {"pareto_asha": 2, "asha_on_accuracy": 1, "no_stopping": 0}[arm]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        runner = ParetoArm(space, seed, budget, table.epochs, objectives_of(space)[:stop_on] or None)
+        slot, spent, points = seed % len(table.seeds), 0, []
+        while spent < budget:
+            config = runner.propose()
+            key, rows, params = table.key(config, space.hyperparameters), [], params_of(config)
+            completed = False
+            while spent < budget:
+                epoch = len(rows) + 1
+                value = float(table.val[key][slot, epoch - 1])
+                rows.append({"epoch": epoch, "m": value})
+                spent += 1
+                completed = epoch == table.epochs
+                if runner.tell(epoch, value, params) or completed:
+                    break
+            runner.end(completed)
+            if completed:
+                row = standing_row(rows, {**space.constants, **config}, "m", space.mode)
+                points.append(as_minimised((table.mean_test(key, row["epoch"]), params), ("max", "min")))
+    return hypervolume(points, reference) / best
+
+
+def measure(path: str, seeds: int, budgets: list[int], jobs: int) -> dict:
+    work = [(path, arm, seed, budget) for budget in budgets for arm in ARMS for seed in range(seeds)]
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        volumes = pool.map(replay_front, work, chunksize=8)
+    by = {}
+    for (_, arm, _, budget), volume in zip(work, volumes):
+        by.setdefault(budget, {}).setdefault(arm, []).append(volume)
+    figures = {"table": path, "seeds": seeds, "budgets": {}}
+    for budget, arms in by.items():
+        ours = np.asarray(arms[ARMS[0]])
+        figures["budgets"][str(budget)] = {
+            arm: {
+                "iqm": iqm(values),
+                "interval": bootstrap_interval(values),
+                "median": float(np.median(values)),
+                "p_pareto_asha_higher": None
+                if arm == ARMS[0]
+                else float(stats.wilcoxon(ours, np.asarray(values), alternative="greater").pvalue),
+            }
+            for arm, values in arms.items()
+        }
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("table")
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--budgets", default="24,48")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    figures = measure(args.table, args.seeds, [int(b) for b in args.budgets.split(",")], args.jobs)
+    for budget, arms in figures["budgets"].items():
+        print(
+            f"budget {budget} epochs, normalised hypervolume (IQM [95% interval], median; Wilcoxon p that "
+            "pareto_asha is higher):"
+        )
+        for arm, f in arms.items():
+            p = "" if f["p_pareto_asha_higher"] is None else f", p {f['p_pareto_asha_higher']:.3g}"
+            print(
+                f"  {arm:17s} {f['iqm']:.4f} [{f['interval'][0]:.4f}, {f['interval'][1]:.4f}], "
+                f"median {f['median']:.4f}{p}"
+            )
+    if args.out:
+        with open(args.out, "w") as stream:
+            json.dump(figures, stream, indent=1)
+
+
+if __name__ == "__main__":
+    main()
