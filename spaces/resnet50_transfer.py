@@ -23,6 +23,7 @@ SPACE = Space(
         "weight_decay": FloatDistribution(1e-6, 1e-3, log=True),
         "batch_size": CategoricalDistribution([16, 32, 64]),
     },
+    cost_hyperparameters={"image_size": CategoricalDistribution([128, 160, 224])},  # with a second objective
     constants={
         "optimizer": "sgd",
         "momentum": 0.9,

@@ -18,5 +18,6 @@ SPACE = Space(
         "weight_decay": FloatDistribution(1e-6, 1e-2, log=True),
         "batch_size": CategoricalDistribution([16, 32, 64]),
     },
+    cost_hyperparameters={"image_size": CategoricalDistribution([32, 48, 64])},  # with a second objective
     constants={"optimizer": "sgd", "image_size": 64},
 )

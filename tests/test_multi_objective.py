@@ -216,3 +216,14 @@ def test_counted_costs_are_exact_and_the_cost_knobs_change_them(space_name):
     network = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 2))
     measured = latency(network, SimpleNamespace(in_channels=1, image_size=2), repeats=9)
     assert measured["latency_ms"] > 0 and measured["latency_iqr_ms"] >= 0
+
+
+@pytest.mark.parametrize("space_name", ["resnet_imagefolder", "resnet50_transfer"])
+def test_an_image_folder_space_searches_its_image_size_only_with_a_second_objective(space_name):
+    from trainables.foundation.space import load_space
+
+    space = load_space(space_name)
+    assert "image_size" in space.constants and "image_size" not in space.hyperparameters
+    two = space.for_objectives(2)
+    assert "image_size" in two.hyperparameters and "image_size" not in two.constants
+    assert space.for_objectives(1) is space

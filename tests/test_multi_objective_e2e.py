@@ -1,6 +1,7 @@
 """A multi-objective search end to end on the real CLI and a real local Ray: `objectives=val_acc,params,latency_ms`
-on mlp_mnist, its study (one direction per objective), the Pareto front in the summary and on the terminal, every
-objective in MLflow, the report's front, export picking from the front within a bound (or refusing, naming the
+on mlp_mnist with a configuration given first (`enqueue=`, narrower than a one-objective search may go), its study
+(one direction per objective), the Pareto front in the summary and on the terminal, every objective in MLflow and
+TensorBoard, the report's front, export picking from the front within a bound (or refusing, naming the
 closest member), and the search grown by `resume trials=`."""
 
 import json
@@ -12,7 +13,7 @@ from optuna.storages.journal import JournalFileBackend
 
 from search.results.pareto import as_minimised, dominates
 from tests.conftest import MNIST_MINI
-from tests.e2e_helpers import VAL_LIMIT, run_cli, run_search
+from tests.e2e_helpers import VAL_LIMIT, event_data, run_cli, run_search
 
 pytestmark = pytest.mark.e2e
 NAMES = ["val_acc", "params", "latency_ms"]
@@ -25,6 +26,8 @@ def study_of(experiment):
 
 def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tmp_path):
     log = tmp_path / "cli.log"
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps([{"hidden": 32, "layers": 1}]))  # narrower than a one-objective search may go
     result = run_search(
         log,
         "space=mlp_mnist",
@@ -37,6 +40,7 @@ def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tm
         "grace=1",
         f"data.val_limit={VAL_LIMIT}",
         "tracking=mlflow",
+        f"enqueue={first}",
     )
     output = log.read_text()
     assert result.returncode == 0, output[-3000:]
@@ -48,6 +52,10 @@ def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tm
         {"name": "latency_ms", "mode": "min"},
     ]
     front = summary["front"]
+    enqueued = [t for t in summary["trials"] if t["config"]["hidden"] == 32 and t["config"]["layers"] == 1]
+    assert enqueued and enqueued[0]["objectives"]["params"] == 784 * 32 + 32 + 330
+    accumulator, _ = event_data(experiment / f"trial_{enqueued[0]['trial_id']}")
+    assert {"params", "latency_ms"} <= set(accumulator.Tags()["scalars"])
     assert front and f"Pareto front of val_acc (max), params (min), latency_ms (min): {len(front)} of 5" in output
     completed = [t for t in summary["trials"] if t["status"] == "completed"]
     modes = [o["mode"] for o in summary["objectives"]]

@@ -18,6 +18,7 @@ from pathlib import Path
 from trainables.foundation.errors import UsageError
 
 SCALARS = ("train_loss", "val_loss", "val_acc", "lr", "images_per_s", "epoch_s")
+COST_SCALARS = ("params", "macs", "latency_ms", "latency_iqr_ms")  # a multi-objective search's, when reported
 EVENT_FILES = "events.out.tfevents.*"
 EVENT_GLOB = f"**/{EVENT_FILES}"
 
@@ -37,7 +38,7 @@ class TrialEventWriter:
 
     def epoch(self, result: dict) -> None:
         step = int(result["epoch"])
-        for key in SCALARS:
+        for key in SCALARS + COST_SCALARS:
             value = result.get(key)
             if isinstance(value, (int, float)):
                 self.writer.add_scalar(key, value, global_step=step)

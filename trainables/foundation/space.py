@@ -46,8 +46,9 @@ class Space:
     constants: dict[str, Any] = field(default_factory=dict)
     """Hyperparameters the training loop reads that are not searched (overridable with key=value)."""
     cost_hyperparameters: dict[str, BaseDistribution] = field(default_factory=dict)
-    """Knobs that trade accuracy for cost (width, depth), searched only when a second objective is asked; their
-    absence leaves the model at its defaults. A name here may widen a searched hyperparameter's range."""
+    """Knobs that trade accuracy for cost (width, depth, image size), searched only when a second objective is
+    asked; their absence leaves the model at its defaults. A name here may widen a searched hyperparameter's range,
+    or search a constant."""
     metric: str = "val_acc"
     """The metric the search optimizes."""
     mode: str = "max"
@@ -72,7 +73,12 @@ class Space:
         """The space a search of `count` objectives searches: with the cost knobs when there are several."""
         if count < 2 or not self.cost_hyperparameters:
             return self
-        return dataclasses.replace(self, hyperparameters={**self.hyperparameters, **self.cost_hyperparameters})
+        cost = self.cost_hyperparameters
+        return dataclasses.replace(
+            self,
+            hyperparameters={**self.hyperparameters, **cost},
+            constants={name: value for name, value in self.constants.items() if name not in cost},
+        )
 
 
 def describe_distribution(dist: BaseDistribution) -> str:
