@@ -44,9 +44,12 @@ class ParetoASHA(FIFOScheduler):
         reduction_factor: float,
         time_attr: str = "epoch",
         history: list[FrozenTrial] = (),
+        front_goes_on: bool = True,
     ):
+        """`front_goes_on`: a trial on the first front of its rung goes on even outside the best 1/reduction."""
         super().__init__()
         self.objectives, self.reduction, self.time_attr = objectives, reduction_factor, time_attr
+        self.front_goes_on = front_goes_on
         self.rungs = {epoch: {} for epoch in rung_epochs(grace_period, reduction_factor, max_t)}
         self.owed_stops: dict[str, int] = {}  # the search's id -> the rung epoch at which it is to be stopped
         self._learn(history)
@@ -74,7 +77,8 @@ class ParetoASHA(FIFOScheduler):
         points = [recorded[i] for i in ids]
         here = ids.index(trial_id)
         keep = math.ceil(len(ids) / self.reduction)
-        if pareto_order(points).index(here) < keep or nondominated_ranks(points)[here] == 0:
+        on_front = self.front_goes_on and nondominated_ranks(points)[here] == 0
+        if pareto_order(points).index(here) < keep or on_front:
             return TrialScheduler.CONTINUE
         return TrialScheduler.STOP
 
