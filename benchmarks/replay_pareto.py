@@ -20,6 +20,7 @@ rung's front go on outside the best 1/reduction), `asha_on_accuracy`, `no_stoppi
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing
 import warnings
@@ -28,7 +29,7 @@ import numpy as np
 import optuna
 from scipy import stats
 
-from benchmarks.replay import CurveTable, _Named, _table
+from benchmarks.replay import _Named, _table
 from benchmarks.replay_figures import bootstrap_interval, iqm
 from search.results.pareto import as_minimised, hypervolume
 from search.results.score import standing_row
@@ -110,9 +111,13 @@ class ParetoArm:
 REFERENCES = {"median": 50, "tenth": 10}  # the reference accuracy: this percentile of the configurations' final
 
 
-def reference_and_best(table: CurveTable, params_of, percentile: int) -> tuple[tuple[float, float], float]:
+@functools.cache
+def reference_and_best(path: str, percentile: int) -> tuple[tuple[float, float], float]:
     """The reference point (minimised: minus a percentile of the configurations' final mean test accuracy, the
-    largest model) and the hypervolume of every configuration's (best mean test accuracy over epochs, params)."""
+    largest model) and the hypervolume of every configuration's (best mean test accuracy over epochs, params), for
+    the table at `path` (once per process)."""
+    table = _table(path)
+    params_of = PARAMS[table.space]
     configs = [dict(zip(table.grid, key)) for key in table.test]
     finals = [float(np.mean(test[:, -1])) for test in table.test.values()]
     reference = (-float(np.percentile(finals, percentile)), float(max(params_of(c) for c in configs)) * 1.0001)
@@ -152,7 +157,7 @@ def replay_front(job: tuple) -> dict[str, float]:
                 points.append(as_minimised((table.mean_test(key, row["epoch"]), params), ("max", "min")))
     volumes = {}
     for name, percentile in REFERENCES.items():
-        reference, best = reference_and_best(table, params_of, percentile)
+        reference, best = reference_and_best(path, percentile)
         volumes[name] = hypervolume(points, reference) / best
     return volumes
 
