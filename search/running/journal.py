@@ -50,5 +50,7 @@ def open_study(folder: Path, objectives: list[Objective], sampler=None) -> tuple
     )
     names = [o.name for o in objectives]
     if study.metric_names != names:  # optuna-dashboard's axes name the objectives, not "Objective 0"
-        study.set_metric_names(names)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(names)
     return study, storage
