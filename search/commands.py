@@ -85,6 +85,9 @@ def print_result(summary: dict, experiment: Experiment) -> None:
         f"{test_text(best)}"
     )
     print(f"best checkpoint: {best['checkpoint']}")
+    budget = summary["run"].get("epoch_budget")
+    if budget:
+        print(f"epochs: {summary.get('epochs_spent')} trial-epochs spent of the epoch budget of {budget}")
     if summary.get("front"):
         print("\n" + format_front(summary))
     print(f"summary: {experiment.join(SUMMARY_FILE)}")
@@ -102,10 +105,20 @@ def test_text(best: dict) -> str:
 
 
 RESUME_USAGE = (
-    "usage: python -m search resume EXPERIMENT_DIR [trials=N] [time_budget=S] [concurrency=N] [verbose=1] "
+    "usage: python -m search resume EXPERIMENT_DIR [trials=N] [epoch_budget=N] [time_budget=S] [concurrency=N] "
+    "[verbose=1] "
     "[tracking=mlflow] [tracking.uri=URI] [tracking.experiment=NAME]"
 )
-RESUME_KEYS = {"trials", "time_budget", "concurrency", "verbose", "tracking", "tracking.uri", "tracking.experiment"}
+RESUME_KEYS = {
+    "trials",
+    "epoch_budget",
+    "time_budget",
+    "concurrency",
+    "verbose",
+    "tracking",
+    "tracking.uri",
+    "tracking.experiment",
+}
 
 
 def cmd_resume(args: list[str]) -> int:
@@ -133,10 +146,12 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     config = resumed_config(before, options)
     finished = exists(experiment.join(SUMMARY_FILE))
     space = load_run_space(config)
-    if finished and config.trials == before["trials"] and "time_budget" not in options:
+    grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)
+    if finished and not grown and "time_budget" not in options:
         print(
             f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
-            "; give trials=N to grow it, or time_budget=S to continue the trials its time budget stopped"
+            "; give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials its time budget "
+            "stopped"
         )
         if config.tracking.to == "mlflow":
             track_finished(experiment, config, before, space)
@@ -188,6 +203,8 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
         *_, section, name = config_keys()[key]
         source, target = (getattr(changed, section), getattr(config, section)) if section else (changed, config)
         setattr(target, name, getattr(source, name))
+    if "epoch_budget" in options and "trials" not in options and before["trials"] == before.get("epoch_budget"):
+        config.trials = max(config.epoch_budget, before["trials"])  # the budget decided the trials: it still does
     RunConfig.from_dict(config.to_dict())  # the cross-field checks
     if config.trials < before["trials"]:
         raise UsageError(
@@ -221,6 +238,8 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     space = load_space(space_refs[-1])
     parsers = {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
     config = parse_overrides(args, parsers)
+    if config.epoch_budget and "trials" not in {split_override(arg)[0] for arg in args}:
+        config.trials = config.epoch_budget  # the budget decides how many trials: each spends one epoch at least
     space = space.for_objectives(len(objectives_of(config, space)))  # refuses an unknown objective, naming it
     config.address = resolve_address(config.address, os.environ)
     if is_ray_client(config.address):  # the search will run on the cluster: its paths must mean the same there

@@ -1,10 +1,13 @@
-"""A multi-objective search end to end on the real CLI and a real local Ray: `objectives=val_acc,params,latency_ms`
+"""A multi-objective search under an epoch budget, end to end on the real CLI and a real local Ray:
+`objectives=val_acc,params,latency_ms epoch_budget=10`
 on mlp_mnist with a configuration given first (`enqueue=`, narrower than a one-objective search may go), its study
 (one direction per objective), the Pareto front in the summary and on the terminal, every objective in MLflow and
 TensorBoard, the report's front, export picking from the front within a bound (or refusing, naming the
-closest member), and the search grown by `resume trials=`."""
+closest member), and the search grown by `resume epoch_budget=`: the trials follow from the budget, and the
+trial-epochs spent are the budget's (at most one over it, with two trials side by side)."""
 
 import json
+import re
 
 import optuna
 import pytest
@@ -17,6 +20,10 @@ from tests.e2e_helpers import VAL_LIMIT, event_data, run_cli, run_search
 
 pytestmark = pytest.mark.e2e
 NAMES = ["val_acc", "params", "latency_ms"]
+
+
+def epochs_in_files(experiment) -> int:
+    return sum(len(path.read_text().splitlines()) for path in experiment.glob("trial_*/result.json"))
 
 
 def study_of(experiment):
@@ -35,7 +42,7 @@ def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tm
         f"data.root={MNIST_MINI}",
         f"storage={tmp_path}",
         "name=mo",
-        "trials=5",
+        "epoch_budget=10",
         "epochs=3",
         "grace=1",
         f"data.val_limit={VAL_LIMIT}",
@@ -56,7 +63,13 @@ def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tm
     assert enqueued and enqueued[0]["objectives"]["params"] == 784 * 32 + 32 + 330
     accumulator, _ = event_data(experiment / f"trial_{enqueued[0]['trial_id']}")
     assert {"params", "latency_ms"} <= set(accumulator.Tags()["scalars"])
-    assert front and f"Pareto front of val_acc (max), params (min), latency_ms (min): {len(front)} of 5" in output
+    trials = len(summary["trials"])
+    assert (
+        front and f"Pareto front of val_acc (max), params (min), latency_ms (min): {len(front)} of {trials}" in output
+    )
+    assert summary["run"]["trials"] == 10 and re.search(r"\| epochs 1[01]/10", output)  # the budget lifted trials
+    assert 10 <= summary["epochs_spent"] == epochs_in_files(experiment) <= 11 and trials < 10
+    assert f"epochs: {summary['epochs_spent']} trial-epochs spent of the epoch budget of 10" in output
     completed = [t for t in summary["trials"] if t["status"] == "completed"]
     modes = [o["mode"] for o in summary["objectives"]]
     point = lambda t: as_minimised([t["objectives"][n] for n in NAMES], modes)  # noqa: E731
@@ -80,7 +93,7 @@ def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tm
     client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment / 'mlflow' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("mlp_mnist").experiment_id])
     trial_runs = [run for run in runs if run.info.run_name.startswith("trial_")]
-    assert len(trial_runs) == 5 and all(set(NAMES) <= set(run.data.metrics) for run in trial_runs)
+    assert len(trial_runs) == trials and all(set(NAMES) <= set(run.data.metrics) for run in trial_runs)
 
     report = run_cli("report", str(experiment))
     assert report.returncode == 0 and (experiment / "report" / "pareto_front.png").stat().st_size > 10_000
@@ -99,7 +112,12 @@ def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tm
     assert meta["objectives"] == next(m for m in front if m["trial_id"] == meta["trial_id"])["objectives"]
     assert meta["measured_at_export"]["latency_ms"] > 0 and "latency at export" in exported.stdout
 
-    grown = run_cli("resume", str(experiment), "trials=7")
+    grown = run_cli("resume", str(experiment), "epoch_budget=16")
     assert grown.returncode == 0, grown.stdout[-3000:] + grown.stderr[-2000:]
     summary = json.loads((experiment / "summary.json").read_text())
-    assert len(summary["trials"]) == 7 and summary["front"] and len(study_of(experiment).trials) == 7
+    assert 16 <= summary["epochs_spent"] == epochs_in_files(experiment) <= 17 and summary["front"]
+    assert len(summary["trials"]) > trials and summary["run"]["trials"] == 16
+    by_budget = [t for t in summary["trials"] if t["status"] == "stopped_by_budget"]
+    assert all(t["stopped"].startswith("stopped by the epoch budget") for t in by_budget), by_budget
+    again = run_cli("resume", str(experiment))
+    assert again.returncode == 0 and "already finished" in again.stdout

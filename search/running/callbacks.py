@@ -102,11 +102,11 @@ class TrialEnds(Guarded):
         error = _divergence(trial) or root_cause(_error_text(trial))
         self._end(trial_key(trial), ending_of(epochs_run, self.epochs, error=error), trial)
 
-    def out_of_time(self) -> None:
-        """The time budget ran out (Tune stopped its trials without a callback): every trial the study still holds
-        as running is ended so, with the epochs its files hold."""
+    def out_of_time(self, budget: str = "time") -> None:
+        """A budget ran out (Tune stopped its trials without a callback): every trial the study still holds as
+        running is ended so, with the epochs its files hold."""
         rows_of = lambda trial_id: TrialFiles(self.experiment_dir, trial_id).rows()  # noqa: E731
-        for trial_id, ending in self.record.end_stopped_by_budget(rows_of):
+        for trial_id, ending in self.record.end_stopped_by_budget(rows_of, budget):
             self._follow(trial_id, ending, self.tune_trials.get(trial_id))
 
     def _end(self, trial_id: str, decided: Ending, tune_trial) -> None:

@@ -5,7 +5,7 @@ summary, the live view, TensorBoard's HParams and MLflow read it from there):
 
     completed          trained all its epochs                       COMPLETE
     stopped_early      stopped by ASHA at a rung                    PRUNED
-    stopped_by_budget  stopped by the time budget (any epoch, 0 too) PRUNED  (a grown search may continue it)
+    stopped_by_budget  stopped by the time or epoch budget (any epoch) PRUNED  (a grown search may continue it)
     failed             raised, diverged, or left nothing to rank    FAIL     (with the reason)
 
 A trial Ctrl-C interrupts has not ended: it stays RUNNING in the study, and `resume` continues it.
@@ -38,16 +38,22 @@ class Ending:
 
 
 def ending_of(
-    epochs_run: int, epochs: int, *, error: str | None = None, divergence: str | None = None, out_of_time: bool = False
+    epochs_run: int,
+    epochs: int,
+    *,
+    error: str | None = None,
+    divergence: str | None = None,
+    out_of_time: bool = False,
+    budget: str = "time",
 ) -> Ending:
     """How a trial ended. `error`: what it raised; `divergence`: why its loss diverged (Tune may stop a trial at that
-    epoch before its driver raises); `out_of_time`: the time budget stopped it."""
+    epoch before its driver raises); `out_of_time`: a budget stopped it (`budget`: "time" or "epoch")."""
     if error or divergence:
         return Ending(FAILED, error or divergence)
     if epochs_run >= epochs:
         return Ending(COMPLETED)
     if out_of_time:
-        return Ending(STOPPED_BY_BUDGET, budget_reason(epochs_run))
+        return Ending(STOPPED_BY_BUDGET, budget_reason(epochs_run, budget))
     if epochs_run == 0:
         return Ending(FAILED, "it ended before its first epoch")
     return Ending(STOPPED_EARLY, f"stopped by ASHA at epoch {epochs_run}")
@@ -61,6 +67,6 @@ def with_score(ending: Ending, score: float | None) -> Ending:
     return ending
 
 
-def budget_reason(epochs_run: int) -> str:
+def budget_reason(epochs_run: int, budget: str = "time") -> str:
     where = f"after epoch {epochs_run}" if epochs_run else "before its first epoch"
-    return f"stopped by the time budget {where}"
+    return f"stopped by the {budget} budget {where}"

@@ -30,9 +30,11 @@ class ProgressView(FollowsEnds):
 
     what = "the live view"
 
-    def __init__(self, record, epochs: int, total_trials: int, budget_s: float = 0.0):
-        """`record`: the search's study (search.running.study.StudyRecord); `budget_s`: the session's time budget."""
+    def __init__(self, record, epochs: int, total_trials: int, budget_s: float = 0.0, epoch_budget: int = 0):
+        """`record`: the search's study (search.running.study.StudyRecord); `budget_s`: the session's time budget;
+        `epoch_budget`: the search's, in trial-epochs."""
         self.record, self.epochs, self.total, self.budget_s = record, epochs, total_trials, budget_s
+        self.epoch_budget = epoch_budget
         self.metric, self.mode = record.metric, record.mode
         self.start = time.monotonic()
         self.ended_before = sum(record.counts().values())
@@ -74,7 +76,7 @@ class ProgressView(FollowsEnds):
         stopped = counts[STOPPED_EARLY]
         words = (
             f"[{_clock(elapsed)}] {len(running)} running, {f'{starting} starting, ' if starting else ''}"
-            f"{done}/{self.total} done, {stopped} early-stopped, "
+            f"{done}{'' if self.epoch_budget else f'/{self.total}'} done, {stopped} early-stopped, "
             f"{f'{counts[STOPPED_BY_BUDGET]} out of time, ' if counts[STOPPED_BY_BUDGET] else ''}"
             f"{counts[FAILED]} failed"
         )
@@ -98,12 +100,13 @@ class ProgressView(FollowsEnds):
         return pick(scored, key=lambda pair: pair[0])
 
     def _budget_left(self, elapsed: float) -> str:
-        return f" | budget {_clock(max(0.0, self.budget_s - elapsed)).strip()} left" if self.budget_s else ""
+        epochs = f" | epochs {self.record.epochs_spent()}/{self.epoch_budget}" if self.epoch_budget else ""
+        return epochs + (f" | budget {_clock(max(0.0, self.budget_s - elapsed)).strip()} left" if self.budget_s else "")
 
     def _eta(self, ended: int, elapsed: float) -> str:
         """Wall time per ended trial so far (concurrency included) times the trials to go, as of the last trial
         end, counting down from there: it never grows while a long trial runs."""
-        if ended <= self.ended_before or ended >= self.total:
+        if ended <= self.ended_before or ended >= self.total or self.epoch_budget:  # a budget's counter instead
             return ""
         if ended != self._eta_done:
             # this driver's pace: an earlier run's or resume's time is not known here

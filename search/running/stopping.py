@@ -1,4 +1,5 @@
-"""Why a session of the search stopped before its trials were done: its time budget ran out, or Ctrl-C.
+"""Why a session of the search stopped before its trials were done: its time budget or the search's epoch budget
+ran out, or Ctrl-C.
 
 Both reach Tune through one public `Stopper`, so Tune ends its trials the same way for either, and the driver knows
 which it was from what happened (the signal, the budget's clock), not from the time on the clock when Tune returned:
@@ -7,7 +8,10 @@ budget's trials are ended as stopped by it (search.running.endings).
 
 The budget is per session (`run`, or one `resume`): its clock starts when Tune starts the session's first trial,
 after Ray is up, so a search never spends its budget starting Ray. A `resume` gets the budget again (or the one it
-is given with time_budget=).
+is given with time_budget=). The epoch budget is the whole search's: the epochs its study holds count, and each
+epoch a trial reports in the session (one replayed from its files after a kill was counted already). Trials side by
+side may each report an epoch after the one that spends it, before Tune stops them: a search can end up to
+concurrency - 1 epochs over its epoch budget, never more.
 """
 
 from __future__ import annotations
@@ -19,15 +23,18 @@ import time
 
 import ray.tune
 
-OUT_OF_TIME, INTERRUPTED = "out_of_time", "interrupted"
+OUT_OF_TIME, OUT_OF_EPOCHS, INTERRUPTED = "out_of_time", "out_of_epochs", "interrupted"
 
 
 class SessionStop(ray.tune.Stopper):
-    """Stops every trial when the session's time budget runs out, or at the first Ctrl-C; `why` says which."""
+    """Stops every trial when the session's time budget or the search's epoch budget runs out, or at the first
+    Ctrl-C; `why` says which."""
 
-    def __init__(self, budget_s: float = 0.0, on_start=None):
-        """`on_start(deadline)`: told the budget's end (a `time.time()`) when the clock starts."""
+    def __init__(self, budget_s: float = 0.0, on_start=None, epoch_budget: int = 0, epochs_spent: int = 0):
+        """`on_start(deadline)`: told the budget's end (a `time.time()`) when the clock starts; `epochs_spent`: the
+        trial-epochs the search had trained before this session."""
         self.budget_s, self.on_start = budget_s, on_start
+        self.epoch_budget, self.epochs_spent = epoch_budget, epochs_spent
         self.started: float | None = None
         self.why: str | None = None
 
@@ -35,6 +42,8 @@ class SessionStop(ray.tune.Stopper):
         return {**self.__dict__, "on_start": None}
 
     def __call__(self, trial_id, result) -> bool:
+        if not result.get("recovered"):  # an epoch replayed from a trial's files was counted before
+            self.epochs_spent += 1
         return False
 
     def stop_all(self) -> bool:
@@ -45,6 +54,8 @@ class SessionStop(ray.tune.Stopper):
                 self.on_start(time.time() + self.budget_s)
         if self.why is None and self.budget_s and now - self.started >= self.budget_s:
             self.why = OUT_OF_TIME
+        if self.why is None and self.epoch_budget and self.epochs_spent >= self.epoch_budget:
+            self.why = OUT_OF_EPOCHS
         return self.why is not None
 
     def interrupt(self) -> None:
@@ -57,6 +68,16 @@ class SessionStop(ray.tune.Stopper):
     @property
     def out_of_time(self) -> bool:
         return self.why == OUT_OF_TIME
+
+    @property
+    def out_of_budget(self) -> bool:
+        """The time or the epoch budget stopped the session."""
+        return self.why in (OUT_OF_TIME, OUT_OF_EPOCHS)
+
+    @property
+    def budget(self) -> str:
+        """Which budget stopped it, as the trials' reasons name it."""
+        return "epoch" if self.why == OUT_OF_EPOCHS else "time"
 
 
 @contextlib.contextmanager

@@ -279,7 +279,12 @@ class StudyRecord:
             self.numbers[trial_id_of(frozen)] = len(self.study.get_trials(deepcopy=False)) - 1
         return [self.frozen(trial_id_of(frozen)) for frozen in stopped]
 
-    def end_stopped_by_budget(self, rows_of) -> list[tuple[str, Ending]]:
+    def epochs_spent(self) -> int:
+        """Trial-epochs the search has trained: every proposed trial's epochs (a continuation's include the ones it
+        took over, once)."""
+        return sum(max(epoch_values(trial), default=0) for trial in self.proposed())
+
+    def end_stopped_by_budget(self, rows_of, budget: str = "time") -> list[tuple[str, Ending]]:
         """The time budget ran out: every trial still running (training, starting or waiting its turn) ended so,
         keeping its epochs and checkpoints. `rows_of(trial_id)`: the epochs its files hold, which can be more than
         Tune heard of before it stopped the trial: the study takes them first."""
@@ -290,5 +295,6 @@ class StudyRecord:
             for row in rows:
                 self.report(trial_id, row.get("epoch"), row.get(self.metric), self.costs_in(row))
             epochs_run = int(rows[-1]["epoch"]) if rows else 0
-            ends.append((trial_id, self.end(trial_id, ending_of(epochs_run, self.epochs, out_of_time=True))))
+            ending = ending_of(epochs_run, self.epochs, out_of_time=True, budget=budget)
+            ends.append((trial_id, self.end(trial_id, ending)))
         return ends

@@ -40,9 +40,17 @@ def open_search_study(
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
-        study.set_user_attr(STARTUP_ATTR, startup_trials(config.trials) + len(enqueued))
+        study.set_user_attr(STARTUP_ATTR, startup_trials(expected_trials(config)) + len(enqueued))
     study.sampler = make_sampler(config.sampler, config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR])
     return record
+
+
+def expected_trials(config: RunConfig) -> int:
+    """The trials a search expects to run: `trials`, or under an epoch budget the trials it buys at full length
+    (ASHA's savings buy more; the sampler's random start is sized for the fewer)."""
+    if config.epoch_budget:
+        return min(config.trials, max(1, config.epoch_budget // config.epochs))
+    return config.trials
 
 
 def enqueued_configurations(config: RunConfig, space: Space) -> list[dict]:

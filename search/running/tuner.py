@@ -41,7 +41,7 @@ from trainables.foundation.resources import plan_concurrency, settle_shape
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
 from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete_folder
-from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
+from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, TrialFiles
 from trainables.room import alive_node_resources
 
 LOG_FILE = "search.log"
@@ -77,15 +77,22 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     time budget stopped (continued from their checkpoints)."""
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
-    unended = reconcile(record, experiment.location) + record.continue_stopped_by_budget()
+    unended = reconcile(record, experiment.location)
+    spent = config.epoch_budget and record.epochs_spent() >= config.epoch_budget  # nothing left to train
+    if spent:
+        rows_of = lambda trial_id: TrialFiles(experiment.location, trial_id).rows()  # noqa: E731
+        record.end_stopped_by_budget(rows_of, "epoch")
+        unended = []
+    else:
+        unended += record.continue_stopped_by_budget()
     # MLflow brought up to what earlier sessions recorded (all of it, for a search tracked late), while Ray starts
     tracker = start_tracker(config, space.name, experiment, space.metric, record)
-    to_run = len(unended) + max(0, config.trials - len(record.proposed()))
-    stop = SessionStop(config.time_budget, on_start=budget_words)
+    to_run = 0 if spent else len(unended) + max(0, config.trials - len(record.proposed()))
+    stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent())
     try:
         if to_run:
             fit(config, space, experiment, record, unended, to_run, log_file, tracker, stop)
-        if stop.interrupted or not (stop.out_of_time or record.finished() >= config.trials):
+        if stop.interrupted or not (spent or stop.out_of_budget or record.finished() >= config.trials):
             raise SearchInterrupted(experiment.location)
     except BaseException:
         if tracker:
@@ -127,8 +134,8 @@ def fit(
         logging.getLogger("ray").info("search hands the trials to Tune")
         with ctrl_c_stops(stop):
             tuner.fit()
-        if stop.out_of_time and not stop.interrupted:
-            trial_ends.out_of_time()
+        if stop.out_of_budget and not stop.interrupted:
+            trial_ends.out_of_time(stop.budget)
     finally:
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
@@ -147,6 +154,7 @@ def write_summary(config, space, experiment: Experiment, record: StudyRecord, lo
     summary = summarize(
         space.name, space.metric, space.mode, config.to_dict(), results, experiment.checkpoint_exists(), objectives
     )
+    summary["epochs_spent"] = record.epochs_spent()  # trial-epochs, against the epoch budget when there is one
     for chosen in ([summary["best"]] if summary["best"] else []) + summary.get("front", []):
         chosen.update(test_accuracy(chosen, config, space, experiment) or {})  # at the end: data no choice was made on
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)
@@ -271,7 +279,7 @@ def driver_callbacks(config, experiment: Experiment, record: StudyRecord, tracke
     followers = [
         *([Tracking(tracker, record)] if tracker else []),
         TensorBoardEvents(record, experiment.local),
-        ProgressView(record, config.epochs, config.trials, config.time_budget),
+        ProgressView(record, config.epochs, config.trials, config.time_budget, config.epoch_budget),
         UploadOwnFiles(experiment, own_files),
     ]
     return [TrialEnds(record, experiment.location, config.epochs, followers), *followers]

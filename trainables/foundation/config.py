@@ -124,6 +124,10 @@ class RunConfig:
     macs, latency_ms, e.g. val_acc,params: a multi-objective search with a Pareto front."""
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
+    epoch_budget: int = 0
+    """Trial-epochs the whole search may spend (0: no limit): trials are proposed until it is spent, so the epochs
+    ASHA saves buy more trials (trials= still caps, and is lifted when not given); the trials it cuts end
+    stopped_by_budget, and `resume epoch_budget=N` with more continues them."""
     time_budget: float = 0.0
     """Seconds for each `run` or `resume` of the search, from its first trial's start; the trials then training end
     stopped_by_budget, and a later `resume` continues them (0: no limit)."""
@@ -159,6 +163,7 @@ class RunConfig:
         _require(self.cpus is None or self.cpus > 0, f"cpus={self.cpus}: must be > 0")
         _require(self.gpus is None or self.gpus >= 0, f"gpus={self.gpus}: must be >= 0")
         _require(self.concurrency >= 0, f"concurrency={self.concurrency}: must be >= 0 (0: as many as fit)")
+        _require(self.epoch_budget >= 0, f"epoch_budget={self.epoch_budget}: must be >= 0 trial-epochs (0: no limit)")
         _require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
         _require(self.enqueue_top >= 1, f"enqueue_top={self.enqueue_top}: must be >= 1")
         _require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")

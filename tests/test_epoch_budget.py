@@ -1,0 +1,67 @@
+"""A budget in trial-epochs (`epoch_budget=`): how it is counted and what it decides, without Ray (Tune's Stopper
+API and real Optuna studies; the end-to-end run is in test_multi_objective_e2e.py)."""
+
+import optuna
+import pytest
+
+from search.commands import parse_run, resumed_config
+from search.running.endings import Ending, ending_of
+from search.running.stopping import SessionStop
+from search.running.study import StudyRecord
+from search.running.study_setup import expected_trials
+
+SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
+
+
+def test_the_budget_counts_every_reported_epoch_but_a_replayed_one_and_stops_when_spent():
+    stop = SessionStop(epoch_budget=5, epochs_spent=2)
+    assert not stop.stop_all()
+    stop("a", {"epoch": 1, "recovered": True})  # replayed from the files: the study counted it already
+    stop("a", {"epoch": 2})
+    stop("b", {"epoch": 1})
+    assert not stop.stop_all() and stop.epochs_spent == 4
+    stop("b", {"epoch": 2})
+    assert stop.stop_all() and stop.out_of_budget and not stop.out_of_time and stop.budget == "epoch"
+
+
+def test_a_trial_the_epoch_budget_cuts_says_so():
+    assert ending_of(2, 3, out_of_time=True, budget="epoch") == Ending(
+        "stopped_by_budget", "stopped by the epoch budget after epoch 2"
+    )
+
+
+def test_the_budget_lifts_the_trial_count_unless_it_is_given(tmp_path):
+    config, _ = parse_run(["space=mlp_mnist", "epoch_budget=24", f"storage={tmp_path}"])
+    assert config.trials == 24 and expected_trials(config) == 8  # a random start sized for 24 / 3 epochs
+    config, _ = parse_run(["space=mlp_mnist", "epoch_budget=24", "trials=5", f"storage={tmp_path}"])
+    assert config.trials == 5 and expected_trials(config) == 5
+
+
+def test_resume_with_a_larger_budget_grows_the_trials_it_had_lifted(tmp_path):
+    before, _ = parse_run(["space=mlp_mnist", "epoch_budget=12", f"storage={tmp_path}", "name=x"])
+    grown = resumed_config(before.to_dict(), {"epoch_budget": "30"})
+    assert grown.epoch_budget == 30 and grown.trials == 30
+    capped, _ = parse_run(["space=mlp_mnist", "epoch_budget=12", "trials=4", f"storage={tmp_path}", "name=y"])
+    assert resumed_config(capped.to_dict(), {"epoch_budget": "30"}).trials == 4
+
+
+def test_the_epochs_spent_count_a_continued_trial_once():
+    record = StudyRecord.in_memory(SPACE, "val_acc", "max", optuna.samplers.RandomSampler(seed=0), 3)
+    for trial_id, epochs in (("a", 3), ("b", 1)):
+        record.create(trial_id)
+        for epoch in range(1, epochs + 1):
+            record.report(trial_id, epoch, 0.5 + epoch / 10)
+    record.end("a", Ending("completed"))
+    record.end("b", Ending("stopped_by_budget", "stopped by the epoch budget after epoch 1"))
+    assert record.epochs_spent() == 4
+    record.continue_stopped_by_budget()
+    record.report("b", 2, 0.8)
+    assert record.epochs_spent() == 5
+
+
+@pytest.mark.parametrize("bad", ["-1", "x"])
+def test_a_bad_budget_is_refused_naming_the_key(tmp_path, bad):
+    from trainables.foundation.errors import UsageError
+
+    with pytest.raises(UsageError, match="epoch_budget="):
+        parse_run(["space=mlp_mnist", f"epoch_budget={bad}", f"storage={tmp_path}"])
