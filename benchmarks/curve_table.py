@@ -27,6 +27,8 @@ from pathlib import Path
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
+from benchmarks import portable
+
 LOG_POINTS, LINEAR_POINTS = 8, 4  # values of a float hyperparameter on a log scale, on a linear one
 
 
@@ -133,7 +135,9 @@ def main() -> None:
         "epochs": args.epochs,
         "seeds": seeds,
         "grid": grid,
-        "command": " ".join(["python -m benchmarks.curve_table", *sys.argv[1:]]),
+        "command": " ".join(
+            ["python -m benchmarks.curve_table", *(portable(a) if os.path.exists(a) else a for a in sys.argv[1:])]
+        ),
     }
     if args.device != "cpu":
         header["device"] = args.device

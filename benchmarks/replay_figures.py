@@ -13,6 +13,7 @@ import multiprocessing
 import numpy as np
 from scipy import stats
 
+from benchmarks import portable
 from benchmarks.replay import ARMS, CurveTable, default_budget, exhaustive_regret, regret_trace
 from trainables.foundation.space import load_space
 
@@ -60,7 +61,7 @@ def measure(
     for (_, arm, _, budget), trace in zip(work, traces):
         by_job[(arm, budget)].append(trace)
     figures = {
-        "table": table_path,
+        "table": portable(table_path),
         "space": table.space,
         "configurations": len(table.val),
         "table_seeds": table.seeds,

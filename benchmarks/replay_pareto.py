@@ -31,6 +31,7 @@ import numpy as np
 import optuna
 from scipy import stats
 
+from benchmarks import portable
 from benchmarks.replay import _Named, _table
 from benchmarks.replay_figures import bootstrap_interval, iqm
 from search.results.pareto import as_minimised, hypervolume
@@ -194,7 +195,7 @@ def measure(path: str, seeds: int, budgets: list[int], jobs: int) -> dict:
     for (_, arm, _, budget), volume in zip(work, volumes):
         for reference, value in volume.items():
             by.setdefault(reference, {}).setdefault(budget, {}).setdefault(arm, []).append(value)
-    figures = {"table": path, "seeds": seeds, "references": {}}
+    figures = {"table": portable(path), "seeds": seeds, "references": {}}
     for reference, budgets_of in by.items():
         figures["references"][reference] = {str(budget): summarise(arms) for budget, arms in budgets_of.items()}
     return figures
