@@ -28,6 +28,9 @@ def run_cli(*args, cwd=REPO, timeout=120):
             "pyproject.toml: not JSON",
         ),
         (["space=cnn_mnist", "tracking=wandb"], "tracking=wandb: allowed values are none, mlflow"),
+        (["space=cnn_mnist", "objectives=val_acc,flops"], "objectives=val_acc,flops: unknown objective 'flops'"),
+        (["space=cnn_mnist", "objectives=val_acc,params:max"], "params is minimised, not maximised"),
+        (["space=cnn_mnist", "epoch_budget=-3"], "epoch_budget=-3: must be >= 0 trial-epochs"),
         (
             ["space=cnn_mnist", f"data.root={MNIST_MINI}", "tracking=mlflow", "tracking.uri=http://127.0.0.1:9"],
             "tracking.uri=http://127.0.0.1:9: MLflow cannot use it",
