@@ -26,7 +26,7 @@ import itertools
 import json
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import optuna
@@ -57,6 +57,7 @@ class CurveTable:
     grid: dict[str, list]
     val: dict[tuple, np.ndarray]
     test: dict[tuple, np.ndarray]
+    s: dict[tuple, np.ndarray] = field(default_factory=dict)  # seconds from the start to each epoch's end
 
     @classmethod
     def load(cls, path) -> CurveTable:
@@ -64,13 +65,13 @@ class CurveTable:
             header = json.loads(stream.readline())
             rows = [json.loads(line) for line in stream if line.strip()]
         grid, seeds = header["grid"], header["seeds"]
-        val, test = {}, {}
+        val, test, seconds = {}, {}, {}
         for row in rows:
             key = tuple(row["config"][name] for name in grid)
             slot = seeds.index(row["seed"])
-            for into, values in ((val, row["val"]), (test, row["test"])):
+            for into, values in ((val, row["val"]), (test, row["test"]), (seconds, row["s"])):
                 into.setdefault(key, np.full((len(seeds), header["epochs"]), np.nan))[slot] = values
-        return cls(header["space"], header["epochs"], seeds, grid, val, test)
+        return cls(header["space"], header["epochs"], seeds, grid, val, test, seconds)
 
     def key(self, config: dict, space: dict) -> tuple:
         """The grid point nearest to `config`."""

@@ -105,3 +105,17 @@ def test_the_summary_tests_ours_against_every_other_arm():
     assert summary["arms"]["random"]["p_search_lower"] < 1e-6
     assert summary["arms"]["search"]["epochs_to_baseline_median"] == 1
     assert set(summary["arms"]["random"]["regret"]) == {"0.25", "0.5", "1"}
+
+
+def test_a_search_replayed_as_the_cli_runs_it_proposes_its_trials_side_by_side_in_wall_time():
+    from benchmarks.replay_cli import FIRST_START_S, replay_cli
+
+    table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
+    one, two = (replay_cli((table, "search", 0, 6, k)) for k in (1, 2))
+    for run in (one, two):
+        times = [at for at, _ in run["trace"]]
+        assert times == sorted(times) and times[0] > FIRST_START_S  # the first epoch ends after the first start
+        assert 6 <= run["epochs"] <= 18 and len(run["trace"]) == run["epochs"]
+        assert all(regret >= 0 for _, regret in run["trace"])
+    assert two["wall_s"] < one["wall_s"]  # two slots: the starts and epochs overlap
+    assert replay_cli((table, "search", 0, 6, 2)) == two  # one seed, one replay

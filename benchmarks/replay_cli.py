@@ -1,0 +1,193 @@
+"""Searches replayed as the command line runs them, on a learning-curve table (benchmarks.curve_table): the CLI's
+stop rule (`trials=N`, or an epoch budget), 1, 2 or 4 trials side by side, each proposal made while the others run
+(Optuna's constant liar sees them) and each epoch told to Tune's asynchronous ASHA when it ends in wall time, and the
+product's tie rule for the best. No training and no Ray.
+
+    python -m benchmarks.replay_cli benchmarks/results/tables/mlp_mnist-3ep-4seeds.jsonl.gz \\
+        [--seeds 300] [--trials 8] [--concurrency 1,2,4] [--out results.json]
+
+Wall time: an epoch takes the seconds the table holds for it (one job a core), slowed by trials sharing the cores
+(concurrency / CORES when above 1); a trial starts START_S after its slot frees (a trial process that Tune reuses),
+the first in each slot FIRST_START_S after the search starts: the `overhead` benchmark's one-worker figures on the
+2-core VM. The incumbent is the trial the summary ranks first: by its standing score (search.results.score), then
+by more epochs; its regret is the table's best mean test accuracy minus its own at the standing epoch.
+
+Arms: `search` (the search's sampler and ASHA as `run` sets them up) and `random_asha` (random proposals, the same
+ASHA); statistics: IQM with a 95% bootstrap interval, a one-sided Wilcoxon signed-rank test paired by seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import multiprocessing
+import warnings
+
+import numpy as np
+import optuna
+from ray.tune.schedulers import TrialScheduler
+from scipy import stats
+
+from benchmarks import portable
+from benchmarks.replay import DEFAULTS, _Named, _table, search_asha
+from benchmarks.replay_figures import bootstrap_interval, iqm
+from search.results.score import standing_row
+from search.running.endings import Ending
+from search.running.sampler import make_sampler, startup_trials
+from search.running.searcher import StudySearcher
+from search.running.study import StudyRecord
+from trainables.foundation.space import Space, load_space
+from trainables.foundation.trial_files import TRIAL_KEY
+
+ARMS = ("search", "random_asha")
+CORES = 2
+FIRST_START_S, START_S = 4.2, 0.2  # benchmarks/README.md, `overhead`: one-worker trials, 2-core VM, 2026-11-23
+
+
+class SideBySideArm:
+    """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA."""
+
+    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int):
+        record = StudyRecord.in_memory(
+            space.hyperparameters,
+            space.metric,
+            space.mode,
+            make_sampler(sampler, seed, startup_trials(trials)),
+            epochs,
+            constants=space.constants,
+        )
+        self.searcher = StudySearcher(record, [], space.metric, space.mode)
+        self.scheduler, self.metric = search_asha(space, epochs), space.metric
+
+    def propose(self, trial_id: str) -> dict:
+        self.scheduler.on_trial_add(None, _Named(trial_id))
+        config = self.searcher.suggest(trial_id)
+        return {name: value for name, value in config.items() if name != TRIAL_KEY}
+
+    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
+        result = {"epoch": epoch, self.metric: value}
+        self.searcher.on_trial_result(trial_id, result)
+        return self.scheduler.on_trial_result(None, _Named(trial_id), result) == TrialScheduler.STOP
+
+    def end(self, trial_id: str, completed: bool) -> None:
+        self.scheduler.on_trial_remove(None, _Named(trial_id))
+        self.searcher.on_trial_complete(trial_id)
+        status = "completed" if completed else "stopped_early"
+        self.searcher.record.end(trial_id, Ending(status))
+
+
+def replay_cli(job: tuple) -> dict:
+    """One replayed search: (table path, arm, seed, trials, concurrency) -> its final regret, wall time, epochs
+    spent, and the regret at each epoch's end in wall time."""
+    path, arm, seed, trials, concurrency = job
+    table = _table(path)
+    space = load_space(table.space)
+    slot_of_seed, best = seed % len(table.seeds), table.best_mean_test()
+    slowdown = max(1.0, concurrency / CORES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        runner = SideBySideArm(
+            space, "random" if arm == "random_asha" else DEFAULTS.sampler, seed, trials, table.epochs
+        )
+        events, live, standing, trace = [], {}, {}, []
+        proposed, spent = 0, 0
+
+        def start(at: float, first: bool) -> None:
+            nonlocal proposed
+            trial_id = str(proposed)
+            proposed += 1
+            config = runner.propose(trial_id)
+            key = table.key(config, space.hyperparameters)
+            seconds = np.diff(table.s[key][slot_of_seed], prepend=0.0) * slowdown
+            began = at + (FIRST_START_S if first else START_S)
+            live[trial_id] = {"config": config, "key": key, "rows": [], "ends": began + np.cumsum(seconds)}
+            heapq.heappush(events, (float(live[trial_id]["ends"][0]), trial_id))
+
+        for _ in range(min(concurrency, trials)):
+            start(0.0, first=True)
+        while events:
+            now, trial_id = heapq.heappop(events)
+            trial = live[trial_id]
+            epoch = len(trial["rows"]) + 1
+            value = float(table.val[trial["key"]][slot_of_seed, epoch - 1])
+            trial["rows"].append({"epoch": epoch, "m": value})
+            spent += 1
+            row = standing_row(trial["rows"], {**space.constants, **trial["config"]}, "m", space.mode)
+            sign = 1 if space.mode == "max" else -1
+            standing[trial_id] = (sign * row["m"], row["epoch"], table.mean_test(trial["key"], row["epoch"]))
+            trace.append((now, best - max(standing.values())[2]))
+            stop, completed = runner.tell(trial_id, epoch, value), epoch == table.epochs
+            if stop or completed:
+                runner.end(trial_id, completed)
+                if proposed < trials:
+                    start(now, first=False)
+            else:
+                heapq.heappush(events, (float(trial["ends"][epoch]), trial_id))
+    return {"regret": trace[-1][1], "wall_s": trace[-1][0], "epochs": spent, "trace": trace}
+
+
+def measure(path: str, seeds: int, trials: int, concurrencies: list[int], jobs: int) -> dict:
+    work = [(path, arm, seed, trials, k) for k in concurrencies for arm in ARMS for seed in range(seeds)]
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        results = pool.map(replay_cli, work, chunksize=8)
+    figures = {"table": portable(path), "seeds": seeds, "trials": trials, "concurrency": {}}
+    for k in concurrencies:
+        runs = {arm: [r for (_, a, _, _, c), r in zip(work, results) if a == arm and c == k] for arm in ARMS}
+        regrets = {arm: np.asarray([r["regret"] for r in rs]) * 100 for arm, rs in runs.items()}  # in points
+        random_final = float(np.median(regrets["random_asha"]))
+        at_k = {}
+        for arm, rs in runs.items():
+            walls = np.asarray([r["wall_s"] for r in rs])
+            at_k[arm] = {
+                "regret_iqm_pt": iqm(regrets[arm]),
+                "interval": bootstrap_interval(regrets[arm]),
+                "median_wall_s": float(np.median(walls)),
+                "median_epochs": float(np.median([r["epochs"] for r in rs])),
+                "share_of_wall_to_random_asha_final_median": wall_share_to(rs, random_final / 100),
+            }
+        at_k["search"]["p_search_lower"] = float(
+            stats.wilcoxon(regrets["search"], regrets["random_asha"], alternative="less").pvalue
+        )
+        figures["concurrency"][str(k)] = at_k
+    return figures
+
+
+def wall_share_to(runs: list[dict], target: float) -> float:
+    """The median over seeds of the share of its own wall time a search took to reach `target` regret (1: never)."""
+    shares = []
+    for run in runs:
+        reached = next((at for at, regret in run["trace"] if regret <= target + 1e-12), None)
+        shares.append(1.0 if reached is None else reached / run["wall_s"])
+    return float(np.median(shares))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("table")
+    parser.add_argument("--seeds", type=int, default=300)
+    parser.add_argument("--trials", type=int, default=DEFAULTS.trials)
+    parser.add_argument("--concurrency", default="1,2,4")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    concurrencies = [int(k) for k in args.concurrency.split(",")]
+    figures = measure(args.table, args.seeds, args.trials, concurrencies, args.jobs)
+    for k, arms in figures["concurrency"].items():
+        p = arms["search"]["p_search_lower"]
+        print(f"trials={args.trials}, {k} side by side: regret in points, IQM [95%]; p(search lower) {p:.3g}")
+        for arm, f in arms.items():
+            low, high = f["interval"]
+            share = f["share_of_wall_to_random_asha_final_median"]
+            print(
+                f"  {arm:12s} {f['regret_iqm_pt']:.3f} [{low:.3f}, {high:.3f}], wall {f['median_wall_s']:.1f} s, "
+                f"{f['median_epochs']:.0f} epochs; random+ASHA's final median reached at {share:.0%} of the wall"
+            )
+    if args.out:
+        with open(args.out, "w") as stream:
+            json.dump(figures, stream, indent=1)
+
+
+if __name__ == "__main__":
+    main()
