@@ -1,10 +1,10 @@
 """Searches replayed as the command line runs them, on a learning-curve table (benchmarks.curve_table): the CLI's
-stop rule (`trials=N`, or an epoch budget), 1, 2 or 4 trials side by side, each proposal made while the others run
-(Optuna's constant liar sees them) and each epoch told to Tune's asynchronous ASHA when it ends in wall time, and the
-product's tie rule for the best. No training and no Ray.
+stop rule (`trials=N`, or `--epoch-budget N` as `epoch_budget=N`), 1, 2 or 4 trials side by side, each proposal
+made while the others run (Optuna's constant liar sees them) and each epoch told to Tune's asynchronous ASHA when it
+ends in wall time, and the product's tie rule for the best. No training and no Ray.
 
     python -m benchmarks.replay_cli benchmarks/results/tables/mlp_mnist-3ep-4seeds.jsonl.gz \\
-        [--seeds 300] [--trials 8] [--concurrency 1,2,4] [--out results.json]
+        [--seeds 300] [--trials 8 | --epoch-budget 24] [--concurrency 1,2,4] [--out results.json]
 
 Wall time: an epoch takes the seconds the table holds for it (one job a core), slowed by trials sharing the cores
 (concurrency / CORES when above 1); a trial starts START_S after its slot frees (a trial process that Tune reuses),
@@ -78,9 +78,12 @@ class SideBySideArm:
 
 
 def replay_cli(job: tuple) -> dict:
-    """One replayed search: (table path, arm, seed, trials, concurrency) -> its final regret, wall time, epochs
-    spent, and the regret at each epoch's end in wall time."""
-    path, arm, seed, trials, concurrency = job
+    """One replayed search: (table path, arm, seed, trials, concurrency[, epoch budget]) -> its final regret, wall
+    time, epochs spent, and the regret at each epoch's end in wall time. With an epoch budget, trials are proposed
+    until it is spent (`trials` caps them) and the trials still running when it is are cut, as `epoch_budget=` does;
+    the sampler's random start is sized for the trials the budget buys at full length."""
+    path, arm, seed, trials, concurrency, *rest = job
+    epoch_budget = rest[0] if rest else 0
     table = _table(path)
     space = load_space(table.space)
     slot_of_seed, best = seed % len(table.seeds), table.best_mean_test()
@@ -88,9 +91,9 @@ def replay_cli(job: tuple) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.ERROR)
-        runner = SideBySideArm(
-            space, "random" if arm == "random_asha" else DEFAULTS.sampler, seed, trials, table.epochs
-        )
+        expected = min(trials, max(1, epoch_budget // table.epochs)) if epoch_budget else trials
+        sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
+        runner = SideBySideArm(space, sampler, seed, expected, table.epochs)
         events, live, standing, trace = [], {}, {}, []
         proposed, spent = 0, 0
 
@@ -118,6 +121,8 @@ def replay_cli(job: tuple) -> dict:
             sign = 1 if space.mode == "max" else -1
             standing[trial_id] = (sign * row["m"], row["epoch"], table.mean_test(trial["key"], row["epoch"]))
             trace.append((now, best - max(standing.values())[2]))
+            if epoch_budget and spent >= epoch_budget:
+                break  # the budget is spent: the trials still running are cut
             stop, completed = runner.tell(trial_id, epoch, value), epoch == table.epochs
             if stop or completed:
                 runner.end(trial_id, completed)
@@ -128,13 +133,14 @@ def replay_cli(job: tuple) -> dict:
     return {"regret": trace[-1][1], "wall_s": trace[-1][0], "epochs": spent, "trace": trace}
 
 
-def measure(path: str, seeds: int, trials: int, concurrencies: list[int], jobs: int) -> dict:
-    work = [(path, arm, seed, trials, k) for k in concurrencies for arm in ARMS for seed in range(seeds)]
+def measure(path: str, seeds: int, trials: int, concurrencies: list[int], jobs: int, epoch_budget: int = 0) -> dict:
+    work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in ARMS for seed in range(seeds)]
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         results = pool.map(replay_cli, work, chunksize=8)
-    figures = {"table": portable(path), "seeds": seeds, "trials": trials, "concurrency": {}}
+    figures = {"table": portable(path), "seeds": seeds, "trials": trials, "epoch_budget": epoch_budget}
+    figures["concurrency"] = {}
     for k in concurrencies:
-        runs = {arm: [r for (_, a, _, _, c), r in zip(work, results) if a == arm and c == k] for arm in ARMS}
+        runs = {arm: [r for (_, a, _, _, c, _), r in zip(work, results) if a == arm and c == k] for arm in ARMS}
         regrets = {arm: np.asarray([r["regret"] for r in rs]) * 100 for arm, rs in runs.items()}  # in points
         random_final = float(np.median(regrets["random_asha"]))
         at_k = {}
@@ -169,14 +175,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=300)
     parser.add_argument("--trials", type=int, default=DEFAULTS.trials)
     parser.add_argument("--concurrency", default="1,2,4")
+    parser.add_argument("--epoch-budget", type=int, default=0, help="the stop rule: trial-epochs (trials lifted)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
     concurrencies = [int(k) for k in args.concurrency.split(",")]
-    figures = measure(args.table, args.seeds, args.trials, concurrencies, args.jobs)
+    trials = args.trials if not args.epoch_budget else max(args.trials, args.epoch_budget)
+    figures = measure(args.table, args.seeds, trials, concurrencies, args.jobs, args.epoch_budget)
     for k, arms in figures["concurrency"].items():
         p = arms["search"]["p_search_lower"]
-        print(f"trials={args.trials}, {k} side by side: regret in points, IQM [95%]; p(search lower) {p:.3g}")
+        rule = f"epoch_budget={args.epoch_budget}" if args.epoch_budget else f"trials={args.trials}"
+        print(f"{rule}, {k} side by side: regret in points, IQM [95%]; p(search lower) {p:.3g}")
         for arm, f in arms.items():
             low, high = f["interval"]
             share = f["share_of_wall_to_random_asha_final_median"]

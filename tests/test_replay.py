@@ -119,3 +119,4 @@ def test_a_search_replayed_as_the_cli_runs_it_proposes_its_trials_side_by_side_i
         assert all(regret >= 0 for _, regret in run["trace"])
     assert two["wall_s"] < one["wall_s"]  # two slots: the starts and epochs overlap
     assert replay_cli((table, "search", 0, 6, 2)) == two  # one seed, one replay
+    assert replay_cli((table, "search", 0, 24, 2, 12))["epochs"] == 12  # an epoch budget: spent, then stopped
