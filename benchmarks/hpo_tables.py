@@ -64,7 +64,8 @@ def regret_trace(job: tuple) -> list[float]:
         config = propose(index)
         observed = task.observe(config)
         tell(index, observed)
-        best = min(best, (task.sign * observed, task.losses[task.key(config)]))
+        if task.sign * observed < best[0]:  # a tie keeps the earlier trial, as the summary's stable ranking does
+            best = (task.sign * observed, task.losses[task.key(config)])
         trace.append(best[1] - task.best)
     return trace
 
