@@ -111,6 +111,38 @@ def measure(tasks: list[str], seeds: int, trials: int, jobs: int = 2) -> dict:
     }
 
 
+def across_tables(figures: dict) -> dict:
+    """The arms over every table, as the field compares optimizers across benchmarks: the mean rank of each arm's
+    final regret IQM (1: best), Friedman's test that the arms rank alike, and one-sided Wilcoxon signed-rank tests
+    of the search's sampler against each other arm, paired by table, Holm-corrected."""
+    from scipy import stats
+
+    finals = {arm: [task["arms"][arm]["regret"]["1"]["iqm"] for task in figures["tasks"].values()] for arm in ARMS}
+    table = np.array([finals[arm] for arm in ARMS]).T  # [table, arm]
+    ranks = np.array([stats.rankdata(row) for row in table])
+    others = ARMS[1:]
+    raw = {arm: float(stats.wilcoxon(finals[ARMS[0]], finals[arm], alternative="less").pvalue) for arm in others}
+    raw_higher = {
+        arm: float(stats.wilcoxon(finals[ARMS[0]], finals[arm], alternative="greater").pvalue) for arm in others
+    }
+    return {
+        "mean_rank": {arm: float(ranks[:, i].mean()) for i, arm in enumerate(ARMS)},
+        "friedman_p": float(stats.friedmanchisquare(*table.T).pvalue),
+        "p_search_lower_holm": holm(raw),
+        "p_search_higher_holm": holm(raw_higher),
+    }
+
+
+def holm(p_values: dict[str, float]) -> dict[str, float]:
+    """Holm's step-down adjustment of a family of p-values."""
+    ordered = sorted(p_values.items(), key=lambda item: item[1])
+    adjusted, running = {}, 0.0
+    for index, (name, p) in enumerate(ordered):
+        running = max(running, min(1.0, (len(ordered) - index) * p))
+        adjusted[name] = running
+    return adjusted
+
+
 def _quiet_trace(job: tuple) -> list[float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -132,3 +164,11 @@ def print_table(figures: dict) -> None:
         ]
         p = [f"{arms[arm]['p_search_lower']:.3g} ({arms[arm]['p_search_higher']:.3g})" for arm in ARMS[1:]]
         print(f"| {task} | {' | '.join(cells)} | {' | '.join(p)} |")
+    overall = across_tables(figures)
+    ranks = ", ".join(f"{arm} {rank:.2f}" for arm, rank in overall["mean_rank"].items())
+    lower = ", ".join(f"{arm} {p:.3g}" for arm, p in overall["p_search_lower_holm"].items())
+    higher = ", ".join(f"{arm} {p:.3g}" for arm, p in overall["p_search_higher_holm"].items())
+    print(
+        f"across the {len(figures['tasks'])} tables: mean rank {ranks}; Friedman p {overall['friedman_p']:.3g}; "
+        f"Wilcoxon by table, Holm: search lower than {lower}; higher than {higher}"
+    )

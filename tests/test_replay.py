@@ -120,3 +120,10 @@ def test_a_search_replayed_as_the_cli_runs_it_proposes_its_trials_side_by_side_i
     assert two["wall_s"] < one["wall_s"]  # two slots: the starts and epochs overlap
     assert replay_cli((table, "search", 0, 6, 2)) == two  # one seed, one replay
     assert replay_cli((table, "search", 0, 24, 2, 12))["epochs"] == 12  # an epoch budget: spent, then stopped
+
+
+def test_holm_adjusts_a_family_of_p_values_step_down():
+    from benchmarks.hpo_tables import holm
+
+    assert holm({"a": 0.01, "b": 0.04, "c": 0.03}) == pytest.approx({"a": 0.03, "c": 0.06, "b": 0.06})
+    assert holm({"a": 0.6, "b": 0.9}) == {"a": 1.0, "b": 1.0}
