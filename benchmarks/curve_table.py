@@ -32,31 +32,35 @@ from benchmarks import portable
 LOG_POINTS, LINEAR_POINTS = 8, 4  # values of a float hyperparameter on a log scale, on a linear one
 
 
-def grid_values(distribution) -> list:
-    """The ordinal values a hyperparameter takes in the grid: every choice, every integer (at most LOG_POINTS,
-    evenly spread), or evenly spread floats (log-spaced when the distribution is), rounded to 4 significant digits."""
+def grid_values(distribution, log_points: int = LOG_POINTS, linear_points: int = LINEAR_POINTS) -> list:
+    """The ordinal values a hyperparameter takes in the grid: every choice, every integer (at most `log_points`,
+    evenly spread), or evenly spread floats (`log_points` log-spaced when the distribution is, else
+    `linear_points`), rounded to 4 significant digits."""
     if isinstance(distribution, CategoricalDistribution):
         return list(distribution.choices)
     if isinstance(distribution, IntDistribution):
         values = list(range(distribution.low, distribution.high + 1, distribution.step))
-        if len(values) <= LOG_POINTS:
+        if len(values) <= log_points:
             return values
-        return sorted({values[round(i * (len(values) - 1) / (LOG_POINTS - 1))] for i in range(LOG_POINTS)})
+        return sorted({values[round(i * (len(values) - 1) / (log_points - 1))] for i in range(log_points)})
     if isinstance(distribution, FloatDistribution):
         low, high = distribution.low, distribution.high
         if distribution.log:
             points = [
-                math.exp(math.log(low) + i * (math.log(high) - math.log(low)) / (LOG_POINTS - 1))
-                for i in range(LOG_POINTS)
+                math.exp(math.log(low) + i * (math.log(high) - math.log(low)) / (log_points - 1))
+                for i in range(log_points)
             ]
         else:
-            points = [low + i * (high - low) / (LINEAR_POINTS - 1) for i in range(LINEAR_POINTS)]
+            points = [low + i * (high - low) / (linear_points - 1) for i in range(linear_points)]
         return [float(f"{p:.4g}") for p in points]
     raise TypeError(f"no grid for {type(distribution).__name__}")
 
 
-def grid_of(hyperparameters: dict) -> dict[str, list]:
-    return {name: grid_values(distribution) for name, distribution in sorted(hyperparameters.items())}
+def grid_of(hyperparameters: dict, log_points: int = LOG_POINTS, linear_points: int = LINEAR_POINTS) -> dict:
+    return {
+        name: grid_values(distribution, log_points, linear_points)
+        for name, distribution in sorted(hyperparameters.items())
+    }
 
 
 def configurations(grid: dict[str, list]) -> list[dict]:
@@ -66,6 +70,14 @@ def configurations(grid: dict[str, list]) -> list[dict]:
 
 def key_of(config: dict, seed: int) -> str:
     return json.dumps([config, seed], sort_keys=True)
+
+
+def parse_fixed(pair: str) -> tuple[str, object]:
+    name, _, text = pair.partition("=")
+    try:
+        return name, json.loads(text)
+    except json.JSONDecodeError:
+        return name, text
 
 
 def rows_done(partial: Path) -> dict[str, dict]:
@@ -82,12 +94,14 @@ def rows_done(partial: Path) -> dict[str, dict]:
 
 
 def train_row(job: tuple) -> dict:
-    root, space_name, config, seed, epochs, device = job
+    root, space_name, config, seed, epochs, device, *rest = job
+    fixed = rest[0] if rest else {}
     import torch
 
     from benchmarks.epoch_curve import curve
 
-    rows = list(curve(root, dict(config), epochs, [], seed=seed, space_name=space_name, device=torch.device(device)))
+    hp = {**fixed, **config}
+    rows = list(curve(root, hp, epochs, [], seed=seed, space_name=space_name, device=torch.device(device)))
     return {
         "config": config,
         "seed": seed,
@@ -106,16 +120,22 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda: every job trains on the GPU, which they share")
+    parser.add_argument("--log-points", type=int, default=LOG_POINTS, help="values of a log-scaled float or an int")
+    parser.add_argument("--linear-points", type=int, default=LINEAR_POINTS, help="values of a linear float")
+    parser.add_argument(
+        "--fixed", default="", help="constants every row trains with, e.g. lr_schedule=cosine (JSON values or text)"
+    )
     args = parser.parse_args()
     from trainables.foundation.space import load_space
 
     seeds = [int(s) for s in args.seeds.split(",")]
-    grid = grid_of(load_space(args.space).hyperparameters)
+    grid = grid_of(load_space(args.space).hyperparameters, args.log_points, args.linear_points)
+    fixed = dict(parse_fixed(pair) for pair in args.fixed.split(",") if pair)
     partial = args.out.with_name(args.out.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     done = rows_done(partial)
     jobs = [
-        (args.root, args.space, config, seed, args.epochs, args.device)
+        (args.root, args.space, config, seed, args.epochs, args.device, fixed)
         for config in configurations(grid)
         for seed in seeds
         if key_of(config, seed) not in done
@@ -141,6 +161,8 @@ def main() -> None:
     }
     if args.device != "cpu":
         header["device"] = args.device
+    if fixed:
+        header["fixed"] = fixed  # the replays add these to the space's constants
     staging = args.out.with_name(args.out.name + ".writing")
     with gzip.open(staging, "wt") as stream:
         stream.write(json.dumps(header) + "\n")

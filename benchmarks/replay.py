@@ -20,6 +20,7 @@ searches through Ray.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 import itertools
@@ -58,6 +59,7 @@ class CurveTable:
     val: dict[tuple, np.ndarray]
     test: dict[tuple, np.ndarray]
     s: dict[tuple, np.ndarray] = field(default_factory=dict)  # seconds from the start to each epoch's end
+    fixed: dict = field(default_factory=dict)  # constants the table's rows trained with beyond the space's
 
     @classmethod
     def load(cls, path) -> CurveTable:
@@ -71,7 +73,7 @@ class CurveTable:
             slot = seeds.index(row["seed"])
             for into, values in ((val, row["val"]), (test, row["test"]), (seconds, row["s"])):
                 into.setdefault(key, np.full((len(seeds), header["epochs"]), np.nan))[slot] = values
-        return cls(header["space"], header["epochs"], seeds, grid, val, test, seconds)
+        return cls(header["space"], header["epochs"], seeds, grid, val, test, seconds, header.get("fixed", {}))
 
     def key(self, config: dict, space: dict) -> tuple:
         """The grid point nearest to `config`."""
@@ -82,6 +84,13 @@ class CurveTable:
 
     def best_mean_test(self) -> float:
         return max(float(np.max(np.mean(test, axis=0))) for test in self.test.values())
+
+
+def table_space(table: CurveTable) -> Space:
+    """The table's space with the constants its rows trained with (e.g. `lr_schedule=cosine`), which decide how a
+    trial is scored (search.results.score)."""
+    space = load_space(table.space)
+    return dataclasses.replace(space, constants={**space.constants, **table.fixed}) if table.fixed else space
 
 
 def exhaustive_regret(table: CurveTable, space: Space) -> float:
@@ -284,7 +293,7 @@ def regret_trace(job: tuple) -> list[float]:
     """One replay: (table path, arm, seed, budget) -> the regret after each epoch of the budget."""
     path, arm, seed, budget = job
     table = _table(path)
-    space = load_space(table.space)
+    space = table_space(table)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.ERROR)

@@ -12,8 +12,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from benchmarks.replay import CurveTable, FixedArm, replay, unset_asha
-from trainables.foundation.space import load_space
+from benchmarks.replay import CurveTable, FixedArm, replay, table_space, unset_asha
 
 TIME_BUDGET_S = 300  # a 12-trial search takes about 25 s on 2 cores
 
@@ -25,7 +24,7 @@ def table_trainable(table_path: str, seed_slot: int):
         import ray.tune
 
         table = CurveTable.load(table_path)
-        space = load_space(table.space)
+        space = table_space(table)
         key = table.key(config, space.hyperparameters)
         for epoch in range(1, table.epochs + 1):
             ray.tune.report({"epoch": epoch, space.metric: float(table.val[key][seed_slot, epoch - 1])})
@@ -44,7 +43,7 @@ def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_sl
     import ray.tune
     from ray.tune.search import BasicVariantGenerator
 
-    space = load_space(table.space)
+    space = table_space(table)
     tuner = ray.tune.Tuner(
         ray.tune.with_resources(table_trainable(table_path, seed_slot), {"cpu": 2}),  # one trial at a time
         param_space={name: ray.tune.choice(values) for name, values in table.grid.items()},  # the points come first
@@ -71,7 +70,7 @@ def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_sl
 
 def replay_epochs(table: CurveTable, configs: list[dict], seed_slot: int) -> list[int]:
     """Each configuration's epochs in the replay (FixedArm: the same ASHA, the same order)."""
-    space = load_space(table.space)
+    space = table_space(table)
     arm = FixedArm(space, configs, table.epochs)
     replay(table, space, arm, seed_slot, len(configs) * table.epochs)
     return arm.reached

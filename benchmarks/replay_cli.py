@@ -30,14 +30,14 @@ from ray.tune.schedulers import TrialScheduler
 from scipy import stats
 
 from benchmarks import portable
-from benchmarks.replay import DEFAULTS, _Named, _table, search_asha
+from benchmarks.replay import DEFAULTS, _Named, _table, search_asha, table_space
 from benchmarks.replay_figures import bootstrap_interval, iqm
 from search.results.score import standing_row
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
-from trainables.foundation.space import Space, load_space
+from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
 
 ARMS = ("search", "random_asha")
@@ -85,7 +85,7 @@ def replay_cli(job: tuple) -> dict:
     path, arm, seed, trials, concurrency, *rest = job
     epoch_budget = rest[0] if rest else 0
     table = _table(path)
-    space = load_space(table.space)
+    space = table_space(table)
     slot_of_seed, best = seed % len(table.seeds), table.best_mean_test()
     slowdown = max(1.0, concurrency / CORES)
     with warnings.catch_warnings():

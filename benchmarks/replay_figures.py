@@ -14,8 +14,7 @@ import numpy as np
 from scipy import stats
 
 from benchmarks import portable
-from benchmarks.replay import ARMS, CurveTable, default_budget, exhaustive_regret, regret_trace
-from trainables.foundation.space import load_space
+from benchmarks.replay import ARMS, CurveTable, default_budget, exhaustive_regret, regret_trace, table_space
 
 FRACTIONS = (0.25, 0.5, 1.0)
 BASELINE = "random"  # the arm whose final median regret the search's arm must reach
@@ -66,7 +65,7 @@ def measure(
         "configurations": len(table.val),
         "table_seeds": table.seeds,
         "best_mean_test_acc": table.best_mean_test(),
-        "exhaustive_regret": exhaustive_regret(table, load_space(table.space)),
+        "exhaustive_regret": exhaustive_regret(table, table_space(table)),
         "seeds": seeds,
         "first_seed": first_seed,
         "budgets": {},

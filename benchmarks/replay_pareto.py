@@ -32,7 +32,7 @@ import optuna
 from scipy import stats
 
 from benchmarks import portable
-from benchmarks.replay import _Named, _table
+from benchmarks.replay import _Named, _table, table_space
 from benchmarks.replay_figures import bootstrap_interval, iqm
 from search.results.pareto import as_minimised, hypervolume
 from search.results.score import standing_row
@@ -44,7 +44,7 @@ from search.running.study import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
 from trainables.foundation.schedules import first_rung, schedules_of
-from trainables.foundation.space import Space, load_space
+from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
 
 ARMS = ("pareto_asha", "pareto_asha_top_only", "nsga2_pareto_asha", "asha_on_accuracy", "no_stopping")
@@ -147,7 +147,7 @@ def replay_front(job: tuple) -> dict[str, float]:
     each reference point."""
     path, arm, seed, budget = job
     table = _table(path)
-    space = load_space(table.space)
+    space = table_space(table)
     params_of = PARAMS[table.space]
     stop_on = {"pareto_asha": 2, "pareto_asha_top_only": 2, "nsga2_pareto_asha": 2, "asha_on_accuracy": 1}.get(arm, 0)
     with warnings.catch_warnings():

@@ -30,3 +30,29 @@ def test_a_stopped_build_resumes_from_its_whole_rows(tmp_path):
     partial.write_text(whole + '{"config": {"a": 2}, "se')  # the build was killed mid-line
     assert list(rows_done(partial)) == [key_of({"a": 1}, 0)]
     assert rows_done(tmp_path / "missing") == {}
+
+
+def test_a_coarser_grid_and_fixed_constants_size_a_build_and_reach_the_replay(tmp_path):
+    import gzip
+    import json
+
+    from benchmarks.curve_table import configurations, grid_of, parse_fixed
+    from benchmarks.replay import CurveTable, table_space
+    from trainables.foundation.space import load_space
+
+    grid = grid_of(load_space("cnn_mnist").hyperparameters, log_points=4, linear_points=2)
+    assert grid["lr"] == [0.001, 0.006694, 0.04481, 0.3] and grid["momentum"] == [0.5, 0.99]
+    assert len(configurations(grid)) == 4 * 2 * 2 * 3
+    assert parse_fixed("lr_schedule=cosine") == ("lr_schedule", "cosine") and parse_fixed("grace=2") == ("grace", 2)
+    path = tmp_path / "t.jsonl.gz"
+    header = {
+        "space": "cnn_mnist",
+        "epochs": 1,
+        "seeds": [0],
+        "grid": {"lr": [0.001]},
+        "fixed": {"lr_schedule": "cosine"},
+    }
+    with gzip.open(path, "wt") as stream:
+        stream.write(json.dumps(header) + "\n")
+        stream.write(json.dumps({"config": {"lr": 0.001}, "seed": 0, "val": [0.5], "test": [0.5], "s": [1.0]}) + "\n")
+    assert table_space(CurveTable.load(path)).constants["lr_schedule"] == "cosine"
