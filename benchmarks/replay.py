@@ -146,20 +146,26 @@ class Replay:
         return value
 
 
+def study_searcher(space: Space, sampler, epochs: int, objectives=None) -> StudySearcher:
+    """The search's proposal path: its `StudySearcher` over an in-memory study of the space, with `sampler`."""
+    record = StudyRecord.in_memory(
+        space.hyperparameters,
+        space.metric,
+        space.mode,
+        sampler,
+        epochs,
+        constants=space.constants,
+        objectives=objectives,
+    )
+    return StudySearcher(record, [], space.metric, space.mode)
+
+
 class StudyArm:
     """The search's proposal path (`StudySearcher` over an in-memory study), with Tune's ASHA or without."""
 
     def __init__(self, space: Space, sampler: str, seed: int, budget: int, epochs: int, asha: bool):
         trials = max(1, budget // epochs)  # the search's trial count for this budget without stopping
-        record = StudyRecord.in_memory(
-            space.hyperparameters,
-            space.metric,
-            space.mode,
-            make_sampler(sampler, seed, startup_trials(trials)),
-            epochs,
-            constants=space.constants,
-        )
-        self.searcher = StudySearcher(record, [], space.metric, space.mode)
+        self.searcher = study_searcher(space, make_sampler(sampler, seed, startup_trials(trials)), epochs)
         self.scheduler = search_asha(space, epochs) if asha else None
         self.metric, self.count = space.metric, 0
 

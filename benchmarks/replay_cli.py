@@ -30,34 +30,24 @@ from ray.tune.schedulers import TrialScheduler
 from scipy import stats
 
 from benchmarks import portable
-from benchmarks.replay import DEFAULTS, _Named, _table, search_asha, table_space
+from benchmarks.replay import DEFAULTS, _Named, _table, search_asha, study_searcher, table_space
 from benchmarks.replay_figures import bootstrap_interval, iqm
 from search.results.score import standing_row
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
-from search.running.searcher import StudySearcher
-from search.running.study import StudyRecord
 from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
 
 ARMS = ("search", "random_asha")
 CORES = 2
-FIRST_START_S, START_S = 4.2, 0.2  # benchmarks/README.md, `overhead`: one-worker trials, 2-core VM, 2026-11-23
+FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trials on the 2-core VM (its README)
 
 
 class SideBySideArm:
     """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA."""
 
     def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int):
-        record = StudyRecord.in_memory(
-            space.hyperparameters,
-            space.metric,
-            space.mode,
-            make_sampler(sampler, seed, startup_trials(trials)),
-            epochs,
-            constants=space.constants,
-        )
-        self.searcher = StudySearcher(record, [], space.metric, space.mode)
+        self.searcher = study_searcher(space, make_sampler(sampler, seed, startup_trials(trials)), epochs)
         self.scheduler, self.metric = search_asha(space, epochs), space.metric
 
     def propose(self, trial_id: str) -> dict:

@@ -32,15 +32,13 @@ import optuna
 from scipy import stats
 
 from benchmarks import portable
-from benchmarks.replay import _Named, _table, table_space
+from benchmarks.replay import _Named, _table, study_searcher, table_space
 from benchmarks.replay_figures import bootstrap_interval, iqm
 from search.results.pareto import as_minimised, hypervolume
 from search.results.score import standing_row
 from search.running.endings import Ending
 from search.running.pareto_asha import ParetoASHA
 from search.running.sampler import make_sampler, startup_trials
-from search.running.searcher import StudySearcher
-from search.running.study import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
 from trainables.foundation.schedules import first_rung, schedules_of
@@ -84,18 +82,9 @@ class ParetoArm:
         nsga2=False,
     ):
         self.objectives = objectives_of(space)
-        record = StudyRecord.in_memory(
-            space.hyperparameters,
-            space.metric,
-            space.mode,
-            nsga2_sampler(seed, budget // epochs)
-            if nsga2
-            else make_sampler(DEFAULTS.sampler, seed, startup_trials(budget // epochs)),
-            epochs,
-            constants=space.constants,
-            objectives=self.objectives,
-        )
-        self.searcher = StudySearcher(record, [], space.metric, space.mode)
+        trials = budget // epochs
+        sampler = nsga2_sampler(seed, trials) if nsga2 else make_sampler(DEFAULTS.sampler, seed, startup_trials(trials))
+        self.searcher = study_searcher(space, sampler, epochs, self.objectives)
         grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
         self.scheduler = None
         if stop_on:

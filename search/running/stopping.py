@@ -32,7 +32,7 @@ class SessionStop(ray.tune.Stopper):
 
     def __init__(self, budget_s: float = 0.0, on_start=None, epoch_budget: int = 0, epochs_spent: int = 0):
         """`on_start(deadline)`: told the budget's end (a `time.time()`) when the clock starts; `epochs_spent`: the
-        trial-epochs the search had trained before this session."""
+        trial-epochs the search had trained before this run or resume."""
         self.budget_s, self.on_start = budget_s, on_start
         self.epoch_budget, self.epochs_spent = epoch_budget, epochs_spent
         self.started: float | None = None
