@@ -35,36 +35,99 @@ from benchmarks.replay_figures import bootstrap_interval, iqm
 from search.results.score import standing_row
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
+from search.running.space_coding import SpaceCoding
+from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
 
-ARMS = ("search", "random_asha")
+ARMS = (
+    "search",
+    "random_asha",
+    "search_no_asha",
+    "search_hyperband",
+    "optuna_tpe_sh",
+    "optuna_tpe_hyperband",
+    "optuna_tpe_ordered_sh",
+)
 CORES = 2
 FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trials on the 2-core VM (its README)
 
 
 class SideBySideArm:
-    """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA."""
+    """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA (or
+    none)."""
 
-    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int):
+    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha: bool = True):
         self.searcher = study_searcher(space, make_sampler(sampler, seed, startup_trials(trials)), epochs)
-        self.scheduler, self.metric = search_asha(space, epochs), space.metric
+        self.scheduler, self.metric = search_asha(space, epochs) if asha else None, space.metric
 
     def propose(self, trial_id: str) -> dict:
-        self.scheduler.on_trial_add(None, _Named(trial_id))
+        if self.scheduler:
+            self.scheduler.on_trial_add(None, _Named(trial_id))
         config = self.searcher.suggest(trial_id)
         return {name: value for name, value in config.items() if name != TRIAL_KEY}
 
     def tell(self, trial_id: str, epoch: int, value: float) -> bool:
         result = {"epoch": epoch, self.metric: value}
         self.searcher.on_trial_result(trial_id, result)
-        return self.scheduler.on_trial_result(None, _Named(trial_id), result) == TrialScheduler.STOP
+        stop = self.scheduler and self.scheduler.on_trial_result(None, _Named(trial_id), result)
+        return stop == TrialScheduler.STOP
 
     def end(self, trial_id: str, completed: bool) -> None:
-        self.scheduler.on_trial_remove(None, _Named(trial_id))
+        if self.scheduler:
+            self.scheduler.on_trial_remove(None, _Named(trial_id))
         self.searcher.on_trial_complete(trial_id)
         status = "completed" if completed else "stopped_early"
         self.searcher.record.end(trial_id, Ending(status))
+
+
+class OptunaArm:
+    """Optuna's ask and tell with one of its pruners, trials side by side: the loop a user of Optuna writes."""
+
+    def __init__(self, space: Space, sampler, pruner, ordered: bool, seed: int):
+        self.coding = SpaceCoding(space.hyperparameters, order_numbers=ordered)
+        direction = "maximize" if space.mode == "max" else "minimize"
+        # Hyperband assigns brackets by a hash of the study's name and the trial's number
+        self.study = optuna.create_study(
+            study_name=f"replay-{seed}", direction=direction, sampler=sampler, pruner=pruner
+        )
+        self.trials, self.last = {}, {}
+
+    def propose(self, trial_id: str) -> dict:
+        self.trials[trial_id] = self.study.ask(self.coding.distributions)
+        return self.coding.to_config(self.trials[trial_id].params)
+
+    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
+        self.trials[trial_id].report(value, epoch)
+        self.last[trial_id] = value
+        return self.trials[trial_id].should_prune()
+
+    def end(self, trial_id: str, completed: bool) -> None:
+        trial, value = self.trials.pop(trial_id), self.last.pop(trial_id)
+        if completed:
+            self.study.tell(trial, value)
+        else:
+            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+
+
+def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int):
+    """Each arm with the same random start (a quarter of the trials, 2-10: the search's) and, where it stops trials,
+    the search's grace and reduction factor (Optuna's Hyperband: from epoch 1 to the last)."""
+    if arm in ("search", "random_asha", "search_no_asha"):
+        sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
+        return SideBySideArm(space, sampler, seed, trials, epochs, asha=arm != "search_no_asha")
+    startup = startup_trials(trials)
+    grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+    if arm.endswith("hyperband"):
+        pruner = optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=epochs, reduction_factor=int(DEFAULTS.reduction)
+        )
+    else:
+        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))
+    if arm == "search_hyperband":
+        return OptunaArm(space, make_sampler(DEFAULTS.sampler, seed, startup), pruner, True, seed)
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)  # Optuna's defaults, the same start
+    return OptunaArm(space, sampler, pruner, arm == "optuna_tpe_ordered_sh", seed)
 
 
 def replay_cli(job: tuple) -> dict:
@@ -82,8 +145,7 @@ def replay_cli(job: tuple) -> dict:
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         expected = min(trials, max(1, epoch_budget // table.epochs)) if epoch_budget else trials
-        sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
-        runner = SideBySideArm(space, sampler, seed, expected, table.epochs)
+        runner = make_arm(arm, space, seed, expected, table.epochs)
         events, live, standing, trace = [], {}, {}, []
         proposed, spent = 0, 0
 
@@ -143,11 +205,18 @@ def measure(path: str, seeds: int, trials: int, concurrencies: list[int], jobs: 
                 "median_epochs": float(np.median([r["epochs"] for r in rs])),
                 "share_of_wall_to_random_asha_final_median": wall_share_to(rs, random_final / 100),
             }
-        at_k["search"]["p_search_lower"] = float(
-            stats.wilcoxon(regrets["search"], regrets["random_asha"], alternative="less").pvalue
-        )
+        for arm in ARMS[1:]:  # paired by seed: every arm replays the same seeds
+            at_k[arm]["p_search_lower"] = wilcoxon(regrets["search"], regrets[arm], "less")
+            at_k[arm]["p_search_higher"] = wilcoxon(regrets["search"], regrets[arm], "greater")
         figures["concurrency"][str(k)] = at_k
     return figures
+
+
+def wilcoxon(a, b, alternative: str) -> float:
+    """One-sided Wilcoxon signed-rank p-value of `a` against `b` (1 where every pair is tied)."""
+    if np.all(np.asarray(a) == np.asarray(b)):
+        return 1.0
+    return float(stats.wilcoxon(a, b, alternative=alternative).pvalue)
 
 
 def wall_share_to(runs: list[dict], target: float) -> float:
@@ -173,15 +242,15 @@ def main() -> None:
     trials = args.trials if not args.epoch_budget else max(args.trials, args.epoch_budget)
     figures = measure(args.table, args.seeds, trials, concurrencies, args.jobs, args.epoch_budget)
     for k, arms in figures["concurrency"].items():
-        p = arms["search"]["p_search_lower"]
         rule = f"epoch_budget={args.epoch_budget}" if args.epoch_budget else f"trials={args.trials}"
-        print(f"{rule}, {k} side by side: regret in points, IQM [95%]; p(search lower) {p:.3g}")
+        print(f"{rule}, {k} side by side: regret in points, IQM [95%]; p of the search lower (higher)")
         for arm, f in arms.items():
             low, high = f["interval"]
             share = f["share_of_wall_to_random_asha_final_median"]
+            p = f" p {f['p_search_lower']:.3g} ({f['p_search_higher']:.3g})" if arm != "search" else ""
             print(
-                f"  {arm:12s} {f['regret_iqm_pt']:.3f} [{low:.3f}, {high:.3f}], wall {f['median_wall_s']:.1f} s, "
-                f"{f['median_epochs']:.0f} epochs; random+ASHA's final median reached at {share:.0%} of the wall"
+                f"  {arm:22s} {f['regret_iqm_pt']:.3f} [{low:.3f}, {high:.3f}], wall {f['median_wall_s']:.1f} s, "
+                f"{f['median_epochs']:.0f} epochs; random+ASHA's final median at {share:.0%} of the wall;{p}"
             )
     if args.out:
         with open(args.out, "w") as stream:

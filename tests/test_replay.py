@@ -10,6 +10,8 @@ import pytest
 from optuna.distributions import FloatDistribution
 
 from benchmarks.replay import ARMS, CurveTable, FixedArm, exhaustive_regret, nearest, regret_trace, replay
+from benchmarks.replay_cli import ARMS as CLI_ARMS
+from benchmarks.replay_cli import replay_cli
 from benchmarks.replay_figures import bootstrap_interval, epochs_to_reach, iqm, p_lower, summarise
 from trainables.foundation.space import load_space
 
@@ -108,7 +110,7 @@ def test_the_summary_tests_ours_against_every_other_arm():
 
 
 def test_a_search_replayed_as_the_cli_runs_it_proposes_its_trials_side_by_side_in_wall_time():
-    from benchmarks.replay_cli import FIRST_START_S, replay_cli
+    from benchmarks.replay_cli import FIRST_START_S
 
     table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     one, two = (replay_cli((table, "search", 0, 6, k)) for k in (1, 2))
@@ -127,3 +129,9 @@ def test_holm_adjusts_a_family_of_p_values_step_down():
 
     assert holm({"a": 0.01, "b": 0.04, "c": 0.03}) == pytest.approx({"a": 0.03, "c": 0.06, "b": 0.06})
     assert holm({"a": 0.6, "b": 0.9}) == {"a": 1.0, "b": 1.0}
+
+
+@pytest.mark.parametrize("arm", CLI_ARMS)
+def test_every_arm_replays_as_the_cli_runs_it(arm):
+    run = replay_cli(("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", arm, 1, 8, 2))
+    assert 8 <= run["epochs"] <= 24 and 0 <= run["regret"] < 0.5
