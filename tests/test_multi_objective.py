@@ -159,6 +159,17 @@ def test_rungs_are_rebuilt_from_the_study_and_a_lost_stop_is_made_again():
     assert report(scheduler, "killed", 1, 0.8, 200) == scheduler.STOP
 
 
+def test_a_rung_a_trial_passed_before_a_kill_stays_passed_when_its_epochs_are_replayed():
+    history = [
+        study_trial(0, "passed", {1: 0.8, 2: 0.85}, 200),  # went on at rung 1, then the driver was killed
+        study_trial(1, "a", {1: 0.9}, 100, TrialState.COMPLETE),  # later trials that dominate it at rung 1
+        study_trial(2, "c", {1: 0.95}, 150, TrialState.COMPLETE),
+    ]
+    scheduler = pareto_asha(history)
+    assert "passed" not in scheduler.owed_stops
+    assert report(scheduler, "passed", 1, 0.8, 200) == scheduler.CONTINUE  # replayed from its files
+
+
 def mo_record() -> StudyRecord:
     space = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
     return StudyRecord.in_memory(

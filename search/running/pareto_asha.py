@@ -65,14 +65,15 @@ class ParetoASHA(FIFOScheduler):
         return as_minimised(point, [o.mode for o in self.objectives])
 
     def decide(self, trial_id: str, epoch: int, values: dict) -> str:
-        """Record the trial's point at rung `epoch` (a rung it met before keeps its first point) and say whether it
-        goes on: among the best ceil(n / reduction) of the n trials recorded at that rung, or on their Pareto front
-        (no trial recorded there is better in every objective: as ASHA lets the best go on)."""
+        """Record the trial's point at rung `epoch` and say whether it goes on: among the best ceil(n / reduction)
+        of the n trials recorded at that rung, or on their Pareto front (no trial recorded there is better in every
+        objective: as ASHA lets the best go on). A rung the trial met before (an epoch replayed after a kill) it
+        passed, as in Tune's ASHA: a decision a kill took with it is owed (`owed_stops`)."""
         recorded = self.rungs.get(epoch)
         point = self.point_of(values)
-        if recorded is None or point is None:
+        if recorded is None or point is None or trial_id in recorded:
             return TrialScheduler.CONTINUE
-        recorded.setdefault(trial_id, point)
+        recorded[trial_id] = point
         ids = list(recorded)
         points = [recorded[i] for i in ids]
         here = ids.index(trial_id)
