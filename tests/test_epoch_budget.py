@@ -18,6 +18,7 @@ def test_the_budget_counts_every_reported_epoch_but_a_replayed_one_and_stops_whe
     assert not stop.stop_all()
     stop("a", {"epoch": 1, "recovered": True})  # replayed from the files: the study counted it already
     stop("a", {"epoch": 2})
+    stop("a", {"epoch": 2, "done": True})  # Tune hands a finished trial's last result over again
     stop("b", {"epoch": 1})
     assert not stop.stop_all() and stop.epochs_spent == 4
     stop("b", {"epoch": 2})

@@ -35,6 +35,7 @@ class SessionStop(ray.tune.Stopper):
         trial-epochs the search had trained before this run or resume."""
         self.budget_s, self.on_start = budget_s, on_start
         self.epoch_budget, self.epochs_spent = epoch_budget, epochs_spent
+        self.counted: set[tuple] = set()  # (Tune's trial id, epoch) counted in this run or resume
         self.started: float | None = None
         self.why: str | None = None
 
@@ -42,7 +43,11 @@ class SessionStop(ray.tune.Stopper):
         return {**self.__dict__, "on_start": None}
 
     def __call__(self, trial_id, result) -> bool:
-        if not result.get("recovered"):  # an epoch replayed from a trial's files was counted before
+        """Counts each epoch a trial reports once: Tune hands a finished trial's last result over again (`done`),
+        and an epoch replayed from a trial's files after a kill was counted before."""
+        epoch = (trial_id, result.get("epoch"))
+        if result.get("epoch") is not None and not result.get("recovered") and epoch not in self.counted:
+            self.counted.add(epoch)
             self.epochs_spent += 1
         return False
 
