@@ -9,9 +9,9 @@ budget's trials are ended as stopped by it (search.running.endings).
 The budget is per session (`run`, or one `resume`): its clock starts when Tune starts the session's first trial,
 after Ray is up, so a search never spends its budget starting Ray. A `resume` gets the budget again (or the one it
 is given with time_budget=). The epoch budget is the whole search's: the epochs its study holds count, and each
-epoch a trial reports in the session (one replayed from its files after a kill was counted already). Trials side by
-side may each report an epoch after the one that spends it, before Tune stops them: a search can end up to
-concurrency - 1 epochs over its epoch budget, never more.
+epoch a trial reports in the session (one replayed from its files after a kill was counted already). Tune acts on
+the stop between its own steps: the trials side by side may each finish the epoch they are training, and, when
+epochs take well under a second, one more, before Tune stops them; every epoch trained is kept and counted.
 """
 
 from __future__ import annotations
