@@ -113,7 +113,7 @@ def test_the_budget_ends_every_running_trial_with_the_epochs_its_files_hold(tmp_
     record.report("trained", 1, 0.6)
     files = TrialFiles(str(tmp_path), "trained")
     files.append(files.append([], {"epoch": 1, "val_acc": 0.6}), {"epoch": 2, "val_acc": 0.7})
-    ends.out_of_time()
+    ends.out_of_budget()
     assert record.frozen("trained").intermediate_values == {1: 0.6, 2: 0.7}
     assert record.ending("trained") == Ending("stopped_by_budget", "stopped by the time budget after epoch 2")
     assert record.frozen("trained").state == TrialState.PRUNED and record.frozen("trained").user_attrs["score"] == 0.7

@@ -3,7 +3,7 @@
 `TrialEnds` is the one place that decides how a trial ended (search.running.endings), from what Tune saw: it writes
 the study first, then the trial's `end.json` from what the study holds, then tells its followers (the live view,
 TensorBoard, MLflow, the upload), which never decide anything of their own. A trial the time budget stopped, which
-Tune ends without a callback, is ended the same way by the driver after Tune returns (`TrialEnds.out_of_time`).
+Tune ends without a callback, is ended the same way by the driver after Tune returns (`TrialEnds.out_of_budget`).
 
 Every hook is guarded: an error in one (an upload that fails, a full disk under TensorBoard, a tracking server that
 is going away) is named once on the terminal and in `search.log`, and never reaches Tune, so it cannot turn a
@@ -102,7 +102,7 @@ class TrialEnds(Guarded):
         error = _divergence(trial) or root_cause(_error_text(trial))
         self._end(trial_key(trial), ending_of(epochs_run, self.epochs, error=error), trial)
 
-    def out_of_time(self, budget: str = "time") -> None:
+    def out_of_budget(self, budget: str = "time") -> None:
         """A budget ran out (Tune stopped its trials without a callback): every trial the study still holds as
         running is ended so, with the epochs its files hold."""
         rows_of = lambda trial_id: TrialFiles(self.experiment_dir, trial_id).rows()  # noqa: E731

@@ -81,7 +81,8 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     spent = config.epoch_budget and record.epochs_spent() >= config.epoch_budget  # nothing left to train
     if spent:
         rows_of = lambda trial_id: TrialFiles(experiment.location, trial_id).rows()  # noqa: E731
-        record.end_stopped_by_budget(rows_of, "epoch")
+        for trial_id, ending in record.end_stopped_by_budget(rows_of, "epoch"):  # end.json follows the study
+            TrialFiles(experiment.location, trial_id).write_ending(ending.status, ending.reason)
         unended = []
     else:
         unended += record.continue_stopped_by_budget()
@@ -135,7 +136,7 @@ def fit(
         with ctrl_c_stops(stop):
             tuner.fit()
         if stop.out_of_budget and not stop.interrupted:
-            trial_ends.out_of_time(stop.budget)
+            trial_ends.out_of_budget(stop.budget)
     finally:
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
