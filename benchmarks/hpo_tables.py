@@ -24,6 +24,7 @@ from optuna.distributions import CategoricalDistribution
 
 from benchmarks.options import HPO_FAMILIES
 from benchmarks.replay_figures import summarise
+from benchmarks.statistics import average_ranks, friedman, holm, wilcoxon
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.searcher import StudySearcher
@@ -115,32 +116,17 @@ def across_tables(figures: dict) -> dict:
     """The arms over every table, as the field compares optimizers across benchmarks: the mean rank of each arm's
     final regret IQM (1: best), Friedman's test that the arms rank alike, and one-sided Wilcoxon signed-rank tests
     of the search's sampler against each other arm, paired by table, Holm-corrected."""
-    from scipy import stats
-
     finals = {arm: [task["arms"][arm]["regret"]["1"]["iqm"] for task in figures["tasks"].values()] for arm in ARMS}
     table = np.array([finals[arm] for arm in ARMS]).T  # [table, arm]
-    ranks = np.array([stats.rankdata(row) for row in table])
     others = ARMS[1:]
-    raw = {arm: float(stats.wilcoxon(finals[ARMS[0]], finals[arm], alternative="less").pvalue) for arm in others}
-    raw_higher = {
-        arm: float(stats.wilcoxon(finals[ARMS[0]], finals[arm], alternative="greater").pvalue) for arm in others
-    }
+    raw = {arm: wilcoxon(finals[ARMS[0]], finals[arm], "less") for arm in others}
+    raw_higher = {arm: wilcoxon(finals[ARMS[0]], finals[arm], "greater") for arm in others}
     return {
-        "mean_rank": {arm: float(ranks[:, i].mean()) for i, arm in enumerate(ARMS)},
-        "friedman_p": float(stats.friedmanchisquare(*table.T).pvalue),
+        "mean_rank": average_ranks(table, list(ARMS)),
+        "friedman_p": friedman(table),
         "p_search_lower_holm": holm(raw),
         "p_search_higher_holm": holm(raw_higher),
     }
-
-
-def holm(p_values: dict[str, float]) -> dict[str, float]:
-    """Holm's step-down adjustment of a family of p-values."""
-    ordered = sorted(p_values.items(), key=lambda item: item[1])
-    adjusted, running = {}, 0.0
-    for index, (name, p) in enumerate(ordered):
-        running = max(running, min(1.0, (len(ordered) - index) * p))
-        adjusted[name] = running
-    return adjusted
 
 
 def _quiet_trace(job: tuple) -> list[float]:

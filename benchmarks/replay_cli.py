@@ -4,7 +4,7 @@ made while the others run (Optuna's constant liar sees them) and each epoch told
 ends in wall time, and the product's tie rule for the best. No training and no Ray.
 
     python -m benchmarks.replay_cli benchmarks/results/tables/mlp_mnist-3ep-4seeds.jsonl.gz \\
-        [--seeds 300] [--trials 8 | --epoch-budget 24] [--concurrency 1,2,4] [--out results.json]
+        [--seeds 300] [--first-seed 0] [--trials 8 | --epoch-budget 24] [--concurrency 1,2,4] [--out results.json]
 
 Wall time: an epoch takes the seconds the table holds for it (one job a core), slowed by trials sharing the cores
 (concurrency / CORES when above 1); a trial starts START_S after its slot frees (a trial process that Tune reuses),
@@ -12,8 +12,9 @@ the first in each slot FIRST_START_S after the search starts: the `overhead` ben
 2-core VM. The incumbent is the trial the summary ranks first: by its standing score (search.results.score), then
 by more epochs; its regret is the table's best mean test accuracy minus its own at the standing epoch.
 
-Arms: `search` (the search's sampler and ASHA as `run` sets them up) and `random_asha` (random proposals, the same
-ASHA); statistics: IQM with a 95% bootstrap interval, a one-sided Wilcoxon signed-rank test paired by seed.
+Arms: benchmarks.replay_arms. Statistics per table: IQM with a 95% bootstrap interval, a one-sided Wilcoxon
+signed-rank test paired by seed; the results JSON keeps each seed's final regret and the anytime quartiles, which
+benchmarks.replay_stats compares across tables.
 """
 
 from __future__ import annotations
@@ -26,108 +27,17 @@ import warnings
 
 import numpy as np
 import optuna
-from ray.tune.schedulers import TrialScheduler
-from scipy import stats
 
 from benchmarks import portable
-from benchmarks.replay import DEFAULTS, _Named, _table, search_asha, study_searcher, table_space
+from benchmarks.replay import DEFAULTS, _table, table_space
+from benchmarks.replay_arms import ARMS, make_arm
 from benchmarks.replay_figures import bootstrap_interval, iqm
+from benchmarks.statistics import wilcoxon
 from search.results.score import standing_row
-from search.running.endings import Ending
-from search.running.sampler import make_sampler, startup_trials
-from search.running.space_coding import SpaceCoding
-from trainables.foundation.schedules import first_rung, schedules_of
-from trainables.foundation.space import Space
-from trainables.foundation.trial_files import TRIAL_KEY
 
-ARMS = (
-    "search",
-    "random_asha",
-    "search_no_asha",
-    "search_hyperband",
-    "optuna_tpe_sh",
-    "optuna_tpe_hyperband",
-    "optuna_tpe_ordered_sh",
-)
 CORES = 2
+ANYTIME_POINTS = 41  # the wall-time grid of the anytime curves
 FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trials on the 2-core VM (its README)
-
-
-class SideBySideArm:
-    """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA (or
-    none)."""
-
-    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha: bool = True):
-        self.searcher = study_searcher(space, make_sampler(sampler, seed, startup_trials(trials)), epochs)
-        self.scheduler, self.metric = search_asha(space, epochs) if asha else None, space.metric
-
-    def propose(self, trial_id: str) -> dict:
-        if self.scheduler:
-            self.scheduler.on_trial_add(None, _Named(trial_id))
-        config = self.searcher.suggest(trial_id)
-        return {name: value for name, value in config.items() if name != TRIAL_KEY}
-
-    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
-        result = {"epoch": epoch, self.metric: value}
-        self.searcher.on_trial_result(trial_id, result)
-        stop = self.scheduler and self.scheduler.on_trial_result(None, _Named(trial_id), result)
-        return stop == TrialScheduler.STOP
-
-    def end(self, trial_id: str, completed: bool) -> None:
-        if self.scheduler:
-            self.scheduler.on_trial_remove(None, _Named(trial_id))
-        self.searcher.on_trial_complete(trial_id)
-        status = "completed" if completed else "stopped_early"
-        self.searcher.record.end(trial_id, Ending(status))
-
-
-class OptunaArm:
-    """Optuna's ask and tell with one of its pruners, trials side by side: the loop a user of Optuna writes."""
-
-    def __init__(self, space: Space, sampler, pruner, ordered: bool, seed: int):
-        self.coding = SpaceCoding(space.hyperparameters, order_numbers=ordered)
-        direction = "maximize" if space.mode == "max" else "minimize"
-        # Hyperband assigns brackets by a hash of the study's name and the trial's number
-        self.study = optuna.create_study(
-            study_name=f"replay-{seed}", direction=direction, sampler=sampler, pruner=pruner
-        )
-        self.trials, self.last = {}, {}
-
-    def propose(self, trial_id: str) -> dict:
-        self.trials[trial_id] = self.study.ask(self.coding.distributions)
-        return self.coding.to_config(self.trials[trial_id].params)
-
-    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
-        self.trials[trial_id].report(value, epoch)
-        self.last[trial_id] = value
-        return self.trials[trial_id].should_prune()
-
-    def end(self, trial_id: str, completed: bool) -> None:
-        trial, value = self.trials.pop(trial_id), self.last.pop(trial_id)
-        if completed:
-            self.study.tell(trial, value)
-        else:
-            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-
-
-def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int):
-    """Each arm with the same random start (a quarter of the trials, 2-10: the search's) and, where it stops trials,
-    the search's grace and reduction factor (Optuna's Hyperband: from epoch 1 to the last)."""
-    if arm in ("search", "random_asha", "search_no_asha"):
-        sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
-        return SideBySideArm(space, sampler, seed, trials, epochs, asha=arm != "search_no_asha")
-    startup = startup_trials(trials)
-    grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
-    if arm.endswith("hyperband"):
-        pruner = optuna.pruners.HyperbandPruner(
-            min_resource=1, max_resource=epochs, reduction_factor=int(DEFAULTS.reduction)
-        )
-    else:
-        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))
-    if arm == "search_hyperband":
-        return OptunaArm(space, make_sampler(DEFAULTS.sampler, seed, startup), pruner, True, seed)
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)  # Optuna's defaults, the same start
-    return OptunaArm(space, sampler, pruner, arm == "optuna_tpe_ordered_sh", seed)
 
 
 def replay_cli(job: tuple) -> dict:
@@ -185,38 +95,62 @@ def replay_cli(job: tuple) -> dict:
     return {"regret": trace[-1][1], "wall_s": trace[-1][0], "epochs": spent, "trace": trace}
 
 
-def measure(path: str, seeds: int, trials: int, concurrencies: list[int], jobs: int, epoch_budget: int = 0) -> dict:
-    work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in ARMS for seed in range(seeds)]
+def measure(
+    path: str, seeds: int, trials: int, concurrencies: list[int], jobs: int, epoch_budget: int = 0, first_seed: int = 0
+) -> dict:
+    """Every arm on seeds `first_seed`.. at each concurrency: per arm its IQM regret with interval, each seed's
+    final regret (the cross-table statistics of benchmarks.replay_stats pair them), and its anytime regret
+    quartiles on a wall-time grid shared by the arms."""
+    replayed = range(first_seed, first_seed + seeds)
+    work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in ARMS for seed in replayed]
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         results = pool.map(replay_cli, work, chunksize=8)
-    figures = {"table": portable(path), "seeds": seeds, "trials": trials, "epoch_budget": epoch_budget}
-    figures["concurrency"] = {}
+    table = _table(path)
+    figures = {"table": portable(path), "space": table.space, "epochs": table.epochs, "seeds": seeds}
+    figures.update(first_seed=first_seed, trials=trials, epoch_budget=epoch_budget, concurrency={})
     for k in concurrencies:
         runs = {arm: [r for (_, a, _, _, c, _), r in zip(work, results) if a == arm and c == k] for arm in ARMS}
-        regrets = {arm: np.asarray([r["regret"] for r in rs]) * 100 for arm, rs in runs.items()}  # in points
-        random_final = float(np.median(regrets["random_asha"]))
-        at_k = {}
-        for arm, rs in runs.items():
-            walls = np.asarray([r["wall_s"] for r in rs])
-            at_k[arm] = {
-                "regret_iqm_pt": iqm(regrets[arm]),
-                "interval": bootstrap_interval(regrets[arm]),
-                "median_wall_s": float(np.median(walls)),
-                "median_epochs": float(np.median([r["epochs"] for r in rs])),
-                "share_of_wall_to_random_asha_final_median": wall_share_to(rs, random_final / 100),
-            }
-        for arm in ARMS[1:]:  # paired by seed: every arm replays the same seeds
-            at_k[arm]["p_search_lower"] = wilcoxon(regrets["search"], regrets[arm], "less")
-            at_k[arm]["p_search_higher"] = wilcoxon(regrets["search"], regrets[arm], "greater")
-        figures["concurrency"][str(k)] = at_k
+        figures["concurrency"][str(k)] = summarise(runs)
     return figures
 
 
-def wilcoxon(a, b, alternative: str) -> float:
-    """One-sided Wilcoxon signed-rank p-value of `a` against `b` (1 where every pair is tied)."""
-    if np.all(np.asarray(a) == np.asarray(b)):
-        return 1.0
-    return float(stats.wilcoxon(a, b, alternative=alternative).pvalue)
+def summarise(runs: dict[str, list[dict]]) -> dict:
+    regrets = {arm: np.asarray([r["regret"] for r in rs]) * 100 for arm, rs in runs.items()}  # in points
+    random_final = float(np.median(regrets["random_asha"]))
+    grid = np.linspace(0.0, max(r["wall_s"] for rs in runs.values() for r in rs), ANYTIME_POINTS)
+    at_k = {"anytime_wall_s": grid.round(2).tolist(), "arms": {}}
+    for arm, rs in runs.items():
+        at_k["arms"][arm] = {
+            "regret_iqm_pt": iqm(regrets[arm]),
+            "interval": bootstrap_interval(regrets[arm]),
+            "median_wall_s": float(np.median([r["wall_s"] for r in rs])),
+            "median_epochs": float(np.median([r["epochs"] for r in rs])),
+            "share_of_wall_to_random_asha_final_median": wall_share_to(rs, random_final / 100),
+            "final_regret_pt": regrets[arm].round(4).tolist(),
+            "anytime_quartiles_pt": anytime_quartiles(rs, grid),
+        }
+    for arm in ARMS[1:]:  # paired by seed: every arm replays the same seeds
+        at_k["arms"][arm]["p_search_lower"] = wilcoxon(regrets["search"], regrets[arm], "less")
+        at_k["arms"][arm]["p_search_higher"] = wilcoxon(regrets["search"], regrets[arm], "greater")
+    return at_k
+
+
+def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
+    """The 25th, 50th and 75th percentiles over seeds of the incumbent's regret (points) at each time of `grid`; a
+    search over by then keeps its final regret, one with no epoch ended yet has none (None where no seed has)."""
+    at = np.full((len(runs), len(grid)), np.nan)
+    for row, run in enumerate(runs):
+        times = np.asarray([t for t, _ in run["trace"]])
+        values = np.asarray([v for _, v in run["trace"]]) * 100
+        index = np.searchsorted(times, grid, side="right") - 1
+        at[row, index >= 0] = values[index[index >= 0]]
+    quartiles = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before any epoch ends
+        for q in (25, 50, 75):
+            column = np.nanpercentile(at, q, axis=0)
+            quartiles.append([None if np.isnan(v) else round(float(v), 4) for v in column])
+    return quartiles
 
 
 def wall_share_to(runs: list[dict], target: float) -> float:
@@ -235,16 +169,17 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=DEFAULTS.trials)
     parser.add_argument("--concurrency", default="1,2,4")
     parser.add_argument("--epoch-budget", type=int, default=0, help="the stop rule: trial-epochs (trials lifted)")
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed.. (tuning: 100 on; evidence: 0)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
     concurrencies = [int(k) for k in args.concurrency.split(",")]
     trials = args.trials if not args.epoch_budget else max(args.trials, args.epoch_budget)
-    figures = measure(args.table, args.seeds, trials, concurrencies, args.jobs, args.epoch_budget)
-    for k, arms in figures["concurrency"].items():
+    figures = measure(args.table, args.seeds, trials, concurrencies, args.jobs, args.epoch_budget, args.first_seed)
+    for k, at_k in figures["concurrency"].items():
         rule = f"epoch_budget={args.epoch_budget}" if args.epoch_budget else f"trials={args.trials}"
         print(f"{rule}, {k} side by side: regret in points, IQM [95%]; p of the search lower (higher)")
-        for arm, f in arms.items():
+        for arm, f in at_k["arms"].items():
             low, high = f["interval"]
             share = f["share_of_wall_to_random_asha_final_median"]
             p = f" p {f['p_search_lower']:.3g} ({f['p_search_higher']:.3g})" if arm != "search" else ""

@@ -10,7 +10,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 
 from benchmarks.replay import ARMS, CurveTable, FixedArm, exhaustive_regret, nearest, regret_trace, replay
-from benchmarks.replay_cli import ARMS as CLI_ARMS
+from benchmarks.replay_arms import ARMS as CLI_ARMS
 from benchmarks.replay_cli import replay_cli
 from benchmarks.replay_figures import bootstrap_interval, epochs_to_reach, iqm, p_lower, summarise
 from trainables.foundation.space import load_space
@@ -125,7 +125,7 @@ def test_a_search_replayed_as_the_cli_runs_it_proposes_its_trials_side_by_side_i
 
 
 def test_holm_adjusts_a_family_of_p_values_step_down():
-    from benchmarks.hpo_tables import holm
+    from benchmarks.statistics import holm
 
     assert holm({"a": 0.01, "b": 0.04, "c": 0.03}) == pytest.approx({"a": 0.03, "c": 0.06, "b": 0.06})
     assert holm({"a": 0.6, "b": 0.9}) == {"a": 1.0, "b": 1.0}
@@ -135,3 +135,69 @@ def test_holm_adjusts_a_family_of_p_values_step_down():
 def test_every_arm_replays_as_the_cli_runs_it(arm):
     run = replay_cli(("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", arm, 1, 8, 2))
     assert 8 <= run["epochs"] <= 24 and 0 <= run["regret"] < 0.5
+
+
+def test_the_bohb_like_arm_fits_the_highest_rung_with_enough_results():
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import BohbLikeArm, rungs_of
+
+    table = _table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz")
+    space = table_space(table)
+    assert rungs_of(space, 9) == [1, 3, 9] and rungs_of(space, 3) == [1, 3]
+    arm = BohbLikeArm(space, seed=0, trials=8, epochs=3)
+    for trial in ("0", "1"):  # the random start: two trials, both told their first epoch
+        arm.propose(trial)
+        arm.tell(trial, 1, 0.5 + int(trial) / 10)
+    arm.propose("2")
+    assert arm.asked["2"][0] == 1  # two results at epoch 1: the model of rung 1 proposes
+    assert len(arm._values_at(1)) == 2 and len(arm._values_at(3)) == 0
+    arm.end("2", completed=False)  # ended short of its rung: left out, as a failed trial
+    assert len(arm._values_at(1)) == 2
+
+
+def test_anytime_quartiles_hold_a_search_at_its_last_regret_and_none_before_its_first_epoch():
+    from benchmarks.replay_cli import anytime_quartiles
+
+    runs = [{"trace": [(1.0, 0.03), (2.0, 0.01)]}, {"trace": [(1.5, 0.02)]}]
+    low, median, high = anytime_quartiles(runs, np.array([0.5, 1.0, 1.5, 3.0]))
+    assert median[0] is None and median[1] == pytest.approx(3.0)
+    assert median[2] == pytest.approx(2.5) and median[3] == pytest.approx(1.5)
+    assert low[3] <= median[3] <= high[3]
+
+
+def test_ranks_friedman_and_the_groups_of_a_critical_difference_diagram():
+    from benchmarks.statistics import average_ranks, cliques, friedman, pairwise_holm
+
+    rng = np.random.default_rng(0)
+    scores = np.stack([rng.normal(m, 0.1, 200) for m in (0.0, 0.02, 1.0)], axis=1)  # a ~ b, both ahead of c
+    names = ["a", "b", "c"]
+    ranks = average_ranks(scores, names)
+    assert ranks["c"] == pytest.approx(3.0) and ranks["a"] + ranks["b"] == pytest.approx(3.0)
+    assert friedman(scores) < 1e-10
+    adjusted = pairwise_holm(scores, names)
+    assert adjusted[("a", "c")] < 1e-10 and adjusted[("b", "c")] < 1e-10
+    groups = cliques(ranks, adjusted)
+    assert groups in ([["a", "b"]], [["b", "a"]])  # c stands alone: no bar
+    assert cliques({"x": 1.0, "y": 2.0}, {("x", "y"): 0.5}) == [["x", "y"]]
+
+
+def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the_tables():
+    from benchmarks.replay_stats import compare, normalised
+
+    def result(space, offset):
+        rng = np.random.default_rng(offset)
+        arms = {
+            "search": {"final_regret_pt": list(rng.uniform(0.0, 1.0, 60))},
+            "random_asha": {"final_regret_pt": list(rng.uniform(1.0, 2.0, 60)), "median_wall_s": 10.0},
+            "random": {"final_regret_pt": list(rng.uniform(1.0, 3.0, 60))},
+        }
+        arms["search"].update(anytime_quartiles_pt=[[2.0, 1.0, 0.5]] * 3)
+        at_k = {"arms": arms, "anytime_wall_s": [0.0, 5.0, 10.0]}
+        return {"space": space, "table": space, "trials": 8, "epoch_budget": 0, "seeds": 60, "concurrency": {"2": at_k}}
+
+    one = result("one", 1)
+    assert np.median(normalised(one["concurrency"]["2"]["arms"])["random"]) == pytest.approx(1.0)
+    figures = compare([one, result("two", 2)], "2")
+    assert figures["blocks"] == 120 and figures["mean_rank"]["search"] == pytest.approx(1.0)
+    assert figures["tables"]["one"]["p_search_lower_holm"]["random_asha"] < 1e-6
+    assert figures["tables"]["one"]["search_reaches_random_asha_final_at_share_of_random_asha_wall"] == 0.5

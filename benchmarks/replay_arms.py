@@ -1,0 +1,187 @@
+"""The arms `benchmarks.replay_cli` replays, each proposing while other trials run and told each epoch as it ends:
+propose(trial_id) -> config, tell(trial_id, epoch, value) -> stop?, end(trial_id, completed).
+
+Every arm has the search's random start (a quarter of the trials, 2-10) and, where it stops trials, the search's grace
+and reduction factor (Optuna's Hyperband: from epoch 1 to the last):
+  search                 the search's sampler and Tune's ASHA, as `python -m search run` sets them up
+  random_asha            random proposals, the same ASHA
+  random                 random proposals, every trial to the last epoch (normalised regret's 1)
+  search_no_asha         the search's sampler, every trial to the last epoch
+  search_hyperband       the search's sampler + Optuna's `HyperbandPruner`
+  optuna_tpe_sh          Optuna's `TPESampler` + `SuccessiveHalvingPruner`, ask and tell
+  optuna_tpe_hyperband   Optuna's `TPESampler` + `HyperbandPruner`
+  optuna_tpe_ordered_sh  Optuna's TPE + successive halving on the search's ordered encoding of numeric choices
+  bohb_like              BOHB's model (Falkner et al. 2018): after the random start, the search's TPE fitted on the
+                         results of the highest rung that holds at least as many trials as the random start, each
+                         rung its own study; the search's ASHA stops trials (BOHB's Hyperband made asynchronous)
+"""
+
+from __future__ import annotations
+
+import optuna
+from ray.tune.schedulers import TrialScheduler
+
+from benchmarks.replay import DEFAULTS, _Named, search_asha, study_searcher
+from search.running.endings import Ending
+from search.running.sampler import make_sampler, startup_trials
+from search.running.space_coding import SpaceCoding
+from trainables.foundation.schedules import first_rung, schedules_of
+from trainables.foundation.space import Space
+from trainables.foundation.trial_files import TRIAL_KEY
+
+ARMS = (
+    "search",
+    "random_asha",
+    "random",
+    "search_no_asha",
+    "search_hyperband",
+    "optuna_tpe_sh",
+    "optuna_tpe_hyperband",
+    "optuna_tpe_ordered_sh",
+    "bohb_like",
+)
+
+
+class SideBySideArm:
+    """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA (or
+    none)."""
+
+    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha: bool = True):
+        self.searcher = study_searcher(space, make_sampler(sampler, seed, startup_trials(trials)), epochs)
+        self.scheduler, self.metric = search_asha(space, epochs) if asha else None, space.metric
+
+    def propose(self, trial_id: str) -> dict:
+        if self.scheduler:
+            self.scheduler.on_trial_add(None, _Named(trial_id))
+        config = self.searcher.suggest(trial_id)
+        return {name: value for name, value in config.items() if name != TRIAL_KEY}
+
+    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
+        result = {"epoch": epoch, self.metric: value}
+        self.searcher.on_trial_result(trial_id, result)
+        stop = self.scheduler and self.scheduler.on_trial_result(None, _Named(trial_id), result)
+        return stop == TrialScheduler.STOP
+
+    def end(self, trial_id: str, completed: bool) -> None:
+        if self.scheduler:
+            self.scheduler.on_trial_remove(None, _Named(trial_id))
+        self.searcher.on_trial_complete(trial_id)
+        status = "completed" if completed else "stopped_early"
+        self.searcher.record.end(trial_id, Ending(status))
+
+
+class OptunaArm:
+    """Optuna's ask and tell with one of its pruners, trials side by side: the loop a user of Optuna writes."""
+
+    def __init__(self, space: Space, sampler, pruner, ordered: bool, seed: int):
+        self.coding = SpaceCoding(space.hyperparameters, order_numbers=ordered)
+        # Hyperband assigns brackets by a hash of the study's name and the trial's number
+        self.study = optuna.create_study(
+            study_name=f"replay-{seed}", direction=_direction(space), sampler=sampler, pruner=pruner
+        )
+        self.trials, self.last = {}, {}
+
+    def propose(self, trial_id: str) -> dict:
+        self.trials[trial_id] = self.study.ask(self.coding.distributions)
+        return self.coding.to_config(self.trials[trial_id].params)
+
+    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
+        self.trials[trial_id].report(value, epoch)
+        self.last[trial_id] = value
+        return self.trials[trial_id].should_prune()
+
+    def end(self, trial_id: str, completed: bool) -> None:
+        trial, value = self.trials.pop(trial_id), self.last.pop(trial_id)
+        if completed:
+            self.study.tell(trial, value)
+        else:
+            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+
+
+class BohbLikeArm:
+    """BOHB's model over asynchronous rungs: one study per rung holds every trial's value there; a proposal comes
+    from the highest rung with at least `startup` values (random before any has), so the model learns from the many
+    short trials early and from the long ones once there are enough. The proposing rung's study keeps the trial
+    running (the constant liar) until it reaches that rung or ends short of it (then it is left out, as BOHB leaves
+    a budget's unobserved trials out)."""
+
+    def __init__(self, space: Space, seed: int, trials: int, epochs: int):
+        self.coding = SpaceCoding(space.hyperparameters, order_numbers=True)
+        self.startup, self.rungs = startup_trials(trials), rungs_of(space, epochs)
+        self.studies = {
+            rung: optuna.create_study(direction=_direction(space), sampler=make_sampler(DEFAULTS.sampler, seed + i, 0))
+            for i, rung in enumerate(self.rungs)
+        }
+        self.random = optuna.create_study(sampler=make_sampler("random", seed, 0))
+        self.scheduler, self.metric = search_asha(space, epochs), space.metric
+        self.asked: dict[str, tuple[int, optuna.trial.Trial]] = {}  # trial -> (its proposing rung, the asked trial)
+        self.params: dict[str, dict] = {}
+
+    def propose(self, trial_id: str) -> dict:
+        self.scheduler.on_trial_add(None, _Named(trial_id))
+        fitted = [rung for rung in self.rungs if len(self._values_at(rung)) >= self.startup]
+        rung = max(fitted, default=0)
+        trial = (self.studies[rung] if rung else self.random).ask(self.coding.distributions)
+        self.asked[trial_id], self.params[trial_id] = (rung, trial), dict(trial.params)
+        return self.coding.to_config(trial.params)
+
+    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
+        if epoch in self.studies:
+            self._record(trial_id, epoch, value)
+        stop = self.scheduler.on_trial_result(None, _Named(trial_id), {"epoch": epoch, self.metric: value})
+        return stop == TrialScheduler.STOP
+
+    def end(self, trial_id: str, completed: bool) -> None:
+        self.scheduler.on_trial_remove(None, _Named(trial_id))
+        rung, trial = self.asked.pop(trial_id, (0, None))
+        if trial is not None:
+            (self.studies[rung] if rung else self.random).tell(trial, state=optuna.trial.TrialState.FAIL)
+
+    def _record(self, trial_id: str, rung: int, value: float) -> None:
+        asked_rung, trial = self.asked.get(trial_id, (0, None))
+        if asked_rung == rung and trial is not None:
+            self.studies[rung].tell(trial, value)
+            del self.asked[trial_id]
+            return
+        distributions = self.coding.distributions
+        self.studies[rung].add_trial(
+            optuna.trial.create_trial(params=self.params[trial_id], distributions=distributions, value=value)
+        )
+
+    def _values_at(self, rung: int) -> list:
+        return self.studies[rung].get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+
+
+def rungs_of(space: Space, epochs: int) -> list[int]:
+    """The epochs at which the search's ASHA compares trials (grace x reduction^k below the last), and the last."""
+    grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+    rungs, rung = [], grace
+    while rung < epochs:
+        rungs.append(rung)
+        rung = int(rung * DEFAULTS.reduction)
+    return [*rungs, epochs]
+
+
+def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int):
+    """`arm` for a search of `trials` trials of at most `epochs` epochs."""
+    if arm in ("search", "random_asha", "search_no_asha", "random"):
+        sampler = "random" if arm.startswith("random") else DEFAULTS.sampler
+        return SideBySideArm(space, sampler, seed, trials, epochs, asha=arm in ("search", "random_asha"))
+    if arm == "bohb_like":
+        return BohbLikeArm(space, seed, trials, epochs)
+    startup = startup_trials(trials)
+    grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+    if arm.endswith("hyperband"):
+        pruner = optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=epochs, reduction_factor=int(DEFAULTS.reduction)
+        )
+    else:
+        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))
+    if arm == "search_hyperband":
+        return OptunaArm(space, make_sampler(DEFAULTS.sampler, seed, startup), pruner, True, seed)
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)  # Optuna's defaults, the same start
+    return OptunaArm(space, sampler, pruner, arm == "optuna_tpe_ordered_sh", seed)
+
+
+def _direction(space: Space) -> str:
+    return "maximize" if space.mode == "max" else "minimize"

@@ -1,0 +1,65 @@
+"""The tests the benchmarks compare optimizers with (pure: numpy and scipy): Wilcoxon signed-rank paired by seed, Holm's
+step-down correction of a family, and average ranks with Friedman's test and the groups a critical-difference
+diagram draws (Demsar 2006; pairwise Wilcoxon + Holm as Benavoli et al. 2016 recommend over Nemenyi)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from scipy import stats
+
+
+def wilcoxon(a, b, alternative: str) -> float:
+    """Wilcoxon signed-rank p-value of `a` against `b`, paired (1 where every pair is tied)."""
+    if np.all(np.asarray(a) == np.asarray(b)):
+        return 1.0
+    return float(stats.wilcoxon(a, b, alternative=alternative).pvalue)
+
+
+def holm(p_values: dict) -> dict:
+    """Holm's step-down adjustment of a family of p-values."""
+    ordered = sorted(p_values.items(), key=lambda item: item[1])
+    adjusted, running = {}, 0.0
+    for index, (name, p) in enumerate(ordered):
+        running = max(running, min(1.0, (len(ordered) - index) * p))
+        adjusted[name] = running
+    return adjusted
+
+
+def average_ranks(scores: np.ndarray, names: list[str]) -> dict[str, float]:
+    """Each column's mean rank over the rows of `scores` ([block, arm], lower is better; ties share their mean)."""
+    ranks = np.array([stats.rankdata(row) for row in scores])
+    return {name: float(ranks[:, i].mean()) for i, name in enumerate(names)}
+
+
+def friedman(scores: np.ndarray) -> float:
+    """Friedman's p-value that every column of `scores` ([block, arm]) ranks alike."""
+    return float(stats.friedmanchisquare(*scores.T).pvalue)
+
+
+def pairwise_holm(scores: np.ndarray, names: list[str]) -> dict[tuple[str, str], float]:
+    """Two-sided Wilcoxon of every pair of columns over the blocks, Holm-corrected as one family."""
+    raw = {
+        (names[i], names[j]): wilcoxon(scores[:, i], scores[:, j], "two-sided")
+        for i, j in itertools.combinations(range(len(names)), 2)
+    }
+    return holm(raw)
+
+
+def cliques(ranks: dict[str, float], adjusted: dict[tuple[str, str], float], alpha: float = 0.05) -> list[list[str]]:
+    """The bars of a critical-difference diagram: maximal runs of arms (in rank order) no pair of which differs at
+    `alpha`, each of two or more arms, none inside another."""
+    order = sorted(ranks, key=ranks.get)
+
+    def alike(a: str, b: str) -> bool:
+        return adjusted.get((a, b), adjusted.get((b, a), 1.0)) >= alpha
+
+    runs = []
+    for start in range(len(order)):
+        end = start
+        while end + 1 < len(order) and all(alike(order[k], order[end + 1]) for k in range(start, end + 1)):
+            end += 1
+        if end > start and not any(s <= start and end <= e for s, e in runs):
+            runs.append((start, end))
+    return [order[s : e + 1] for s, e in runs]
