@@ -24,7 +24,9 @@ from ray.tune.schedulers import TrialScheduler
 from benchmarks.replay import DEFAULTS, _Named, search_asha, study_searcher
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
+from search.running.scheduler import study_asha
 from search.running.space_coding import SpaceCoding
+from trainables.foundation.config import RunConfig
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
@@ -42,13 +44,19 @@ ARMS = (
 )
 
 
+VARIANT_KEYS = ("grace", "reduction", "startup", "budget")
+
+
 class SideBySideArm:
     """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA (or
-    none)."""
+    none). `settings`: the search's with some changed (a variant `search|reduction=2|grace=2|startup=4`)."""
 
-    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha: bool = True):
-        self.searcher = study_searcher(space, make_sampler(sampler, seed, startup_trials(trials)), epochs)
-        self.scheduler, self.metric = search_asha(space, epochs) if asha else None, space.metric
+    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha=True, settings=None):
+        settings = settings or {}
+        startup = int(settings.get("startup", startup_trials(trials)))
+        self.searcher = study_searcher(space, make_sampler(sampler, seed, startup), epochs)
+        self.scheduler = variant_asha(space, epochs, settings) if asha else None
+        self.metric = space.metric
 
     def propose(self, trial_id: str) -> dict:
         if self.scheduler:
@@ -162,8 +170,39 @@ def rungs_of(space: Space, epochs: int) -> list[int]:
     return [*rungs, epochs]
 
 
+def variant_asha(space: Space, epochs: int, settings: dict):
+    """The search's ASHA, or with another grace or reduction factor."""
+    if not settings.keys() & {"grace", "reduction"}:
+        return search_asha(space, epochs)
+    config = RunConfig(epochs=epochs, reduction=float(settings.get("reduction", DEFAULTS.reduction)))
+    grace = int(settings.get("grace", 0))
+    config.grace = (
+        min(grace, epochs) if grace else first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+    )
+    scheduler = study_asha(config)
+    scheduler.set_search_properties(space.metric, space.mode)
+    return scheduler
+
+
+def parse_variant(arm: str) -> tuple[str, dict]:
+    """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
+    startup (the random start in trials), budget (the stop rule: an epoch budget of so many full-length trials)."""
+    name, *pairs = arm.split("|")
+    settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+    unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
+    if unknown or (pairs and name not in ("search", "random_asha")) or name not in ARMS:
+        raise ValueError(
+            f"{arm}: an arm of {', '.join(ARMS)}, or search|KEY=VALUE|... with keys {', '.join(VARIANT_KEYS)}"
+        )
+    return name, settings
+
+
 def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int):
     """`arm` for a search of `trials` trials of at most `epochs` epochs."""
+    arm, settings = parse_variant(arm)
+    if arm in ("search", "random_asha") and settings.keys() - {"budget"}:
+        sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
+        return SideBySideArm(space, sampler, seed, trials, epochs, asha=True, settings=settings)
     if arm in ("search", "random_asha", "search_no_asha", "random"):
         sampler = "random" if arm.startswith("random") else DEFAULTS.sampler
         return SideBySideArm(space, sampler, seed, trials, epochs, asha=arm in ("search", "random_asha"))

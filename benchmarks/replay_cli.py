@@ -30,7 +30,7 @@ import optuna
 
 from benchmarks import portable
 from benchmarks.replay import DEFAULTS, _table, table_space
-from benchmarks.replay_arms import ARMS, make_arm
+from benchmarks.replay_arms import ARMS, make_arm, parse_variant
 from benchmarks.replay_figures import bootstrap_interval, iqm
 from benchmarks.statistics import wilcoxon
 from search.results.score import standing_row
@@ -48,6 +48,10 @@ def replay_cli(job: tuple) -> dict:
     path, arm, seed, trials, concurrency, *rest = job
     epoch_budget = rest[0] if rest else 0
     table = _table(path)
+    budget_in_trials = int(parse_variant(arm)[1].get("budget", 0))
+    if budget_in_trials:  # this arm's stop rule: an epoch budget of so many full-length trials, trials lifted
+        epoch_budget = budget_in_trials * table.epochs
+        trials = max(trials, epoch_budget)
     space = table_space(table)
     slot_of_seed, best = seed % len(table.seeds), table.best_mean_test()
     slowdown = max(1.0, concurrency / CORES)
@@ -96,27 +100,34 @@ def replay_cli(job: tuple) -> dict:
 
 
 def measure(
-    path: str, seeds: int, trials: int, concurrencies: list[int], jobs: int, epoch_budget: int = 0, first_seed: int = 0
+    path: str,
+    seeds: int,
+    trials: int,
+    concurrencies: list[int],
+    jobs: int,
+    epoch_budget: int = 0,
+    first_seed: int = 0,
+    arms: tuple[str, ...] = ARMS,
 ) -> dict:
     """Every arm on seeds `first_seed`.. at each concurrency: per arm its IQM regret with interval, each seed's
     final regret (the cross-table statistics of benchmarks.replay_stats pair them), and its anytime regret
     quartiles on a wall-time grid shared by the arms."""
     replayed = range(first_seed, first_seed + seeds)
-    work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in ARMS for seed in replayed]
+    work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in arms for seed in replayed]
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         results = pool.map(replay_cli, work, chunksize=8)
     table = _table(path)
     figures = {"table": portable(path), "space": table.space, "epochs": table.epochs, "seeds": seeds}
     figures.update(first_seed=first_seed, trials=trials, epoch_budget=epoch_budget, concurrency={})
     for k in concurrencies:
-        runs = {arm: [r for (_, a, _, _, c, _), r in zip(work, results) if a == arm and c == k] for arm in ARMS}
+        runs = {arm: [r for (_, a, _, _, c, _), r in zip(work, results) if a == arm and c == k] for arm in arms}
         figures["concurrency"][str(k)] = summarise(runs)
     return figures
 
 
 def summarise(runs: dict[str, list[dict]]) -> dict:
     regrets = {arm: np.asarray([r["regret"] for r in rs]) * 100 for arm, rs in runs.items()}  # in points
-    random_final = float(np.median(regrets["random_asha"]))
+    random_final = float(np.median(regrets.get("random_asha", regrets["search"])))
     grid = np.linspace(0.0, max(r["wall_s"] for rs in runs.values() for r in rs), ANYTIME_POINTS)
     at_k = {"anytime_wall_s": grid.round(2).tolist(), "arms": {}}
     for arm, rs in runs.items():
@@ -129,7 +140,7 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
             "final_regret_pt": regrets[arm].round(4).tolist(),
             "anytime_quartiles_pt": anytime_quartiles(rs, grid),
         }
-    for arm in ARMS[1:]:  # paired by seed: every arm replays the same seeds
+    for arm in list(runs)[1:]:  # paired by seed: every arm replays the same seeds
         at_k["arms"][arm]["p_search_lower"] = wilcoxon(regrets["search"], regrets[arm], "less")
         at_k["arms"][arm]["p_search_higher"] = wilcoxon(regrets["search"], regrets[arm], "greater")
     return at_k
@@ -169,13 +180,26 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=DEFAULTS.trials)
     parser.add_argument("--concurrency", default="1,2,4")
     parser.add_argument("--epoch-budget", type=int, default=0, help="the stop rule: trial-epochs (trials lifted)")
+    parser.add_argument(
+        "--arms",
+        default=",".join(ARMS),
+        help="comma-separated: the search first; a variant: search|reduction=2|grace=2",
+    )
     parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed.. (tuning: 100 on; evidence: 0)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
     concurrencies = [int(k) for k in args.concurrency.split(",")]
+    arms = tuple(args.arms.split(","))
+    for arm in arms:
+        try:
+            parse_variant(arm)
+        except ValueError as error:
+            parser.error(str(error))
     trials = args.trials if not args.epoch_budget else max(args.trials, args.epoch_budget)
-    figures = measure(args.table, args.seeds, trials, concurrencies, args.jobs, args.epoch_budget, args.first_seed)
+    figures = measure(
+        args.table, args.seeds, trials, concurrencies, args.jobs, args.epoch_budget, args.first_seed, arms
+    )
     for k, at_k in figures["concurrency"].items():
         rule = f"epoch_budget={args.epoch_budget}" if args.epoch_budget else f"trials={args.trials}"
         print(f"{rule}, {k} side by side: regret in points, IQM [95%]; p of the search lower (higher)")

@@ -201,3 +201,17 @@ def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the
     assert figures["blocks"] == 120 and figures["mean_rank"]["search"] == pytest.approx(1.0)
     assert figures["tables"]["one"]["p_search_lower_holm"]["random_asha"] < 1e-6
     assert figures["tables"]["one"]["search_reaches_random_asha_final_at_share_of_random_asha_wall"] == 0.5
+
+
+def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named():
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import parse_variant, variant_asha
+
+    assert parse_variant("search|reduction=2|grace=2") == ("search", {"reduction": "2", "grace": "2"})
+    for bad in ("search|foo=1", "optuna_tpe_sh|grace=2", "search|grace", "nothing"):
+        with pytest.raises(ValueError, match="KEY=VALUE"):
+            parse_variant(bad)
+    space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
+    assert variant_asha(space, 9, {"grace": "2", "reduction": "2"})._reduction_factor == 2
+    table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
+    assert replay_cli((table, "search|budget=8", 0, 8, 2))["epochs"] == 24  # the budget is spent, trials lifted
