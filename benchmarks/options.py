@@ -8,11 +8,10 @@ import re
 import sys
 from pathlib import Path
 
-ARMS = ("tpe_asha", "random_asha", "optuna_loop")  # the efficiency part's (benchmarks.efficiency imports torch)
 DEFAULT_ROOT = ""  # the package's MNIST sample (search.samples), unpacked when a part runs
-PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu", "efficiency", "replay", "hpo_tables")
-DEFAULT_PARTS = PARTS[:-3]  # efficiency takes hours; replay and hpo_tables measure the method, not this machine
-REPLAY_TABLE = str(Path(__file__).parent / "results" / "tables" / "mlp_mnist-3ep.jsonl.gz")
+PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu", "replay", "hpo_tables")
+DEFAULT_PARTS = PARTS[:-2]  # replay and hpo_tables measure the method, not this machine
+REPLAY_TABLE = str(Path(__file__).parent / "results" / "tables" / "mlp_mnist-3ep-4seeds.jsonl.gz")
 SHAPES = {
     "workers=1 cpus=2": ("workers=1", "cpus=2"),  # trains in its own trial process, reused for the next trial
     "workers=1 cpus=2 in_process=false": ("workers=1", "cpus=2", "in_process=false"),  # a Train worker group (before)
@@ -30,11 +29,10 @@ SMALLEST = {
     "asha_epochs": 2,
     "asha_images": 0,
     "gpu_images": 1,
-    "efficiency_trials": 1,
-    "efficiency_epochs": 1,
     "replay_seeds": 2,
     "replay_checks": 0,
     "replay_first_seed": 0,
+    "replay_epoch_budget": 0,
     "hpo_seeds": 2,
     "hpo_trials": 2,
 }
@@ -62,8 +60,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--only",
         default=",".join(DEFAULT_PARTS),
-        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but efficiency, which takes hours, "
-        "and the search-method parts replay and hpo_tables)",
+        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but the search-method parts replay and "
+        "hpo_tables)",
     )
     parser.add_argument(
         "--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}"
@@ -85,16 +83,6 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--asha-images", type=int, default=1024, help="ASHA part: training images (0: all)")
     parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
     parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
-    parser.add_argument("--efficiency-trials", type=int, default=16, help="efficiency part: trials of every arm")
-    parser.add_argument("--efficiency-epochs", type=int, default=8, help="efficiency part: epochs of a finished trial")
-    parser.add_argument(
-        "--arms",
-        default="tpe_asha,random_asha,optuna_loop",
-        help="efficiency part: comma-separated arms of: tpe_asha, random_asha, optuna_loop",
-    )
-    parser.add_argument(
-        "--seeds", default="0,1,2", help="efficiency part: comma-separated seeds, each run by every arm"
-    )
     add_method_options(parser)
     return parser
 
@@ -102,14 +90,15 @@ def build_parser(description: str) -> argparse.ArgumentParser:
 def add_method_options(parser: argparse.ArgumentParser) -> None:
     """The replay and hpo_tables parts' options."""
     parser.add_argument("--replay-table", default=REPLAY_TABLE, help="replay part: a learning-curve table")
-    parser.add_argument("--replay-seeds", type=int, default=500, help="replay part: seeds per arm and budget")
+    parser.add_argument("--replay-seeds", type=int, default=300, help="replay part: seeds per arm")
     parser.add_argument(
         "--replay-first-seed", type=int, default=0, help="replay part: the first seed (another set: e.g. 10000)"
     )
     parser.add_argument(
-        "--replay-budgets",
-        default="1,4",
-        help="replay part: budgets as multiples of the default search's (its trials x the table's epochs)",
+        "--replay-epoch-budget",
+        type=int,
+        default=0,
+        help="replay part: the stop rule, an epoch budget (0: the search's trials)",
     )
     parser.add_argument(
         "--replay-checks", type=int, default=4, help="replay part: real searches through Ray it is checked against"
@@ -149,11 +138,6 @@ def first_problem(args: argparse.Namespace) -> str | None:
     for key, smallest in SMALLEST.items():
         if getattr(args, key) < smallest:
             return f"--{key.replace('_', '-')}={getattr(args, key)}: must be >= {smallest}"
-    arms = names(args.arms)
-    if not arms or set(arms) - set(ARMS):
-        return f"--arms={args.arms}: allowed arms are {', '.join(ARMS)}"
-    if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
-        return f"--seeds={args.seeds}: must be comma-separated whole numbers, e.g. 0,1,2"
     if not args.reduction > 1:
         return f"--reduction={args.reduction:g}: must be > 1"
     if not DEVICE.fullmatch(args.device):
@@ -165,8 +149,6 @@ def first_problem(args: argparse.Namespace) -> str | None:
 
 def method_problem(args: argparse.Namespace, parts: list[str]) -> str | None:
     """What is wrong with the replay and hpo_tables parts' options."""
-    if not re.fullmatch(r"[1-9]\d*(,[1-9]\d*)*", args.replay_budgets):
-        return f"--replay-budgets={args.replay_budgets}: must be comma-separated whole multiples, e.g. 1,4"
     if "replay" in parts and not Path(args.replay_table).is_file():
         return f"--replay-table={args.replay_table}: no such file (benchmarks/curve_table.py builds one)"
     if "hpo_tables" not in parts:

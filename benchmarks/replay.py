@@ -1,21 +1,14 @@
-"""Searches replayed on a learning-curve table (benchmarks.curve_table): no training and no Ray instance, so each
-arm runs on many seeds in minutes. A configuration a sampler proposes is snapped to the table's nearest grid point
-(in log space for a log-scaled float); an epoch's validation score is the table's for the replay's seed (the noise a
-search sees); the incumbent is the trial the search's own rule (`search.results.score`) ranks first by those
-scores, and it is judged by its test accuracy at that epoch averaged over the table's seeds. Regret: the table's
-best such mean test accuracy minus the incumbent's.
+"""A learning-curve table (benchmarks.curve_table) as the replays read it, and the search's pieces they run on it:
+its proposal path over an in-memory study and its ASHA, exactly as `python -m search run` sets them up. A
+configuration a sampler proposes is snapped to the table's nearest grid point (in log space for a log-scaled
+float); an epoch's validation score is the table's for the replay's seed (the noise a search sees); the incumbent
+is the trial the search's own rule (`search.results.score`) ranks first by those scores, and it is judged by its test
+accuracy at that epoch averaged over the table's seeds. Regret: the table's best such mean test accuracy minus the
+incumbent's.
 
-Arms, at a budget in epochs (trials are proposed until it is spent; a trial it cuts counts as stopped):
-  search          the search's sampler and ASHA, with the settings `python -m search run` uses (imported)
-  random_asha     random proposals, the same ASHA
-  optuna_hyperband  Optuna's `TPESampler()` defaults with `HyperbandPruner(min_resource=1, max_resource=epochs,
-                  reduction_factor=3)`, the way Optuna's documentation writes it
-  search_no_asha  the search's sampler, every trial to the last epoch
-  random          random proposals, every trial to the last epoch
-
-ASHA is the search's own scheduler object (`search.running.scheduler.study_asha`, Tune's `ASHAScheduler`), told each
-epoch in the order a one-trial-at-a-time search tells it; `benchmarks.replay_check` compares its stops with real
-searches through Ray.
+`replay` runs given configurations one after another under the search's ASHA (`FixedArm`), the order
+`benchmarks.replay_check` runs real searches through Ray in to compare their stops; `benchmarks.replay_cli` replays
+whole searches as the command line runs them.
 """
 
 from __future__ import annotations
@@ -26,11 +19,9 @@ import gzip
 import itertools
 import json
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import optuna
 from optuna.distributions import FloatDistribution
 
 from search.results.score import standing_row
@@ -44,7 +35,6 @@ from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space, load_space
 from trainables.foundation.trial_files import TRIAL_KEY
 
-ARMS = ("search", "random_asha", "optuna_hyperband", "search_no_asha", "random")
 DEFAULTS = RunConfig()  # the search's defaults: trials, epochs, reduction, sampler
 
 
@@ -215,34 +205,6 @@ class FixedArm(StudyArm):
         super().end(completed)
 
 
-class OptunaHyperbandArm:
-    """Optuna as its documentation's pruning example runs it: `TPESampler()` and `HyperbandPruner`, ask and tell."""
-
-    def __init__(self, space: Space, seed: int, epochs: int):
-        self.study = optuna.create_study(
-            study_name=f"replay-{seed}",  # Hyperband assigns brackets by a hash of the study's name and trial number
-            direction="maximize" if space.mode == "max" else "minimize",
-            sampler=optuna.samplers.TPESampler(seed=seed),
-            pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=epochs, reduction_factor=3),
-        )
-        self.distributions, self.last = space.hyperparameters, None
-
-    def propose(self) -> dict:
-        self.trial = self.study.ask(self.distributions)
-        return dict(self.trial.params)
-
-    def tell(self, epoch: int, value: float) -> bool:
-        self.trial.report(value, epoch)
-        self.last = value
-        return self.trial.should_prune()
-
-    def end(self, completed: bool) -> None:
-        if completed:
-            self.study.tell(self.trial, self.last)
-        else:
-            self.study.tell(self.trial, state=optuna.trial.TrialState.PRUNED)
-
-
 @dataclass(frozen=True)
 class _Named:
     """What the search's ASHA reads of a Tune trial: its config's trial id."""
@@ -268,13 +230,6 @@ def unset_asha(space: Space, epochs: int):
     return study_asha(config)
 
 
-def make_arm(arm: str, space: Space, seed: int, budget: int, epochs: int):
-    if arm == "optuna_hyperband":
-        return OptunaHyperbandArm(space, seed, epochs)
-    sampler = "random" if arm.startswith("random") else DEFAULTS.sampler
-    return StudyArm(space, sampler, seed, budget, epochs, asha=arm in ("search", "random_asha"))
-
-
 def replay(table: CurveTable, space: Space, arm, seed: int, budget: int) -> Replay:
     """Proposes, trains (reads) and stops trials until `budget` epochs are spent (or the arm has no more)."""
     run = Replay(table, space, seed, budget)
@@ -295,23 +250,7 @@ def replay(table: CurveTable, space: Space, arm, seed: int, budget: int) -> Repl
     return run
 
 
-def regret_trace(job: tuple) -> list[float]:
-    """One replay: (table path, arm, seed, budget) -> the regret after each epoch of the budget."""
-    path, arm, seed, budget = job
-    table = _table(path)
-    space = table_space(table)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        return replay(table, space, make_arm(arm, space, seed, budget, table.epochs), seed, budget).regret.tolist()
-
-
 @functools.cache
 def _table(path: str) -> CurveTable:
     """A table read once per process (a worker replays many seeds on it)."""
     return CurveTable.load(path)
-
-
-def default_budget(epochs: int) -> int:
-    """The default search's budget in epochs: its trials, each to the table's last epoch."""
-    return DEFAULTS.trials * epochs

@@ -173,6 +173,39 @@ def wall_share_to(runs: list[dict], target: float) -> float:
     return float(np.median(shares))
 
 
+def measure_part(path: str, seeds: int, first_seed: int, epoch_budget: int, checks: int) -> dict:
+    """The `replay` part of `python -m benchmarks`: every arm at the CLI's stop rule, 1, 2 and 4 side by side, then
+    `checks` real searches through Ray against their replays (benchmarks.replay_check)."""
+    trials = max(DEFAULTS.trials, epoch_budget)
+    figures = measure(path, seeds, trials, [1, 2, 4], 2, epoch_budget, first_seed)
+    if checks:
+        from benchmarks.replay_check import check
+
+        figures["ray_check"] = check(path, searches=checks)
+    return figures
+
+
+def print_table(figures: dict) -> None:
+    rule = f"epoch_budget={figures['epoch_budget']}" if figures["epoch_budget"] else f"trials={figures['trials']}"
+    for k, at_k in figures["concurrency"].items():
+        print(
+            f"{figures['space']}'s table, {rule}, {k} side by side, {figures['seeds']} seeds from "
+            f"{figures['first_seed']}: regret in points, IQM [95%]; p of the search lower (higher)"
+        )
+        for arm, f in at_k["arms"].items():
+            low, high = f["interval"]
+            share = f["share_of_wall_to_random_asha_final_median"]
+            p = f" p {f['p_search_lower']:.3g} ({f['p_search_higher']:.3g})" if "p_search_lower" in f else ""
+            print(
+                f"  {arm:22s} {f['regret_iqm_pt']:.3f} [{low:.3f}, {high:.3f}], wall {f['median_wall_s']:.1f} s, "
+                f"{f['median_epochs']:.0f} epochs; random+ASHA's final median at {share:.0%} of the wall;{p}"
+            )
+    if "ray_check" in figures:
+        runs = figures["ray_check"]["searches"]
+        same = sum(run["match"] for run in runs)
+        print(f"ASHA through Ray: {same} of {len(runs)} real searches stopped every trial where the replay did")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("table")
@@ -200,17 +233,7 @@ def main() -> None:
     figures = measure(
         args.table, args.seeds, trials, concurrencies, args.jobs, args.epoch_budget, args.first_seed, arms
     )
-    for k, at_k in figures["concurrency"].items():
-        rule = f"epoch_budget={args.epoch_budget}" if args.epoch_budget else f"trials={args.trials}"
-        print(f"{rule}, {k} side by side: regret in points, IQM [95%]; p of the search lower (higher)")
-        for arm, f in at_k["arms"].items():
-            low, high = f["interval"]
-            share = f["share_of_wall_to_random_asha_final_median"]
-            p = f" p {f['p_search_lower']:.3g} ({f['p_search_higher']:.3g})" if arm != "search" else ""
-            print(
-                f"  {arm:22s} {f['regret_iqm_pt']:.3f} [{low:.3f}, {high:.3f}], wall {f['median_wall_s']:.1f} s, "
-                f"{f['median_epochs']:.0f} epochs; random+ASHA's final median at {share:.0%} of the wall;{p}"
-            )
+    print_table(figures)
     if args.out:
         with open(args.out, "w") as stream:
             json.dump(figures, stream, indent=1)

@@ -16,11 +16,10 @@ def good(tmp_path) -> list[str]:
     return ["--root", str(tmp_path / "mnist"), "--out", str(tmp_path / "bench.json")]
 
 
-def test_the_defaults_run_every_machine_part_but_the_hours_long_efficiency_and_every_shape(good):
+def test_the_defaults_run_every_machine_part_and_every_shape(good):
     args, parts, shapes = parse_args(good, "benchmarks")
-    assert parts == set(PARTS) - {"efficiency", "replay", "hpo_tables"} and shapes == list(SHAPES)
-    assert (args.replay_seeds, args.replay_budgets, args.hpo_seeds, args.hpo_trials) == (500, "1,4", 50, 100)
-    assert (args.efficiency_trials, args.efficiency_epochs, args.seeds) == (16, 8, "0,1,2")  # the target's budget
+    assert parts == set(PARTS) - {"replay", "hpo_tables"} and shapes == list(SHAPES)
+    assert (args.replay_seeds, args.replay_epoch_budget, args.hpo_seeds, args.hpo_trials) == (300, 0, 50, 100)
     assert args.trials_per_shape >= 1 and args.memory_trials >= 3
 
 
@@ -44,12 +43,9 @@ def test_parts_and_shapes_are_read_from_comma_lists(good):
         ("--device", "tpu", "--device=tpu: allowed devices are cpu, cuda, cuda:N"),
         ("--root", "/nonexistent", "--root=/nonexistent: no MNIST/raw folder there"),
         ("--out", "/nonexistent/bench.json", "--out=/nonexistent/bench.json: must be a file in an existing folder"),
-        ("--arms", "tpe", "--arms=tpe: allowed arms are tpe_asha, random_asha, optuna_loop"),
-        ("--seeds", "0,a", "--seeds=0,a: must be comma-separated whole numbers"),
-        ("--efficiency-epochs", "0", "--efficiency-epochs=0: must be >= 1"),
         ("--trial-images", "many", "argument --trial-images: invalid int value: 'many'"),
         ("--replay-seeds", "1", "--replay-seeds=1: must be >= 2"),
-        ("--replay-budgets", "1,x", "--replay-budgets=1,x: must be comma-separated whole multiples"),
+        ("--replay-epoch-budget", "-1", "--replay-epoch-budget=-1: must be >= 0"),
     ],
 )
 def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, option, value, named):
