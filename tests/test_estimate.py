@@ -2,7 +2,7 @@
 
 import pytest
 
-from search.running.estimate import asha_epoch_share, long_search_line, typical_hyperparameters
+from search.running.estimate import asha_epoch_share, expected_epochs, long_search_line, typical_hyperparameters
 from search.running.space_coding import contains
 from trainables.data import MNIST
 from trainables.foundation.config import parse_overrides
@@ -40,3 +40,14 @@ def test_a_long_search_on_cpu_cores_says_about_how_long_and_what_shortens_it():
     line = long_search_line(config, load_space("resnet_mnist"), 54_000, info, 2)
     assert line.startswith("search: about ") and "no GPU (64 trials x up to 20 epochs of 54,000 images at ~" in line
     assert line.endswith("shorten it with trials=, epochs= or data.limit=")
+
+
+def test_under_an_epoch_budget_the_estimate_is_the_budget_not_the_lifted_trials():
+    budget = parse_overrides(["space=resnet_mnist", "trials=60", "epochs=20", "epoch_budget=60", "grace=1"])
+    assert expected_epochs(budget) == 60  # not 60 trials x 20 epochs x ASHA's share
+    capped = parse_overrides(["space=resnet_mnist", "trials=2", "epochs=3", "epoch_budget=60", "grace=1"])
+    assert expected_epochs(capped) == pytest.approx(2 * 3 * asha_epoch_share(3, 1, 3.0))  # the trials cap it first
+    info = MNIST.info("", {})
+    line = long_search_line(budget, load_space("resnet_mnist"), 54_000, info, 2)
+    assert "no GPU (60 trial-epochs of 54,000 images at ~" in line
+    assert line.endswith("shorten it with epoch_budget=, epochs= or data.limit=")

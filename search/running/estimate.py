@@ -63,20 +63,32 @@ def images_per_s(space, hp: dict, info, threads: int) -> float:
     return batch / elapsed
 
 
+def expected_epochs(config) -> float:
+    """The trial-epochs a search is expected to train: ASHA's share of its trials' epochs, and under an epoch
+    budget the budget itself (the epochs ASHA saves buy more trials) unless its trials cap it first."""
+    share = asha_epoch_share(config.epochs, config.grace, config.reduction)
+    epochs = config.trials * config.epochs * share
+    return min(epochs, config.epoch_budget) if config.epoch_budget else epochs
+
+
 def long_search_line(config, space, train_images: int, info, cores: int) -> str | None:
     """The line to print before a long search on CPU cores, or None when it is short (or not measured)."""
-    share = asha_epoch_share(config.epochs, config.grace, config.reduction)
-    images = config.trials * config.epochs * share * train_images
+    epochs = expected_epochs(config)
+    images = epochs * train_images
     if images < CALIBRATE_ABOVE_IMAGES:
         return None
     rate = images_per_s(space, typical_hyperparameters(space) | config.fixed, info, cores)
     seconds = images / rate * 1.1  # and validation: a tenth of the images, forward only
     if seconds < LONG_S:
         return None
+    if config.epoch_budget and epochs == config.epoch_budget:
+        work, keys = f"{config.epoch_budget} trial-epochs", "epoch_budget="
+    else:
+        work, keys = f"{config.trials} trials x up to {config.epochs} epochs", "trials="
     return (
-        f"search: about {_duration(seconds)} on this machine's {cores} CPU cores, no GPU ({config.trials} trials x "
-        f"up to {config.epochs} epochs of {train_images:,} images at ~{rate:.0f} img/s, ASHA stopping some); "
-        f"shorten it with trials=, epochs= or data.limit="
+        f"search: about {_duration(seconds)} on this machine's {cores} CPU cores, no GPU ({work} of "
+        f"{train_images:,} images at ~{rate:.0f} img/s, ASHA stopping some); "
+        f"shorten it with {keys}, epochs= or data.limit="
     )
 
 
