@@ -5,9 +5,9 @@ arm, across tables average ranks over (table, seed) blocks with Friedman's test 
 (pairwise Wilcoxon, Holm), and anytime curves; the share of random + ASHA's wall at which the search's median
 reaches random + ASHA's final median.
 
-    python -m benchmarks.replay_stats RESULTS.json RESULTS.json... [--concurrency 2] [--figures DIR] [--out F]
+    python -m benchmarks.replay_stats RESULTS.json RESULTS.json... [--concurrency 1,2,4] [--figures DIR] [--out F]
 
-Writes `anytime-<space>.png` per table and `critical-difference.png` into DIR.
+Writes `anytime-<space>-<k>.png` per table and `critical-difference-<k>.png` into DIR (k: trials side by side).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from benchmarks.replay_figures import iqm
 from benchmarks.statistics import average_ranks, cliques, friedman, holm, pairwise_holm, wilcoxon
 
 OURS, RANDOM, RANDOM_ASHA = "search", "random", "random_asha"
+ALPHA = 0.05
 
 
 def normalised(arms: dict) -> dict[str, np.ndarray]:
@@ -67,6 +68,13 @@ def compare(results: list[dict], concurrency: str) -> dict:
     for (name, arm), p in lower.items():
         tables[name].setdefault("p_search_lower_holm", {})[arm] = p
         tables[name].setdefault("p_search_higher_holm", {})[arm] = higher[(name, arm)]
+    for table in tables.values():
+        share = table["search_reaches_random_asha_final_at_share_of_random_asha_wall"]
+        table["target"] = {
+            "below_random_asha": table["p_search_lower_holm"][RANDOM_ASHA] < ALPHA,
+            "none_ahead": all(p >= ALPHA for p in table["p_search_higher_holm"].values()),
+            "reaches_in_60pct": share is not None and share <= 0.6,
+        }
     scores = np.concatenate(blocks)
     ranks = average_ranks(scores, arms)
     adjusted = pairwise_holm(scores, arms)
@@ -165,20 +173,21 @@ def plot_critical_difference(figures: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.replay_stats", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="replay_cli results JSON, one per table")
-    parser.add_argument("--concurrency", default="2", help="trials side by side (2: the default on 2 cores)")
+    parser.add_argument("--concurrency", default="2", help="trials side by side, comma-separated (2: on 2 cores)")
     parser.add_argument("--figures", type=Path, default=Path("benchmarks/results/figures"))
     parser.add_argument("--out")
     args = parser.parse_args()
     results = [json.loads(Path(path).read_text()) for path in args.results]
-    figures = compare(results, args.concurrency)
-    figures["results"] = [portable(path) for path in args.results]
     args.figures.mkdir(parents=True, exist_ok=True)
-    for result in results:
-        plot_anytime(result, args.concurrency, args.figures / f"anytime-{result['space']}.png")
-    plot_critical_difference(figures, args.figures / "critical-difference.png")
-    print_figures(figures)
+    every = {"results": [portable(path) for path in args.results], "concurrency": {}}
+    for k in args.concurrency.split(","):
+        figures = every["concurrency"][k] = compare(results, k)
+        for result in results:
+            plot_anytime(result, k, args.figures / f"anytime-{result['space']}-{k}.png")
+        plot_critical_difference(figures, args.figures / f"critical-difference-{k}.png")
+        print_figures(figures)
     if args.out:
-        Path(args.out).write_text(json.dumps(figures, indent=1))
+        Path(args.out).write_text(json.dumps(every, indent=1))
 
 
 def print_figures(figures: dict) -> None:
@@ -199,6 +208,8 @@ def print_figures(figures: dict) -> None:
             f"  the search's median reaches random + ASHA's final median at "
             f"{'never' if share is None else f'{share:.0%}'} of random + ASHA's wall"
         )
+        met = ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in table["target"].items())
+        print(f"  target: {met}")
     ranks = ", ".join(f"{arm} {rank:.2f}" for arm, rank in sorted(figures["mean_rank"].items(), key=lambda x: x[1]))
     print(f"across {figures['blocks']} blocks: mean rank {ranks}; Friedman p {figures['friedman_p']:.3g}")
     print("no difference (Holm, 0.05): " + "; ".join(", ".join(group) for group in figures["cliques"]))
