@@ -238,7 +238,10 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     space = load_space(space_refs[-1])
     parsers = {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
     config = parse_overrides(args, parsers)
-    if config.epoch_budget and "trials" not in {split_override(arg)[0] for arg in args}:
+    given = {split_override(arg)[0] for arg in args}
+    if not given & {"trials", "epoch_budget"}:
+        config.epoch_budget = config.trials * config.epochs  # the default stop rule: the epochs of `trials` full trials
+    if config.epoch_budget and "trials" not in given:
         config.trials = config.epoch_budget  # the budget decides how many trials: each spends one epoch at least
     space = space.for_objectives(len(objectives_of(config, space)))  # refuses an unknown objective, naming it
     config.address = resolve_address(config.address, os.environ)

@@ -66,3 +66,15 @@ def test_a_bad_budget_is_refused_naming_the_key(tmp_path, bad):
 
     with pytest.raises(UsageError, match="epoch_budget="):
         parse_run(["space=mlp_mnist", f"epoch_budget={bad}", f"storage={tmp_path}"])
+
+
+def test_given_neither_trials_nor_a_budget_a_search_spends_the_epochs_of_eight_full_trials(tmp_path):
+    config, _ = parse_run(["space=mlp_mnist", f"storage={tmp_path}"])
+    assert (config.epoch_budget, config.trials) == (24, 24)  # 8 trials x 3 epochs; ASHA's savings buy more trials
+    assert expected_trials(config) == 8
+    config, _ = parse_run(["space=mlp_mnist", "epochs=5", f"storage={tmp_path}"])
+    assert config.epoch_budget == 40
+    counted, _ = parse_run(["space=mlp_mnist", "trials=8", f"storage={tmp_path}"])
+    assert (counted.epoch_budget, counted.trials) == (0, 8)  # a count given: the count rule
+    unlimited, _ = parse_run(["space=mlp_mnist", "epoch_budget=0", f"storage={tmp_path}"])
+    assert (unlimited.epoch_budget, unlimited.trials) == (0, 8)

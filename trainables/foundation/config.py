@@ -90,7 +90,9 @@ class RunConfig:
     storage: str = "./runs"
     """Where experiments go: a folder (on a cluster, one every node mounts) or a pyarrow.fs URI like s3://bucket/runs."""
     trials: int = 8
-    """Number of trials (hyperparameter configurations) to run."""
+    """Number of trials (hyperparameter configurations) to run. Given neither trials= nor epoch_budget=, a search
+    spends the epochs of this many full trials instead (epoch_budget = trials x epochs), so the epochs ASHA saves
+    buy more trials."""
     epochs: int = 3
     """Maximum epochs per trial."""
     grace: int = 0
@@ -125,9 +127,10 @@ class RunConfig:
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     epoch_budget: int = 0
-    """Trial-epochs the whole search may spend (0: no limit): trials are proposed until it is spent, so the epochs
-    ASHA saves buy more trials (trials= still caps, and is lifted when not given); the trials it cuts end
-    stopped_by_budget, and `resume epoch_budget=N` with more continues them."""
+    """Trial-epochs the whole search may spend (default: trials x epochs when trials= is not given either; 0: no
+    limit, trials= decides): trials are proposed until it is spent, so the epochs ASHA saves buy more trials
+    (trials= still caps, and is lifted when not given); the trials it cuts end stopped_by_budget, and
+    `resume epoch_budget=N` with more continues them."""
     time_budget: float = 0.0
     """Seconds for each `run` or `resume` of the search, from its first trial's start; the trials then training end
     stopped_by_budget, and a later `resume` continues them (0: no limit)."""
