@@ -160,7 +160,7 @@ def plot_critical_difference(figures: dict, path: Path) -> None:
         )
     tables = ", ".join(figures["tables"])
     axes.set_title(
-        f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side; "
+        f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side\n"
         f"Friedman p {figures['friedman_p']:.2g}; red: no difference (Wilcoxon, Holm, 0.05)",
         fontsize=8,
         pad=18,
