@@ -9,6 +9,7 @@ from search.running.endings import Ending, ending_of
 from search.running.stopping import SessionStop
 from search.running.study import StudyRecord
 from search.running.study_setup import expected_trials
+from trainables.foundation.config import RunConfig
 
 SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
 
@@ -78,3 +79,21 @@ def test_given_neither_trials_nor_a_budget_a_search_spends_the_epochs_of_eight_f
     assert (counted.epoch_budget, counted.trials) == (0, 8)  # a count given: the count rule
     unlimited, _ = parse_run(["space=mlp_mnist", "epoch_budget=0", f"storage={tmp_path}"])
     assert (unlimited.epoch_budget, unlimited.trials) == (0, 8)
+
+
+def test_the_first_line_says_the_budget_decides_the_trials():
+    from search.running.tuner import first_line_words
+
+    class Finished:  # what the line reads of the study: how many trials finished before this session
+        def __init__(self, count):
+            self.count = count
+
+        def finished(self):
+            return self.count
+
+    budget = RunConfig(space="mlp_mnist", trials=24, epoch_budget=24)
+    assert first_line_words(budget, 24, Finished(0)) == "trials until 24 trial-epochs are spent"
+    assert first_line_words(budget, 20, Finished(4)) == "trials until 24 trial-epochs are spent (4 done before)"
+    counted = RunConfig(space="mlp_mnist", trials=8)
+    assert first_line_words(counted, 8, Finished(0)) == "8 trials"
+    assert first_line_words(counted, 5, Finished(3)) == "5 of 8 trials (3 done before)"

@@ -144,9 +144,12 @@ def fit(
 
 def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str:
     done = record.finished()
+    before = f" ({done} done before)" if done else ""
+    if config.epoch_budget and config.trials >= config.epoch_budget:  # the budget decides the trials
+        return f"trials until {config.epoch_budget} trial-epochs are spent{before}"
     if not done and to_run == config.trials:
         return f"{config.trials} trials"
-    return f"{to_run} of {config.trials} trials ({done} done before)"
+    return f"{to_run} of {config.trials} trials{before}"
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
