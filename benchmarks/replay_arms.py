@@ -44,7 +44,7 @@ ARMS = (
 )
 
 
-VARIANT_KEYS = ("grace", "reduction", "startup", "budget")
+VARIANT_KEYS = ("grace", "reduction", "startup", "budget", "tpe")
 
 
 class SideBySideArm:
@@ -54,7 +54,11 @@ class SideBySideArm:
     def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha=True, settings=None):
         settings = settings or {}
         startup = int(settings.get("startup", startup_trials(trials)))
-        self.searcher = study_searcher(space, make_sampler(sampler, seed, startup), epochs)
+        if settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding and under its ASHA
+            proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
+        else:
+            proposer = make_sampler(sampler, seed, startup)
+        self.searcher = study_searcher(space, proposer, epochs)
         self.scheduler = variant_asha(space, epochs, settings) if asha else None
         self.metric = space.metric
 
@@ -186,11 +190,13 @@ def variant_asha(space: Space, epochs: int, settings: dict):
 
 def parse_variant(arm: str) -> tuple[str, dict]:
     """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
-    startup (the random start in trials), budget (the stop rule: an epoch budget of so many full-length trials)."""
+    startup (the random start in trials), budget (the stop rule: an epoch budget of so many full-length trials), tpe
+    (optuna: Optuna's TPESampler defaults in place of the search's settings)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
-    if unknown or (pairs and name not in ("search", "random_asha")) or name not in ARMS:
+    bad_tpe = settings.get("tpe", "optuna") != "optuna"
+    if unknown or bad_tpe or (pairs and name not in ("search", "random_asha")) or name not in ARMS:
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS)}, or search|KEY=VALUE|... with keys {', '.join(VARIANT_KEYS)}"
         )
