@@ -25,8 +25,6 @@ import numpy as np
 from optuna.distributions import FloatDistribution
 
 from search.results.score import standing_row
-from search.running.endings import Ending
-from search.running.sampler import make_sampler, startup_trials
 from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
@@ -150,59 +148,34 @@ def study_searcher(space: Space, sampler, epochs: int, objectives=None) -> Study
     return StudySearcher(record, [], space.metric, space.mode)
 
 
-class StudyArm:
-    """The search's proposal path (`StudySearcher` over an in-memory study), with Tune's ASHA or without."""
-
-    def __init__(self, space: Space, sampler: str, seed: int, budget: int, epochs: int, asha: bool):
-        trials = max(1, budget // epochs)  # the search's trial count for this budget without stopping
-        self.searcher = study_searcher(space, make_sampler(sampler, seed, startup_trials(trials)), epochs)
-        self.scheduler = search_asha(space, epochs) if asha else None
-        self.metric, self.count = space.metric, 0
-
-    def propose(self) -> dict:
-        self.trial, self.count = _Named(str(self.count)), self.count + 1
-        if self.scheduler:
-            self.scheduler.on_trial_add(None, self.trial)
-        config = self.searcher.suggest(self.trial.trial_id)
-        return {name: value for name, value in config.items() if name != TRIAL_KEY}
-
-    def tell(self, epoch: int, value: float) -> bool:
-        """An epoch's score; True: the trial stops here."""
-        from ray.tune.schedulers import TrialScheduler
-
-        result = {"epoch": epoch, self.metric: value}
-        self.searcher.on_trial_result(self.trial.trial_id, result)
-        return bool(self.scheduler) and self.scheduler.on_trial_result(None, self.trial, result) == TrialScheduler.STOP
-
-    def end(self, completed: bool) -> None:
-        if self.scheduler:
-            self.scheduler.on_trial_remove(None, self.trial)
-        self.searcher.on_trial_complete(self.trial.trial_id)
-        self.searcher.record.end(self.trial.trial_id, Ending("completed" if completed else "stopped_early"))
-
-
-class FixedArm(StudyArm):
+class FixedArm:
     """Given configurations in order, under the search's ASHA (tests; the check against real searches)."""
 
     def __init__(self, space: Space, configs: list[dict], epochs: int):
-        super().__init__(space, "random", 0, epochs, epochs, asha=True)
         self.configs = list(configs)
+        self.scheduler, self.metric = search_asha(space, epochs), space.metric
         self.reached: list[int] = []  # each ended trial's last epoch
+        self.count = 0
 
     def propose(self) -> dict | None:
         """The next given configuration (None: all have run)."""
         if not self.configs:
             return None
-        super().propose()
+        self.trial, self.count = _Named(str(self.count)), self.count + 1
+        self.scheduler.on_trial_add(None, self.trial)
         return self.configs.pop(0)
 
     def tell(self, epoch: int, value: float) -> bool:
+        """An epoch's score; True: the trial stops here."""
+        from ray.tune.schedulers import TrialScheduler
+
         self.last_epoch = epoch
-        return super().tell(epoch, value)
+        result = {"epoch": epoch, self.metric: value}
+        return self.scheduler.on_trial_result(None, self.trial, result) == TrialScheduler.STOP
 
     def end(self, completed: bool) -> None:
         self.reached.append(self.last_epoch)
-        super().end(completed)
+        self.scheduler.on_trial_remove(None, self.trial)
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,7 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
             "final_regret_pt": regrets[arm].round(4).tolist(),
             "anytime_quartiles_pt": anytime_quartiles(rs, grid),
         }
-    for arm in list(runs)[1:]:  # paired by seed: every arm replays the same seeds
+    for arm in (a for a in runs if a != "search"):  # paired by seed: every arm replays the same seeds
         at_k["arms"][arm]["p_search_lower"] = wilcoxon(regrets["search"], regrets[arm], "less")
         at_k["arms"][arm]["p_search_higher"] = wilcoxon(regrets["search"], regrets[arm], "greater")
     return at_k

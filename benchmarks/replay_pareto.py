@@ -29,11 +29,11 @@ import warnings
 
 import numpy as np
 import optuna
-from scipy import stats
 
 from benchmarks import portable
 from benchmarks.replay import _Named, _table, study_searcher, table_space
 from benchmarks.replay_figures import bootstrap_interval, iqm
+from benchmarks.statistics import wilcoxon
 from search.results.pareto import as_minimised, hypervolume
 from search.results.score import standing_row
 from search.running.endings import Ending
@@ -199,8 +199,8 @@ def summarise(arms: dict[str, list[float]]) -> dict:
         values = np.asarray(values)
         figures[arm] = {"iqm": iqm(values), "interval": bootstrap_interval(values), "median": float(np.median(values))}
         if arm != ARMS[0]:
-            figures[arm]["p_pareto_asha_higher"] = float(stats.wilcoxon(ours, values, alternative="greater").pvalue)
-            figures[arm]["p_pareto_asha_lower"] = float(stats.wilcoxon(ours, values, alternative="less").pvalue)
+            figures[arm]["p_pareto_asha_higher"] = wilcoxon(ours, values, "greater")
+            figures[arm]["p_pareto_asha_lower"] = wilcoxon(ours, values, "less")
     return figures
 
 
