@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import functools
 import os
+import textwrap
 import time
 from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, format_front, format_table
 from search.running.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
-from search.running.preflight import preflight
 from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override
 from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
+from trainables.foundation.loop_keys import LOOP_KEYS, parse_loop_key
 from trainables.foundation.objectives import objectives_of
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import (
@@ -26,46 +27,40 @@ from trainables.foundation.space import (
 from trainables.foundation.storage import (
     SEARCH_FILE,
     Experiment,
-    claim,
     delete_file,
     exists,
-    experiment_of,
     filesystem,
     is_uri,
 )
 
-RUN_USAGE = "usage: python -m search run space=NAME [key=value ...]"
+RUN_USAGE = "usage: python -m search run space=NAME [key=value ...] [--dry-run]"
+PINNING = (
+    "A hyperparameter given as key=value (lr=0.01) is pinned: a searched one is taken out of the search. Besides the "
+    f"space's own (`python -m search spaces` lists them), any space takes the training loop's {', '.join(LOOP_KEYS)}."
+)
+DRY_RUN = "--dry-run: check every key, the data and the machine, print the plan (shape, stop rule, estimate); no Ray."
 
 
 def cmd_run(args: list[str]) -> int:
     if any(a in ("-h", "--help") for a in args):
         print(RUN_USAGE + "\n\nkeys (key=default):\n" + format_help(help_rows()))
-        print("\nA hyperparameter of the space given as key=value is fixed and removed from the search;")
-        print("`python -m search spaces` lists them.")
+        print("\n" + textwrap.fill(PINNING, 116) + "\n" + DRY_RUN)
         return 0
+    dry = "--dry-run" in args
+    args = [arg for arg in args if arg != "--dry-run"]
     config, space = parse_run(args)
+    if dry:
+        from search.plan import dry_run
+
+        return dry_run(config, space)
     if is_ray_client(config.address):
         from search.running.client import run_through_ray_client
 
         return run_through_ray_client(config, args, cmd_run)
-    preflight(config, space)
-    from search.running.study_setup import enqueued_configurations
+    from search.api import start
 
-    enqueued = enqueued_configurations(config, space)
-    from search.running.tuner import run_search  # Ray is imported only once the input is known to be good
-    from search.running.writer_lock import WriterLock
-
-    experiment = experiment_of(config.storage, config.name)
-    if not experiment.remote:
-        claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
-    try:
-        with WriterLock(experiment, command_words("run", args)):
-            if experiment.remote:
-                claim(experiment, config.name)  # under the URI's lease, which decides between two drivers
-            summary = run_search(config, space, experiment, enqueued)
-    except KeyboardInterrupt:
-        raise SearchInterrupted(experiment.location) from None
-    print_result(summary, experiment)
+    result = start(config, space, args)
+    print_result(result.summary, result.experiment)
     return 0
 
 
@@ -236,7 +231,8 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     if not space_refs:
         raise UsageError(f"space= is required; known spaces: {', '.join(builtin_space_names())}")
     space = load_space(space_refs[-1])
-    parsers = {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
+    parsers = {name: functools.partial(parse_loop_key, name) for name in LOOP_KEYS}
+    parsers |= {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
     config = parse_overrides(args, parsers)
     given = {split_override(arg)[0] for arg in args}
     if not given & {"trials", "epoch_budget"}:
@@ -267,11 +263,12 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
 def cmd_spaces(args: list[str]) -> int:
     if args:
         raise UsageError(f"spaces takes no arguments, got {' '.join(args)}")
+    print(textwrap.fill(PINNING, 116) + "\n")
     for name in builtin_space_names():
         space = load_space(name)
         print(f"{name}: {space.description}  (metric {space.metric}, {space.mode})")
         for key, dist in space.hyperparameters.items():
-            print(f"    {key:<16} {describe_distribution(dist)}")
+            print(f"    {key:<16} {describe_distribution(dist)} (searched; {key}=... pins it)")
         for key, dist in space.cost_hyperparameters.items():
             print(f"    {key:<16} {describe_distribution(dist)} (with a second objective)")
         for key, value in space.constants.items():

@@ -5,22 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from search.bounds import split_bounds
 from search.commands import command_words, split_options
 from search.results.summary import SUMMARY_FILE
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
-from trainables.foundation.objectives import parse_bound
 from trainables.foundation.storage import Experiment, open_for_reading
 
 EXPORT_USAGE = (
-    "usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID] [OBJECTIVE<=N | OBJECTIVE>=N ...] "
+    "usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID] [max.OBJECTIVE=N | min.OBJECTIVE=N ...] "
     "[tracking.register=NAME]"
 )
 
 
 def cmd_export(args: list[str]) -> int:
-    bounds = [bound for bound in map(parse_bound, args) if bound]  # params<=200000: a pick from the Pareto front
-    args = [arg for arg in args if not parse_bound(arg)]
+    bounds, args = split_bounds(args)  # max.params=200000: a pick from the Pareto front
     positional, options, _ = split_options(args, {"out", "trial", "tracking.register"})
     if len(positional) != 1:
         raise UsageError(EXPORT_USAGE)

@@ -1,0 +1,111 @@
+"""`run ... --dry-run`: every key and value parsed, the data and the machine checked, and the plan printed (the trial
+shape, the stop rule, the estimate) without starting Ray or writing into storage."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import struct
+from pathlib import Path
+
+from trainables.foundation.config import RunConfig
+from trainables.foundation.space import Space
+
+LONG_LINE = "search: about "  # preflight's own estimate of a long search
+
+
+def dry_run(config: RunConfig, space: Space) -> int:
+    """Print what `run` would do with these words, having refused what it would refuse before Ray starts."""
+    from search.running.preflight import preflight
+
+    created = missing_folders(Path(config.storage)) if "://" not in config.storage else []
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said):
+            preflight(config, space)  # the same checks as `run`: keys' values, data, shape, weights, tracking
+    finally:
+        for folder in created:  # the write probe's folders: a dry run leaves nothing behind
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+    print(said.getvalue(), end="")
+    print(f"search: {shape_words(config, space)}")
+    print(f"stop rule: {stop_rule_words(config)}")
+    if LONG_LINE not in said.getvalue():
+        print(f"estimate: {estimate_words(config, space)}")
+    print(f"dry run: nothing started or written; without --dry-run this search goes to {config.storage}/{config.name}")
+    return 0
+
+
+def missing_folders(path: Path) -> list[Path]:
+    """The folders from `path` up to the first that exists, deepest first: those a write probe would create."""
+    missing = []
+    path = path.resolve()
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def shape_words(config: RunConfig, space: Space) -> str:
+    """The `search:` line's plan: how many trials, how many side by side, each trial's shape, ASHA's first rung."""
+    from trainables.foundation.resources import local_cpu_count, plan_concurrency, settle_shape
+
+    if config.address:
+        side = "the shape decided on the cluster when it answers"
+    else:
+        from search.running.preflight import local_gpu_count
+
+        node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
+        shape = settle_shape(config, [node])
+        side = f"{plan_concurrency([node], shape, config.concurrency)} at a time, {shape.in_words()} ({shape.keys()})"
+    trials = (
+        f"trials until {config.epoch_budget} trial-epochs are spent"
+        if config.epoch_budget and config.trials >= config.epoch_budget
+        else f"{config.trials} trials"
+    )
+    asha = f"ASHA from epoch {config.grace} of {config.epochs}" if config.grace < config.epochs else "no early stopping"
+    return f"{trials} of {space.name}, {side}, {asha}"
+
+
+def stop_rule_words(config: RunConfig) -> str:
+    rules = []
+    if config.epoch_budget:
+        cap = "" if config.trials >= config.epoch_budget else f", at most {config.trials} trials"
+        rules.append(f"an epoch budget of {config.epoch_budget} trial-epochs{cap} (epoch_budget=)")
+    else:
+        rules.append(f"{config.trials} trials of up to {config.epochs} epochs (trials=)")
+    if config.time_budget:
+        rules.append(f"{config.time_budget:g} s from the first trial's start (time_budget=)")
+    return "; ".join(rules)
+
+
+def estimate_words(config: RunConfig, space: Space) -> str:
+    """Trial-epochs and images expected, and on CPU cores the time at the speed of two timed steps of the model."""
+    from search.running.estimate import expected_epochs, images_per_s, typical_hyperparameters
+    from search.running.preflight import local_gpu_count
+    from trainables.data import IdxDataset, get_dataset
+    from trainables.foundation.resources import local_cpu_count
+
+    epochs = expected_epochs(config)
+    dataset = get_dataset(space.dataset)
+    if not isinstance(dataset, IdxDataset):
+        return f"about {epochs:.0f} trial-epochs (ASHA stopping some)"
+    images_file, _ = dataset.split_files(config.data.root, train=True)
+    with open(images_file, "rb") as stream:
+        count = int(struct.unpack(">I", stream.read(8)[4:])[0] * (1 - config.data.val_fraction))
+    count = min(count, config.data.limit) if config.data.limit else count
+    work = f"about {epochs:.0f} trial-epochs of {count:,} images (ASHA stopping some)"
+    if local_gpu_count() or config.address:
+        return work
+    hp = typical_hyperparameters(space) | config.fixed
+    cores = local_cpu_count()
+    rate = images_per_s(space, hp, dataset.info(config.data.root, hp), cores)
+    seconds = epochs * count / rate * 1.1  # and validation: a tenth of the images, forward only
+    speed = f"on {cores} CPU cores at ~{rate:.0f} img/s"
+    return f"{work}: {duration_words(seconds)} of training {speed}, and Ray's start"
+
+
+def duration_words(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"

@@ -1,0 +1,28 @@
+"""The hyperparameters the training loop reads in every space (trainables.training, trainables.feeds), with their
+types: any of them may be pinned with `key=value` for a space that neither searches nor fixes it, as the
+learning-curve tables pin them (`space=cnn_mnist lr_schedule=cosine`). No Ray, no torch."""
+
+from __future__ import annotations
+
+from trainables.foundation.choices import CHOICES
+from trainables.foundation.config import parse_scalar
+from trainables.foundation.errors import UsageError
+
+LOOP_KEYS: dict[str, type] = {
+    "optimizer": str,
+    "lr_schedule": str,
+    "momentum": float,
+    "nesterov": bool,
+    "weight_decay": float,
+    "label_smoothing": float,
+    "shift": int,
+    "rotate": float,
+}
+
+
+def parse_loop_key(key: str, text: str):
+    """`key=text` for a training-loop key: its type, and one of its named choices where it has them."""
+    value = parse_scalar(key, text, LOOP_KEYS[key])
+    if key in CHOICES and value not in CHOICES[key]:
+        raise UsageError(f"{key}={text}: allowed values are {', '.join(CHOICES[key])}")
+    return value
