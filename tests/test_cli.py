@@ -1,17 +1,25 @@
-"""The CLI refuses bad input with one line and exit code 2, before Ray starts."""
+"""The CLI refuses bad input with one line and exit code 2, before Ray starts; bounds type without quotes; a dry run
+checks and plans without Ray. Mostly in this process (the CLI's `main`), the process boundary checked once each."""
 
 import subprocess
 import sys
 
 import pytest
 
+from search.__main__ import main
+from search.bounds import split_bounds
+from search.commands import parse_run
+from search.running.study_setup import coding_for
 from tests.conftest import MNIST_MINI, REPO
+from trainables.foundation.errors import UsageError
+from trainables.foundation.objectives import Bound
 
 
-def run_cli(*args, cwd=REPO, timeout=120):
-    return subprocess.run(
-        [sys.executable, "-m", "search", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
+def cli(capsys, *args) -> tuple[int, str, str]:
+    """`python -m search ARGS` as its `main` runs it: (exit code, stdout, stderr)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 @pytest.mark.parametrize(
@@ -23,6 +31,7 @@ def run_cli(*args, cwd=REPO, timeout=120):
         (["space=resnet_mnist", "trials=many"], "trials=many: expected an integer"),
         (["space=cnn_mnist", "batch_size=100"], "batch_size=100: allowed values are 32, 64, 128"),
         (["space=resnet_mnist", "optimizer=rmsprop"], "optimizer=rmsprop: allowed values are sgd, adam, adamw"),
+        (["space=cnn_mnist", "lr_schedule=often"], "lr_schedule=often: allowed values are none, plateau, onecycle"),
         (
             ["space=cnn_mnist", f"data.root={MNIST_MINI}", f"enqueue={REPO / 'pyproject.toml'}"],
             "pyproject.toml: not JSON",
@@ -49,52 +58,122 @@ def run_cli(*args, cwd=REPO, timeout=120):
         ),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
-    result = run_cli("run", f"storage={tmp_path}", *args)
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.strip().splitlines() == [f"error: {result.stderr.strip()[7:]}"]
-    assert fragment in result.stderr
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, fragment):
+    code, _, err = cli(capsys, "run", f"storage={tmp_path}", *args)
+    assert code == 2, err
+    assert err.strip().splitlines() == [f"error: {err.strip()[7:]}"]
+    assert fragment in err
     assert not any(tmp_path.iterdir()), "nothing may be written for refused input"
 
 
-def test_missing_dataset_names_files_and_remedy(tmp_path):
-    result = run_cli(
-        "run",
-        "space=resnet_mnist",
-        f"data.root={tmp_path / 'empty'}",
-        "data.download=false",
-        f"storage={tmp_path / 'runs'}",
+def test_missing_dataset_names_files_and_remedy(capsys, tmp_path):
+    code, _, err = cli(
+        capsys, "run", "space=resnet_mnist", f"data.root={tmp_path / 'empty'}", "data.download=false", "--dry-run"
     )
-    assert result.returncode == 2
-    line = result.stderr.strip()
+    assert code == 2
+    line = err.strip()
     assert len(line.splitlines()) == 1
     assert "MNIST/raw/train-images-idx3-ubyte" in line and "t10k-labels-idx1-ubyte" in line
     assert "data.download=true" in line
 
 
-def test_unknown_command():
-    result = run_cli("frobnicate")
+def test_unknown_command_exits_2_from_the_process():
+    result = subprocess.run([sys.executable, "-m", "search", "frobnicate"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "frobnicate: unknown command" in result.stderr
 
 
-def test_help_lists_every_key():
-    result = run_cli("run", "--help")
-    assert result.returncode == 0
+def test_help_lists_every_key_pinning_and_the_dry_run(capsys):
+    code, out, _ = cli(capsys, "run", "--help")
+    assert code == 0
     for key in ["space=", "trials=8", "storage=./runs", "data.root=", "data.limit=0", "address=", "gpus=auto"]:
-        assert key in result.stdout
+        assert key in out
+    assert "is pinned: a searched one is taken out of the search" in out and "lr_schedule" in out
+    assert "--dry-run" in out
 
 
-def test_spaces_lists_ranges():
-    result = run_cli("spaces")
-    assert result.returncode == 0
-    assert "resnet_mnist" in result.stdout and "lr" in result.stdout and "log scale" in result.stdout
+def test_spaces_lists_ranges_and_says_a_searched_key_is_pinned_by_giving_it(capsys):
+    code, out, _ = cli(capsys, "spaces")
+    assert code == 0
+    assert "resnet_mnist" in out and "log scale" in out and "(searched; lr=... pins it)" in out
+    assert "is pinned: a searched one is taken out of the search" in out
 
 
-def test_resume_refuses_a_changed_epochs_and_fewer_trials_naming_the_key(tmp_path):
+def test_a_pinned_hyperparameter_leaves_the_search_and_a_loop_key_pins_in_any_space(tmp_path):
+    config, space = parse_run(["space=cnn_mnist", "lr=0.01", "lr_schedule=cosine", "epochs=9", f"storage={tmp_path}"])
+    assert config.fixed == {"lr": 0.01, "lr_schedule": "cosine"}
+    assert "lr" not in coding_for(config, space).space and "momentum" in coding_for(config, space).space
+    assert config.grace == 2  # one epoch past cosine's warm-up: the schedule counts for ASHA's first rung
+
+
+def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(tmp_path):
+    code = (
+        "import sys; from search.__main__ import main; "
+        f"rc = main(['run', 'space=cnn_mnist', 'lr_schedule=cosine', 'epochs=9', 'data.limit=512', "
+        f"'data.root={MNIST_MINI}', 'storage=runs', 'name=x', '--dry-run']); "
+        "assert 'ray' not in sys.modules, 'the dry run imported Ray'; sys.exit(rc)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert (
+        lines[0].startswith("search: trials until 72 trial-epochs are spent of cnn_mnist, ")
+        and " at a time" in lines[0]
+    )
+    assert lines[0].endswith("ASHA from epoch 2 of 9")
+    assert lines[1] == "stop rule: an epoch budget of 72 trial-epochs (epoch_budget=)"
+    assert lines[2].startswith("estimate: about 72 trial-epochs of 512 images") and "img/s" in lines[2]
+    assert lines[3].startswith("dry run: nothing started or written") and lines[3].endswith("runs/x")
+    assert not any(tmp_path.iterdir()), "a dry run writes nothing"
+
+
+@pytest.mark.parametrize(
+    "words, expected",
+    [
+        (["max.params=200000"], [Bound("params", "<=", 200000)]),
+        (["min.val_acc=0.98", "max.latency_ms=0.5"], [Bound("val_acc", ">=", 0.98), Bound("latency_ms", "<=", 0.5)]),
+        (["params<=200000", "val_acc>=0.98"], [Bound("params", "<=", 200000), Bound("val_acc", ">=", 0.98)]),
+        (["runs/x", "out=m"], []),
+    ],
+)
+def test_bounds_type_without_quotes_and_the_quoted_form_still_reads(words, expected):
+    bounds, rest = split_bounds(words)
+    assert bounds == expected and rest == [w for w in words if w in ("runs/x", "out=m")]
+
+
+@pytest.mark.parametrize(
+    "word, fragment",
+    [
+        ("max.flops=3", "max.flops=3: unknown objective 'flops'"),
+        ("min.val_acc=high", "min.val_acc=high: 'high' is not a number"),
+        ("params<200000", "params<200000: not a bound"),
+        ("val_acc", "val_acc: a bound needs its limit, e.g. max.val_acc=N or min.val_acc=N"),
+    ],
+)
+def test_a_malformed_bound_names_the_accepted_forms(word, fragment):
+    with pytest.raises(UsageError) as refused:
+        split_bounds(["runs/x", word])
+    assert fragment in str(refused.value) and "a bound is max.OBJECTIVE=N or min.OBJECTIVE=N" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_what_bash_leaves_of_an_unquoted_bound_gets_a_helpful_line_and_exit_2(tmp_path):
+    result = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -m search export runs/x val_acc>=0.98"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "val_acc: a bound needs its limit, e.g. max.val_acc=N or min.val_acc=N" in result.stderr
+    assert (tmp_path / "=0.98").exists(), "bash's redirection, which the line explains"
+
+
+def test_resume_refuses_a_changed_epochs_and_fewer_trials_naming_the_key(capsys, tmp_path):
     experiment = tmp_path / "e"
     experiment.mkdir()
     (experiment / "search.json").write_text('{"run": {"space": "mlp_mnist", "trials": 8, "epochs": 3}}')
-    result = run_cli("resume", str(experiment), "epochs=5")
-    assert result.returncode == 2 and "epochs=5: a search's epochs cannot change on resume" in result.stderr
-    result = run_cli("resume", str(experiment), "trials=4")
-    assert result.returncode == 2 and "trials=4: the search already has 8 trials" in result.stderr
+    code, _, err = cli(capsys, "resume", str(experiment), "epochs=5")
+    assert code == 2 and "epochs=5: a search's epochs cannot change on resume" in err
+    code, _, err = cli(capsys, "resume", str(experiment), "trials=4")
+    assert code == 2 and "trials=4: the search already has 8 trials" in err
