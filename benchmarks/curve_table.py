@@ -56,9 +56,13 @@ def grid_values(distribution, log_points: int = LOG_POINTS, linear_points: int =
     raise TypeError(f"no grid for {type(distribution).__name__}")
 
 
-def grid_of(hyperparameters: dict, log_points: int = LOG_POINTS, linear_points: int = LINEAR_POINTS) -> dict:
+def grid_of(
+    hyperparameters: dict, log_points: int = LOG_POINTS, linear_points: int = LINEAR_POINTS, points: dict | None = None
+) -> dict:
+    """The grid of every hyperparameter; `points` gives some of them their own count of values."""
+    points = points or {}
     return {
-        name: grid_values(distribution, log_points, linear_points)
+        name: grid_values(distribution, points.get(name, log_points), points.get(name, linear_points))
         for name, distribution in sorted(hyperparameters.items())
     }
 
@@ -80,8 +84,13 @@ def parse_fixed(pair: str) -> tuple[str, object]:
         return name, text
 
 
+def row_key(row: dict) -> tuple[dict, int]:
+    return row["config"], row["seed"]
+
+
 def rows_done(partial: Path) -> dict[str, dict]:
-    """The rows a stopped build wrote; a line cut short by the stop is skipped."""
+    """The rows a stopped build wrote; a line cut short by the stop is skipped. (The table keeps those of its grid and
+    seeds: a build resumed on a coarser grid reuses the rows it shares.)"""
     done = {}
     if partial.exists():
         for line in partial.read_text().splitlines():
@@ -96,12 +105,13 @@ def rows_done(partial: Path) -> dict[str, dict]:
 def train_row(job: tuple) -> dict:
     root, space_name, config, seed, epochs, device, *rest = job
     fixed = rest[0] if rest else {}
+    limit = rest[1] if len(rest) > 1 else 0
     import torch
 
     from benchmarks.epoch_curve import curve
 
     hp = {**fixed, **config}
-    rows = list(curve(root, hp, epochs, [], seed=seed, space_name=space_name, device=torch.device(device)))
+    rows = list(curve(root, hp, epochs, [], seed=seed, space_name=space_name, device=torch.device(device), limit=limit))
     return {
         "config": config,
         "seed": seed,
@@ -125,17 +135,20 @@ def main() -> None:
     parser.add_argument(
         "--fixed", default="", help="constants every row trains with, e.g. lr_schedule=cosine (JSON values or text)"
     )
+    parser.add_argument("--points", default="", help="per hyperparameter, its count of values, e.g. lr=4,shift=2")
+    parser.add_argument("--limit", type=int, default=0, help="train on the first LIMIT training digits (0: all)")
     args = parser.parse_args()
     from trainables.foundation.space import load_space
 
     seeds = [int(s) for s in args.seeds.split(",")]
-    grid = grid_of(load_space(args.space).hyperparameters, args.log_points, args.linear_points)
+    points = {name: int(count) for name, count in (pair.split("=") for pair in args.points.split(",") if pair)}
+    grid = grid_of(load_space(args.space).hyperparameters, args.log_points, args.linear_points, points)
     fixed = dict(parse_fixed(pair) for pair in args.fixed.split(",") if pair)
     partial = args.out.with_name(args.out.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     done = rows_done(partial)
     jobs = [
-        (args.root, args.space, config, seed, args.epochs, args.device, fixed)
+        (args.root, args.space, config, seed, args.epochs, args.device, fixed, args.limit)
         for config in configurations(grid)
         for seed in seeds
         if key_of(config, seed) not in done
@@ -149,7 +162,10 @@ def main() -> None:
             stream.flush()
             if number % 50 == 0:
                 print(f"{len(done) + number} rows", flush=True)
-    rows = sorted(rows_done(partial).values(), key=lambda row: key_of(row["config"], row["seed"]))
+    wanted = {key_of(config, seed) for config in configurations(grid) for seed in seeds}
+    rows = sorted(
+        (row for key, row in rows_done(partial).items() if key in wanted), key=lambda row: key_of(*row_key(row))
+    )
     header = {
         "space": args.space,
         "epochs": args.epochs,
@@ -161,6 +177,8 @@ def main() -> None:
     }
     if args.device != "cpu":
         header["device"] = args.device
+    if args.limit:
+        header["limit"] = args.limit
     if fixed:
         header["fixed"] = fixed  # the replays add these to the space's constants
     staging = args.out.with_name(args.out.name + ".writing")

@@ -42,8 +42,10 @@ def curve(
     cycle_ends: tuple[int, ...] = (),
     space_name: str = "resnet_mnist",
     device: torch.device = CPU,
+    limit: int = 0,
 ):
-    """Yields one row per epoch (see the module's docstring); on `device` (the data held there too)."""
+    """Yields one row per epoch (see the module's docstring); on `device` (the data held there too); `limit`: the
+    first that many training digits (`data.limit`; 0: all)."""
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     space = load_space(space_name)
@@ -55,7 +57,7 @@ def curve(
             "space": space_name,
             "epochs": epochs,
             "seed": seed,
-            "data": {**defaults["data"], "root": root},
+            "data": {**defaults["data"], "root": root, "limit": limit},
         }
     )
     feed = MemoryFeed(MNIST, run, hp, rank=0, world_size=1, device=device)

@@ -25,6 +25,7 @@ import numpy as np
 from optuna.distributions import FloatDistribution
 
 from search.results.score import standing_row
+from search.results.summary import best_rank
 from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
@@ -113,7 +114,7 @@ class Replay:
         self.seed_slot = seed % len(table.seeds)
         self.best = table.best_mean_test()
         self.regret = np.full(budget, np.nan)
-        self.standing: dict[str, tuple[float, float]] = {}  # trial -> (its standing val, mean test at that epoch)
+        self.standing: dict[int, tuple] = {}  # trial number -> (its rank for the best, table key, standing epoch)
         self.spent = 0
 
     @property
@@ -125,17 +126,30 @@ class Replay:
         epoch = len(rows) + 1
         value = float(self.table.val[key][self.seed_slot, epoch - 1])
         rows.append({"epoch": epoch, "m": value})
-        row = standing_row(rows, {**self.space.constants, **config}, "m", self.space.mode)
-        self.standing[trial] = (row["m"], self.table.mean_test(key, row["epoch"]))
-        sign = 1 if self.space.mode == "max" else -1
-        incumbent = max(self.standing.values(), key=lambda standing: sign * standing[0])
-        self.regret[self.spent] = self.best - incumbent[1]
+        self.standing[int(trial)] = standing_of(rows, {**self.space.constants, **config}, key, self.space, self.table)
+        chosen_key, chosen_epoch = incumbent(self.standing)
+        self.regret[self.spent] = self.best - self.table.mean_test(chosen_key, chosen_epoch)
         self.spent += 1
         return value
 
 
-def study_searcher(space: Space, sampler, epochs: int, objectives=None) -> StudySearcher:
-    """The search's proposal path: its `StudySearcher` over an in-memory study of the space, with `sampler`."""
+def standing_of(rows: list[dict], config: dict, key: tuple, space: Space, table: CurveTable) -> tuple:
+    """What the product's summary ranks a trial by (search.results.summary.best_rank of its standing row), with the
+    table's key and that row's epoch, where the trial's test accuracy is read once it is chosen."""
+    row = standing_row(rows, config, "m", space.mode)
+    return best_rank(row, config, table.epochs, space.mode, "m"), key, row["epoch"]
+
+
+def incumbent(standing: dict[int, tuple]) -> tuple[tuple, int]:
+    """(key, epoch) of the trial the summary puts first: the highest rank, the earlier trial among equal ranks (the
+    summary sorts the study's trials, in their order, stably). No test accuracy enters the choice."""
+    number = max(standing, key=lambda n: (standing[n][0], -n))
+    return standing[number][1], standing[number][2]
+
+
+def study_searcher(space: Space, sampler, epochs: int, objectives=None, order_numbers: bool = True) -> StudySearcher:
+    """The search's proposal path: its `StudySearcher` over an in-memory study of the space, with `sampler`;
+    `order_numbers`: as search.running.space_coding.SpaceCoding takes it."""
     record = StudyRecord.in_memory(
         space.hyperparameters,
         space.metric,
@@ -144,6 +158,7 @@ def study_searcher(space: Space, sampler, epochs: int, objectives=None) -> Study
         epochs,
         constants=space.constants,
         objectives=objectives,
+        order_numbers=order_numbers,
     )
     return StudySearcher(record, [], space.metric, space.mode)
 

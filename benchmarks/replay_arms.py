@@ -2,7 +2,8 @@
 propose(trial_id) -> config, tell(trial_id, epoch, value) -> stop?, end(trial_id, completed).
 
 Every arm has the search's random start (a quarter of the trials, 2-10) and, where it stops trials, the search's grace
-and reduction factor (Optuna's Hyperband: from epoch 1 to the last):
+(the first rung, past an lr warm-up) and reduction factor; Optuna's Hyperband's brackets run from that grace to the
+last epoch:
   search                 the search's sampler and Tune's ASHA, as `python -m search run` sets them up
   random_asha            random proposals, the same ASHA
   random                 random proposals, every trial to the last epoch (normalised regret's 1)
@@ -11,9 +12,9 @@ and reduction factor (Optuna's Hyperband: from epoch 1 to the last):
   optuna_tpe_sh          Optuna's `TPESampler` + `SuccessiveHalvingPruner`, ask and tell
   optuna_tpe_hyperband   Optuna's `TPESampler` + `HyperbandPruner`
   optuna_tpe_ordered_sh  Optuna's TPE + successive halving on the search's ordered encoding of numeric choices
-  bohb_like              BOHB's model (Falkner et al. 2018): after the random start, the search's TPE fitted on the
-                         results of the highest rung that holds at least as many trials as the random start, each
-                         rung its own study; the search's ASHA stops trials (BOHB's Hyperband made asynchronous)
+  rung_tpe_asha          a model per rung, as BOHB fits one per budget (Falkner et al. 2018), but not BOHB: the
+                         search's TPE (not BOHB's KDE) fitted on the highest rung that holds as many results as the
+                         random start, each rung its own study, and the search's ASHA (not Hyperband's brackets)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.scheduler import study_asha
 from search.running.space_coding import SpaceCoding
+from search.running.study_setup import coding_for
 from trainables.foundation.config import RunConfig
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space
@@ -40,16 +42,17 @@ ARMS = (
     "optuna_tpe_sh",
     "optuna_tpe_hyperband",
     "optuna_tpe_ordered_sh",
-    "bohb_like",
+    "rung_tpe_asha",
 )
 
 
-VARIANT_KEYS = ("grace", "reduction", "startup", "budget", "tpe")
+VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding")
 
 
 class SideBySideArm:
     """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA (or
-    none). `settings`: the search's with some changed (a variant `search|reduction=2|grace=2|startup=4`)."""
+    none). `settings`: the search's with some changed (a variant `search|reduction=2|grace=2|startup=4`;
+    `coding=values`: the study holds the choices' values, `coding=ordered` their positions)."""
 
     def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha=True, settings=None):
         settings = settings or {}
@@ -58,7 +61,7 @@ class SideBySideArm:
             proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         else:
             proposer = make_sampler(sampler, seed, startup)
-        self.searcher = study_searcher(space, proposer, epochs)
+        self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
         self.scheduler = variant_asha(space, epochs, settings) if asha else None
         self.metric = space.metric
 
@@ -110,7 +113,7 @@ class OptunaArm:
             self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
 
 
-class BohbLikeArm:
+class RungTpeAsha:
     """BOHB's model over asynchronous rungs: one study per rung holds every trial's value there; a proposal comes
     from the highest rung with at least `startup` values (random before any has), so the model learns from the many
     short trials early and from the long ones once there are enough. The proposing rung's study keeps the trial
@@ -188,15 +191,27 @@ def variant_asha(space: Space, epochs: int, settings: dict):
     return scheduler
 
 
+CODINGS = ("values", "ordered")
+
+
+def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
+    """Whether the study holds a numeric choice's position (ordered) rather than its value: the variant's coding,
+    else what the search's study does (search.running.study_setup.coding_for)."""
+    if "coding" in settings:
+        return settings["coding"] == "ordered"
+    return coding_for(RunConfig(sampler=sampler), space).distributions != space.hyperparameters
+
+
 def parse_variant(arm: str) -> tuple[str, dict]:
     """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
-    startup (the random start in trials), budget (the stop rule: an epoch budget of so many full-length trials), tpe
-    (optuna: Optuna's TPESampler defaults in place of the search's settings)."""
+    startup (the random start in trials), the stop rule: trials, budget (an epoch budget of so many full-length
+    trials) or epoch_budget (in epochs), tpe (optuna: Optuna's TPESampler defaults in place of the search's
+    settings), coding (values or ordered: how the study holds numeric choices)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
-    bad_tpe = settings.get("tpe", "optuna") != "optuna"
-    if unknown or bad_tpe or (pairs and name not in ("search", "random_asha")) or name not in ARMS:
+    bad_value = settings.get("tpe", "optuna") != "optuna" or settings.get("coding", "values") not in CODINGS
+    if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS:
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS)}, or search|KEY=VALUE|... with keys {', '.join(VARIANT_KEYS)}"
         )
@@ -206,19 +221,19 @@ def parse_variant(arm: str) -> tuple[str, dict]:
 def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int):
     """`arm` for a search of `trials` trials of at most `epochs` epochs."""
     arm, settings = parse_variant(arm)
-    if arm in ("search", "random_asha") and settings.keys() - {"budget"}:
+    if arm in ("search", "random_asha") and settings.keys() - {"trials", "budget", "epoch_budget"}:
         sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
         return SideBySideArm(space, sampler, seed, trials, epochs, asha=True, settings=settings)
     if arm in ("search", "random_asha", "search_no_asha", "random"):
         sampler = "random" if arm.startswith("random") else DEFAULTS.sampler
         return SideBySideArm(space, sampler, seed, trials, epochs, asha=arm in ("search", "random_asha"))
-    if arm == "bohb_like":
-        return BohbLikeArm(space, seed, trials, epochs)
+    if arm == "rung_tpe_asha":
+        return RungTpeAsha(space, seed, trials, epochs)
     startup = startup_trials(trials)
     grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
     if arm.endswith("hyperband"):
         pruner = optuna.pruners.HyperbandPruner(
-            min_resource=1, max_resource=epochs, reduction_factor=int(DEFAULTS.reduction)
+            min_resource=grace, max_resource=epochs, reduction_factor=int(DEFAULTS.reduction)
         )
     else:
         pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))

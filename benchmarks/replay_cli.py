@@ -1,16 +1,19 @@
 """Searches replayed as the command line runs them, on a learning-curve table (benchmarks.curve_table): the CLI's
-stop rule (`trials=N`, or `--epoch-budget N` as `epoch_budget=N`), 1, 2 or 4 trials side by side, each proposal
+stop rule (by default the product's: the epochs of 8 full trials; `--trials N` as `trials=N`, `--epoch-budget N` as
+`epoch_budget=N`), 1, 2 or 4 trials side by side, each proposal
 made while the others run (Optuna's constant liar sees them) and each epoch told to Tune's asynchronous ASHA when it
 ends in wall time, and the product's tie rule for the best. No training and no Ray.
 
     python -m benchmarks.replay_cli benchmarks/results/tables/mlp_mnist-3ep-4seeds.jsonl.gz \\
-        [--seeds 300] [--first-seed 0] [--trials 8 | --epoch-budget 24] [--concurrency 1,2,4] [--out results.json]
+        [--seed-set tuning|evidence | --seeds 300 --first-seed 0] [--trials 8 | --epoch-budget 24]
+        [--concurrency 1,2,4] [--arms search,random_asha,...] [--out results.json]
 
 Wall time: an epoch takes the seconds the table holds for it (one job a core), slowed by trials sharing the cores
 (concurrency / CORES when above 1); a trial starts START_S after its slot frees (a trial process that Tune reuses),
 the first in each slot FIRST_START_S after the search starts: the `overhead` benchmark's one-worker figures on the
-2-core VM. The incumbent is the trial the summary ranks first: by its standing score (search.results.score), then
-by more epochs; its regret is the table's best mean test accuracy minus its own at the standing epoch.
+2-core VM. The incumbent is the trial the product's summary ranks first (search.results.summary.best_rank; the
+earlier trial among equal ranks), chosen on validation scores alone; its regret is the table's best mean test
+accuracy minus its own at the standing epoch.
 
 Arms: benchmarks.replay_arms. Statistics per table: IQM with a 95% bootstrap interval, a one-sided Wilcoxon
 signed-rank test paired by seed; the results JSON keeps each seed's final regret and the anytime quartiles, which
@@ -29,13 +32,14 @@ import numpy as np
 import optuna
 
 from benchmarks import portable
-from benchmarks.replay import DEFAULTS, _table, table_space
+from benchmarks.replay import DEFAULTS, _table, incumbent, standing_of, table_space
 from benchmarks.replay_arms import ARMS, make_arm, parse_variant
 from benchmarks.replay_figures import bootstrap_interval, iqm
 from benchmarks.statistics import wilcoxon
-from search.results.score import standing_row
 
 CORES = 2
+SEED_SETS = {"tuning": range(100, 400), "evidence": range(2000, 2300)}  # disjoint: defaults are chosen on the first,
+# confirmed on the second, which no replay had used before the choice
 ANYTIME_POINTS = 41  # the wall-time grid of the anytime curves
 FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trials on the 2-core VM (its README)
 
@@ -46,12 +50,8 @@ def replay_cli(job: tuple) -> dict:
     until it is spent (`trials` caps them) and the trials still running when it is are cut, as `epoch_budget=` does;
     the sampler's random start is sized for the trials the budget buys at full length."""
     path, arm, seed, trials, concurrency, *rest = job
-    epoch_budget = rest[0] if rest else 0
     table = _table(path)
-    budget_in_trials = int(parse_variant(arm)[1].get("budget", 0))
-    if budget_in_trials:  # this arm's stop rule: an epoch budget of so many full-length trials, trials lifted
-        epoch_budget = budget_in_trials * table.epochs
-        trials = max(trials, epoch_budget)
+    trials, epoch_budget = arm_stop_rule(parse_variant(arm)[1], table.epochs, trials, rest[0] if rest else 0)
     space = table_space(table)
     slot_of_seed, best = seed % len(table.seeds), table.best_mean_test()
     slowdown = max(1.0, concurrency / CORES)
@@ -83,10 +83,9 @@ def replay_cli(job: tuple) -> dict:
             value = float(table.val[trial["key"]][slot_of_seed, epoch - 1])
             trial["rows"].append({"epoch": epoch, "m": value})
             spent += 1
-            row = standing_row(trial["rows"], {**space.constants, **trial["config"]}, "m", space.mode)
-            sign = 1 if space.mode == "max" else -1
-            standing[trial_id] = (sign * row["m"], row["epoch"], table.mean_test(trial["key"], row["epoch"]))
-            trace.append((now, best - max(standing.values())[2]))
+            config = {**space.constants, **trial["config"]}
+            standing[int(trial_id)] = standing_of(trial["rows"], config, trial["key"], space, table)
+            trace.append((now, best - table.mean_test(*incumbent(standing))))
             if epoch_budget and spent >= epoch_budget:
                 break  # the budget is spent: the trials still running are cut
             stop, completed = runner.tell(trial_id, epoch, value), epoch == table.epochs
@@ -97,6 +96,27 @@ def replay_cli(job: tuple) -> dict:
             else:
                 heapq.heappush(events, (float(trial["ends"][epoch]), trial_id))
     return {"regret": trace[-1][1], "wall_s": trace[-1][0], "epochs": spent, "trace": trace}
+
+
+def arm_stop_rule(settings: dict, epochs: int, trials: int, epoch_budget: int) -> tuple[int, int]:
+    """(trials, epoch budget) of an arm: the replay's, or the variant's own rule (`trials=N`; `budget=N`: the epochs
+    of N full trials; `epoch_budget=E`), trials lifted under a budget as the CLI lifts them."""
+    if "trials" in settings:
+        return int(settings["trials"]), 0
+    if "budget" in settings or "epoch_budget" in settings:
+        epoch_budget = int(settings["epoch_budget"]) if "epoch_budget" in settings else int(settings["budget"]) * epochs
+        return max(trials, epoch_budget), epoch_budget
+    return trials, epoch_budget
+
+
+def product_stop_rule(epochs: int, trials: int | None, epoch_budget: int | None) -> tuple[int, int]:
+    """(trials, epoch budget) as `python -m search run` reads them (search.commands): given neither, the epochs of
+    the default trials at full length (trials lifted); trials= alone: that many trials."""
+    if epoch_budget is None and trials is None:
+        epoch_budget = DEFAULTS.trials * epochs
+    if epoch_budget:
+        return max(trials or DEFAULTS.trials, epoch_budget), epoch_budget
+    return trials or DEFAULTS.trials, 0
 
 
 def measure(
@@ -118,11 +138,21 @@ def measure(
         results = pool.map(replay_cli, work, chunksize=8)
     table = _table(path)
     figures = {"table": portable(path), "space": table.space, "epochs": table.epochs, "seeds": seeds}
-    figures.update(first_seed=first_seed, trials=trials, epoch_budget=epoch_budget, concurrency={})
+    figures.update(first_seed=first_seed, seed_set=seed_set_of(replayed), **seed_sets())
+    figures.update(trials=trials, epoch_budget=epoch_budget, concurrency={})
     for k in concurrencies:
         runs = {arm: [r for (_, a, _, _, c, _), r in zip(work, results) if a == arm and c == k] for arm in arms}
         figures["concurrency"][str(k)] = summarise(runs)
     return figures
+
+
+def seed_set_of(replayed: range) -> str:
+    """The set these seeds are: tuning, evidence, or other (a range that is neither exactly)."""
+    return next((name for name, seeds in SEED_SETS.items() if seeds == replayed), "other")
+
+
+def seed_sets() -> dict:
+    return {f"{name}_seeds": f"{seeds.start}-{seeds.stop - 1}" for name, seeds in SEED_SETS.items()}
 
 
 def summarise(runs: dict[str, list[dict]]) -> dict:
@@ -176,7 +206,7 @@ def wall_share_to(runs: list[dict], target: float) -> float:
 def measure_part(path: str, seeds: int, first_seed: int, epoch_budget: int, checks: int) -> dict:
     """The `replay` part of `python -m benchmarks`: every arm at the CLI's stop rule, 1, 2 and 4 side by side, then
     `checks` real searches through Ray against their replays (benchmarks.replay_check)."""
-    trials = max(DEFAULTS.trials, epoch_budget)
+    trials, epoch_budget = product_stop_rule(_table(path).epochs, None, epoch_budget or None)
     figures = measure(path, seeds, trials, [1, 2, 4], 2, epoch_budget, first_seed)
     if checks:
         from benchmarks.replay_check import check
@@ -209,16 +239,19 @@ def print_table(figures: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("table")
-    parser.add_argument("--seeds", type=int, default=300)
-    parser.add_argument("--trials", type=int, default=DEFAULTS.trials)
+    parser.add_argument("--seed-set", choices=list(SEED_SETS), default="evidence", help=seed_help())
+    parser.add_argument("--seeds", type=int, help="another set: this many seeds from --first-seed")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--trials", type=int, help="the stop rule trials=N (default: the product's epoch budget)")
     parser.add_argument("--concurrency", default="1,2,4")
-    parser.add_argument("--epoch-budget", type=int, default=0, help="the stop rule: trial-epochs (trials lifted)")
+    parser.add_argument(
+        "--epoch-budget", type=int, help="the stop rule: trial-epochs, trials lifted (default: 8 full trials' epochs)"
+    )
     parser.add_argument(
         "--arms",
         default=",".join(ARMS),
         help="comma-separated: the search first; a variant: search|reduction=2|grace=2",
     )
-    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed.. (tuning: 100 on; evidence: 0)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -229,14 +262,18 @@ def main() -> None:
             parse_variant(arm)
         except ValueError as error:
             parser.error(str(error))
-    trials = args.trials if not args.epoch_budget else max(args.trials, args.epoch_budget)
-    figures = measure(
-        args.table, args.seeds, trials, concurrencies, args.jobs, args.epoch_budget, args.first_seed, arms
-    )
+    trials, epoch_budget = product_stop_rule(_table(args.table).epochs, args.trials, args.epoch_budget)
+    replayed = SEED_SETS[args.seed_set] if args.seeds is None else range(args.first_seed, args.first_seed + args.seeds)
+    figures = measure(args.table, len(replayed), trials, concurrencies, args.jobs, epoch_budget, replayed.start, arms)
     print_table(figures)
     if args.out:
         with open(args.out, "w") as stream:
             json.dump(figures, stream, indent=1)
+
+
+def seed_help() -> str:
+    sets = ", ".join(f"{name} {seeds.start}-{seeds.stop - 1}" for name, seeds in SEED_SETS.items())
+    return f"the seeds replayed: {sets} (defaults are chosen on tuning seeds, confirmed on evidence seeds)"
 
 
 if __name__ == "__main__":

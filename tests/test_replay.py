@@ -3,6 +3,7 @@ hand-made tables: the search's ASHA stops and promotes as Tune's rungs say, the 
 by the replayed seed's score and judged by the mean test score, and the statistics are right on known samples. No
 Ray instance (ASHA is Tune's object)."""
 
+import dataclasses
 import gzip
 import json
 
@@ -72,6 +73,45 @@ def test_the_incumbent_is_chosen_by_the_seeds_val_and_judged_by_mean_test(table)
     assert arm.reached == [3, 1]  # and B is below the rung's cutoff (A's 0.5)
 
 
+def test_a_tie_in_score_and_epoch_is_decided_as_the_summary_decides_it(tmp_path):
+    from search.results.summary import TrialResult, summarize
+    from trainables.foundation.trial_files import CHECKPOINT_KEY
+
+    tied = [0.5, 0.6, 0.7]  # A and B: the same validation scores at every epoch; B's test accuracy is higher
+    curves = {128: ([tied, tied], [[0.5] * 3] * 2), 256: ([tied, tied], [[0.9] * 3] * 2)}
+    tie = CurveTable.load(write_table(tmp_path / "tie.jsonl.gz", curves))
+    regret = replay(tie, SPACE, FixedArm(SPACE, [A, B], 3), seed=0, budget=6).regret
+    assert regret[-1] == pytest.approx(0.9 - 0.5)  # A, the earlier trial, stays the incumbent: no test in the choice
+    history = [{"epoch": e, "val_acc": v, CHECKPOINT_KEY: f"c{e}"} for e, v in enumerate(tied, start=1)]
+    records = [TrialResult(str(n), config, history) for n, config in enumerate((A, B))]
+    summary = summarize("mlp_mnist", "val_acc", "max", {"epochs": 3}, records, checkpoint_exists=lambda path: True)
+    assert summary["best"]["trial_id"] == "0"  # the summary keeps the earlier trial too
+
+
+def test_a_replayed_search_keeps_its_earliest_trial_among_tied_scores(tmp_path):
+    from benchmarks.replay import table_space
+    from benchmarks.replay_arms import make_arm
+
+    tied = [0.5, 0.6, 0.7]  # every configuration scores alike on validation; their test accuracies differ
+    tests = {128: 0.5, 256: 0.9, 512: 0.95}
+    path = write_table(tmp_path / "tie.jsonl.gz", {h: ([tied, tied], [[t] * 3] * 2) for h, t in tests.items()})
+    space = table_space(CurveTable.load(path))
+    for seed in range(4):
+        first = make_arm("random", space, seed, 3, 3).propose("0")  # the trial proposed first
+        assert replay_cli((path, "random", seed, 3, 1))["regret"] == pytest.approx(0.95 - tests[first["hidden"]])
+
+
+def test_a_trial_stopped_mid_schedule_ranks_after_a_finished_one_as_in_the_summary():
+    from benchmarks.replay import incumbent, standing_of
+
+    cosine = dataclasses.replace(SPACE, constants={**SPACE.constants, "lr_schedule": "cosine"})
+    table = CurveTable("mlp_mnist", 3, [0], GRID, {}, {})
+    finished = standing_of([{"epoch": e, "m": 0.8} for e in (1, 2, 3)], {"lr_schedule": "cosine"}, "a", cosine, table)
+    stopped = standing_of([{"epoch": 1, "m": 0.99}], {"lr_schedule": "cosine"}, "b", cosine, table)
+    assert incumbent({0: stopped, 1: finished}) == ("a", 3)
+    assert incumbent({0: finished, 1: finished}) == ("a", 3) and incumbent({0: stopped}) == ("b", 1)
+
+
 def test_the_floor_trains_everything_and_chooses_by_each_seeds_val(table):
     # seed 0 chooses B (val 0.9, test 0.85), seed 1 chooses A (val 0.7, test 0.7); the best mean test is C's 0.95
     assert exhaustive_regret(table, SPACE) == pytest.approx(((0.95 - 0.85) + (0.95 - 0.7)) / 2)
@@ -132,14 +172,14 @@ def test_every_arm_replays_as_the_cli_runs_it(arm):
     assert 8 <= run["epochs"] <= 24 and 0 <= run["regret"] < 0.5
 
 
-def test_the_bohb_like_arm_fits_the_highest_rung_with_enough_results():
+def test_the_rung_tpe_arm_fits_the_highest_rung_with_enough_results():
     from benchmarks.replay import _table, table_space
-    from benchmarks.replay_arms import BohbLikeArm, rungs_of
+    from benchmarks.replay_arms import RungTpeAsha, rungs_of
 
     table = _table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz")
     space = table_space(table)
     assert rungs_of(space, 9) == [1, 3, 9] and rungs_of(space, 3) == [1, 3]
-    arm = BohbLikeArm(space, seed=0, trials=8, epochs=3)
+    arm = RungTpeAsha(space, seed=0, trials=8, epochs=3)
     for trial in ("0", "1"):  # the random start: two trials, both told their first epoch
         arm.propose(trial)
         arm.tell(trial, 1, 0.5 + int(trial) / 10)
@@ -213,3 +253,35 @@ def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named()
     assert variant_asha(space, 9, {"grace": "2", "reduction": "2"})._reduction_factor == 2
     table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     assert replay_cli((table, "search|budget=8", 0, 8, 2))["epochs"] == 24  # the budget is spent, trials lifted
+
+
+def test_tuning_and_evidence_seeds_are_disjoint_and_named_in_the_results():
+    from benchmarks.replay_cli import SEED_SETS, measure
+
+    assert not set(SEED_SETS["tuning"]) & set(SEED_SETS["evidence"])
+    table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
+    figures = measure(table, 4, 24, [2], 1, 24, 2000, ("search", "random_asha", "random"))
+    assert figures["seed_set"] == "other" and figures["first_seed"] == 2000
+    assert figures["tuning_seeds"] == "100-399" and figures["evidence_seeds"] == "2000-2299"
+
+
+def test_the_replays_default_stop_rule_is_the_products():
+    from benchmarks.replay_cli import arm_stop_rule, product_stop_rule
+
+    assert product_stop_rule(9, None, None) == (72, 72)  # the epochs of 8 full trials, trials lifted
+    assert product_stop_rule(9, 8, None) == (8, 0) and product_stop_rule(3, None, 30) == (30, 30)
+    assert arm_stop_rule({"trials": "12"}, 3, 24, 24) == (12, 0)
+    assert arm_stop_rule({"epoch_budget": "40"}, 3, 8, 0) == (40, 40)
+
+
+def test_the_values_coding_proposes_the_choices_themselves():
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import make_arm
+
+    space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
+    for coding in ("values", "ordered"):
+        arm = make_arm(f"search|coding={coding}", space, 0, 8, 3)
+        config = arm.propose("0")
+        assert config["batch_size"] in space.hyperparameters["batch_size"].choices
+        held = arm.searcher.record.study.trials[0].params["batch_size"]
+        assert (held == config["batch_size"]) == (coding == "values")

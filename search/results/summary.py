@@ -39,10 +39,11 @@ def trial_row(record: TrialResult, metric: str, mode: str, checkpoint_exists=os.
     return standing_row(record.history, record.config, metric, mode, usable)
 
 
-def _rank(row: dict, record: TrialResult, epochs: int, mode: str, metric: str) -> tuple:
-    """Orders the trials' rows for the best: a trial stopped in the middle of an annealing schedule comes after those
-    that finished one, then the metric decides, then more epochs."""
-    unfinished = anneals(record.config) and int(row.get("epoch", 0)) < epochs
+def best_rank(row: dict, config: dict, epochs: int, mode: str, metric: str) -> tuple:
+    """The order of the trials' standing rows for the best, highest first: a trial stopped in the middle of an
+    annealing schedule comes after those that finished one, then the metric decides, then more epochs; among equal
+    ranks the earlier trial stands first (the summary's sort is stable). Pure: the replays choose with it too."""
+    unfinished = anneals(config) and int(row.get("epoch", 0)) < epochs
     value = row[metric] if mode == "max" else -row[metric]
     return (not unfinished, value, int(row.get("epoch", 0)))
 
@@ -83,7 +84,7 @@ def summarize(
         }
         if len(objectives) > 1:
             entry["objectives"] = {o["name"]: row.get(o["name"]) if row else None for o in objectives}
-        ranked.append(((1, _rank(row, record, epochs, mode, metric)) if row else (0,), entry, record, row))
+        ranked.append(((1, best_rank(row, record.config, epochs, mode, metric)) if row else (0,), entry, record, row))
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: trials without a checkpoint keep their order
     best = None
     if ranked and ranked[0][3] is not None:
