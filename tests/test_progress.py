@@ -118,3 +118,30 @@ def test_a_resumed_search_counts_what_earlier_sessions_ended_and_their_best():
     lines = view_of(record_with(earlier), 6).render([trial("aaaa0004", "RUNNING", 2, 0.95)], elapsed=60)
     assert "1 running, 3/6 done, 1 early-stopped, 0 failed | best val_acc 0.9800 bbbb0001" in lines[-1]
     assert "left" not in lines[-1]  # nothing ended since the view started
+
+
+def test_the_estimate_starts_when_the_first_epoch_began_not_when_ray_started():
+    view = view_of(record_with({}), 4)
+    trials = [trial("h1", "RUNNING", 1, 0.5)]
+    view.render(trials, elapsed=25, latest={"h1": {"epoch": 1, "val_acc": 0.5, "epoch_s": 5.0}})  # began at 20 s
+    view.record = record_with({"h0": (4, 0.9, ending_of(4, 4))})
+    assert "~5m00s left" in view.render(trials, elapsed=120)[-1]  # 1 trial in the 100 s since, 3 to go
+
+
+def test_a_recovered_epoch_does_not_start_the_estimate():
+    view = view_of(record_with({}), 4)
+    trials = [trial("h1", "RUNNING", 1, 0.5)]
+    view.render(trials, elapsed=25, latest={"h1": {"epoch": 1, "epoch_s": 5.0, "recovered": True}})
+    view.render(trials, elapsed=40, latest={"h1": {"epoch": 2, "epoch_s": 10.0}})  # trained here: began at 30 s
+    view.record = record_with({"h0": (4, 0.9, ending_of(4, 4))})
+    assert "~4m30s left" in view.render(trials, elapsed=120)[-1]
+
+
+def test_once_the_time_budget_is_spent_no_time_is_left_to_estimate():
+    view = view_of(record_with({}), 6, budget_s=600)
+    view.record = record_with({"k1": (4, 0.9, ending_of(4, 4))})
+    trials = [trial("k2", "RUNNING", 2, 0.5)]
+    status = " ".join(view.render(trials, elapsed=200))
+    assert "budget 6m40s left | ~6m40s left" in status  # 5 trials x 200 s to go, but the budget stops them first
+    status = " ".join(view.render(trials, elapsed=601))
+    assert "time budget spent: the trials stop" in status and "~" not in status and "m left" not in status

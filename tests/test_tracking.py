@@ -4,16 +4,20 @@ MLflow's client. (The end-to-end search with tracking is in test_e2e.py, resume 
 import contextlib
 import http.server
 import threading
+import time
+from types import SimpleNamespace
 
 import optuna
 import pytest
 
-from search.running.endings import Ending
+from search.running.callbacks import Tracking
+from search.running.continuation import continue_stopped_by_budget
+from search.running.endings import Ending, ending_of
 from search.running.study import StudyRecord
 from search.running.tracking import MlflowTracker, start_tracker
 from trainables.foundation.config import RunConfig, TrackingConfig
 from trainables.foundation.storage import Experiment
-from trainables.foundation.trial_files import TrialFiles
+from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 mlflow = pytest.importorskip("mlflow", reason="tracking=mlflow needs MLflow: pip install -e '.[mlflow]'")
 
@@ -124,14 +128,16 @@ def test_a_tracking_failure_is_named_once_and_never_raises(tmp_path, capsys, mon
 
 
 def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(tmp_path, capsys, monkeypatch):
-    """The calls Tune's callbacks make (an epoch, a trial's end) are queued for the tracker's thread: they return
-    while the server has not answered yet; the driver's own calls wait for them, then the failure is named once."""
+    """Tune's callbacks (an epoch, a trial's end) hand their calls to the tracker's thread: they return within a
+    second while the server has not answered at all (a call made in the callback would wait for the client's
+    timeout, 5 s here); the driver's own calls wait for them, then the failure is named once."""
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
     answer = threading.Event()
 
     class Stalled(AlwaysFailing):
         def do_GET(self):
-            answer.wait(60)
+            answer.wait(30)
             super().do_GET()
 
         do_POST = do_GET
@@ -139,9 +145,15 @@ def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(t
     with a_search_tracked_by(Stalled, tmp_path) as (experiment, record, config):
         try:
             tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
-            tracker.epoch("t1", {"lr": 0.1})  # returns although the server answers nothing yet
-            tracker.ended(record, "t1", {"lr": 0.1})
-            assert not answer.is_set() and tracker.worker.is_alive()
+            callback = Tracking(tracker, record)
+            trial = SimpleNamespace(trial_id="tune-id", config={TRIAL_KEY: "t1", "lr": 0.1})
+            began = time.monotonic()
+            callback.on_trial_result(1, [trial], trial, {"epoch": 1, "val_acc": 0.5})
+            record.end("t1", Ending("completed"))
+            callback.trial_ended([trial], "t1", Ending("completed"), trial)
+            took = time.monotonic() - began
+            assert took < 1.0, f"Tune's callbacks waited {took:.1f} s for a tracking server that does not answer"
+            assert not answer.is_set() and tracker.worker.is_alive()  # the server has answered nothing yet
             answer.set()
             assert tracker.ready() is False  # waits for the queued calls: the store could not be opened
             tracker.finish({"trials": [], "best": None})
@@ -166,3 +178,32 @@ def test_a_non_finite_epoch_is_logged_once_however_often_the_search_resumes(tmp_
     assert [m.step for m in client.get_metric_history(run.info.run_id, "epoch")] == [1, 2]
     kind = client.get_experiment_by_name("cnn_mnist").tags["mlflow.experimentKind"]
     assert kind == "custom_model_development"  # MLflow's UI opens it in its model-training view
+
+
+def test_a_continued_trial_runs_again_in_mlflow_and_gets_its_real_end(tmp_path):
+    """A trial a time budget stopped, continued by a grown search: its run is RUNNING again while it trains, then
+    ends as the study ends it, at the end of its last epoch; its epochs are logged once."""
+    experiment, record, config = a_search(tmp_path)
+    record.create("t1")
+    epoch(experiment, record, "t1", 1, 0.5)
+    record.end("t1", ending_of(1, 2, out_of_time=True))
+    start_tracker(config, "cnn_mnist", experiment, "val_acc", record).ready()
+    run, _ = runs(experiment)["trial_t1"]
+    assert (run.info.status, run.data.tags["search.status"]) == ("FINISHED", "stopped_by_budget")
+
+    continue_stopped_by_budget(record)  # the grown search's session
+    tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
+    assert tracker.ready()
+    run, _ = runs(experiment)["trial_t1"]
+    assert (run.info.status, run.data.tags["search.status"]) == ("RUNNING", "running")
+
+    files = TrialFiles(experiment.location, "t1")
+    files.append(files.rows(), {"epoch": 2, "val_acc": 0.7, "started_at": 1_800_000_000.0, "epoch_s": 2.5})
+    record.report("t1", 2, 0.7)
+    record.end("t1", Ending("completed"))
+    tracker.ended(record, "t1", {"lr": 0.1})
+    assert tracker.ready()
+    run, history = runs(experiment)["trial_t1"]
+    assert (run.info.status, run.data.tags["search.status"]) == ("FINISHED", "completed")
+    assert run.info.end_time == 1_800_000_002_500  # the end of its last epoch
+    assert [(m.step, m.value) for m in history] == [(1, 0.5), (2, 0.7)]

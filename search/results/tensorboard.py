@@ -86,7 +86,10 @@ def event_files(experiment: Path) -> list[Path]:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Nothing listens on host:port. A port a stopped server's connections keep in TIME-WAIT is free: the probe, like
+    the servers (wsgiref, TensorBoard's), binds with SO_REUSEADDR."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:

@@ -39,6 +39,7 @@ class ProgressView(FollowsEnds):
         self.start = time.monotonic()
         self.ended_before = sum(record.counts().values())
         self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
+        self.work_began: float | None = None  # when this session's first epoch began, in the view's seconds
 
     def __getstate__(self):
         return {**self.__dict__, "record": None, "start": None}
@@ -63,6 +64,7 @@ class ProgressView(FollowsEnds):
         running = [t for t in active if "epoch" in (latest.get(trial_key(t)) or t.last_result or {})]
         starting = len(active) - len(running)  # trials whose process or workers are still starting
         lines = [f"[{_clock(elapsed)}] {event}"] if event else []
+        self._note_work_began(elapsed, latest, sum(counts.values()))
         for trial_id, last in latest.items():  # the epoch being reported now
             lines.append(
                 f"  {trial_id:<12} epoch {int(last.get('epoch') or 0)}/{self.epochs}  "
@@ -101,18 +103,37 @@ class ProgressView(FollowsEnds):
 
     def _budget_left(self, elapsed: float) -> str:
         epochs = f" | epochs {self.record.epochs_spent()}/{self.epoch_budget}" if self.epoch_budget else ""
-        return epochs + (f" | budget {_clock(max(0.0, self.budget_s - elapsed)).strip()} left" if self.budget_s else "")
+        if not self.budget_s:
+            return epochs
+        if elapsed >= self.budget_s:
+            return epochs + " | time budget spent: the trials stop"
+        return epochs + f" | budget {_clock(self.budget_s - elapsed).strip()} left"
+
+    def _note_work_began(self, elapsed: float, latest: dict, ended: int) -> None:
+        """The estimate's clock starts when this session's first epoch began (its report's `epoch_s` before it),
+        not when Ray and the first trial's processes started; a trial ended before any epoch was seen keeps the
+        view's start. A recovered epoch trained in an earlier session: it does not count."""
+        if self.work_began is not None or ended > self.ended_before:
+            return
+        fresh = [last for last in latest.values() if "epoch" in last and not last.get("recovered")]
+        if fresh:
+            self.work_began = max(0.0, elapsed - max(_number(last.get("epoch_s")) or 0.0 for last in fresh))
 
     def _eta(self, ended: int, elapsed: float) -> str:
-        """Wall time per ended trial so far (concurrency included) times the trials to go, as of the last trial
-        end, counting down from there: it never grows while a long trial runs."""
+        """Wall time per ended trial since the first epoch began (concurrency included) times the trials to go, as
+        of the last trial end, counting down from there: it never grows while a long trial runs. None once the
+        time budget is spent, and never past it."""
         if ended <= self.ended_before or ended >= self.total or self.epoch_budget:  # a budget's counter instead
+            return ""
+        if self.budget_s and elapsed >= self.budget_s:
             return ""
         if ended != self._eta_done:
             # this driver's pace: an earlier run's or resume's time is not known here
-            per_trial = elapsed / (ended - self.ended_before)
+            per_trial = (elapsed - (self.work_began or 0.0)) / (ended - self.ended_before)
             self._eta_done, self._eta_at, self._eta_left = ended, elapsed, per_trial * (self.total - ended)
         left = max(0.0, self._eta_left - (elapsed - self._eta_at))
+        if self.budget_s:
+            left = min(left, self.budget_s - elapsed)
         return f" | ~{_clock(left).strip()} left"
 
 

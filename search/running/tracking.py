@@ -6,18 +6,14 @@ grown search; one nested run per trial (tag `search.trial_id`) with its configur
 its `result.json` holds as metrics, the epoch as the step. MLflow is brought up to the study and the trials' files
 (`sync`), so an epoch is logged once however often the search is resumed, and a search tracked late is logged whole.
 
-A tracking failure during a search is named once on the terminal; the search goes on untracked (a later `resume`
-brings MLflow up to date). The calls Tune's callbacks make (an epoch, a trial's end) are done in the tracker's own
-thread, in order, so a slow or dying tracking server never holds up Tune; the driver's own calls wait for them, at
-most `DRAIN_S`. No Ray, no torch.
+A trial the study holds as running again (a trial a budget stopped, continued by a grown search; one an interrupted
+session left) has its run marked RUNNING again, and ended when the study ends it. A tracking failure never fails the
+search, and Tune's callbacks never wait for MLflow (search.running.tracking_calls). No Ray, no torch.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import queue
-import threading
 from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, read_summary
@@ -38,6 +34,7 @@ from search.running.mlflow_store import (
     tracking_uri,
 )
 from search.running.study import StudyRecord, ending_in_study, trial_id_of
+from search.running.tracking_calls import BackgroundCalls, queued, safely
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
 from trainables.foundation.storage import Experiment
@@ -45,49 +42,13 @@ from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
 MUTABLE_SETTINGS = {"trials", "time_budget", "concurrency", "verbose"}  # what `resume` may change: tags, not params
 RUN_STATUS = {"completed": "FINISHED", "stopped_early": "FINISHED", "stopped_by_budget": "FINISHED", "failed": "FAILED"}
-# MLflow 3's UI opens an experiment of this kind in its model-training view (not the GenAI view)
+# MLflow 3's kind of a model-training experiment (its UI still opens the GenAI view in a fresh browser profile:
+# search.running.mlflow_store.runs_table_link is what opens the runs table)
 KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
 NOT_METRICS = {"epoch", "diverged", "recovered", "started_at", "pid", "resumed_from"}
 
 
-DRAIN_S = 60.0  # how long the driver waits for the tracker's queued calls before it goes on without tracking
-GIVE_UP = "the search goes on without tracking (`python -m search resume` brings MLflow up to date)"
-
-
-def _safely(method):
-    """A tracking call that never fails the search: its first failure is named, then tracking is off. It waits for
-    the calls queued before it (`start` opens the store in the tracker's thread)."""
-
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        self.wait()
-        if self.broken:
-            return None
-        try:
-            return method(self, *args, **kwargs)
-        except Exception as exc:
-            self.broken = True
-            reason = " ".join(str(exc).split())[:300]
-            print(f"tracking: MLflow failed ({type(exc).__name__}: {reason}); {GIVE_UP}", flush=True)
-            return None
-
-    return guarded
-
-
-def _queued(method):
-    """A call from Tune's callbacks: handed to the tracker's thread, so it returns at once."""
-
-    @functools.wraps(method)
-    def queued(self, *args):
-        if self.worker is None:
-            return method(self, *args)
-        self.calls.put((method, args))
-        return None
-
-    return queued
-
-
-class MlflowTracker:
+class MlflowTracker(BackgroundCalls):
     """The search's parent run and its trials' nested runs in one MLflow experiment."""
 
     def __init__(self, config: RunConfig, space_name: str, experiment: Experiment, metric: str):
@@ -99,8 +60,6 @@ class MlflowTracker:
         self.runs: dict[str, str] = {}  # trial id -> nested run id
         self.logged: dict[str, set[int]] = {}  # run id -> epochs logged
         self.statuses: dict[str, str] = {}  # run id -> its MLflow status, as this tracker last knew it
-        self.worker: threading.Thread | None = None
-        self.calls: queue.Queue = queue.Queue()
 
     def __getstate__(self):  # Tune pickles its callbacks; the client stays in the driver
         return {**self.__dict__, "client": None, "worker": None, "calls": None}
@@ -108,35 +67,9 @@ class MlflowTracker:
     def start(self, record: StudyRecord) -> None:
         """Open the store and bring it up to `record` in the tracker's thread, while Ray starts (importing MLflow
         and creating its store take seconds); the thread then does the calls Tune's callbacks queue."""
-        self.worker = threading.Thread(target=self._work, args=(record,), name="mlflow-tracker", daemon=True)
-        self.worker.start()
+        self.start_worker(lambda: (self.open(), self.sync(record)), "mlflow-tracker")
 
-    def _work(self, record: StudyRecord) -> None:
-        self.open()
-        self.sync(record)
-        while True:
-            call = self.calls.get()
-            if isinstance(call, threading.Event):
-                call.set()
-            else:
-                method, args = call
-                method(self, *args)
-
-    def wait(self) -> None:
-        """Until every call queued so far is done (at most DRAIN_S; then tracking is off)."""
-        if self.worker is None or self.worker is threading.current_thread() or self.broken:
-            return
-        done = threading.Event()
-        self.calls.put(done)
-        if not done.wait(DRAIN_S):
-            self.broken = True
-            print(f"tracking: MLflow has not answered for {DRAIN_S:.0f} s; {GIVE_UP}", flush=True)
-
-    def ready(self) -> bool:
-        self.wait()
-        return not self.broken
-
-    @_safely
+    @safely
     def open(self) -> None:
         """Find the search's parent run (or create it), marked running again, and its nested runs."""
         if not self.config.tracking.uri:
@@ -182,36 +115,41 @@ class MlflowTracker:
     def _mutable_settings(self) -> dict:
         return {f"search.{key}": getattr(self.config, key) for key in sorted(MUTABLE_SETTINGS)}
 
-    @_safely
+    @safely
     def shape(self, words: str, concurrency: int) -> None:
         self.client.log_batch(
             self.parent, tags=tag_list({"search.shape": words, "search.concurrent_trials": concurrency})
         )
 
-    @_safely
+    @safely
     def sync(self, record: StudyRecord) -> None:
         """Bring MLflow up to the study and the trials' files: every trial, every recorded epoch, every end."""
         for frozen in record.proposed():
             trial_id = trial_id_of(frozen)
             run_id = self._run_of(trial_id, {**record.constants, **record.coding.to_config(frozen.params)})
-            self._log_rows(run_id, TrialFiles(self.experiment.location, trial_id).rows())
-            self._log_end(run_id, frozen)
+            rows = TrialFiles(self.experiment.location, trial_id).rows()
+            self._log_rows(run_id, rows)
+            if ending_in_study(frozen) is None:
+                self._reopen(run_id)
+            self._log_end(run_id, frozen, rows)
 
-    @_queued
-    @_safely
+    @queued
+    @safely
     def epoch(self, trial_id: str, config: dict) -> None:
         """A trial reported an epoch: its rows (written before Tune heard of it) that MLflow lacks."""
         self._log_rows(self._run_of(trial_id, config), TrialFiles(self.experiment.location, trial_id).rows())
 
-    @_queued
-    @_safely
+    @queued
+    @safely
     def ended(self, record: StudyRecord, trial_id: str, config: dict) -> None:
         """A trial ended (the study knows how: search.running.callbacks.TrialEnds wrote it first)."""
         frozen = record.frozen(trial_id)
-        if frozen is not None:
-            self._log_end(self._run_of(trial_id, config), frozen)
+        if frozen is not None:  # the epochs its files hold that Tune never reported (a budget's end) first
+            run_id, rows = self._run_of(trial_id, config), TrialFiles(self.experiment.location, trial_id).rows()
+            self._log_rows(run_id, rows)
+            self._log_end(run_id, frozen, rows)
 
-    @_safely
+    @safely
     def finish(self, summary: dict) -> None:
         """The search's result on its parent run (the best trial's metrics, test_acc, counts; the summary and the
         report's plots as artifacts), and the parent run ended."""
@@ -236,7 +174,7 @@ class MlflowTracker:
                 self.client.log_artifact(self.parent, str(path))
         self.client.set_terminated(self.parent, "FINISHED" if best else "FAILED")
 
-    @_safely
+    @safely
     def interrupted(self) -> None:
         """An interrupted search: its parent and its unfinished trials' runs marked KILLED until `resume`."""
         for run_id in self.runs.values():
@@ -271,28 +209,40 @@ class MlflowTracker:
             self.client.log_batch(run_id, metrics=metric_list(values, step=epoch, at=ended_at or None))
             self.logged[run_id].add(epoch)
 
-    def _log_end(self, run_id: str, frozen) -> None:
+    def _reopen(self, run_id: str) -> None:
+        """A trial running again in the study (continued after a budget stopped it, or resumed after an
+        interruption): its run is running again, until the study ends it."""
+        if self.statuses.get(run_id) != "RUNNING":
+            self.client.update_run(run_id, status="RUNNING")
+            self.client.log_batch(run_id, tags=tag_list({"search.status": "running", "search.reason": ""}))
+            self.statuses[run_id] = "RUNNING"
+
+    def _log_end(self, run_id: str, frozen, rows: list[dict]) -> None:
+        """The trial's end as the study holds it, at the end of its last epoch (its files' account)."""
         ending = ending_in_study(frozen)
         if ending is None or self.statuses.get(run_id) in ("FINISHED", "FAILED"):
             return
-        self.client.log_batch(run_id, tags=tag_list({"search.status": ending.status, "search.reason": ending.reason}))
-        self._terminate(run_id, RUN_STATUS[ending.status])
+        tags = {"search.status": ending.status, "search.reason": ending.reason or ""}
+        self.client.log_batch(run_id, tags=tag_list(tags))
+        ended_at = max(((row.get("started_at") or 0) + (row.get("epoch_s") or 0) for row in rows), default=0)
+        self._terminate(run_id, RUN_STATUS[ending.status], int(ended_at * 1000) or None)
 
-    def _terminate(self, run_id: str, status: str) -> None:
-        self.client.set_terminated(run_id, status)
+    def _terminate(self, run_id: str, status: str, end_time: int | None = None) -> None:
+        self.client.set_terminated(run_id, status, end_time=end_time)
         self.statuses[run_id] = status
 
 
 def report_plots(experiment: Experiment) -> list[Path]:
-    """The report's plots (search.results.report); none when the report cannot be built."""
-    from search.results.report import PLOTS, build_report
+    """The plots the report drew (search.results.report: the Pareto front's too, for several objectives); none when
+    the report cannot be built."""
+    from search.results.report import build_report
 
     try:
-        folder = Path(build_report(experiment.local, experiment.location)["folder"])
+        report = build_report(experiment.local, experiment.location)
     except Exception as exc:  # a plot is an extra: the search's result stands without it
         logging.getLogger("ray").warning("no report for the tracker: %s", exc)
         return []
-    return [folder / name for name in PLOTS]
+    return [Path(report["folder"]) / name for name in report["plots"]]
 
 
 def bring_up_to_date(config: RunConfig, space: Space, experiment: Experiment) -> bool:

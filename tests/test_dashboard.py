@@ -1,0 +1,98 @@
+"""The read-only wrapper of `python -m search dashboard`, route by route: every path optuna-dashboard serves, with
+every method, reaches the dashboard only to read (pure logic: a recording app stands for the dashboard; no server).
+The dashboard in a real browser: test_dashboard_e2e.py."""
+
+import functools
+import http.server
+import re
+import threading
+import urllib.request
+
+import optuna
+import optuna_dashboard
+import pytest
+
+from search.results.dashboard import READS, dashboard_address, read_only
+from trainables.foundation.errors import UsageError
+
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+METHODS = (*sorted(READS), *WRITES, "PROPFIND", "CONNECT", "TRACE", "post", "")
+
+
+def dashboard_routes() -> list[tuple[str, str]]:
+    """(method, a concrete path) of every route optuna-dashboard's own app declares."""
+    app = optuna_dashboard.wsgi(optuna.storages.InMemoryStorage())
+    routes = []
+    for route in app.routes:
+        path = re.sub(r"<[^>]*>", "1", route.rule)  # <study_id:int>, <filename:path>, <:re:...>: a value of it
+        routes.append((route.method, path))
+    return routes
+
+
+def call(app, method: str, path: str) -> tuple[str, bytes]:
+    answer = {}
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "", "wsgi.input": None}
+    if not method:
+        del environ["REQUEST_METHOD"]
+    body = b"".join(app(environ, lambda status, headers: answer.setdefault("status", status)))
+    return answer["status"], body
+
+
+class Recording:
+    """Stands for the dashboard: records what reached it."""
+
+    def __init__(self):
+        self.reached = []
+
+    def __call__(self, environ, start_response):
+        self.reached.append((environ.get("REQUEST_METHOD", "GET"), environ["PATH_INFO"]))
+        start_response("200 OK", [])
+        return [b"dashboard"]
+
+
+def test_the_dashboard_declares_writes_the_wrapper_must_refuse():
+    methods = {method for method, _ in dashboard_routes()}
+    assert {"GET", "POST", "PUT", "DELETE"} <= methods  # if it stops declaring writes, this test must be revisited
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_path_is_read_and_never_written_through_the_wrapper(method):
+    paths = sorted({path for _, path in dashboard_routes()} | {"/", "/api/unknown", "/api/studies/1/../../x"})
+    dashboard = Recording()
+    guarded = read_only(dashboard)
+    for path in paths:
+        status, body = call(guarded, method, path)
+        if (method or "GET").upper() in READS:
+            assert status == "200 OK" and body == b"dashboard", (method, path)
+        else:
+            assert status.startswith("403") and b"read-only" in body, (method, path)
+    allowed = (method or "GET").upper() in READS
+    assert dashboard.reached == ([((method or "GET"), path) for path in paths] if allowed else []), method
+
+
+def test_each_write_route_of_the_dashboard_is_refused_and_each_read_route_served():
+    dashboard = Recording()
+    guarded = read_only(dashboard)
+    for method, path in dashboard_routes():
+        status, _ = call(guarded, method, path)
+        assert status == ("200 OK" if method in READS else "403 Forbidden"), (method, path)
+    assert {method for method, _ in dashboard.reached} == {"GET"}
+
+
+def test_a_port_is_free_again_as_soon_as_the_viewer_on_it_stopped(tmp_path):
+    """A viewer that served a request and stopped leaves its port in TIME-WAIT for a minute; the next viewer binds
+    it at once (SO_REUSEADDR, as the servers themselves do), while a port something listens on stays refused."""
+    (tmp_path / "study.log").touch()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with pytest.raises(UsageError, match=f"port={port}: already in use"):
+        dashboard_address(tmp_path, port)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as answer:
+        answer.read()  # HTTP/1.0: the server closes the connection first, and keeps it in TIME-WAIT
+    server.shutdown()
+    server.server_close()
+    assert dashboard_address(tmp_path, port) == (tmp_path / "study.log", port)
+    again = http.server.HTTPServer(("127.0.0.1", port), handler)
+    again.server_close()
