@@ -32,6 +32,7 @@ def exported(search):
 
 def test_export_folder_is_complete(exported, search):
     assert sorted(p.name for p in exported.iterdir()) == ["model.json", "model.pt2", "model.safetensors"]
+    assert len({path.stat().st_mode for path in exported.iterdir()}) == 1  # the weights too: not 0600
     meta = json.loads((exported / "model.json").read_text())
     best = search["summary"]["best"]
     assert meta["trial_id"] == best["trial_id"] and meta["epoch"] == best["epoch"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import shutil
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -150,14 +151,21 @@ def classifier_from_checkpoint(space: Space, info, config: dict, checkpoint: Pat
 
 
 def write_export(folder: Path, classifier: NormalizedClassifier, meta: dict) -> None:
-    weights = {k: v.contiguous() for k, v in classifier.network.state_dict().items()}
-    save_file(weights, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
-    (folder / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    write_weights(folder, classifier.network, meta)
     shape = meta["input"]
     example = torch.rand(2, shape["channels"], shape["height"], shape["width"])
     batch = torch.export.Dim("batch", min=1, max=65536)
     program = torch.export.export(classifier, (example,), dynamic_shapes={"images": {0: batch}})
     torch.export.save(program, str(folder / PROGRAM_FILE))
+
+
+def write_weights(folder: Path, network: nn.Module, meta: dict) -> None:
+    """`model.safetensors` and `model.json`, both with the mode the user's umask gives (safetensors alone would
+    write 0600)."""
+    weights = {k: v.contiguous() for k, v in network.state_dict().items()}
+    save_file(weights, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    shutil.copymode(folder / META_FILE, folder / WEIGHTS_FILE)
 
 
 def verify_export(folder: Path, run: RunConfig, space: Space, config: dict, metric: str, reported: float) -> dict:
@@ -212,6 +220,18 @@ class _FromUnitRange(nn.Module):
 
     def eval(self):
         return self
+
+
+def latency_words(measured: dict) -> str:
+    """`11 ms (IQR 4, batch 1, cpu)`: the latency measured at export with the digits its spread leaves it (the
+    decimal place of the interquartile range's first figure)."""
+    median, spread = measured["latency_ms"], measured["latency_iqr_ms"]
+    if spread > 0:
+        decimals = max(0, -math.floor(math.log10(spread)))
+        figures = f"{median:.{decimals}f} ms (IQR {spread:.{decimals}f}"
+    else:
+        figures = f"{median:.3g} ms (IQR 0"
+    return f"{figures}, batch {measured.get('batch', 1)}, {measured.get('device', 'cpu')})"
 
 
 def load_model(path: str | Path) -> NormalizedClassifier:

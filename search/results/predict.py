@@ -6,6 +6,8 @@ be read or converted gets an error naming it, and the other inputs are still pre
 
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +43,17 @@ class Prediction:
         if self.error:
             return f"error: {self.error}" if self.error.startswith(self.input) else f"{self.input}: error: {self.error}"
         return f"{self.input}: {self.class_name} (class {self.class_index}, p={self.probability:.4f})"
+
+
+def write_predictions(predictions: list[Prediction], as_json: bool = False) -> int:
+    """The predictions on stdout (one line each, or a JSON list), an input that failed as an `error:` line on
+    stderr (in the JSON list with --json); the exit code: 1 when an input failed."""
+    if as_json:
+        print(json.dumps([p.as_dict() for p in predictions], indent=2))
+    else:
+        for prediction in predictions:
+            print(prediction.as_line(), file=sys.stderr if prediction.error else sys.stdout)
+    return 1 if any(p.error for p in predictions) else 0
 
 
 def read_inputs(path: str, channels: int, height: int, width: int, preprocessing: dict | None = None):
