@@ -46,18 +46,26 @@ def missing_folders(path: Path) -> list[Path]:
     return missing
 
 
-def shape_words(config: RunConfig, space: Space) -> str:
-    """The `search:` line's plan: how many trials, how many side by side, each trial's shape, ASHA's first rung."""
+def local_shape(config: RunConfig):
+    """(trial shape, trials side by side) on this machine, or None on a cluster (decided when it answers)."""
+    if config.address:
+        return None
+    from search.running.preflight import local_gpu_count
     from trainables.foundation.resources import local_cpu_count, plan_concurrency, settle_shape
 
-    if config.address:
-        side = "the shape decided on the cluster when it answers"
-    else:
-        from search.running.preflight import local_gpu_count
+    node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
+    shape = settle_shape(config, [node])
+    return shape, plan_concurrency([node], shape, config.concurrency)
 
-        node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
-        shape = settle_shape(config, [node])
-        side = f"{plan_concurrency([node], shape, config.concurrency)} at a time, {shape.in_words()} ({shape.keys()})"
+
+def shape_words(config: RunConfig, space: Space) -> str:
+    """The `search:` line's plan: how many trials, how many side by side, each trial's shape, ASHA's first rung."""
+    placed = local_shape(config)
+    if placed:
+        shape, side_by_side = placed
+        side = f"{side_by_side} at a time, {shape.in_words()} ({shape.keys()})"
+    else:
+        side = "the shape decided on the cluster when it answers"
     trials = (
         f"trials until {config.epoch_budget} trial-epochs are spent"
         if config.epoch_budget and config.trials >= config.epoch_budget
@@ -80,11 +88,10 @@ def stop_rule_words(config: RunConfig) -> str:
 
 
 def estimate_words(config: RunConfig, space: Space) -> str:
-    """Trial-epochs and images expected, and on CPU cores the time at the speed of two timed steps of the model."""
-    from search.running.estimate import expected_epochs, images_per_s, typical_hyperparameters
-    from search.running.preflight import local_gpu_count
+    """Trial-epochs and images expected, and on CPU cores the training time at the speed of the space's model timed
+    here as one trial trains it (its worker's threads), the trials side by side."""
+    from search.running.estimate import expected_epochs, typical_hyperparameters
     from trainables.data import IdxDataset, get_dataset
-    from trainables.foundation.resources import local_cpu_count
 
     epochs = expected_epochs(config)
     dataset = get_dataset(space.dataset)
@@ -95,14 +102,42 @@ def estimate_words(config: RunConfig, space: Space) -> str:
         count = int(struct.unpack(">I", stream.read(8)[4:])[0] * (1 - config.data.val_fraction))
     count = min(count, config.data.limit) if config.data.limit else count
     work = f"about {epochs:.0f} trial-epochs of {count:,} images (ASHA stopping some)"
-    if local_gpu_count() or config.address:
-        return work
+    placed = local_shape(config)
+    if not placed or placed[0].gpus_per_worker:
+        return work  # a GPU's or a cluster's speed is not timed here
+    shape, side_by_side = placed
     hp = typical_hyperparameters(space) | config.fixed
-    cores = local_cpu_count()
-    rate = images_per_s(space, hp, dataset.info(config.data.root, hp), cores)
-    seconds = epochs * count / rate * 1.1  # and validation: a tenth of the images, forward only
-    speed = f"on {cores} CPU cores at ~{rate:.0f} img/s"
-    return f"{work}: {duration_words(seconds)} of training {speed}, and Ray's start"
+    threads = max(1, int(shape.cpus_per_worker))
+    rate = trial_images_per_s(space, hp, dataset.info(config.data.root, hp), threads) * shape.workers
+    seconds = epochs * count / (rate * side_by_side) * 1.1  # and validation: a tenth of the images, forward only
+    speed = f"{side_by_side} trials at ~{rate:.0f} img/s each"
+    return f"{work}: ~{duration_words(seconds)} of training, {speed}, plus Ray's start and each trial's"
+
+
+def trial_images_per_s(space: Space, hp: dict, info, threads: int) -> float:
+    """Training images per second of the space's model on `threads` threads: the median of three steps after a first,
+    at a batch of 16 at most (an image costs about the same in a larger batch on CPU cores: the figure is rough)."""
+    import statistics
+    import time
+
+    import torch
+
+    from trainables.models import model_for
+
+    torch.set_num_threads(threads)
+    batch = min(16, int(hp.get("batch_size", 64)))
+    model = model_for(space, hp, info)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
+    labels = torch.randint(0, info.num_classes, (batch,))
+    steps = []
+    for _ in range(4):
+        started = time.perf_counter()
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+        steps.append(time.perf_counter() - started)
+    return batch / statistics.median(steps[1:])
 
 
 def duration_words(seconds: float) -> str:
