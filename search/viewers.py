@@ -8,7 +8,7 @@ import signal
 from search.commands import split_options, test_text
 from search.results.summary import SUMMARY_FILE
 from trainables.foundation.errors import UsageError
-from trainables.foundation.storage import SEARCH_FILE, Experiment, open_for_reading
+from trainables.foundation.storage import SEARCH_FILE, Experiment, exists, open_for_reading
 
 
 def port_option(options: dict[str, str], default: int) -> int:
@@ -73,18 +73,29 @@ def _stop_on_sigterm(signum, frame):
 def cmd_report(args: list[str]) -> int:
     if len(args) != 1:
         raise UsageError("usage: python -m search report EXPERIMENT_DIR")
-    from search.results.report import build_report, savings_line
+    from search.results.report import build_report, savings_line, unended_words
 
-    report = build_report(open_for_reading(args[0], SUMMARY_FILE).local)
+    if exists(Experiment.at(args[0]).join(SUMMARY_FILE)):
+        report, unended = build_report(open_for_reading(args[0], SUMMARY_FILE).local), 0
+    else:  # a search still running (or interrupted): what has ended so far
+        from search.results.so_far import summary_so_far
+
+        experiment = open_for_reading(args[0], SEARCH_FILE, missing="not an experiment folder")
+        summary, unended = summary_so_far(experiment)
+        report = build_report(experiment.local, experiment.location, summary, unended)
+    if unended:
+        print(unended_words(unended, report["trials"]) + "\n")
     print(report["table"])
     print()
     best = report["best"]
     if best:
         value = best["metrics"][report["metric"]]
         print(f"best: trial {best['trial_id']} epoch {best['epoch']} {report['metric']}={value:.4f}{test_text(best)}")
+    if report["front"]:
+        print(report["front"])
     print(savings_line(report["savings"]))
     if report["importances"]:
         ranked = ", ".join(f"{k} {v:.2f}" for k, v in report["importances"].items())
-        print(f"hyperparameter importance: {ranked}")
+        print(f"hyperparameter importance for {report['metric']}: {ranked}")
     print(f"plots: {', '.join(report['plots'])} and index.html in {report['folder']}")
     return 0

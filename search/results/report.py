@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 
 from search.results.files import publish_folder, staging_folder
-from search.results.summary import format_table, read_summary
+from search.results.summary import format_front, format_table, read_summary
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_run_space
 from trainables.foundation.trial_files import TrialFiles
@@ -57,11 +57,12 @@ def savings_line(savings: dict) -> str:
     )
 
 
-def build_report(experiment: Path, location: str | None = None) -> dict:
+def build_report(experiment: Path, location: str | None = None, summary: dict | None = None, unended: int = 0) -> dict:
     """Write <experiment>/report/ (plots and index.html) and return what it found. `experiment`: a local folder
-    with a summary.json (the `report` command checks that, for a folder or a URI, before it calls this);
-    `location`: where the trials' files are, when not there (a URI)."""
-    summary = read_summary(experiment)
+    with a summary.json (the `report` command checks that, for a folder or a URI, before it calls this), or the
+    `summary` so far of a search that has not finished, with `unended` trials still to end
+    (search.results.so_far); `location`: where the trials' files are, when not there (a URI)."""
+    summary = summary or read_summary(experiment)
     histories = trial_histories(location or experiment, summary)
     savings = early_stopping_savings(summary)
     out = experiment / REPORT_FOLDER
@@ -70,13 +71,13 @@ def build_report(experiment: Path, location: str | None = None) -> dict:
         plot_optimization_history(summary, histories, staging / PLOTS[0])
         plot_learning_curves(summary, histories, staging / PLOTS[1])
         importances = hyperparameter_importance(summary)
-        plot_importance(importances, staging / PLOTS[2])
+        plot_importance(importances, staging / PLOTS[2], f"{summary['metric']} ({summary['mode']})")
         plots = list(PLOTS)
         if summary.get("front") and len(summary["objectives"]) <= 3:
             plot_pareto_front(summary, staging / FRONT_PLOT)
             plots.append(FRONT_PLOT)
         table = format_table(summary, limit=len(summary["trials"]))
-        (staging / "index.html").write_text(render_html(summary, table, savings, importances, plots))
+        (staging / "index.html").write_text(render_html(summary, table, savings, importances, plots, unended))
         publish_folder(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -88,6 +89,8 @@ def build_report(experiment: Path, location: str | None = None) -> dict:
         "folder": str(out),
         "best": summary["best"],
         "metric": summary["metric"],
+        "front": format_front(summary) if summary.get("front") else "",
+        "trials": len(summary["trials"]),
     }
 
 
@@ -180,12 +183,22 @@ def hyperparameter_importance(summary: dict) -> dict[str, float]:
 
 
 def plot_pareto_front(summary: dict, path: Path) -> None:
-    """Optuna's `plot_pareto_front` of the completed trials (the front the summary lists, in red), on a study rebuilt
-    from the summary; with two objectives, the trials stopped early drawn too, at the epoch that stands for them."""
+    plt = _pyplot()
+    axes = pareto_axes(summary)
+    axes.figure.set_size_inches(7, 4.5)
+    axes.figure.tight_layout()
+    axes.figure.savefig(path, format="png")
+    plt.close(axes.figure)
+
+
+def pareto_axes(summary: dict):
+    """Optuna's `plot_pareto_front` of the completed trials (the front the summary lists, labelled so), on a study
+    rebuilt from the summary; with two objectives, the trials stopped early drawn too, at the epoch that stands for
+    them."""
     import optuna
     from optuna.visualization.matplotlib import plot_pareto_front as optuna_plot
 
-    plt = _pyplot()
+    _pyplot()
     names = [o["name"] for o in summary["objectives"]]
     study = optuna.create_study(
         directions=["maximize" if o["mode"] == "max" else "minimize" for o in summary["objectives"]]
@@ -202,17 +215,18 @@ def plot_pareto_front(summary: dict, path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         axes = optuna_plot(study, target_names=names)
+    for points in axes.collections:  # Optuna's labels: "Best Trial" for the front, "Trial" for the others
+        label = {"Best Trial": "Pareto front", "Trial": "dominated (completed)"}.get(points.get_label())
+        if label:
+            points.set_label(label)
     if others and len(names) == 2:
         axes.scatter(*zip(*others), marker="x", color="grey", label="stopped before the end")
-        axes.legend()
+    axes.legend()
     axes.set_title(f"Pareto front: {len(summary['front'])} of {len(study.trials)} completed trials")
-    axes.figure.set_size_inches(7, 4.5)
-    axes.figure.tight_layout()
-    axes.figure.savefig(path, format="png")
-    plt.close(axes.figure)
+    return axes
 
 
-def plot_importance(importances: dict[str, float], path: Path) -> None:
+def plot_importance(importances: dict[str, float], path: Path, metric: str = "") -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
     if importances:
@@ -222,23 +236,45 @@ def plot_importance(importances: dict[str, float], path: Path) -> None:
     else:
         ax.text(0.5, 0.5, "not enough scored trials to estimate importance", ha="center", va="center")
         ax.set_axis_off()
-    ax.set_title("Hyperparameter importance")
+    ax.set_title(f"Hyperparameter importance for {metric}" if metric else "Hyperparameter importance")
     fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)
 
 
-def render_html(summary: dict, table: str, savings: dict, importances: dict, plots=PLOTS) -> str:
+def objectives_words(summary: dict) -> str:
+    """`val_acc (max)`, or every objective of a search of several: `val_acc (max), params (min)`."""
+    objectives = summary.get("objectives") or [{"name": summary["metric"], "mode": summary["mode"]}]
+    return ", ".join(f"{o['name']} ({o['mode']})" for o in objectives)
+
+
+def render_html(summary: dict, table: str, savings: dict, importances: dict, plots=PLOTS, unended: int = 0) -> str:
     images = "\n".join(f'<p><img src="{name}" alt="{name}"></p>' for name in plots)
     best = summary["best"]
     best_line = (
-        f"best: trial {best['trial_id']} epoch {best['epoch']}{test_words(best)}, checkpoint {best['checkpoint']}"
+        f"best {summary['metric']}: trial {best['trial_id']} epoch {best['epoch']}{test_words(best)}, checkpoint "
+        f"{best['checkpoint']}"
         if best
         else ""
     )
+    front = f"<h2>Pareto front</h2><pre>{html.escape(format_front(summary))}</pre>" if summary.get("front") else ""
+    ranked = ", ".join(f"{name} {value:.2f}" for name, value in importances.items())
+    importance = f"<p>hyperparameter importance for {html.escape(summary['metric'])}: {ranked}</p>" if ranked else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>search report</title></head><body>"
-        f"<h1>{html.escape(summary['space'])}: {html.escape(summary['metric'])} ({summary['mode']})</h1>"
-        f"<p>{html.escape(best_line)}</p><p>{html.escape(savings_line(savings))}</p>"
-        f"<pre>{html.escape(table)}</pre>{images}</body></html>\n"
+        f"<h1>{html.escape(summary['space'])}: {html.escape(objectives_words(summary))}</h1>"
+        f"{unended_words(unended, len(summary['trials']), html_tags=True)}"
+        f"<p>{html.escape(best_line)}</p><p>{html.escape(savings_line(savings))}</p>{front}"
+        f"<h2>Trials</h2><pre>{html.escape(table)}</pre>{importance}{images}</body></html>\n"
     )
+
+
+def unended_words(unended: int, ended: int, html_tags: bool = False) -> str:
+    """What a report of a search that has not finished says first; nothing for a finished search."""
+    if not unended:
+        return ""
+    words = (
+        f"the search has not finished: it is still running (or was interrupted; `python -m search resume` "
+        f"continues it). This report draws the {ended} trials that have ended; {unended} have not yet."
+    )
+    return f"<p><strong>{html.escape(words)}</strong></p>" if html_tags else words

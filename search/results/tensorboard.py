@@ -45,11 +45,13 @@ class TrialEventWriter:
         self.writer.flush()
 
     def end(self, config: dict, outcome: dict) -> None:
-        """`outcome`: best metric, epochs run, status and stopped_early flag of the finished trial."""
+        """`outcome`: best metric, epochs run, status and stopped_early flag of the finished trial, and in a search of
+        several objectives `objectives`, the value of each (search.running.study's), each an HParams metric."""
         from torch.utils.tensorboard.summary import hparams
 
+        numbers = {**outcome, **(outcome.get("objectives") or {})}
         metric_dict = {
-            f"hparams/{k}": v for k, v in outcome.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            f"hparams/{k}": v for k, v in numbers.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
         }
         hparam_dict = {k: hparam_value(v) for k, v in config.items()}
         hparam_dict["status"] = outcome["status"]
