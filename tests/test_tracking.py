@@ -13,6 +13,7 @@ import pytest
 from search.running.callbacks import Tracking
 from search.running.continuation import continue_stopped_by_budget
 from search.running.endings import Ending, ending_of
+from search.running.mlflow_store import mlflow_ui_words
 from search.running.study import StudyRecord
 from search.running.tracking import MlflowTracker, start_tracker
 from trainables.foundation.config import RunConfig, TrackingConfig
@@ -88,6 +89,9 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}")
     best = client.get_metric_history(parent.info.run_id, "best_val_acc")
     assert [(m.step, m.value) for m in best] == [(2, 0.7)], "a repeated finish logs the result once"
+    store = f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}"
+    link = f"http://127.0.0.1:5000/#/experiments/{parent.info.experiment_id}?workflowType=machine_learning"
+    assert mlflow_ui_words("", experiment) == f"mlflow ui --backend-store-uri {store} --port 5000, then open {link}"
 
 
 class AlwaysFailing(http.server.BaseHTTPRequestHandler):
@@ -207,3 +211,19 @@ def test_a_continued_trial_runs_again_in_mlflow_and_gets_its_real_end(tmp_path):
     assert (run.info.status, run.data.tags["search.status"]) == ("FINISHED", "completed")
     assert run.info.end_time == 1_800_000_002_500  # the end of its last epoch
     assert [(m.step, m.value) for m in history] == [(1, 0.5), (2, 0.7)]
+
+
+def test_the_plots_the_report_drew_reach_mlflow_the_fronts_included(tmp_path):
+    from tests.test_report import TRIALS, finished
+    from tests.test_report import a_search as a_two_objective_search
+
+    experiment = a_two_objective_search(tmp_path, {k: v for k, v in TRIALS.items() if k != "t5"})
+    summary = finished(experiment)
+    config = RunConfig(space="mlp_mnist", trials=4, epochs=2, tracking=TrackingConfig(to="mlflow"))
+    tracker = MlflowTracker(config, "mlp_mnist", experiment, "val_acc")
+    tracker.open()
+    tracker.finish(summary)
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}")
+    drawn = sorted(path.name for path in (experiment.local / "report").glob("*.png"))
+    assert "pareto_front.png" in drawn
+    assert {item.path for item in client.list_artifacts(tracker.parent)} == {"summary.json", *drawn}

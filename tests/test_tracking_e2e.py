@@ -3,6 +3,7 @@ on 127.0.0.1 opened in a real headless Chromium. (Resume and growth into the sam
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -55,12 +56,18 @@ def test_the_search_and_every_trial_are_runs_with_their_epochs_params_and_artifa
 
 
 @pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine (apt-get install chromium; .ci/run does)")
-def test_mlflow_server_lists_the_searchs_runs_in_a_real_browser(search, tmp_path):
-    port = free_port()
+def test_the_mlflow_link_the_search_prints_opens_its_runs_table_in_a_fresh_browser(search, tmp_path):
+    """What the search tells a user to do (`mlflow: mlflow ui ... --port 5000, then open <link>`), done: the server
+    started as printed (on a free port: 5000 may be taken here), the link opened in a fresh browser profile. MLflow 3
+    opens an experiment in its GenAI view unless the link asks for the runs table."""
+    printed = re.search(r"^mlflow: (mlflow ui .*) --port (\d+), then open (\S+)$", search["output"], re.M)
+    assert printed, search["output"][-2000:]
+    command, printed_port, link = printed.groups()
+    port = str(free_port())
+    link = link.replace(f"://127.0.0.1:{printed_port}/", f"://127.0.0.1:{port}/")
     log = tmp_path / "mlflow.log"
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store_of(search)]
-        + ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        [sys.executable, "-m", *shlex.split(command), "--port", port, "--workers", "1"],
         cwd=tmp_path,
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
@@ -68,11 +75,8 @@ def test_mlflow_server_lists_the_searchs_runs_in_a_real_browser(search, tmp_path
     )
     try:
         wait_until_healthy(f"http://127.0.0.1:{port}/health", server, log)
-        client = mlflow.tracking.MlflowClient(f"http://127.0.0.1:{port}")
-        experiment_id = client.get_experiment_by_name("resnet_mnist").experiment_id
         page = subprocess.run(
-            [BROWSER, *HEADLESS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom"]
-            + [f"http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs"],
+            [BROWSER, *HEADLESS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", link],
             capture_output=True,
             text=True,
             timeout=120,
@@ -84,6 +88,7 @@ def test_mlflow_server_lists_the_searchs_runs_in_a_real_browser(search, tmp_path
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
     text = visible_text(page.stdout)
+    assert text.startswith("Runs - Experiment") and "Detect Issues" not in text, text[:3000]  # not the GenAI view
     runs = 1 + len(search["summary"]["trials"])  # the parent and one nested run per trial
     assert f"{runs} matching runs" in text, text[:3000]
     assert " e2e " in text  # the search's run, by its experiment's name

@@ -38,11 +38,41 @@ def store_files(folder: Path) -> list[str]:
     return sorted(str(path.relative_to(folder)) for path in (folder / TRACKING_FOLDER).rglob("*") if path.is_file())
 
 
+UI_PORT = 5000  # `mlflow ui`'s own default, written out so that the link beside the command matches it
+
+
 def mlflow_ui_words(uri: str | None, experiment: Experiment) -> str:
-    """How to look at the search in MLflow's UI."""
-    if uri and not uri.startswith("sqlite:"):
-        return f"open {uri}"
-    return f"mlflow ui --backend-store-uri {uri or default_uri(experiment)}"
+    """How to look at the search in MLflow's UI: the server to start (for a store in a file or a database) and the
+    link that opens its runs table."""
+    uri = uri or default_uri(experiment)
+    server = uri if uri.startswith(("http://", "https://")) else f"http://127.0.0.1:{UI_PORT}"
+    where = experiment_id_of(uri, experiment.location)
+    link = runs_table_link(server, where) if where else server
+    if server == uri:
+        return f"open {link}"
+    return f"mlflow ui --backend-store-uri {uri} --port {UI_PORT}, then open {link}"
+
+
+def runs_table_link(server: str, experiment_id: str) -> str:
+    """The link that opens an experiment on its runs table: MLflow 3's UI opens an experiment in its GenAI view
+    (traces, "detect issues"), whatever the experiment's tags, unless the link asks for the model-training one."""
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}?workflowType=machine_learning"
+
+
+def experiment_id_of(uri: str, location: str) -> str | None:
+    """The MLflow experiment that holds the search at `location` (its parent run's), or None when the store cannot
+    say (a server that does not answer: the words then name the server alone)."""
+    database = sqlite_file(uri)
+    if database is not None and not database.is_file():  # MLflow's client would create it
+        return None
+    try:
+        client = mlflow_client(uri)
+        for found in client.search_experiments(max_results=1000):
+            if parent_run(client, found.experiment_id, location):
+                return found.experiment_id
+    except Exception:  # MLflow raises many kinds: connection, HTTP status, database
+        logging.getLogger("ray.search").info("MLflow at %s did not say which experiment holds %s", uri, location)
+    return None
 
 
 def mlflow_client(uri: str):
