@@ -1,0 +1,95 @@
+"""`search.api`, the search from Python: the CLI's words from keyword arguments, a Space object or a name, the CLI's
+refusals, the dry run; and the README's example run as it is, a real search on a local Ray (e2e)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import search.api
+from search.commands import parse_run
+from spaces import cnn_mnist
+from tests.conftest import MNIST_MINI, REPO
+from trainables.foundation.errors import UsageError
+from trainables.foundation.space import load_space
+
+
+def test_keyword_arguments_are_the_cli_words():
+    words = search.api.words_of(
+        "mlp_mnist",
+        {"trials": 2, "data": {"limit": 512}, "tracking.experiment": "x", "objectives": ["val_acc", "params"]},
+    )
+    assert words == [
+        "space=mlp_mnist",
+        "trials=2",
+        "data.limit=512",
+        "tracking.experiment=x",
+        "objectives=val_acc,params",
+    ]
+    assert search.api.words_of("cnn_mnist", {"rung_cycles": True, "lr": 0.01})[1:] == ["rung_cycles=true", "lr=0.01"]
+
+
+def test_a_space_object_is_named_by_its_registry_name_or_its_module_file(tmp_path):
+    assert search.api.space_reference(load_space("cnn_mnist")) == "cnn_mnist"
+    assert search.api.space_reference(cnn_mnist.SPACE) == "cnn_mnist"
+    own = tmp_path / "own_space.py"
+    own.write_text((REPO / "spaces" / "cnn_mnist.py").read_text().replace('name="cnn_mnist"', 'name="own"'))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import own_space
+
+        assert search.api.space_reference(own_space.SPACE) == str(own)
+        config, space = parse_run(search.api.words_of(own_space.SPACE, {"storage": str(tmp_path)}))
+        assert space.name == "own" and config.space == str(own)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("own_space", None)
+
+
+def test_bad_input_raises_the_line_the_cli_prints(tmp_path):
+    with pytest.raises(UsageError, match="^trails: unknown key; did you mean trials\\?$"):
+        search.api.run("mlp_mnist", trails=2, storage=str(tmp_path))
+    with pytest.raises(UsageError, match="lr_schedule=often: allowed values are none"):
+        search.api.run(cnn_mnist.SPACE, lr_schedule="often", storage=str(tmp_path))
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_dry_run_from_python_plans_and_returns_nothing(tmp_path, capsys):
+    planned = search.api.run(
+        cnn_mnist.SPACE,
+        dry_run=True,
+        trials=4,
+        epochs=2,
+        lr=0.01,
+        data={"root": str(MNIST_MINI)},
+        storage=str(tmp_path),
+    )
+    out = capsys.readouterr().out
+    assert planned is None and "search: 4 trials of cnn_mnist" in out and "stop rule: 4 trials of up to 2 epochs" in out
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.e2e
+def test_the_readme_example_runs_a_search_and_exports_its_best(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    example = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if "search.api" in block)
+    cache = tmp_path / "cache"  # the default data.root holds the sample's MNIST: found there, never downloaded
+    (cache / "search" / "datasets").mkdir(parents=True)
+    (cache / "search" / "datasets" / "MNIST").symlink_to(MNIST_MINI / "MNIST")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", example], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    best, trials = result.stdout.strip().splitlines()[-2:]
+    trial_id, val_acc, test_acc = best.split()
+    assert 0 < float(val_acc) <= 1 and 0 < float(test_acc) <= 1
+    assert trial_id in trials and trials.count("'completed'") + trials.count("'stopped_early'") == 2
+    assert sorted(path.name for path in cwd.iterdir()) == ["notebook_model", "runs"]
+    assert (cwd / "notebook_model" / "model.safetensors").is_file() and (
+        cwd / "runs" / "notebook" / "summary.json"
+    ).is_file()
