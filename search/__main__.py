@@ -10,11 +10,11 @@ from search.viewers import cmd_dashboard, cmd_report, cmd_tensorboard
 from trainables.foundation.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
 
 COMMANDS = {
-    "run": (cmd_run, "run a hyperparameter search: run space=NAME [key=value ...]"),
+    "run": (cmd_run, "run a hyperparameter search: run space=NAME [key=value ...] [--dry-run]"),
     "resume": (cmd_resume, "continue an interrupted search, or grow one: resume EXPERIMENT_DIR [trials=N]"),
     "export": (
         cmd_export,
-        "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID] [params<=N ...]",
+        "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID] [max.params=N ...]",
     ),
     "predict": (cmd_predict, "classify images or IDX files: predict EXPORT_DIR INPUT... [--json]"),
     "tensorboard": (
