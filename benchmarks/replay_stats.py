@@ -17,10 +17,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import rankdata
 
 from benchmarks import portable
 from benchmarks.replay_figures import iqm
-from benchmarks.statistics import average_ranks, cliques, friedman, holm, pairwise_holm, wilcoxon
+from benchmarks.statistics import average_ranks, cliques, friedman, holm, pairwise_holm, rank_biserial, wilcoxon
 
 OURS, RANDOM, RANDOM_ASHA = "search", "random", "random_asha"
 ALPHA = 0.05
@@ -30,6 +31,37 @@ def normalised(arms: dict) -> dict[str, np.ndarray]:
     """Each arm's final regrets over random search's median final regret."""
     scale = float(np.median(arms[RANDOM]["final_regret_pt"]))
     return {arm: np.asarray(f["final_regret_pt"]) / scale for arm, f in arms.items()}
+
+
+def effect(ours: np.ndarray, other: np.ndarray) -> dict:
+    """The size of a difference on one table, paired by seed: the median of the arm's normalised regret minus the
+    search's (above 0: the search lower), and the matched-pairs rank-biserial correlation (1: the search lower on
+    every seed)."""
+    return {"median_difference": float(np.median(other - ours)), "rank_biserial": rank_biserial(ours, other)}
+
+
+def by_table(tables: dict, arms: list[str]) -> dict:
+    """The table as the unit: each arm's rank on each table by its normalised regret IQM (1: best), their mean, and
+    Friedman's p over the tables (seeds are repeats within a table, not independent workloads)."""
+    iqms = np.array([[table["normalised_iqm"][arm] for arm in arms] for table in tables.values()])
+    ranks = {name: dict(zip(arms, rankdata(row).tolist())) for name, row in zip(tables, iqms)}
+    return {
+        "ranks": ranks,
+        "mean_rank": average_ranks(iqms, arms),
+        "friedman_p": friedman(iqms) if len(tables) > 2 else None,
+    }
+
+
+def targets(tables: dict) -> dict:
+    """The evidence issue's targets at the product's defaults: ahead of random + ASHA (Holm) on at least two tables,
+    behind no alternative on any."""
+    ahead = [name for name, table in tables.items() if table["target"]["below_random_asha"]]
+    behind = {name: [arm for arm, p in t["p_search_higher_holm"].items() if p < ALPHA] for name, t in tables.items()}
+    return {
+        "ahead_of_random_asha_on": ahead,
+        "behind_on": {name: arms for name, arms in behind.items() if arms},
+        "met": len(ahead) >= min(2, len(tables)) and not any(behind.values()),
+    }
 
 
 def reach_share(at_k: dict) -> float | None:
@@ -60,6 +92,8 @@ def compare(results: list[dict], concurrency: str) -> dict:
             else f"trials={result['trials']}",
             "seeds": result["seeds"],
             "first_seed": result.get("first_seed", 0),
+            "seed_set": result.get("seed_set", "other"),
+            "effect_vs_search": {arm: effect(scores[OURS], scores[arm]) for arm in arms if arm != OURS},
             "normalised_iqm": {arm: iqm(values) for arm, values in scores.items()},
             "search_reaches_random_asha_final_at_share_of_random_asha_wall": reach_share(at_k),
             "mean_rank": average_ranks(blocks[-1], arms),
@@ -81,6 +115,8 @@ def compare(results: list[dict], concurrency: str) -> dict:
     return {
         "concurrency": int(concurrency),
         "tables": tables,
+        "by_table": by_table(tables, arms),
+        "targets": targets(tables),
         "blocks": len(scores),
         "mean_rank": ranks,
         "friedman_p": friedman(scores),
@@ -210,6 +246,20 @@ def print_figures(figures: dict) -> None:
         )
         met = ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in table["target"].items())
         print(f"  target: {met}")
+    for name, table in figures["tables"].items():
+        sizes = ", ".join(
+            f"{arm} {e['median_difference']:+.3f} (r {e['rank_biserial']:+.2f})"
+            for arm, e in table["effect_vs_search"].items()
+        )
+        print(f"{name}: effect, the arm's normalised regret minus the search's (median over seeds): {sizes}")
+    table_ranks = figures["by_table"]["mean_rank"]
+    ordered = ", ".join(f"{arm} {rank:.2f}" for arm, rank in sorted(table_ranks.items(), key=lambda x: x[1]))
+    print(f"the table as the unit, mean rank over {len(figures['tables'])} tables: {ordered}")
+    goal = figures["targets"]
+    print(
+        f"targets: ahead of random + ASHA on {', '.join(goal['ahead_of_random_asha_on']) or 'no table'}; "
+        f"behind {goal['behind_on'] or 'no arm'}; met: {'yes' if goal['met'] else 'no'}"
+    )
     ranks = ", ".join(f"{arm} {rank:.2f}" for arm, rank in sorted(figures["mean_rank"].items(), key=lambda x: x[1]))
     print(f"across {figures['blocks']} blocks: mean rank {ranks}; Friedman p {figures['friedman_p']:.3g}")
     print("no difference (Holm, 0.05): " + "; ".join(", ".join(group) for group in figures["cliques"]))

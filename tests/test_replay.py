@@ -238,6 +238,18 @@ def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the
     assert figures["tables"]["one"]["search_reaches_random_asha_final_at_share_of_random_asha_wall"] == 0.5
     met = {"below_random_asha": True, "none_ahead": True, "reaches_in_60pct": True}
     assert figures["tables"]["one"]["target"] == met
+    assert figures["tables"]["one"]["effect_vs_search"]["random_asha"]["rank_biserial"] == pytest.approx(1.0)
+    assert figures["by_table"]["ranks"]["two"] == {"search": 1.0, "random_asha": 2.0, "random": 3.0}
+    assert figures["by_table"]["friedman_p"] is None  # two tables: no test over tables
+    assert figures["targets"] == {"ahead_of_random_asha_on": ["one", "two"], "behind_on": {}, "met": True}
+
+
+def test_the_rank_biserial_effect_size():
+    from benchmarks.statistics import rank_biserial
+
+    assert rank_biserial([1, 2, 3], [2, 3, 4]) == 1.0 and rank_biserial([2, 3, 4], [1, 2, 3]) == -1.0
+    assert rank_biserial([0, 0, 0, 0], [1, -2, 3, 0]) == pytest.approx((1 + 3 - 2) / 6)
+    assert rank_biserial([1, 1], [1, 1]) == 0.0
 
 
 def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named():
