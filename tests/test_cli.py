@@ -105,16 +105,12 @@ def test_a_pinned_hyperparameter_leaves_the_search_and_a_loop_key_pins_in_any_sp
     assert config.grace == 2  # one epoch past cosine's warm-up: the schedule counts for ASHA's first rung
 
 
-def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(tmp_path):
-    code = (
-        "import sys; from search.__main__ import main; "
-        f"rc = main(['run', 'space=cnn_mnist', 'lr_schedule=cosine', 'epochs=9', 'data.limit=512', "
-        f"'data.root={MNIST_MINI}', 'storage=runs', 'name=x', '--dry-run']); "
-        "assert 'ray' not in sys.modules, 'the dry run imported Ray'; sys.exit(rc)"
-    )
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    words = ["space=cnn_mnist", "lr_schedule=cosine", "epochs=9", "data.limit=512", f"data.root={MNIST_MINI}"]
+    code, out, err = cli(capsys, "run", *words, "storage=runs", "name=x", "--dry-run")
+    assert code == 0, err
+    lines = out.splitlines()
     assert (
         lines[0].startswith("search: trials until 72 trial-epochs are spent of cnn_mnist, ")
         and " at a time" in lines[0]
@@ -123,6 +119,7 @@ def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(tmp_path):
     assert lines[1] == "stop rule: an epoch budget of 72 trial-epochs (epoch_budget=)"
     assert lines[2].startswith("estimate: about 72 trial-epochs of 512 images") and "img/s" in lines[2]
     assert lines[3].startswith("dry run: nothing started or written") and lines[3].endswith("runs/x")
+    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized(), "the dry run started Ray"
     assert not any(tmp_path.iterdir()), "a dry run writes nothing"
 
 
