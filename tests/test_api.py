@@ -14,6 +14,7 @@ from spaces import cnn_mnist
 from tests.conftest import MNIST_MINI, REPO
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import load_space
+from trainables.foundation.storage import Experiment
 
 
 def test_keyword_arguments_are_the_cli_words():
@@ -93,3 +94,11 @@ def test_the_readme_example_runs_a_search_and_exports_its_best(tmp_path):
     assert (cwd / "notebook_model" / "model.safetensors").is_file() and (
         cwd / "runs" / "notebook" / "summary.json"
     ).is_file()
+
+
+def test_a_result_exports_only_within_well_formed_bounds(tmp_path):
+    result = search.api.SearchResult({}, Experiment.at(str(tmp_path)))
+    with pytest.raises(UsageError, match="a bound is max.OBJECTIVE=N or min.OBJECTIVE=N"):
+        result.export(bounds=["params<200000"])
+    with pytest.raises(UsageError, match="not a bound"):
+        result.export(bounds=["out=x"])

@@ -174,3 +174,8 @@ def test_resume_refuses_a_changed_epochs_and_fewer_trials_naming_the_key(capsys,
     assert code == 2 and "epochs=5: a search's epochs cannot change on resume" in err
     code, _, err = cli(capsys, "resume", str(experiment), "trials=4")
     assert code == 2 and "trials=4: the search already has 8 trials" in err
+
+
+def test_export_refuses_a_malformed_bound_in_one_line_with_exit_2(capsys, tmp_path):
+    code, _, err = cli(capsys, "export", str(tmp_path), "max.flops=3")
+    assert code == 2 and err.count("\n") == 1 and "a bound is max.OBJECTIVE=N or min.OBJECTIVE=N" in err
