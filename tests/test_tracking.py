@@ -47,6 +47,9 @@ def runs(experiment) -> dict:
 
 
 def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
+    """A search interrupted with t2 training and t3 stopped by its time budget, then resumed and grown (t3
+    continued): their runs are RUNNING again while they train, then end as the study ends them, at the end of their
+    last epoch; one run per trial and every epoch once, however often the search is resumed."""
     experiment, record, config = a_search(tmp_path)
     record.create("t1")
     epoch(experiment, record, "t1", 1, 0.5)
@@ -54,41 +57,60 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     record.end("t1", Ending("completed"))
     record.create("t2")
     epoch(experiment, record, "t2", 1, 0.4)
+    record.create("t3")
+    epoch(experiment, record, "t3", 1, 0.3)
+    record.end("t3", ending_of(1, 2, out_of_time=True))
     first = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
     first.sync(record)
     first.interrupted()  # as when the search is interrupted with t2 unfinished
 
     logged = runs(experiment)
-    assert set(logged) == {"exp", "trial_t1", "trial_t2"}
+    assert set(logged) == {"exp", "trial_t1", "trial_t2", "trial_t3"}
     parent = logged["exp"][0]
     assert parent.info.status == "KILLED" and parent.data.params["epochs"] == "2"
     assert [(m.step, m.value) for m in logged["trial_t1"][1]] == [(1, 0.5), (2, 0.7)]
     assert logged["trial_t1"][0].info.status == "FINISHED"
     assert logged["trial_t1"][0].data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert logged["trial_t2"][0].info.status == "KILLED"
+    assert (logged["trial_t3"][0].info.status, logged["trial_t3"][0].data.tags["search.status"]) == (
+        "FINISHED",
+        "stopped_by_budget",
+    )
 
-    epoch(experiment, record, "t2", 2, 0.6)  # what `resume` adds; it reopens the store as a new driver would
-    record.end("t2", Ending("completed"))
+    continue_stopped_by_budget(record)  # `resume` of a grown search; it reopens the store as a new driver would
     second = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
-    second.sync(record)
-    second.sync(record)
+    assert second.ready()
+    logged = runs(experiment)
+    for name in ("trial_t2", "trial_t3"):
+        assert (logged[name][0].info.status, logged[name][0].data.tags["search.status"]) == ("RUNNING", "running")
+    epoch(experiment, record, "t2", 2, 0.6)
+    record.end("t2", Ending("completed"))
+    files = TrialFiles(experiment.location, "t3")
+    files.append(files.rows(), {"epoch": 2, "val_acc": 0.65, "started_at": 1_800_000_000.0, "epoch_s": 2.5})
+    record.report("t3", 2, 0.65)
+    record.end("t3", Ending("completed"))
     second.epoch("t2", {"lr": 0.1})  # Tune reports a recovered epoch again: still logged once
-    summary = {"trials": [{"status": "completed"}] * 2, "best": {"trial_id": "t1", "metrics": {"val_acc": 0.7}}}
+    second.ended(record, "t2", {"lr": 0.1})
+    second.ended(record, "t3", {"lr": 0.1})  # its last epoch comes from its files
+    second.sync(record)
+    summary = {"trials": [{"status": "completed"}] * 3, "best": {"trial_id": "t1", "metrics": {"val_acc": 0.7}}}
     second.finish(summary)
     start_tracker(config, "cnn_mnist", experiment, "val_acc", record).finish(summary)  # `resume` of a finished search
 
     logged = runs(experiment)
-    assert set(logged) == {"exp", "trial_t1", "trial_t2"}, "one parent run and one run per trial, however resumed"
-    assert [(m.step, m.value) for m in logged["trial_t2"][1]] == [(1, 0.4), (2, 0.6)]
+    assert set(logged) == {"exp", "trial_t1", "trial_t2", "trial_t3"}, "one run per trial, however resumed"
     assert [(m.step, m.value) for m in logged["trial_t1"][1]] == [(1, 0.5), (2, 0.7)]
-    assert logged["trial_t2"][0].info.status == "FINISHED"
-    assert logged["trial_t2"][0].data.tags["search.status"] == "completed"
+    assert [(m.step, m.value) for m in logged["trial_t2"][1]] == [(1, 0.4), (2, 0.6)]
+    assert [(m.step, m.value) for m in logged["trial_t3"][1]] == [(1, 0.3), (2, 0.65)]
+    for name in ("trial_t2", "trial_t3"):
+        assert (logged[name][0].info.status, logged[name][0].data.tags["search.status"]) == ("FINISHED", "completed")
+    assert logged["trial_t3"][0].info.end_time == 1_800_000_002_500  # the end of its last epoch
     parent = logged["exp"][0]
     assert parent.info.status == "FINISHED" and parent.data.metrics["best_val_acc"] == 0.7
     assert parent.data.tags["search.best_trial"] == "t1"
     client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}")
     best = client.get_metric_history(parent.info.run_id, "best_val_acc")
-    assert [(m.step, m.value) for m in best] == [(2, 0.7)], "a repeated finish logs the result once"
+    assert [(m.step, m.value) for m in best] == [(3, 0.7)], "a repeated finish logs the result once"
     store = f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}"
     link = f"http://127.0.0.1:5000/#/experiments/{parent.info.experiment_id}?workflowType=machine_learning"
     assert mlflow_ui_words("", experiment) == f"mlflow ui --backend-store-uri {store} --port 5000, then open {link}"
@@ -182,35 +204,6 @@ def test_a_non_finite_epoch_is_logged_once_however_often_the_search_resumes(tmp_
     assert [m.step for m in client.get_metric_history(run.info.run_id, "epoch")] == [1, 2]
     kind = client.get_experiment_by_name("cnn_mnist").tags["mlflow.experimentKind"]
     assert kind == "custom_model_development"  # MLflow's UI opens it in its model-training view
-
-
-def test_a_continued_trial_runs_again_in_mlflow_and_gets_its_real_end(tmp_path):
-    """A trial a time budget stopped, continued by a grown search: its run is RUNNING again while it trains, then
-    ends as the study ends it, at the end of its last epoch; its epochs are logged once."""
-    experiment, record, config = a_search(tmp_path)
-    record.create("t1")
-    epoch(experiment, record, "t1", 1, 0.5)
-    record.end("t1", ending_of(1, 2, out_of_time=True))
-    start_tracker(config, "cnn_mnist", experiment, "val_acc", record).ready()
-    run, _ = runs(experiment)["trial_t1"]
-    assert (run.info.status, run.data.tags["search.status"]) == ("FINISHED", "stopped_by_budget")
-
-    continue_stopped_by_budget(record)  # the grown search's session
-    tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
-    assert tracker.ready()
-    run, _ = runs(experiment)["trial_t1"]
-    assert (run.info.status, run.data.tags["search.status"]) == ("RUNNING", "running")
-
-    files = TrialFiles(experiment.location, "t1")
-    files.append(files.rows(), {"epoch": 2, "val_acc": 0.7, "started_at": 1_800_000_000.0, "epoch_s": 2.5})
-    record.report("t1", 2, 0.7)
-    record.end("t1", Ending("completed"))
-    tracker.ended(record, "t1", {"lr": 0.1})
-    assert tracker.ready()
-    run, history = runs(experiment)["trial_t1"]
-    assert (run.info.status, run.data.tags["search.status"]) == ("FINISHED", "completed")
-    assert run.info.end_time == 1_800_000_002_500  # the end of its last epoch
-    assert [(m.step, m.value) for m in history] == [(1, 0.5), (2, 0.7)]
 
 
 def test_the_plots_the_report_drew_reach_mlflow_the_fronts_included(tmp_path):
