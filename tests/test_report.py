@@ -92,7 +92,7 @@ def test_a_report_of_a_search_still_running_draws_what_has_ended_and_says_so(tmp
     assert cmd_report([str(experiment.local)]) == 0
     out = capsys.readouterr().out
     words = "the search has not finished: it is still running"
-    assert out.startswith(words) and "draws the 4 trials that have ended; 1 have not yet" in out
+    assert out.startswith(words) and "draws the 4 trials that have ended; 1 has not yet" in out
     assert "t5" not in out and "Pareto front of val_acc (max), params (min): 2 of 4 trials" in out
     page = (experiment.local / "report" / "index.html").read_text()
     assert words in page and "t5" not in page

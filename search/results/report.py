@@ -151,7 +151,8 @@ def plot_learning_curves(summary: dict, histories: dict, path: Path) -> None:
     ax.set_xlabel("epoch")
     ax.set_ylabel(metric)
     ax.set_title("Learning curves (x: stopped early or failed)")
-    ax.legend(fontsize=7, loc="best")
+    if ax.lines:  # none before a trial has reported an epoch
+        ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)
@@ -275,6 +276,7 @@ def unended_words(unended: int, ended: int, html_tags: bool = False) -> str:
         return ""
     words = (
         f"the search has not finished: it is still running (or was interrupted; `python -m search resume` "
-        f"continues it). This report draws the {ended} trials that have ended; {unended} have not yet."
+        f"continues it). This report draws the {ended} trials that have ended; {unended} "
+        f"{'has' if unended == 1 else 'have'} not yet."
     )
     return f"<p><strong>{html.escape(words)}</strong></p>" if html_tags else words
