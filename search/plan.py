@@ -117,25 +117,39 @@ def estimate_words(config: RunConfig, space: Space) -> str:
 def trial_images_per_s(space: Space, hp: dict, info, threads: int) -> float:
     """Training images per second of the space's model on `threads` threads: the faster of two steps after a first,
     at a batch of 8 at most (an image costs about the same in a larger batch on CPU cores: the figure is rough)."""
+    from trainables.models import model_for
+
+    batch = min(8, int(hp.get("batch_size", 64)))
+    key = (space.architecture, repr(sorted(space.builder_args(hp, info).items())), batch, threads, info.image_size)
+    if key not in TIMED:  # one model, one figure: a process planning several searches times each model once
+        TIMED[key] = timed_steps(model_for(space, hp, info), batch, info, threads)
+    return TIMED[key]
+
+
+TIMED: dict[tuple, float] = {}
+
+
+def timed_steps(model, batch: int, info, threads: int) -> float:
+    """Images per second of `model`'s training steps on `threads` threads (the process's own count restored)."""
     import time
 
     import torch
 
-    from trainables.models import model_for
-
+    before = torch.get_num_threads()
     torch.set_num_threads(threads)
-    batch = min(8, int(hp.get("batch_size", 64)))
-    model = model_for(space, hp, info)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
-    labels = torch.randint(0, info.num_classes, (batch,))
-    steps = []
-    for _ in range(3):
-        started = time.perf_counter()
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(images), labels).backward()
-        optimizer.step()
-        steps.append(time.perf_counter() - started)
+    try:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
+        labels = torch.randint(0, info.num_classes, (batch,))
+        steps = []
+        for _ in range(3):
+            started = time.perf_counter()
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(images), labels).backward()
+            optimizer.step()
+            steps.append(time.perf_counter() - started)
+    finally:
+        torch.set_num_threads(before)
     return batch / min(steps[1:])
 
 
