@@ -48,3 +48,4 @@ step gpu-tests gpu-tests.log "$(limit "${TESTS_LIMIT:-300}")" python3 -m pytest 
 step fused-resnet fused-resnet.log "$(limit 200)" python3 -m benchmarks.fused "$root" --spaces resnet_mnist \
   --members "$members" --window-s "$window" --out "$out/fused-resnet.json"
 echo "total $(( $(date +%s) - start )) s of $total" >> "$out/steps.txt"
+cat "$out/steps.txt" "$out/two-ranks.jsonl"  # on the terminal too: the device tool brings back a limited count of files
