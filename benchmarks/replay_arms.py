@@ -11,7 +11,7 @@ last epoch:
   search_hyperband       the search's sampler + Optuna's `HyperbandPruner`
   optuna_tpe_sh          Optuna's `TPESampler` + `SuccessiveHalvingPruner`, ask and tell
   optuna_tpe_hyperband   Optuna's `TPESampler` + `HyperbandPruner`
-  optuna_tpe_ordered_sh  Optuna's TPE + successive halving on the search's ordered encoding of numeric choices
+  optuna_tpe_ordered_sh  Optuna's TPE + successive halving on the ordered encoding of numeric choices (positions)
   rung_tpe_asha          a model per rung, as BOHB fits one per budget (Falkner et al. 2018), but not BOHB: the
                          search's TPE (not BOHB's KDE) fitted on the highest rung that holds as many results as the
                          random start, each rung its own study, and the search's ASHA (not Hyperband's brackets)
@@ -23,6 +23,7 @@ import optuna
 from ray.tune.schedulers import TrialScheduler
 
 from benchmarks.replay import DEFAULTS, _Named, search_asha, study_searcher
+from benchmarks.samplers import tuned_tpe
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.scheduler import study_asha
@@ -59,6 +60,8 @@ class SideBySideArm:
         startup = int(settings.get("startup", startup_trials(trials)))
         if settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding and under its ASHA
             proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
+        elif settings.get("tpe") == "tuned":  # the settings the search had before the replays chose Optuna's
+            proposer = tuned_tpe(seed, startup)
         else:
             proposer = make_sampler(sampler, seed, startup)
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
@@ -121,7 +124,7 @@ class RungTpeAsha:
     a budget's unobserved trials out)."""
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int):
-        self.coding = SpaceCoding(space.hyperparameters, order_numbers=True)
+        self.coding = SpaceCoding(space.hyperparameters, order_numbers=coding_orders({}, DEFAULTS.sampler, space))
         self.startup, self.rungs = startup_trials(trials), rungs_of(space, epochs)
         self.studies = {
             rung: optuna.create_study(direction=_direction(space), sampler=make_sampler(DEFAULTS.sampler, seed + i, 0))
@@ -192,6 +195,7 @@ def variant_asha(space: Space, epochs: int, settings: dict):
 
 
 CODINGS = ("values", "ordered")
+TPES = ("optuna", "tuned")
 
 
 def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
@@ -205,12 +209,13 @@ def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
 def parse_variant(arm: str) -> tuple[str, dict]:
     """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
     startup (the random start in trials), the stop rule: trials, budget (an epoch budget of so many full-length
-    trials) or epoch_budget (in epochs), tpe (optuna: Optuna's TPESampler defaults in place of the search's
-    settings), coding (values or ordered: how the study holds numeric choices)."""
+    trials) or epoch_budget (in epochs), tpe (optuna: Optuna's TPESampler defaults but the random start; tuned:
+    the settings the search had before, multivariate, a fifth as good, the constant liar), coding (values or
+    ordered: how the study holds numeric choices)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
-    bad_value = settings.get("tpe", "optuna") != "optuna" or settings.get("coding", "values") not in CODINGS
+    bad_value = settings.get("tpe", "optuna") not in TPES or settings.get("coding", "values") not in CODINGS
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS:
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS)}, or search|KEY=VALUE|... with keys {', '.join(VARIANT_KEYS)}"
@@ -238,7 +243,8 @@ def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int):
     else:
         pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))
     if arm == "search_hyperband":
-        return OptunaArm(space, make_sampler(DEFAULTS.sampler, seed, startup), pruner, True, seed)
+        ordered = coding_orders({}, DEFAULTS.sampler, space)  # the search's sampler on the search's coding
+        return OptunaArm(space, make_sampler(DEFAULTS.sampler, seed, startup), pruner, ordered, seed)
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)  # Optuna's defaults, the same start
     return OptunaArm(space, sampler, pruner, arm == "optuna_tpe_ordered_sh", seed)
 

@@ -19,7 +19,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.samplers import RandomSampler, TPESampler
 
 from search.running.endings import Ending
-from search.running.sampler import good_group, startup_trials
+from search.running.sampler import startup_trials
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
 
@@ -34,6 +34,26 @@ WIDE = {
     "weight_decay": FloatDistribution(1e-5, 1e-2, log=True),
     "label_smoothing": FloatDistribution(0.0, 0.2),
 }
+
+
+def good_group(finished: int) -> int:
+    """How many of the finished trials the earlier settings modelled as good: a fifth (Optuna's default is a tenth),
+    at most 25."""
+    return min(25, math.ceil(0.2 * finished))
+
+
+def tuned_tpe(seed: int, startup: int, fifth: bool = True) -> TPESampler:
+    """TPE with the settings the search used until the replays chose Optuna's defaults: multivariate, the constant
+    liar, a fifth of the finished trials as good (the replays' `tpe=tuned` arm)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # experimental and deprecated arguments
+        return TPESampler(
+            seed=seed,
+            n_startup_trials=startup,
+            multivariate=True,
+            constant_liar=True,
+            gamma=good_group if fifth else None,
+        )
 
 
 def shaped_score(config: dict) -> float:
@@ -60,19 +80,7 @@ VARIANTS = {  # name: (sampler, the choice among numbers ordered, a fifth as goo
 
 def searcher_for(space: dict, variant: str, seed: int, trials: int) -> StudySearcher:
     kind, ordered, fifth = VARIANTS[variant]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sampler = (
-            RandomSampler(seed=seed)
-            if kind == "random"
-            else TPESampler(
-                seed=seed,
-                n_startup_trials=startup_trials(trials),
-                multivariate=True,
-                constant_liar=True,
-                gamma=good_group if fifth else None,
-            )
-        )
+    sampler = RandomSampler(seed=seed) if kind == "random" else tuned_tpe(seed, startup_trials(trials), fifth)
     return StudySearcher(StudyRecord.in_memory(space, "score", "max", sampler, 1, ordered), [], "score", "max")
 
 

@@ -11,12 +11,14 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 
 
 class SpaceCoding:
-    """The searched hyperparameters as the study holds them. A categorical whose choices are all numbers (three or
-    more) is given to the study as its position in the sorted choices (an IntDistribution): Optuna models a
-    categorical's choices as unrelated, so after one good trial at batch 256 TPE keeps drawing 256 and rarely 128; as
-    a position, a good 256 also makes 128 likelier. Random sampling is uniform either way and keeps the categorical."""
+    """The searched hyperparameters as the study holds them: by default the values themselves (`batch_size` 128, as
+    trained), so that `optuna.load_study(...).best_params`, optuna-dashboard and MLflow show what trained.
+    `order_numbers=True` holds a categorical whose choices are all numbers (three or more) as its position in the
+    sorted choices (an IntDistribution), so that TPE sees their order; replayed on the learning-curve tables
+    (benchmarks/README.md, the sampler's settings) it was no better than the values, so the search holds values and
+    the replays keep the positions as an arm."""
 
-    def __init__(self, space: dict, order_numbers: bool = True):
+    def __init__(self, space: dict, order_numbers: bool = False):
         self.space = space
         self.ordered = ordered_choices(space) if order_numbers else {}
         self.distributions = {**space, **{name: IntDistribution(0, len(c) - 1) for name, c in self.ordered.items()}}

@@ -20,10 +20,10 @@ from trainables.foundation.storage import Experiment
 
 
 def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
-    """The space's searched keys (those not fixed with key=value); TPE sees a choice among numbers as ordered."""
+    """The space's searched keys (those not fixed with key=value), held as the values that train."""
     space = space.for_objectives(len(objectives_of(config, space)))  # the cost knobs, with a second objective
     searched = {name: d for name, d in space.hyperparameters.items() if name not in config.fixed}
-    return SpaceCoding(searched, order_numbers=config.sampler == "tpe")
+    return SpaceCoding(searched)
 
 
 def open_search_study(
