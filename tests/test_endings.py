@@ -9,6 +9,8 @@ import pytest
 from optuna.trial import TrialState
 
 from search.running.callbacks import FollowsEnds, TrialEnds
+from search.running.continuation import continue_stopped_by_budget
+from search.running.decider import Decider
 from search.running.endings import Ending, ending_of
 from search.running.reconcile import reconcile
 from search.running.space_coding import SpaceCoding, contains
@@ -88,7 +90,7 @@ def test_a_callback_that_raises_once_leaves_a_completed_trial_completed(tmp_path
     completed, so neither it, nor end.json, nor what the followers heard, changes; the failure is named once."""
     record = record_in(tmp_path)
     raising, listening = Raising(), Listening()
-    ends = TrialEnds(record, str(tmp_path), 3, [raising, listening])
+    ends = TrialEnds(Decider(record, str(tmp_path), [raising, listening]), 3)
     for trial_id in ("a", "b"):
         record.create(trial_id)
         for epoch in (1, 2, 3):
@@ -108,7 +110,7 @@ def test_the_budget_ends_every_running_trial_with_the_epochs_its_files_hold(tmp_
     hold (more than Tune heard of) and ends them so; a trial proposed but not started is stopped before epoch 1."""
     record = record_in(tmp_path)
     listening = Listening()
-    ends = TrialEnds(record, str(tmp_path), 3, [listening])
+    ends = TrialEnds(Decider(record, str(tmp_path), [listening]), 3)
     record.create("trained"), record.create("waiting")
     record.report("trained", 1, 0.6)
     files = TrialFiles(str(tmp_path), "trained")
@@ -132,11 +134,11 @@ def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(t
     assert record.finished() == 1
 
     reopened = record_in(tmp_path)
-    unended = reconcile(reopened, str(tmp_path)) + reopened.continue_stopped_by_budget()
+    unended = reconcile(Decider(reopened, str(tmp_path))) + continue_stopped_by_budget(reopened)
     assert [trial_id_of(t) for t in unended] == ["t"] and unended[0].intermediate_values == {1: 0.6, 2: 0.7}
     assert len(reopened.proposed()) == 1 and reopened.finished() == 0  # the continuation stands for the trial
     again = record_in(tmp_path)  # a kill now: the budget's end.json is older than the continuation
-    assert [trial_id_of(t) for t in reconcile(again, str(tmp_path))] == ["t"]
+    assert [trial_id_of(t) for t in reconcile(Decider(again, str(tmp_path)))] == ["t"]
     again.report("t", 3, 0.9)
     again.end("t", ending_of(3, 3))
     assert again.ending("t") == Ending("completed") and again.counts()["completed"] == 1
@@ -179,7 +181,7 @@ def test_a_given_value_is_checked_against_its_distribution_with_optunas_public_a
 
 def test_end_json_follows_the_study(tmp_path):
     record = record_in(tmp_path)
-    ends = TrialEnds(record, str(tmp_path), 3, [])
+    ends = TrialEnds(Decider(record, str(tmp_path), []), 3)
     record.create("n")  # reports nothing finite: nothing to rank it by, whatever stopped it
     ends.on_trial_complete(0, [], tune_trial("n", 1))
     assert json.loads((tmp_path / "trial_n" / "end.json").read_text())["error"] == "no finite metric was reported"

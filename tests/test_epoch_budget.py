@@ -5,6 +5,7 @@ import optuna
 import pytest
 
 from search.commands import parse_run, resumed_config
+from search.running.continuation import continue_stopped_by_budget
 from search.running.endings import Ending, ending_of
 from search.running.stopping import SessionStop
 from search.running.study import StudyRecord
@@ -56,7 +57,7 @@ def test_the_epochs_spent_count_a_continued_trial_once():
     record.end("a", Ending("completed"))
     record.end("b", Ending("stopped_by_budget", "stopped by the epoch budget after epoch 1"))
     assert record.epochs_spent() == 4
-    record.continue_stopped_by_budget()
+    continue_stopped_by_budget(record)
     record.report("b", 2, 0.8)
     assert record.epochs_spent() == 5
 

@@ -11,6 +11,7 @@ from optuna.samplers import TPESampler
 from optuna.trial import TrialState
 
 from benchmarks.samplers import BATCHES, SHAPED, shaped_score
+from search.running.decider import Decider
 from search.running.endings import Ending
 from search.running.reconcile import reconcile
 from search.running.sampler import make_sampler, startup_trials
@@ -123,7 +124,7 @@ def test_a_reopened_study_knows_what_the_files_know_and_proposes_unfinished_tria
     TrialFiles(str(tmp_path), "ended").write_ending("stopped_early")
     (tmp_path / "study.log").write_bytes((tmp_path / "study.log").read_bytes() + b'{"op_code": 5, "wor')  # cut
     reopened = StudyRecord.in_folder(tmp_path, coding, [Objective("val_acc", "max")], 3, {})
-    again = reconcile(reopened, str(tmp_path))
+    again = reconcile(Decider(reopened, str(tmp_path)))
     assert [trial_id_of(t) for t in again] == ["cut"] and again[0].intermediate_values == {1: 0.6, 2: 0.7}
     assert reopened.frozen("ended").state == TrialState.PRUNED
     search = StudySearcher(reopened, again, "val_acc", "max")
@@ -153,7 +154,7 @@ def test_a_proposal_cut_short_by_a_kill_is_failed_on_resume_and_is_no_trial_of_t
     record.create("named")
     record.study.ask(coding.distributions)  # killed before its name was written
     reopened = StudyRecord.in_folder(tmp_path, coding, [Objective("val_acc", "max")], 3, {})
-    again = reconcile(reopened, str(tmp_path))
+    again = reconcile(Decider(reopened, str(tmp_path)))
     assert [trial_id_of(t) for t in again] == ["named"] and len(reopened.proposed()) == 1
     cut = reopened.study.trials[1]
     assert cut.state == TrialState.FAIL and cut.user_attrs["reason"].startswith("never started")
@@ -168,7 +169,7 @@ def test_a_trial_only_its_files_know_is_added_to_the_study_with_its_epochs_and_e
     files.append(rows, {"epoch": 2, "val_acc": 0.7, "config": {"lr": 0.01, "wd": 0.001, "lr_schedule": "none"}})
     files.write_ending("stopped_early")
     record = StudyRecord.in_folder(tmp_path, coding, [Objective("val_acc", "max")], 3, {"lr_schedule": "none"})
-    assert reconcile(record, str(tmp_path)) == []
+    assert reconcile(Decider(record, str(tmp_path))) == []
     added = record.frozen("fromfile")
     assert added.params == {"lr": 0.01, "wd": 0.001} and added.intermediate_values == {1: 0.6, 2: 0.7}
     assert added.state == TrialState.PRUNED and added.user_attrs["score"] == 0.7

@@ -1,12 +1,17 @@
 """ASHA as the search runs it (search.running.scheduler): Tune's own ASHAScheduler, rebuilt from the study when a
 search resumes. Real Optuna trials, Tune's real scheduler code; Ray is imported, never started."""
 
+import random
 from types import SimpleNamespace
 
 import optuna
+import pytest
 from optuna.trial import TrialState, create_trial
+from ray.tune.schedulers import ASHAScheduler
 
+from search.running.pareto_asha import ParetoASHA
 from search.running.scheduler import StudyASHA
+from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY
 
 DIST = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
@@ -73,8 +78,141 @@ def test_a_good_trial_killed_at_its_rung_goes_on():
     assert report(scheduler, "kept", 1, 0.95) == scheduler.CONTINUE and not scheduler.owed_stops
 
 
-def test_a_continued_trial_keeps_the_rungs_it_passed_before_the_budget_stopped_it():
-    continued = study_trial(3, "cont", {1: 0.2}, continues=1, inherited_epochs=1)
+def test_a_continued_trial_s_inherited_rung_is_decided_when_no_decision_was_written():
+    """The budget stopped it at epoch 1 before Tune decided that rung (its epoch came from its files): continued,
+    the rung is decided against every trial recorded there, and it is stopped."""
+    continued = study_trial(3, "cont", {1: 0.2}, continues=1, inherited_epochs=1, rung_decisions={})
     scheduler = asha([*GOOD, continued])
     scheduler.on_trial_add(None, tune_trial("cont"))
-    assert report(scheduler, "cont", 1, 0.2) == scheduler.CONTINUE
+    assert report(scheduler, "cont", 1, 0.2) == scheduler.STOP
+
+
+def test_a_written_decision_stands_where_the_full_rung_would_now_decide_otherwise():
+    """It went on from rung 1 when it arrived there first; better trials arrived after it. Its written decision
+    stands (Tune decided against what the rung held then), and no stop is owed."""
+    early = study_trial(0, "early", {1: 0.5}, rung_decisions={"1": "continue"})
+    later = [study_trial(i, f"later{i}", {1: 0.9}, TrialState.PRUNED) for i in (1, 2, 3)]
+    scheduler = asha([early, *later])
+    assert not scheduler.owed_stops
+
+
+# The rebuilt scheduler against Tune's own ASHA: random searches, trials side by side, a kill at any event.
+class _Trial:
+    def __init__(self, trial_id):
+        self.trial_id, self.config = trial_id, {TRIAL_KEY: trial_id}
+
+
+def _random_search(rng, max_t, concurrency, count, live):
+    """Events (trial id, epoch, value) as trials side by side would report them, and the `live` scheduler's
+    decisions."""
+    quality = {f"t{i}": rng.random() for i in range(count)}
+    waiting, running, events = list(quality), {}, []
+    while waiting or running:
+        while waiting and len(running) < concurrency:
+            trial_id = waiting.pop(0)
+            running[trial_id] = 0
+            live.on_trial_add(None, _Trial(trial_id))
+        trial_id = rng.choice(sorted(running))
+        epoch = running[trial_id] + 1
+        value = quality[trial_id] * (1 - 0.5 / epoch) + 0.1 * rng.random()
+        decision = live.on_trial_result(None, _Trial(trial_id), {"epoch": epoch, "val_acc": value})
+        events.append((trial_id, epoch, value, decision))
+        running[trial_id] = epoch
+        if decision == "STOP" or epoch >= max_t:  # stopped, or trained its epochs (its trainable returns)
+            live.on_trial_complete(None, _Trial(trial_id), {"epoch": epoch, "val_acc": value})
+            del running[trial_id]
+    return events
+
+
+def _study_after_kill(events, kill_at, lost, max_t):
+    """The study a kill right after event `kill_at` leaves: every epoch reported by then; each rung decision written
+    before Tune acted on it, except the last event's when `lost` ("acted": none lost; "decided": written, not acted
+    on; "files": the epoch reached the study from the trial's files only, no decision written)."""
+    history, ended = {}, set()
+    rung_epochs = {}
+    for index, (trial_id, epoch, value, decision) in enumerate(events[: kill_at + 1]):
+        history.setdefault(trial_id, {})[epoch] = value
+        last = index == kill_at
+        if not (last and lost == "files") and epoch < max_t and _meets_rung(rung_epochs, trial_id, epoch, max_t):
+            history.setdefault(f"{trial_id}/rungs", {})[str(epoch)] = "stop" if decision == "STOP" else "continue"
+        if decision == "STOP" and not (last and lost in ("decided", "files")):
+            ended.add(trial_id)
+    trials = []
+    for number, trial_id in enumerate(sorted({e[0] for e in events[: kill_at + 1]}, key=lambda t: int(t[1:]))):
+        state = TrialState.PRUNED if trial_id in ended else TrialState.RUNNING
+        trials.append(
+            study_trial(number, trial_id, history[trial_id], state, rung_decisions=history.get(f"{trial_id}/rungs", {}))
+        )
+    return trials
+
+
+def _meets_rung(met, trial_id, epoch, max_t):
+    """Whether `epoch` meets a new rung for the trial, as Tune's ASHA tests it (epoch >= milestone)."""
+    from search.running.rungs import milestones, rung_met
+
+    rungs = met.setdefault(trial_id, [(m, {}) for m in milestones(1, REDUCTION, max_t)])
+    milestone = rung_met(rungs, trial_id, epoch)
+    if milestone is None:
+        return False
+    dict(rungs)[milestone][trial_id] = True
+    return True
+
+
+REDUCTION = 2
+
+
+def tunes_asha(max_t, history=None):
+    if history is None:
+        return ASHAScheduler(
+            time_attr="epoch", metric="val_acc", mode="max", max_t=max_t, grace_period=1, reduction_factor=REDUCTION
+        )
+    rebuilt = StudyASHA(time_attr="epoch", max_t=max_t, grace_period=1, reduction_factor=REDUCTION, history=history)
+    rebuilt.set_search_properties("val_acc", "max")
+    return rebuilt
+
+
+def pareto_asha_on_accuracy(max_t, history=()):
+    objectives = [Objective("val_acc", "max")]
+    return ParetoASHA(objectives=objectives, max_t=max_t, grace_period=1, reduction_factor=REDUCTION, history=history)
+
+
+@pytest.mark.parametrize("scheduler", [tunes_asha, pareto_asha_on_accuracy])
+@pytest.mark.parametrize("reduction", [2, 2.5, 3])
+def test_the_rebuilt_rungs_decide_as_tunes_own_asha_did_live(reduction, scheduler):
+    """100 random searches of 6 trials, 3 side by side, each killed at a random event in one of three ways: the
+    rebuilt scheduler owes exactly the stops Tune decided and never carried out, lets every other running trial
+    replay its epochs, and then decides every later event as Tune's own ASHA, which saw them all live, did (for the
+    multi-objective ASHA: as one that saw them live)."""
+    global REDUCTION
+    REDUCTION = reduction
+    rng = random.Random(int(reduction * 10))
+    max_t = 8
+    for _ in range(100):
+        events = _random_search(rng, max_t, 3, 6, scheduler(max_t))
+        kill_at, lost = rng.randrange(len(events)), rng.choice(["acted", "decided", "files"])
+        trials = _study_after_kill(events, kill_at, lost, max_t)
+        rebuilt = scheduler(max_t, trials)
+        trial_id, epoch, _, decision = events[kill_at]
+        owed = {trial_id: epoch} if decision == "STOP" and lost != "acted" and epoch < max_t else {}
+        assert rebuilt.owed_stops == owed, (events, kill_at, lost)
+        for trial in trials:
+            if trial.state == TrialState.RUNNING:  # run again: its recorded epochs replayed first
+                rebuilt.on_trial_add(None, tune_trial(trial.user_attrs["trial_id"]))
+                replayed = [
+                    report(rebuilt, trial.user_attrs["trial_id"], e, v)
+                    for e, v in sorted(trial.intermediate_values.items())
+                ]
+                stop_at = owed.get(trial.user_attrs["trial_id"])
+                expected = [
+                    "STOP" if stop_at is not None and e >= stop_at else "CONTINUE"
+                    for e in sorted(trial.intermediate_values)
+                ]
+                at_rungs = [d for d, e in zip(replayed, sorted(trial.intermediate_values)) if e < max_t]
+                assert at_rungs == expected[: len(at_rungs)]
+        stopped = set(owed)
+        for trial_id, epoch, value, decision in events[kill_at + 1 :]:
+            if trial_id in stopped:
+                continue
+            if trial_id not in {t.user_attrs["trial_id"] for t in trials}:
+                rebuilt.on_trial_add(None, tune_trial(trial_id))
+            assert report(rebuilt, trial_id, epoch, value) == decision, (events, kill_at, lost, trial_id, epoch)

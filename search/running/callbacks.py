@@ -1,13 +1,14 @@
 """Tune callbacks that run in the search driver: how trials ended, TensorBoard events, tracking, uploads.
 
-`TrialEnds` is the one place that decides how a trial ended (search.running.endings), from what Tune saw: it writes
-the study first, then the trial's `end.json` from what the study holds, then tells its followers (the live view,
-TensorBoard, MLflow, the upload), which never decide anything of their own. A trial the time budget stopped, which
-Tune ends without a callback, is ended the same way by the driver after Tune returns (`TrialEnds.out_of_budget`).
+`TrialEnds` hands what Tune saw of a trial's end (its epochs, the scheduler's stop, its error) to the decider
+(search.running.decider), which decides, writes the study, then `end.json`, then tells the followers (the live view,
+TensorBoard, MLflow, the upload), which never decide anything of their own. A trial a budget stopped, which Tune ends
+without a callback, is ended by the decider after Tune returns (`TrialEnds.out_of_budget`).
 
 Every hook is guarded: an error in one (an upload that fails, a full disk under TensorBoard, a tracking server that
 is going away) is named once on the terminal and in `search.log`, and never reaches Tune, so it cannot turn a
-completed trial into a failed one or make Tune run a trial again.
+completed trial into a failed one or make Tune run a trial again. A failed write of the study is not such an error:
+it stops the search (the `halt` given to `TrialEnds`), and no trial's end is written after it.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from pathlib import Path
 import ray.tune
 
 from search.results.tensorboard import TrialEventWriter, written_epochs
-from search.running.endings import STOPPED_EARLY, Ending, ending_of
+from search.running.decider import Decider
+from search.running.endings import STOPPED_EARLY, EndFacts, Ending
 from search.running.failures import root_cause
-from search.running.study import SCORE_ATTR, StudyRecord, epoch_values
+from search.running.study import SCORE_ATTR, StudyRecord, StudyWriteFailed, epoch_values
 from trainables.foundation.errors import divergence_cause
-from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, TrialFiles, trial_key
+from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, trial_key
 
 HOOKS = ("setup", "on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error", "trial_ended")
 log = logging.getLogger("ray.search")
@@ -75,18 +77,20 @@ class FollowsEnds(Guarded):
 
 
 class TrialEnds(Guarded):
-    """The moment Tune ends a trial: how it ended, decided once, written into the study, then `end.json`, then
-    told to the followers."""
+    """The moment Tune ends a trial: what Tune saw handed to the decider, which decides once, writes the study, then
+    `end.json`, then tells the followers. `stopped_by_scheduler(trial_id)`: whether the scheduler stopped the trial
+    (None: not known). A study that could not be written keeps the failure (`StudyRecord.failure`), which stops the
+    search (search.running.stopping)."""
 
     what = "recording a trial's end"
 
-    def __init__(self, record: StudyRecord, experiment_dir: str, epochs: int, followers: list[FollowsEnds]):
-        self.record, self.experiment_dir, self.epochs, self.followers = record, experiment_dir, epochs, followers
+    def __init__(self, decider: Decider, epochs: int, stopped_by_scheduler=lambda trial_id: None):
+        self.decider, self.epochs, self.stopped_by_scheduler = decider, epochs, stopped_by_scheduler
         self.trials: list = []  # Tune's trials, as it last passed them
         self.tune_trials: dict[str, object] = {}  # the search's id -> Tune's trial
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
-        return {**self.__dict__, "record": None, "followers": [], "trials": [], "tune_trials": {}}
+        return {"epochs": self.epochs, "decider": None, "stopped_by_scheduler": None, "trials": [], "tune_trials": {}}
 
     def on_trial_start(self, iteration, trials, trial, **info):
         self.trials, self.tune_trials[trial_key(trial)] = trials, trial
@@ -94,34 +98,25 @@ class TrialEnds(Guarded):
     def on_trial_complete(self, iteration, trials, trial, **info):
         self.trials = trials
         epochs_run = int((trial.last_result or {}).get("epoch") or 0)
-        self._end(trial_key(trial), ending_of(epochs_run, self.epochs, divergence=_divergence(trial)), trial)
+        stopped = self.stopped_by_scheduler(trial_key(trial))
+        self._end(trial, EndFacts(epochs_run, stopped_by_scheduler=stopped, divergence=_divergence(trial)))
 
     def on_trial_error(self, iteration, trials, trial, **info):
         self.trials = trials
         epochs_run = int((trial.last_result or {}).get("epoch") or 0)
         error = _divergence(trial) or root_cause(_error_text(trial))
-        self._end(trial_key(trial), ending_of(epochs_run, self.epochs, error=error), trial)
+        self._end(trial, EndFacts(epochs_run, error=error))
 
     def out_of_budget(self, budget: str = "time") -> None:
         """A budget ran out (Tune stopped its trials without a callback): every trial the study still holds as
         running is ended so, with the epochs its files hold."""
-        rows_of = lambda trial_id: TrialFiles(self.experiment_dir, trial_id).rows()  # noqa: E731
-        for trial_id, ending in self.record.end_stopped_by_budget(rows_of, budget):
-            self._follow(trial_id, ending, self.tune_trials.get(trial_id))
+        self.decider.end_running(budget, self.trials, self.tune_trials)
 
-    def _end(self, trial_id: str, decided: Ending, tune_trial) -> None:
-        before = self.record.ending(trial_id)
-        if before is not None:  # e.g. a failure Tune reports after the trial completed: the study stands
-            log.warning("trial %s ended %s before; Tune's later account (%s) is not taken", trial_id, before, decided)
-            return
-        ending = self.record.end(trial_id, decided)
-        if ending is not None:
-            self._follow(trial_id, ending, tune_trial)
-
-    def _follow(self, trial_id: str, ending: Ending, tune_trial) -> None:
-        TrialFiles(self.experiment_dir, trial_id).write_ending(ending.status, ending.reason)
-        for follower in self.followers:
-            follower.trial_ended(self.trials, trial_id, ending, tune_trial)
+    def _end(self, tune_trial, facts: EndFacts) -> None:
+        try:
+            self.decider.end(trial_key(tune_trial), facts, self.trials, tune_trial)
+        except StudyWriteFailed:
+            pass  # kept by the record: the search stops, nothing is written after it
 
 
 class Tracking(FollowsEnds):

@@ -59,6 +59,50 @@ def ending_of(
     return Ending(STOPPED_EARLY, f"stopped by ASHA at epoch {epochs_run}")
 
 
+@dataclass(frozen=True)
+class EndFacts:
+    """What happened to a trial, as the one who saw its end knows it: the epochs it ran, whether the scheduler stopped
+    it, a budget (`"time"` or `"epoch"`) that stopped it, what it raised, why its loss diverged, or the ending an
+    earlier session wrote into its `end.json`."""
+
+    epochs_run: int
+    stopped_by_scheduler: bool | None = None  # None: not known (an ending found after a kill)
+    budget: str | None = None
+    error: str | None = None
+    divergence: str | None = None
+    written: Ending | None = None
+
+
+def decide(facts: EndFacts, epochs: int, score: float | None, missing: list[str] = ()) -> Ending:
+    """The one rule: how a trial with these `facts` ended, given its `score` (None: nothing finite to rank it by) and
+    the other objectives it never reported (`missing`: a point of the front needs every one)."""
+    if facts.written is not None:
+        ending = facts.written
+    elif (
+        facts.stopped_by_scheduler is False
+        and not (facts.error or facts.divergence or facts.budget)
+        and (0 < facts.epochs_run < epochs)
+    ):
+        ending = Ending(
+            FAILED, f"it returned after epoch {facts.epochs_run} of {epochs}, unstopped and without an error"
+        )
+    else:
+        budget = facts.budget or "time"
+        out_of_time = facts.budget is not None
+        ending = ending_of(
+            facts.epochs_run,
+            epochs,
+            error=facts.error,
+            divergence=facts.divergence,
+            out_of_time=out_of_time,
+            budget=budget,
+        )
+    ending = with_score(ending, score)
+    if missing and ending.status == COMPLETED:
+        return Ending(FAILED, f"reported no {', '.join(missing)}")
+    return ending
+
+
 def with_score(ending: Ending, score: float | None) -> Ending:
     """A trial that trained but has nothing to rank it by (no finite metric) failed, whatever stopped it; one the
     budget stopped before its first epoch keeps that ending (a grown search may run it)."""

@@ -1,8 +1,8 @@
 """ASHA on several objectives: at each rung a trial goes on when it is among the best 1/reduction of the trials
 recorded at that rung, ranked by non-dominated sorting (its Pareto front first, then crowding distance), as Syne
 Tune's MOASHA ranks them, or when none of them is better in every objective (as ASHA always lets the best go on).
-A Tune scheduler, keyed by the search's trial ids like `StudyASHA` (search.running.scheduler) and rebuilt from the
-study when a search resumes or grows.
+A Tune scheduler, keyed by the search's trial ids like `StudyASHA` (search.running.scheduler); its rungs are met,
+written and rebuilt from the study as that one's (search.running.rungs).
 
 An objective that training does not change (`params`, `macs`) is known from a trial's first epoch, so a rung
 compares the accuracy a trial reached there with what it costs. A row missing an objective passes its rung.
@@ -12,26 +12,19 @@ from __future__ import annotations
 
 import math
 
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from search.results.pareto import as_minimised, nondominated_ranks, pareto_order
-from search.running.study import COSTS_ATTR, INHERITED_ATTR, epoch_values, trial_id_of
+from search.running.rungs import milestones, note_decision, rebuild, rung_met
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import trial_key
 
 
 def rung_epochs(grace: int, reduction: float, max_t: int) -> list[int]:
-    """ASHA's rungs as epochs: grace x reduction^k below max_t, each at the first whole epoch that reaches it (Tune's
-    ASHA decides at the first report at or past a rung; the last epoch is no rung: the trial ends there)."""
-    rungs, k = [], 0
-    while grace * reduction**k < max_t:
-        epoch = math.ceil(grace * reduction**k - 1e-9)
-        if epoch < max_t and epoch not in rungs:
-            rungs.append(epoch)
-        k += 1
-    return rungs
+    """The first whole epoch that meets each rung below max_t (the milestones are Tune's: search.running.rungs)."""
+    return sorted({math.ceil(m - 1e-9) for m in milestones(grace, reduction, max_t) if m < max_t})
 
 
 class ParetoASHA(FIFOScheduler):
@@ -45,14 +38,21 @@ class ParetoASHA(FIFOScheduler):
         time_attr: str = "epoch",
         history: list[FrozenTrial] = (),
         front_goes_on: bool = True,
+        record=None,
     ):
-        """`front_goes_on`: a trial on the first front of its rung goes on even outside the best 1/reduction."""
+        """`front_goes_on`: a trial on the first front of its rung goes on even outside the best 1/reduction.
+        `record`: the study's `StudyRecord`, told of each rung decision (None in the replays)."""
         super().__init__()
         self.objectives, self.reduction, self.time_attr = objectives, reduction_factor, time_attr
-        self.front_goes_on = front_goes_on
-        self.rungs = {epoch: {} for epoch in rung_epochs(grace_period, reduction_factor, max_t)}
-        self.owed_stops: dict[str, int] = {}  # the search's id -> the rung epoch at which it is to be stopped
-        self._learn(history)
+        self.front_goes_on, self.record, self.max_t = front_goes_on, record, max_t
+        self.rungs = [(milestone, {}) for milestone in milestones(grace_period, reduction_factor, max_t)]
+        self.stopped: set[str] = set()  # the trials this scheduler stopped at a rung
+        self.owed_stops = rebuild(
+            self, list(history), objectives[0].name, max_t
+        )  # the search's id -> the epoch to stop at
+
+    def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
+        return {**self.__dict__, "record": None}
 
     def set_search_properties(self, metric, mode, **spec) -> bool:
         return True  # the objectives are the scheduler's own
@@ -64,16 +64,11 @@ class ParetoASHA(FIFOScheduler):
             return None
         return as_minimised(point, [o.mode for o in self.objectives])
 
-    def decide(self, trial_id: str, epoch: int, values: dict) -> str:
-        """Record the trial's point at rung `epoch` and say whether it goes on: among the best ceil(n / reduction)
-        of the n trials recorded at that rung, or on their Pareto front (no trial recorded there is better in every
-        objective: as ASHA lets the best go on). A rung the trial met before (an epoch replayed after a kill) it
-        passed, as in Tune's ASHA: a decision a kill took with it is owed (`owed_stops`)."""
-        recorded = self.rungs.get(epoch)
-        point = self.point_of(values)
-        if recorded is None or point is None or trial_id in recorded:
-            return TrialScheduler.CONTINUE
-        recorded[trial_id] = point
+    def verdict(self, trial_id: str, milestone: float) -> str:
+        """Whether the trial goes on from rung `milestone`: among the best ceil(n / reduction) of the n trials
+        recorded there, or on their Pareto front (no trial recorded there is better in every objective: as ASHA lets
+        the best go on)."""
+        recorded = dict(self.rungs)[milestone]
         ids = list(recorded)
         points = [recorded[i] for i in ids]
         here = ids.index(trial_id)
@@ -83,33 +78,40 @@ class ParetoASHA(FIFOScheduler):
             return TrialScheduler.CONTINUE
         return TrialScheduler.STOP
 
-    def _learn(self, trials: list[FrozenTrial]) -> None:
-        """The rungs as the study's trials met them, in the order they were created; a running trial whose last
-        recorded epoch is a rung it did not pass owes that stop (a kill took the decision with it)."""
-        primary = self.objectives[0].name
-        for trial in sorted(trials, key=lambda t: t.number):
-            trial_id, costs = trial_id_of(trial), trial.user_attrs.get(COSTS_ATTR, {})
-            decision, last = TrialScheduler.CONTINUE, 0
-            for epoch, value in sorted(epoch_values(trial).items()):
-                decision, last = self.decide(trial_id, epoch, {**costs, primary: value}), epoch
-            passed_before = last <= trial.user_attrs.get(INHERITED_ATTR, 0)
-            if trial.state == TrialState.RUNNING and decision == TrialScheduler.STOP and not passed_before:
-                self.owed_stops[trial_id] = last
+    def decide(self, trial_id: str, epoch: int, values: dict) -> str:
+        """Records the trial's point at the rung `epoch` meets, if any, and decides there against what the rung
+        holds (search.running.rungs); an epoch that meets no new rung (one replayed after a kill) goes on."""
+        point = self.point_of(values)
+        milestone = None if point is None or epoch >= self.max_t else rung_met(self.rungs, trial_id, epoch)
+        if milestone is None:
+            return TrialScheduler.CONTINUE
+        dict(self.rungs)[milestone][trial_id] = point
+        decision = self.verdict(trial_id, milestone)
+        note_decision(self.record, trial_id, epoch, decision)
+        if decision == TrialScheduler.STOP:
+            self.stopped.add(trial_id)
+        return decision
+
+    def stopped_by_me(self, trial_id: str) -> bool:
+        return trial_id in self.stopped
 
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
         trial_id, epoch = trial_key(trial), int(result.get(self.time_attr) or 0)
         owed = self.owed_stops.get(trial_id)
         if owed is not None and epoch >= owed:
             del self.owed_stops[trial_id]
+            self.stopped.add(trial_id)
             return TrialScheduler.STOP
         return self.decide(trial_id, epoch, result)
 
     def debug_string(self) -> str:
-        sizes = ", ".join(f"epoch {epoch}: {len(points)}" for epoch, points in self.rungs.items())
+        sizes = ", ".join(f"epoch {milestone:g}: {len(points)}" for milestone, points in reversed(self.rungs))
         return f"ParetoASHA: trials recorded at each rung: {sizes}"
 
 
-def pareto_asha(config: RunConfig, objectives: list[Objective], history: list[FrozenTrial] = ()) -> ParetoASHA:
+def pareto_asha(
+    config: RunConfig, objectives: list[Objective], history: list[FrozenTrial] = (), record=None
+) -> ParetoASHA:
     """The multi-objective ASHA the search sets up for `config` (whose grace is resolved)."""
     return ParetoASHA(
         objectives=objectives,
@@ -117,4 +119,5 @@ def pareto_asha(config: RunConfig, objectives: list[Objective], history: list[Fr
         grace_period=config.grace,
         reduction_factor=config.reduction,
         history=history,
+        record=record,
     )

@@ -9,38 +9,37 @@ from __future__ import annotations
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from search.running.endings import STATUSES, Ending, ending_of
-from search.running.study import CONTINUES_ATTR, ID_ATTR, REASON_ATTR, StudyRecord, trial_id_of
+from search.running.decider import Decider
+from search.running.endings import STATUSES, EndFacts, Ending
+from search.running.study import CONTINUES_ATTR, ID_ATTR, RUNGS_ATTR, StudyRecord, trial_id_of
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids
 
 CUT_PROPOSAL = "never started: the driver was killed while proposing it"
 
 
-def reconcile(record: StudyRecord, experiment_dir: str) -> list[FrozenTrial]:
+def reconcile(decider: Decider) -> list[FrozenTrial]:
     """Bring the study up to what the trials' files know (epochs recorded, ends, trials only the files know), and
-    return the trials that had not ended, in the order they were created. A proposal a kill cut short (asked of
-    the sampler, not yet named, so never handed to Tune) is failed with that reason: no trial is left RUNNING."""
+    return the trials that had not ended, in the order they were created. Every end goes through `decider`. A
+    proposal a kill cut short (asked of the sampler, not yet named, so never handed to Tune) is failed with that
+    reason: no trial is left RUNNING."""
+    record, experiment_dir = decider.record, decider.experiment_dir
     for frozen in record.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if not trial_id_of(frozen):
-            record.live_trial(frozen.number).set_user_attr(REASON_ATTR, CUT_PROPOSAL)
-            record.study.tell(frozen.number, state=TrialState.FAIL)
+            decider.fail_unnamed(frozen.number, CUT_PROPOSAL)
     for trial_id in recorded_trial_ids(experiment_dir):
         if trial_id not in record.numbers:
             _add_from_files(record, trial_id, TrialFiles(experiment_dir, trial_id).rows())
     for frozen in record.running():
         trial_id = trial_id_of(frozen)
         files = TrialFiles(experiment_dir, trial_id)
+        epochs_run = decider.take_epochs_from_files(trial_id)
         rows = files.rows()
-        for row in rows:
-            record.report(trial_id, row.get("epoch"), row.get(record.metric), record.costs_in(row))
-        ending = _ending_in_files(files.ending(), frozen)
+        written = _ending_in_files(files.ending(), frozen)
         hp = {**record.constants, **record.coding.to_config(frozen.params)}
         divergence = divergence_cause(rows[-1], hp) if rows and rows[-1].get("diverged") else None
-        if ending is not None:
-            record.end(trial_id, ending)
-        elif divergence or (rows and int(rows[-1].get("epoch", 0)) >= record.epochs):
-            record.end(trial_id, ending_of(int(rows[-1].get("epoch", 0)), record.epochs, divergence=divergence))
+        if written is not None or divergence or epochs_run >= record.epochs:
+            decider.end(trial_id, EndFacts(epochs_run, divergence=divergence, written=written))
     return record.running()
 
 
@@ -57,12 +56,17 @@ def _ending_in_files(written: dict | None, frozen: FrozenTrial) -> Ending | None
 
 def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> None:
     """A trial the study does not know (its line was lost with a URI's last upload, or the experiment predates the
-    study): added as running, with the hyperparameters its rows name; the trial's epochs follow."""
+    study): added as running, with the hyperparameters its rows name; the trial's epochs follow, and its rungs are
+    decided anew (the decisions were lost with its line)."""
     config = dict(rows[0].get("config") or {}) if rows else {}
     params = record.coding.to_params(config)
     distributions = {name: record.coding.distributions[name] for name in params}
     added = optuna.trial.create_trial(
-        state=TrialState.RUNNING, params=params, distributions=distributions, user_attrs={ID_ATTR: trial_id}
+        state=TrialState.RUNNING,
+        params=params,
+        distributions=distributions,
+        user_attrs={ID_ATTR: trial_id, RUNGS_ATTR: {}},
     )
-    record.study.add_trial(added)
+    with record.writing(f"trial {trial_id} from its files"):
+        record.study.add_trial(added)
     record.numbers[trial_id] = len(record.study.get_trials(deepcopy=False)) - 1

@@ -1,26 +1,20 @@
 """ASHA as the search runs it: Tune's `ASHAScheduler`, keyed by the search's trial ids and taught by the study.
 
 Tune names a trial anew in every session, and a trial that `resume` runs again must meet the rungs it already
-passed as passed, so the scheduler keys its rungs by the search's id (`trial_key`). When a search resumes or
-grows, its rungs are rebuilt from the study: every epoch each trial reported, in the order the trials were created,
-through ASHA's own hooks (what a rung records does not depend on the order). No scheduler state is kept on disk: the
-study is the record.
-
-A decision a kill took with it is made again: a trial still running whose last recorded epoch is a rung may have
-been killed between the study recording that epoch and Tune stopping the trial. ASHA's decision for that rung, as
-the rebuilt rungs make it, is kept, and the trial, run again, is stopped when it reports that epoch (its rung
-already holds its value, so ASHA itself would let it pass). A rung a trial had passed (it recorded later epochs)
-stays passed.
+passed as passed, so the scheduler keys its rungs by the search's id (`trial_key`). Each decision at a rung is
+written into the study before Tune acts on it. When a search resumes or grows, the rungs are rebuilt from the study
+(search.running.rungs): no scheduler state is kept on disk, the study is the record. A decision a kill took with it
+is carried out: the trial, run again, is stopped when it reports that epoch (`owed_stops`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 from ray.tune.schedulers import ASHAScheduler
 
-from search.running.study import INHERITED_ATTR, epoch_values, trial_id_of
+from search.running.rungs import STOP, note_decision, rebuild, rung_met
 from trainables.foundation.config import RunConfig
 from trainables.foundation.trial_files import trial_key
 
@@ -33,43 +27,60 @@ class _Named:
 
 
 class StudyASHA(ASHAScheduler):
-    def __init__(self, *, history: list[FrozenTrial] = (), **asha):
+    def __init__(self, *, history: list[FrozenTrial] = (), record=None, **asha):
+        """`history`: the study's trials, to rebuild the rungs from; `record`: the study's `StudyRecord`, told of
+        each rung decision (None: decisions are not written, as in the replays)."""
         super().__init__(**asha)
-        self._history = list(history)
+        self._history, self.record = list(history), record
         self.owed_stops: dict[str, int] = {}  # the search's id -> the rung epoch at which it is to be stopped
+        self.stopped: set[str] = set()  # the trials this scheduler stopped at a rung
+
+    def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
+        return {**self.__dict__, "record": None, "_history": []}
+
+    @property
+    def rungs(self) -> list[tuple[float, dict]]:
+        return self._brackets[0]._rungs
+
+    def point_of(self, values: dict) -> float | None:
+        value = values.get(self._metric)
+        return None if value is None else self._metric_op * value
+
+    def verdict(self, trial_id: str, milestone: float) -> str:
+        """Tune's decision for the trial's value at `milestone` against every other value recorded there."""
+        recorded = dict(self.rungs)[milestone]
+        others = {other: value for other, value in recorded.items() if other != trial_id}
+        cutoff = self._brackets[0].cutoff(others)
+        return STOP if cutoff is not None and recorded[trial_id] < cutoff else self.CONTINUE
 
     def set_search_properties(self, metric, mode, **spec) -> bool:
         settled = super().set_search_properties(metric, mode, **spec)
         if settled and self._metric and self._history:
-            self._learn(self._history)
+            self.owed_stops = rebuild(self, self._history, self._metric, self._max_t)
             self._history = []
         return settled
 
-    def _learn(self, trials: list[FrozenTrial]) -> None:
-        for trial in sorted(trials, key=lambda t: t.number):
-            named = _Named(trial_id_of(trial))
-            super().on_trial_add(None, named)
-            decision, last = None, 0
-            for epoch, value in sorted(epoch_values(trial).items()):
-                decision = super().on_trial_result(None, named, {self._time_attr: epoch, self._metric: value})
-                last = epoch
-            if trial.state != TrialState.RUNNING:
-                super().on_trial_remove(None, named)
-            elif decision == self.STOP and last > trial.user_attrs.get(INHERITED_ATTR, 0) and self._is_rung(last):
-                self.owed_stops[named.trial_id] = last
-
-    def _is_rung(self, epoch: int) -> bool:
-        return any(epoch == milestone for bracket in self._brackets for milestone, _ in bracket._rungs)
+    def stopped_by_me(self, trial_id: str) -> bool:
+        return trial_id in self.stopped
 
     def on_trial_add(self, tune_controller, trial):
         super().on_trial_add(tune_controller, _Named(trial_key(trial)))
 
     def on_trial_result(self, tune_controller, trial, result):
-        decision = super().on_trial_result(tune_controller, _Named(trial_key(trial)), result)
-        owed = self.owed_stops.get(trial_key(trial))
-        if owed is not None and int(result.get(self._time_attr) or 0) >= owed:
-            del self.owed_stops[trial_key(trial)]
+        trial_id, epoch = trial_key(trial), result.get(self._time_attr)
+        owed = self.owed_stops.get(trial_id)
+        if owed is not None and int(epoch or 0) >= owed:
+            del self.owed_stops[trial_id]
+            self.stopped.add(trial_id)
             return self.STOP
+        met = None
+        if epoch is not None and result.get(self._metric) is not None and epoch < self._max_t:
+            met = rung_met(self.rungs, trial_id, epoch)
+        decision = super().on_trial_result(tune_controller, _Named(trial_id), result)
+        if met is not None:
+            note_decision(self.record, trial_id, epoch, decision)
+            if decision == self.STOP:
+                self.stopped.add(trial_id)
         return decision
 
     def on_trial_complete(self, tune_controller, trial, result):
@@ -79,7 +90,7 @@ class StudyASHA(ASHAScheduler):
         super().on_trial_remove(tune_controller, _Named(trial_key(trial)))
 
 
-def study_asha(config: RunConfig, history: list[FrozenTrial] = ()) -> StudyASHA:
+def study_asha(config: RunConfig, history: list[FrozenTrial] = (), record=None) -> StudyASHA:
     """ASHA as the search sets it up for `config` (whose grace is resolved); the Tuner gives it metric and mode."""
     return StudyASHA(
         time_attr="epoch",
@@ -87,4 +98,5 @@ def study_asha(config: RunConfig, history: list[FrozenTrial] = ()) -> StudyASHA:
         grace_period=config.grace,
         reduction_factor=config.reduction,
         history=history,
+        record=record,
     )

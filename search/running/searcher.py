@@ -9,7 +9,7 @@ from __future__ import annotations
 from optuna.trial import FrozenTrial
 from ray.tune.search import Searcher
 
-from search.running.study import StudyRecord, trial_id_of
+from search.running.study import StudyRecord, StudyWriteFailed, trial_id_of
 from trainables.foundation.trial_files import TRIAL_KEY
 
 STEP_KEY = "epoch"
@@ -46,8 +46,12 @@ class StudySearcher(Searcher):
         self._report(self.live.pop(tune_id, None), result or {})
 
     def _report(self, trial_id: str | None, result: dict) -> None:
-        if trial_id is not None:
+        if trial_id is None:
+            return
+        try:
             self.record.report(trial_id, result.get(STEP_KEY), result.get(self.metric), self.record.costs_in(result))
+        except StudyWriteFailed:
+            pass  # kept by the record, which stops the search; it never reaches Tune
 
     def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
         """Nothing to save: every change is already in the study's journal."""

@@ -23,24 +23,27 @@ import time
 
 import ray.tune
 
-OUT_OF_TIME, OUT_OF_EPOCHS, INTERRUPTED = "out_of_time", "out_of_epochs", "interrupted"
+OUT_OF_TIME, OUT_OF_EPOCHS, INTERRUPTED, FAILED = "out_of_time", "out_of_epochs", "interrupted", "failed"
 
 
 class SessionStop(ray.tune.Stopper):
     """Stops every trial when the session's time budget or the search's epoch budget runs out, or at the first
     Ctrl-C; `why` says which."""
 
-    def __init__(self, budget_s: float = 0.0, on_start=None, epoch_budget: int = 0, epochs_spent: int = 0):
+    def __init__(
+        self, budget_s: float = 0.0, on_start=None, epoch_budget: int = 0, epochs_spent: int = 0, failure=lambda: None
+    ):
         """`on_start(deadline)`: told the budget's end (a `time.time()`) when the clock starts; `epochs_spent`: the
-        trial-epochs the search had trained before this run or resume."""
-        self.budget_s, self.on_start = budget_s, on_start
+        trial-epochs the search had trained before this run or resume; `failure()`: what stops the search at once
+        when it is not None (the study could not be written, the experiment's lease was lost)."""
+        self.budget_s, self.on_start, self.failure = budget_s, on_start, failure
         self.epoch_budget, self.epochs_spent = epoch_budget, epochs_spent
         self.counted: set[tuple] = set()  # (Tune's trial id, epoch) counted in this run or resume
         self.started: float | None = None
         self.why: str | None = None
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl
-        return {**self.__dict__, "on_start": None}
+        return {**self.__dict__, "on_start": None, "failure": None}
 
     def __call__(self, trial_id, result) -> bool:
         """Counts each epoch a trial reports once: Tune hands a finished trial's last result over again (`done`),
@@ -57,6 +60,8 @@ class SessionStop(ray.tune.Stopper):
             self.started = now
             if self.budget_s and self.on_start:
                 self.on_start(time.time() + self.budget_s)
+        if self.why is None and self.failure is not None and self.failure() is not None:
+            self.why = FAILED
         if self.why is None and self.budget_s and now - self.started >= self.budget_s:
             self.why = OUT_OF_TIME
         if self.why is None and self.epoch_budget and self.epochs_spent >= self.epoch_budget:

@@ -22,6 +22,8 @@ from search.results.tensorboard import EVENT_FILES
 from search.results.testset import test_accuracy
 from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
 from search.running.connect import check_paths_on_every_node, connect
+from search.running.continuation import continue_stopped_by_budget
+from search.running.decider import Decider
 from search.running.live_view import ProgressView
 from search.running.mlflow_store import store_files
 from search.running.pareto_asha import pareto_asha
@@ -41,7 +43,7 @@ from trainables.foundation.resources import plan_concurrency, settle_shape
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
 from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete_folder
-from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, TrialFiles
+from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
 from trainables.room import alive_node_resources
 
 LOG_FILE = "search.log"
@@ -74,25 +76,29 @@ def resume_search(experiment: Experiment, config: RunConfig, space: Space) -> di
 def drive(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord) -> dict:
     """Bring the study up to the trials' files, run what is left on Ray Tune (always releasing Ray), then write the
     summary of a finished search. The trials to run first: those an earlier session left unended, then those a
-    time budget stopped (continued from their checkpoints)."""
+    budget stopped (continued from their checkpoints). Every trial's end goes through one decider."""
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
-    unended = reconcile(record, experiment.location)
+    tensorboard = TensorBoardEvents(record, experiment.local)
+    decider = Decider(record, experiment.location, [tensorboard])  # the others join when Tune runs
+    unended = reconcile(decider)
     spent = config.epoch_budget and record.epochs_spent() >= config.epoch_budget  # nothing left to train
     if spent:
-        rows_of = lambda trial_id: TrialFiles(experiment.location, trial_id).rows()  # noqa: E731
-        for trial_id, ending in record.end_stopped_by_budget(rows_of, "epoch"):  # end.json follows the study
-            TrialFiles(experiment.location, trial_id).write_ending(ending.status, ending.reason)
+        decider.end_running("epoch")
         unended = []
     else:
-        unended += record.continue_stopped_by_budget()
+        unended += continue_stopped_by_budget(record)
     # MLflow brought up to what earlier sessions recorded (all of it, for a search tracked late), while Ray starts
     tracker = start_tracker(config, space.name, experiment, space.metric, record)
     to_run = 0 if spent else len(unended) + max(0, config.trials - len(record.proposed()))
-    stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent())
+    stop = SessionStop(
+        config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), lambda: record.failure
+    )
     try:
         if to_run:
-            fit(config, space, experiment, record, unended, to_run, log_file, tracker, stop)
+            fit(config, space, experiment, record, unended, to_run, log_file, tracker, stop, decider)
+        if record.failure is not None:
+            raise record.failure
         if stop.interrupted or not (spent or stop.out_of_budget or record.finished() >= config.trials):
             raise SearchInterrupted(experiment.location)
     except BaseException:
@@ -105,10 +111,19 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
 
 
 def fit(
-    config, space, experiment, record, unended, to_run: int, log_file: Path, tracker: MlflowTracker | None, stop
+    config,
+    space,
+    experiment,
+    record,
+    unended,
+    to_run: int,
+    log_file: Path,
+    tracker: MlflowTracker | None,
+    stop,
+    decider,
 ) -> None:
-    """Run `to_run` trials on Ray Tune, `unended` first, until they are done or `stop` stops them (the time budget:
-    the trials it stopped are ended so; Ctrl-C: they stay unended, for `resume`)."""
+    """Run `to_run` trials on Ray Tune, `unended` first, until they are done or `stop` stops them (a budget: the
+    trials it stopped are ended so; Ctrl-C or a failed write of the study: they stay unended, for `resume`)."""
     started_here = connect(config)
     try:
         nodes = alive_node_resources()
@@ -129,17 +144,26 @@ def fit(
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
             start_train_coordinator()  # comes up while Tune starts the first trial
-        trial_ends, *followers = driver_callbacks(config, experiment, record, tracker)
-        callbacks = [trial_ends, *followers]
-        tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop)
+        scheduler = scheduler_of(config, record)
+        decider.followers = followers_of(config, experiment, record, tracker, decider.followers)
+        trial_ends = TrialEnds(decider, config.epochs, scheduler.stopped_by_me)
+        callbacks = [trial_ends, *decider.followers]
+        tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop, scheduler)
         logging.getLogger("ray").info("search hands the trials to Tune")
         with ctrl_c_stops(stop):
             tuner.fit()
-        if stop.out_of_budget and not stop.interrupted:
+        if stop.out_of_budget and not stop.interrupted and record.failure is None:
             trial_ends.out_of_budget(stop.budget)
     finally:
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
+
+
+def scheduler_of(config: RunConfig, record: StudyRecord):
+    """ASHA, on one objective or several, rebuilt from the study and writing its decisions into it."""
+    if record.multi_objective:
+        return pareto_asha(config, record.objectives, record.proposed(), record)
+    return study_asha(config, record.proposed(), record)
 
 
 def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str:
@@ -246,12 +270,9 @@ def build_tuner(
     to_run: int,
     callbacks: list,
     stop: SessionStop,
+    scheduler,
 ) -> ray.tune.Tuner:
     """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
-    if record.multi_objective:
-        scheduler = pareto_asha(config, record.objectives, record.proposed())
-    else:
-        scheduler = study_asha(config, record.proposed())
     return ray.tune.Tuner(
         build_trainable(config, space, experiment, placement),
         param_space={**space.constants, **config.fixed},
@@ -277,13 +298,13 @@ def build_tuner(
     )
 
 
-def driver_callbacks(config, experiment: Experiment, record: StudyRecord, tracker) -> list:
-    """TrialEnds first: it decides each trial's end and tells the others, in this order (TensorBoard's events are
-    closed before the upload)."""
-    followers = [
+def followers_of(config, experiment: Experiment, record: StudyRecord, tracker, before: list) -> list:
+    """Who is told of each trial's end, in this order (TensorBoard's events are closed before the upload): tracking,
+    TensorBoard (`before`: the one the decider had from the start), the live view, the upload."""
+    tensorboard = [follower for follower in before if isinstance(follower, TensorBoardEvents)]
+    return [
         *([Tracking(tracker, record)] if tracker else []),
-        TensorBoardEvents(record, experiment.local),
+        *(tensorboard or [TensorBoardEvents(record, experiment.local)]),
         ProgressView(record, config.epochs, config.trials, config.time_budget, config.epoch_budget),
         UploadOwnFiles(experiment, own_files),
     ]
-    return [TrialEnds(record, experiment.location, config.epochs, followers), *followers]

@@ -1,0 +1,71 @@
+"""The one place a trial's end is decided and recorded, as Optuna's `_tell` is for a study.
+
+Every path that ends a trial comes here with what it knows (`EndFacts`): Tune's completion or error (the driver's
+`TrialEnds` callback, with the scheduler's decision), a budget that ran out (the trials still running, with the
+epochs their files hold), a session that finds the epoch budget spent, and `reconcile` after a kill (an `end.json`
+the study never heard of, the last epoch in a trial's files, a divergence, a proposal cut short). The decider
+decides by the one rule (search.running.endings), writes the study once (search.running.study), and only after that
+write succeeded writes the trial's `end.json` and tells the followers (live view, TensorBoard HParams, MLflow, the
+upload). A write that fails raises `StudyWriteFailed`: nothing follows it, and the driver stops the search.
+
+Optuna and pyarrow only: no Ray, no torch.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from search.running.endings import EndFacts, Ending
+from search.running.study import StudyRecord, trial_id_of
+from trainables.foundation.trial_files import TrialFiles
+
+log = logging.getLogger("ray.search")
+
+
+class Decider:
+    """Ends the trials of one study. `followers`: told of each end, after the study and `end.json` hold it (each
+    guards itself: search.running.callbacks.FollowsEnds)."""
+
+    def __init__(self, record: StudyRecord, experiment_dir: str, followers: list = ()):
+        self.record, self.experiment_dir, self.followers = record, experiment_dir, list(followers)
+
+    def end(self, trial_id: str, facts: EndFacts, trials: list = (), tune_trial=None) -> Ending | None:
+        """Ends the running trial `trial_id` as `facts` say, and returns the ending the study holds: an ended trial
+        is final (a later account, e.g. Tune's error report after the trial completed, changes nothing). None for a
+        trial the study does not know."""
+        ending = self.record.decide(trial_id, facts)
+        if ending is None:
+            before = self.record.ending(trial_id)
+            if before is not None:
+                log.info("trial %s ended %s before; a later account (%s) is not taken", trial_id, before, facts)
+            return before
+        self.record.write_end(trial_id, ending)  # raises StudyWriteFailed: then nothing follows
+        TrialFiles(self.experiment_dir, trial_id).write_ending(ending.status, ending.reason)
+        for follower in self.followers:
+            follower.trial_ended(list(trials), trial_id, ending, tune_trial)
+        return ending
+
+    def end_running(self, budget: str, trials: list = (), tune_trials: dict | None = None) -> list[tuple[str, Ending]]:
+        """A budget (`"time"` or `"epoch"`) ran out: every trial still running (training, starting or waiting its
+        turn) ends so, keeping its epochs and checkpoints. The epochs its files hold, which can be more than Tune
+        heard of before it stopped the trial, reach the study first."""
+        ends = []
+        for frozen in self.record.running():
+            trial_id = trial_id_of(frozen)
+            epochs_run = self.take_epochs_from_files(trial_id)
+            facts = EndFacts(epochs_run, budget=budget)
+            ends.append((trial_id, self.end(trial_id, facts, trials, (tune_trials or {}).get(trial_id))))
+        return ends
+
+    def take_epochs_from_files(self, trial_id: str) -> int:
+        """Brings the study up to the epochs the trial's files hold; returns the last one (0: none)."""
+        rows = TrialFiles(self.experiment_dir, trial_id).rows()
+        record = self.record
+        for row in rows:
+            record.report(trial_id, row.get("epoch"), row.get(record.metric), record.costs_in(row))
+        return int(rows[-1]["epoch"]) if rows else 0
+
+    def fail_unnamed(self, number: int, reason: str) -> None:
+        """A proposal with no trial id (a kill cut it short before it was named): failed in the study, which is all
+        it has (no trial folder, no follower knew of it)."""
+        self.record.fail_unnamed(number, reason)

@@ -1,0 +1,83 @@
+"""ASHA's rungs, as both of the search's schedulers meet them and rebuild them from the study.
+
+A rung is met as Tune's `AsyncHyperBandScheduler` meets it: milestones at grace x reduction^k (a non-integer
+reduction gives non-integer milestones), and an epoch meets the highest milestone at or below it that the trial has
+no value at yet. The value is recorded there, and the scheduler decides (`CONTINUE` or `STOP`) against what the rung
+held when it arrived. Each decision is written into the study before Tune acts on it (`StudyRecord.note_rung`).
+
+When a search resumes or grows, its schedulers are rebuilt from the study (`rebuild`): every trial's history first,
+so every rung holds every value it had; then, for each trial still running, each rung it met: the decision written
+then, or, where none was written (an epoch the study took from the trial's files after a kill, or one a continued
+trial inherited), a decision made now against the full rung, as Tune would have made it for a result arriving
+now. A `STOP` there is owed: the trial, run again, is stopped when it reports that epoch (`owed_stops`). A study
+written before decisions were kept (no `rung_decisions` attribute) counts a rung followed by a later epoch as passed.
+
+Pure logic over Optuna's trials: no Ray.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from optuna.trial import FrozenTrial, TrialState
+
+from search.running.study import RUNGS_ATTR, StudyWriteFailed, epoch_costs, epoch_values, rung_decisions, trial_id_of
+
+CONTINUE, STOP = "CONTINUE", "STOP"  # Tune's TrialScheduler.CONTINUE and .STOP
+
+
+def milestones(grace: float, reduction: float, max_t: float) -> list[float]:
+    """The rungs' milestones, highest first, exactly as Tune's ASHA computes them (its last may equal max_t, where
+    a trial ends rather than being decided)."""
+    count = int(np.log(max_t / grace) / np.log(reduction) + 1)
+    return [grace * reduction**k for k in reversed(range(count))]
+
+
+def rung_met(rungs: list[tuple[float, dict]], trial_id: str, epoch: float) -> float | None:
+    """The milestone `epoch` meets: the highest at or below it where the trial has no value yet (Tune's rule)."""
+    for milestone, recorded in rungs:
+        if epoch >= milestone and trial_id not in recorded:
+            return milestone
+    return None
+
+
+def _decision_written(trial: FrozenTrial, epoch: int) -> str | None:
+    """The decision the study holds for the rung `epoch` met; for a study from before decisions were kept, a rung
+    followed by a later epoch was passed."""
+    if RUNGS_ATTR in trial.user_attrs:
+        return {"continue": CONTINUE, "stop": STOP}.get(rung_decisions(trial).get(epoch, ""))
+    return CONTINUE if epoch < max(epoch_values(trial), default=0) else None
+
+
+def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> dict[str, int]:
+    """Fills `scheduler`'s rungs from every trial's history and returns the stops owed to running trials (trial id
+    -> the epoch to stop at). `scheduler` offers `rungs` (milestone, {trial id: point}) highest first,
+    `point_of(values)` (None: not comparable) and `verdict(trial_id, milestone)`. At `max_t` a trial has trained
+    its epochs: nothing is decided there."""
+    arrivals = []
+    for trial in sorted(trials, key=lambda t: t.number):
+        trial_id, costs = trial_id_of(trial), epoch_costs(trial)
+        for epoch, value in sorted(epoch_values(trial).items()):
+            point = scheduler.point_of({**costs.get(epoch, {}), metric: value})
+            milestone = None if point is None else rung_met(scheduler.rungs, trial_id, epoch)
+            if milestone is not None:
+                dict(scheduler.rungs)[milestone][trial_id] = point
+                arrivals.append((trial, trial_id, epoch, milestone))
+    owed: dict[str, int] = {}
+    for trial, trial_id, epoch, milestone in arrivals:
+        if trial.state != TrialState.RUNNING or trial_id in owed or epoch >= max_t:
+            continue
+        decision = _decision_written(trial, epoch) or scheduler.verdict(trial_id, milestone)
+        if decision == STOP:
+            owed[trial_id] = epoch
+    return owed
+
+
+def note_decision(record, trial_id: str, epoch: float, decision: str) -> None:
+    """Writes the decision into the study (`record`: None in the replays, which keep no study of their own). A
+    write that fails stays with the record, which stops the search; it never reaches Tune."""
+    if record is None:
+        return
+    try:
+        record.note_rung(trial_id, int(epoch), "stop" if decision == STOP else "continue")
+    except StudyWriteFailed:
+        pass

@@ -1,0 +1,131 @@
+"""What a search's study holds of its trials, read: the attributes the search writes, each trial's epochs and costs,
+its ending (the state decides), and the questions the driver asks of the whole study. Written by
+search.running.study's `StudyRecord`, the one writer. Optuna only: no Ray, no torch."""
+
+from __future__ import annotations
+
+from optuna.trial import FrozenTrial, TrialState
+
+from search.running.endings import COMPLETED, FAILED, STATUSES, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
+
+ID_ATTR, STATUS_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "status", "reason", "score"
+COSTS_ATTR = "costs"  # the latest values of the other objectives, as studies written before `epoch_costs` hold them
+EPOCH_COSTS_ATTR = "epoch_costs"  # each epoch's values of the objectives other than the primary (several objectives)
+RUNGS_ATTR = "rung_decisions"  # each rung the trial met: the epoch that met it -> the scheduler's "continue" or "stop"
+OBJECTIVES_ATTR = "objectives"  # an ended trial's value of every objective, by name
+EPOCHS_ATTR = "epoch_values"  # a multi-objective study's record of each epoch's primary value (see `epoch_values`)
+CONTINUES_ATTR = "continues"  # a trial the budget stopped, continued by a later session: the number it continues
+INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from the trial it continues
+STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
+STATE_OF = {
+    COMPLETED: TrialState.COMPLETE,
+    STOPPED_EARLY: TrialState.PRUNED,
+    STOPPED_BY_BUDGET: TrialState.PRUNED,
+    FAILED: TrialState.FAIL,
+}
+PROPOSED = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)  # not WAITING (enqueued)
+
+
+def epoch_values(trial: FrozenTrial) -> dict[int, float]:
+    """Every epoch's value of the primary objective: the trial's intermediate values, or, in a multi-objective
+    study, its user attribute `epoch_values`. Optuna takes intermediate values of one objective only (`Trial.report`
+    refuses several) and its TPE ranks a pruned trial by them with the study's one direction, which a
+    multi-objective study has not."""
+    if trial.intermediate_values:
+        return dict(trial.intermediate_values)
+    return {int(epoch): value for epoch, value in trial.user_attrs.get(EPOCHS_ATTR, {}).items()}
+
+
+def epoch_costs(trial: FrozenTrial) -> dict[int, dict]:
+    """Every epoch's values of the objectives other than the primary (a study written before they were kept per
+    epoch holds only the latest, which then stand for every epoch)."""
+    kept = trial.user_attrs.get(EPOCH_COSTS_ATTR)
+    if kept is not None:
+        return {int(epoch): costs for epoch, costs in kept.items()}
+    latest = trial.user_attrs.get(COSTS_ATTR, {})
+    return {epoch: latest for epoch in epoch_values(trial)} if latest else {}
+
+
+def rung_decisions(trial: FrozenTrial) -> dict[int, str]:
+    """The scheduler's decision at each rung the trial met, by the epoch that met it, as written when it was made."""
+    return {int(epoch): decision for epoch, decision in trial.user_attrs.get(RUNGS_ATTR, {}).items()}
+
+
+def trial_id_of(trial: FrozenTrial) -> str | None:
+    return trial.user_attrs.get(ID_ATTR)
+
+
+def ending_in_study(trial: FrozenTrial) -> Ending | None:
+    """How an ended trial ended, as the study holds it: the state says whether it ended and how (COMPLETE, PRUNED,
+    FAIL); the user attribute `status` only tells the two PRUNED endings apart (a study written before it existed
+    holds only the state). None for a trial still running, whatever its attributes say: a write of its end that
+    failed half way left them, not an ending."""
+    if trial.state == TrialState.RUNNING:
+        return None
+    by_state = {TrialState.COMPLETE: COMPLETED, TrialState.PRUNED: STOPPED_EARLY}.get(trial.state, FAILED)
+    status = trial.user_attrs.get(STATUS_ATTR)
+    if status not in STATUSES or STATE_OF[status] != trial.state:
+        status = by_state
+    return Ending(status, trial.user_attrs.get(REASON_ATTR))
+
+
+class StudyQueries:
+    """What the driver asks of the study as a whole. Needs `study`, `numbers` (trial id -> number), `constants`,
+    `coding` and `mode`."""
+
+    def frozen(self, trial_id: str) -> FrozenTrial | None:
+        number = self.numbers.get(trial_id)
+        return None if number is None else self.study.get_trials(deepcopy=False)[number]
+
+    def ending(self, trial_id: str) -> Ending | None:
+        frozen = self.frozen(trial_id)
+        return None if frozen is None else ending_in_study(frozen)
+
+    def config_of(self, trial_id: str) -> dict:
+        """The trial's whole configuration: what every trial shares, and its own hyperparameters."""
+        return {**self.constants, **self.coding.to_config(self.frozen(trial_id).params)}
+
+    def proposed(self) -> list[FrozenTrial]:
+        """Every trial the search has proposed, one per trial id (a configuration given with `enqueue` waits until
+        its turn; a proposal a kill cut short before it was named is no trial of the search; a trial the budget
+        stopped that a later session continues is stood for by its continuation)."""
+        trials = [t for t in self.study.get_trials(deepcopy=False, states=PROPOSED) if trial_id_of(t)]
+        continued = {t.user_attrs[CONTINUES_ATTR] for t in trials if CONTINUES_ATTR in t.user_attrs}
+        return [t for t in trials if t.number not in continued]
+
+    def running(self) -> list[FrozenTrial]:
+        return [t for t in self.proposed() if t.state == TrialState.RUNNING]
+
+    def finished(self) -> int:
+        return sum(1 for trial in self.proposed() if trial.state != TrialState.RUNNING)
+
+    def ended_ids(self) -> set[str]:
+        return {trial_id_of(t) for t in self.proposed() if t.state != TrialState.RUNNING}
+
+    def stopped_by_budget(self) -> list[FrozenTrial]:
+        """The trials a budget stopped (a grown search continues them), by their state and ending."""
+        return [t for t in self.proposed() if (ending_in_study(t) or Ending("")).status == STOPPED_BY_BUDGET]
+
+    def counts(self) -> dict[str, int]:
+        """The search's ended trials by how they ended (search.running.endings)."""
+        counts = dict.fromkeys(STATUSES, 0)
+        for trial in self.proposed():
+            ending = ending_in_study(trial)
+            if ending is not None:
+                counts[ending.status] += 1
+        return counts
+
+    def best(self) -> tuple[float, str] | None:
+        """The best score of an ended trial, and its id."""
+        scored = [
+            (t.user_attrs[SCORE_ATTR], trial_id_of(t))
+            for t in self.proposed()
+            if t.state != TrialState.RUNNING and SCORE_ATTR in t.user_attrs
+        ]
+        pick = max if self.mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0]) if scored else None
+
+    def epochs_spent(self) -> int:
+        """Trial-epochs the search has trained: every proposed trial's epochs (a continuation's include the ones it
+        took over, once)."""
+        return sum(max(epoch_values(trial), default=0) for trial in self.proposed())
