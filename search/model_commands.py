@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from search.bounds import split_bounds
@@ -37,7 +36,7 @@ def cmd_export(args: list[str]) -> int:
 
 
 def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
-    from search.results.export import export_experiment
+    from search.results.export import export_experiment, latency_words
     from search.results.summary import read_summary
 
     summary, register = read_summary(experiment.local), options.get("tracking.register")
@@ -52,11 +51,7 @@ def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
     print(f"exported trial {meta['trial_id']} epoch {meta['epoch']} to {meta['folder']}")
     if "objectives" in meta:
         values = ", ".join(f"{name}={value:g}" for name, value in meta["objectives"].items())
-        again = meta["measured_at_export"]
-        print(
-            f"objectives: {values}; latency at export {again['latency_ms']:.3f} ms "
-            f"(IQR {again['latency_iqr_ms']:.3f}, batch 1, {again['device']})"
-        )
+        print(f"objectives: {values}; latency at export {latency_words(meta['measured_at_export'])}")
     print(
         f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
         f"(trial reported {verified['reported']:.4f})"
@@ -78,14 +73,9 @@ def cmd_predict(args: list[str]) -> int:
         raise UsageError("usage: python -m search predict EXPORT_DIR INPUT... [--json]")
     folder, inputs = Path(positional[0]), positional[1:]
     from search.results.export import META_FILE, load_model
-    from search.results.predict import predict_files
+    from search.results.predict import predict_files, write_predictions
 
     if not (folder / META_FILE).is_file():
         raise UsageError(f"{folder}: not an export folder (no {META_FILE}); create one with `python -m search export`")
     predictions = predict_files(load_model(folder), inputs)
-    if "--json" in flags:
-        print(json.dumps([p.as_dict() for p in predictions], indent=2))
-    else:
-        for prediction in predictions:
-            print(prediction.as_line())
-    return 1 if any(p.error for p in predictions) else 0
+    return write_predictions(predictions, as_json="--json" in flags)

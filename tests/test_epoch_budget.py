@@ -83,7 +83,7 @@ def test_given_neither_trials_nor_a_budget_a_search_spends_the_epochs_of_eight_f
 
 
 def test_the_first_line_says_the_budget_decides_the_trials():
-    from search.running.tuner import first_line_words
+    from search.running.driver_words import first_line_words
 
     class Finished:  # what the line reads of the study: how many trials finished before this run or resume
         def __init__(self, count):

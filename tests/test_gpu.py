@@ -24,7 +24,7 @@ SMALL = ["space=resnet_mnist", "data.limit=4096", "data.val_limit=500", "epochs=
 def test_the_default_shape_packs_trials_on_the_gpu_then_exports_and_predicts(tmp_path, mnist_root):
     result = run_cli("run", *SMALL, f"data.root={mnist_root}", f"storage={tmp_path}", "name=g", "trials=4")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    first = result.stdout.splitlines()[0]
+    first = next(line for line in result.stdout.splitlines() if " at a time, " in line)
     assert "4 at a time, 1 worker x 0.25 GPU" in first and "gpus=0.25" in first, first
     exported = run_cli("export", str(tmp_path / "g"), f"out={tmp_path / 'model'}")
     assert exported.returncode == 0, exported.stderr[-2000:]

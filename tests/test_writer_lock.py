@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from search.running.writer_lock import LEASE_FILE, LOCK_FILE, WriterLock
+from search.running.writer_lock import LEASE_FILE, LOCK_FILE, LeaseLost, WriterLock
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment
+from trainables.foundation.trial_files import TrialFiles
 
 
 def hold_until_killed(folder: str, ready) -> None:
@@ -53,10 +54,44 @@ def test_on_a_uri_a_live_lease_refuses_and_a_stale_one_is_taken(tmp_path, monkey
     with pytest.raises(UsageError, match="pid 4242 on node-2"):
         WriterLock(Experiment.at(uri), "python -m search resume").acquire()
     assert not (Experiment.at(uri).local / LOCK_FILE).read_text()  # the local lock was given back
-    lease.write_text(json.dumps({**other, "renewed": time.time() - 600}))  # its holder stopped renewing it
+    # its holder's clock runs 10 minutes behind: the store's clock says the lease is live, and it stands
+    lease.write_text(json.dumps({**other, "renewed": time.time() - 600}))
+    with pytest.raises(UsageError, match="pid 4242 on node-2"):
+        WriterLock(Experiment.at(uri), "python -m search resume").acquire()
+    written = time.time() - 600  # the store last wrote it 10 minutes ago: its holder stopped renewing it
+    os.utime(lease, (written, written))
     with WriterLock(Experiment.at(uri), "python -m search resume") as lock:
         assert json.loads(lease.read_text())["token"] == lock.me["token"]
     assert "lease of pid 4242 on node-2" in capsys.readouterr().err and not lease.exists()
+
+
+def test_a_holder_whose_lease_was_taken_stops_before_its_next_write(tmp_path, monkeypatch, capsys):
+    """It stalled (a suspended machine); another driver took the lease. At its next write, or its next renewal,
+    it reads the lease back, stops with the new holder's name, writes nothing, and leaves the new lease alone."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    uri = f"file://{tmp_path}/bucket/exp"
+    lease = tmp_path / "bucket" / "exp" / LEASE_FILE
+    lock = WriterLock(Experiment.at(uri), "python -m search run").acquire()
+    try:
+        experiment = Experiment.at(uri)
+        (experiment.local / "study.log").write_text("mine\n")
+        experiment.upload(["study.log"])  # while it holds the lease
+        newcomer = {"pid": 4343, "host": "node-3", "command": "python -m search resume", "since": time.time()}
+        lease.write_text(json.dumps({**newcomer, "token": "theirs", "renewed": time.time()}))
+        (experiment.local / "study.log").write_text("stale\n")
+        with pytest.raises(LeaseLost, match="pid 4343 on node-3") as lost:
+            experiment.upload(["study.log"])
+        assert lost.value.exit_code == 1
+        with pytest.raises(LeaseLost):
+            TrialFiles(uri, "a").write_ending("completed")  # end.json too: no write at all
+        assert (tmp_path / "bucket" / "exp" / "study.log").read_text() == "mine\n"
+        assert not (tmp_path / "bucket" / "exp" / "trial_a").exists()
+        lock._renew_once()  # its renewal thread wakes: it reads the lease back and writes nothing
+        assert json.loads(lease.read_text())["token"] == "theirs"
+    finally:
+        lock.release()
+    assert json.loads(lease.read_text())["token"] == "theirs"  # not deleted on release
+    assert "another driver took this search over: pid 4343 on node-3" in capsys.readouterr().err
 
 
 def test_a_reader_downloads_a_uri_experiment_into_a_folder_of_its_own(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from search.results.tensorboard import TrialEventWriter, written_epochs
 from search.running.decider import Decider
 from search.running.endings import STOPPED_EARLY, EndFacts, Ending
 from search.running.failures import root_cause
-from search.running.study import SCORE_ATTR, StudyRecord, StudyWriteFailed, epoch_values
+from search.running.study import OBJECTIVES_ATTR, SCORE_ATTR, StudyRecord, StudyWriteFailed, epoch_values
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, trial_key
 
@@ -177,6 +177,7 @@ class TensorBoardEvents(FollowsEnds):
             "epochs_run": max(epoch_values(frozen), default=0),
             "status": ending.status,
             "stopped_early": ending.status == STOPPED_EARLY,
+            "objectives": frozen.user_attrs.get(OBJECTIVES_ATTR) or {},
         }
         writer = self._writer(trial_id)
         try:

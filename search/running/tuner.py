@@ -8,9 +8,7 @@ a grown search) builds a fresh `Tuner` over them; Tune's own snapshots are never
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import time
 from pathlib import Path
 
 import ray
@@ -24,6 +22,7 @@ from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, Upl
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.continuation import continue_stopped_by_budget
 from search.running.decider import Decider
+from search.running.driver_words import asha_words, budget_words, first_line_words, no_result_message, route_logs
 from search.running.live_view import ProgressView
 from search.running.mlflow_store import store_files
 from search.running.pareto_asha import pareto_asha
@@ -42,7 +41,7 @@ from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageE
 from trainables.foundation.resources import plan_concurrency, settle_shape
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
-from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete_folder
+from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete_folder, fence_lost
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
 from trainables.room import alive_node_resources
 
@@ -92,13 +91,17 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     tracker = start_tracker(config, space.name, experiment, space.metric, record)
     to_run = 0 if spent else len(unended) + max(0, config.trials - len(record.proposed()))
     stop = SessionStop(
-        config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), lambda: record.failure
+        config.time_budget,
+        budget_words,
+        config.epoch_budget,
+        record.epochs_spent(),
+        lambda: stopped_by(record, experiment),
     )
     try:
         if to_run:
             fit(config, space, experiment, record, unended, to_run, log_file, tracker, stop, decider)
-        if record.failure is not None:
-            raise record.failure
+        if stopped_by(record, experiment) is not None:
+            raise stopped_by(record, experiment)
         if stop.interrupted or not (spent or stop.out_of_budget or record.finished() >= config.trials):
             raise SearchInterrupted(experiment.location)
     except BaseException:
@@ -152,11 +155,16 @@ def fit(
         logging.getLogger("ray").info("search hands the trials to Tune")
         with ctrl_c_stops(stop):
             tuner.fit()
-        if stop.out_of_budget and not stop.interrupted and record.failure is None:
+        if stop.out_of_budget and not stop.interrupted and stopped_by(record, experiment) is None:
             trial_ends.out_of_budget(stop.budget)
     finally:
         if started_here:
             ray.shutdown()  # stops a Ray instance this process started; only disconnects from an existing cluster
+
+
+def stopped_by(record: StudyRecord, experiment: Experiment) -> Exception | None:
+    """What stops the search at once: a write of its study that failed, or its lease another driver took."""
+    return record.failure or fence_lost(experiment.location)
 
 
 def scheduler_of(config: RunConfig, record: StudyRecord):
@@ -164,16 +172,6 @@ def scheduler_of(config: RunConfig, record: StudyRecord):
     if record.multi_objective:
         return pareto_asha(config, record.objectives, record.proposed(), record)
     return study_asha(config, record.proposed(), record)
-
-
-def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str:
-    done = record.finished()
-    before = f" ({done} done before)" if done else ""
-    if config.epoch_budget and config.trials >= config.epoch_budget:  # the budget decides the trials
-        return f"trials until {config.epoch_budget} trial-epochs are spent{before}"
-    if not done and to_run == config.trials:
-        return f"{config.trials} trials"
-    return f"{to_run} of {config.trials} trials{before}"
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
@@ -196,18 +194,6 @@ def write_summary(config, space, experiment: Experiment, record: StudyRecord, lo
     return summary
 
 
-def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> str:
-    """Why a search has no result, naming the first failed trial's root cause."""
-    failed = [trial for trial in summary["trials"] if trial.get("error")]
-    if not failed:
-        return f"no trial produced a checkpoint; see {log_file}"
-    first = failed[0]
-    every = "every trial failed" if len(failed) == len(summary["trials"]) else f"{len(failed)} trials failed"
-    error_file = experiment.join(f"{TRIAL_DIR_PREFIX}{first['trial_id']}", "error.txt")
-    first_words = f"the first, trial {first['trial_id']}: {first['error']}"
-    return f"no trial produced a checkpoint: {every}; {first_words} (see {error_file})"
-
-
 def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
     """This project's files in an experiment's working folder (Ray's own files reach storage through Ray): the
     search's own, its MLflow store when it keeps one there, and the TensorBoard events of every trial, of
@@ -217,36 +203,6 @@ def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
     files += store_files(folder)
     events = folder.glob(f"{trial_folder}/{EVENT_FILES}") if trial_folder else []
     return files + sorted(str(path.relative_to(folder)) for path in events)
-
-
-def budget_words(deadline: float) -> None:
-    """The time budget's end, when its clock starts (the first trial's start): on the terminal, and in the log as
-    a Unix time."""
-    print(f"time budget: {time.strftime('%H:%M:%S', time.localtime(deadline))} (the trials still training then stop)")
-    logging.getLogger("ray.search").info("time budget ends at %.3f", deadline)
-
-
-def route_logs(log_file: Path, verbose: int) -> None:
-    """Ray's, Tune's and Optuna's log lines go to the experiment's log file (and the terminal if verbose)."""
-    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # the legacy reporter is really silent at verbose=0
-    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"  # our own TensorBoard events replace Tune's
-    handlers = [logging.FileHandler(log_file)] + ([logging.StreamHandler()] if verbose else [])
-    for handler in handlers:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    for name in ("ray", "py.warnings", "optuna", "mlflow"):
-        logger = logging.getLogger(name)
-        logger.handlers = list(handlers)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-    logging.captureWarnings(True)
-
-
-def asha_words(config: RunConfig) -> str:
-    if config.grace >= config.epochs:
-        return ""
-    ends = config.lr_cycle_ends()
-    restarts = f" (lr cycles end at epoch {', '.join(map(str, ends))})" if ends else ""
-    return f"ASHA from epoch {config.grace} of {config.epochs}{restarts}, "
 
 
 def placement_of(config: RunConfig, concurrency: int) -> TrialPlacement:

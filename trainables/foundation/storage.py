@@ -26,6 +26,7 @@ STUDY_FILE = "study.log"  # the search's Optuna study (search.running.study), wh
 URI_EXAMPLES = "s3://bucket/prefix, gs://bucket/prefix or file:///path"
 CHECKPOINT_FOLDER_PREFIX = "train_"  # Ray Train runs (their checkpoints): readers download only what they need
 LOCK_FILE, LEASE_FILE = "driver.lock", "driver.lease"  # the experiment's one writer (search.running.writer_lock)
+CLOCK_FILE = "driver.lease.clock"  # stamped by the store when a driver asks the store's time (the lease's age)
 
 
 def is_uri(location: str) -> bool:
@@ -111,7 +112,39 @@ def read_text(location: str) -> str:
     return read_bytes(location).decode()
 
 
+# The experiments whose writer holds them through a lease (search.running.writer_lock): every write of this process
+# under such a location first asks the lease's holder whether it still holds it (`fence.check()` raises if not).
+_fences: dict[str, object] = {}
+
+
+def set_fence(location: str, fence) -> None:
+    """Writes under `location` are checked by `fence` (None: no longer)."""
+    if fence is None:
+        _fences.pop(location, None)
+    else:
+        _fences[location] = fence
+
+
+def check_fence(location: str) -> None:
+    """Raises when this process no longer holds the lease of the experiment `location` lies in."""
+    for root, fence in list(_fences.items()):
+        if location == root or location.startswith(root.rstrip("/") + "/"):
+            fence.check()
+
+
+def fence_lost(location: str) -> Exception | None:
+    """What stopped this process from writing the experiment at `location` (its lease was taken), if anything."""
+    fence = _fences.get(location)
+    return None if fence is None else fence.lost
+
+
 def write_text(location: str, text: str) -> None:
+    check_fence(location)
+    write_text_unfenced(location, text)
+
+
+def write_text_unfenced(location: str, text: str) -> None:
+    """For the lease itself, whose holder checks it before writing it."""
     fs, path = filesystem(location)
     fs.create_dir(str(PurePosixPath(path).parent))
     with fs.open_output_stream(path) as stream:
@@ -119,11 +152,13 @@ def write_text(location: str, text: str) -> None:
 
 
 def delete_folder(location: str) -> None:
+    check_fence(location)
     fs, path = filesystem(location)
     fs.delete_dir(path)
 
 
 def delete_file(location: str) -> None:
+    check_fence(location)
     fs, path = filesystem(location)
     fs.delete_file(path)
 
@@ -181,6 +216,7 @@ class Experiment:
             return
         import pyarrow.fs
 
+        check_fence(self.location)
         fs, root = filesystem(self.location)
         local_fs = pyarrow.fs.LocalFileSystem()
         for relative in relative_paths:
@@ -245,7 +281,7 @@ def claim(experiment: Experiment, name: str) -> None:
     which decides between two drivers: the URI may hold nothing but that lease, and the working folder is emptied
     but for the lock the driver holds there."""
     if experiment.remote:
-        if set(_names_under(experiment.location)) - {LEASE_FILE}:
+        if set(_names_under(experiment.location)) - {LEASE_FILE, CLOCK_FILE}:
             raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=")
         for path in experiment.local.iterdir() if experiment.local.is_dir() else ():
             if path.name != LOCK_FILE:

@@ -21,7 +21,7 @@ import logging
 import time
 from pathlib import PurePosixPath
 
-from trainables.foundation.storage import filesystem, is_uri, uri_join
+from trainables.foundation.storage import check_fence, filesystem, is_uri, uri_join
 
 TRIAL_DIR_PREFIX = "trial_"
 RESULT_FILE = "result.json"
@@ -66,6 +66,7 @@ class TrialFiles:
 
     def _write_whole(self, name: str, text: str) -> None:
         """Readers see the old file or the new one, never a part: written beside it, then moved over it."""
+        check_fence(self.experiment_dir)
         self.fs.create_dir(self.folder)
         partial = self._path(f".{name}.partial")
         with self.fs.open_output_stream(partial) as stream:
