@@ -79,7 +79,7 @@ def print_result(summary: dict, experiment: Experiment) -> None:
         f"{summary['metric']}={best['metrics'][summary['metric']]:.4f}"
         f"{test_text(best)}"
     )
-    print(f"best checkpoint: {best['checkpoint']}")
+    print(f"best checkpoint: {experiment.checkpoint_location(best['checkpoint'])}")
     budget = summary["run"].get("epoch_budget")
     if budget:
         print(f"epochs: {summary.get('epochs_spent')} trial-epochs spent of the epoch budget of {budget}")
@@ -138,7 +138,9 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     from search.running.settings import read_settings, write_settings
 
     before = read_settings(experiment.local)["run"]
-    config = resumed_config(before, options)
+    from search.running.growth import grow, study_so_far
+
+    config = grow(before, resumed_config(before, options), options, *study_so_far(experiment.local))
     finished = exists(experiment.join(SUMMARY_FILE))
     space = load_run_space(config)
     grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)
@@ -201,11 +203,7 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
     if "epoch_budget" in options and "trials" not in options and before["trials"] == before.get("epoch_budget"):
         config.trials = max(config.epoch_budget, before["trials"])  # the budget decided the trials: it still does
     RunConfig.from_dict(config.to_dict())  # the cross-field checks
-    if config.trials < before["trials"]:
-        raise UsageError(
-            f"trials={config.trials}: the search already has {before['trials']} trials; give more to grow it"
-        )
-    return config
+    return config  # grown by search.running.growth, which knows the trials the study holds
 
 
 def split_options(args: list[str], allowed: set[str]) -> tuple[list[str], dict[str, str], set[str]]:

@@ -6,6 +6,8 @@ from types import SimpleNamespace
 
 import optuna
 import pytest
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from search.running.callbacks import FollowsEnds, TrialEnds
@@ -186,3 +188,55 @@ def test_end_json_follows_the_study(tmp_path):
     ends.on_trial_complete(0, [], tune_trial("n", 1))
     assert json.loads((tmp_path / "trial_n" / "end.json").read_text())["error"] == "no finite metric was reported"
     assert record.ending("n").status == "failed"
+
+
+class FullOnce(JournalFileBackend):
+    """Optuna's journal file, whose disk is full for one append once armed."""
+
+    armed = False
+
+    def append_logs(self, logs):
+        if self.armed:
+            self.armed = False
+            raise OSError(28, "No space left on device")
+        super().append_logs(logs)
+
+
+def test_a_study_write_that_fails_stops_the_search_and_resume_ends_the_trial_as_it_should_have(tmp_path):
+    """ASHA stopped trial t at its rung (the decision written); the write of its end fails (a full disk): nothing
+    follows (no end.json, no follower), the trial is still RUNNING for every reader, the search stops, and nothing
+    more is written. `resume` carries the written decision out: the trial, run again, ends stopped_early."""
+    from search.running.scheduler import StudyASHA
+    from search.running.stopping import SessionStop
+    from search.running.study import StudyWriteFailed
+
+    backend = FullOnce(str(tmp_path / "study.log"))
+    study = optuna.create_study(storage=JournalStorage(backend), study_name="search", direction="maximize")
+    record = StudyRecord(study, study._storage, SpaceCoding(dict(SPACE)), "val_acc", "max", 3, {"lr_schedule": "none"})
+    listening = Listening()
+    ends = TrialEnds(Decider(record, str(tmp_path), [listening]), 3, lambda trial_id: True)
+    record.create("t")
+    record.note_rung("t", 1, "stop")  # as the scheduler writes it, before Tune acts
+    record.report("t", 1, 0.2)
+    backend.armed = True
+    ends.on_trial_complete(0, [], tune_trial("t", 1))
+    assert isinstance(record.failure, StudyWriteFailed) and record.failure.exit_code == 1
+    assert "the end of trial t: OSError: [Errno 28] No space left on device" in str(record.failure)
+    assert SessionStop(failure=lambda: record.failure).stop_all()
+    assert not (tmp_path / "trial_t" / "end.json").exists() and listening.heard == []
+    with pytest.raises(StudyWriteFailed):
+        record.report("t", 2, 0.3)  # nothing more is written
+    reader = optuna.load_study(
+        study_name="search", storage=JournalStorage(JournalFileBackend(str(tmp_path / "study.log")))
+    )
+    assert [t.state for t in reader.trials] == [TrialState.RUNNING] and reader.trials[0].intermediate_values == {1: 0.2}
+
+    resumed = record_in(tmp_path)
+    decider = Decider(resumed, str(tmp_path), [])
+    assert [trial_id_of(t) for t in reconcile(decider)] == ["t"]
+    scheduler = StudyASHA(time_attr="epoch", max_t=3, grace_period=1, reduction_factor=2, history=resumed.proposed())
+    scheduler.set_search_properties("val_acc", "max")
+    assert scheduler.owed_stops == {"t": 1}
+    assert scheduler.on_trial_result(None, tune_trial("t", 1), {"epoch": 1, "val_acc": 0.2}) == "STOP"
+    TrialEnds(decider, 3, scheduler.stopped_by_me).on_trial_complete(0, [], tune_trial("t", 1))
+    assert resumed.ending("t") == Ending("stopped_early", "stopped by ASHA at epoch 1")

@@ -11,6 +11,7 @@ from search.running.stopping import SessionStop
 from search.running.study import StudyRecord
 from search.running.study_setup import expected_trials
 from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import UsageError
 
 SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
 
@@ -98,3 +99,28 @@ def test_the_first_line_says_the_budget_decides_the_trials():
     counted = RunConfig(space="mlp_mnist", trials=8)
     assert first_line_words(counted, 8, Finished(0)) == "8 trials"
     assert first_line_words(counted, 5, Finished(3)) == "5 of 8 trials (3 done before)"
+
+
+def test_resume_trials_grows_a_default_search_to_that_many_trials_in_all(tmp_path):
+    """`resume runs/<name> trials=15` after a default mlp_mnist epochs=2 search of 12 trials: the default budget
+    (16 trial-epochs, spent) is lifted and the search grows to 15 trials; fewer than it has is refused with the
+    count the study holds (12, not the lifted 16)."""
+    from search.running.growth import grow
+
+    before = parse_run(["space=mlp_mnist", "epochs=2", f"storage={tmp_path}", "name=d"])[0].to_dict()
+    assert (before["trials"], before["epoch_budget"]) == (16, 16)
+    grown = grow(before, resumed_config(before, {"trials": "15"}), {"trials": "15"}, 12, 16)
+    assert (grown.trials, grown.epoch_budget) == (15, 0)
+    with pytest.raises(UsageError, match="trials=11: the search already has 12 trials"):
+        grow(before, resumed_config(before, {"trials": "11"}), {"trials": "11"}, 12, 16)
+
+
+def test_a_budget_the_user_gave_that_is_spent_is_named_before_any_trial_starts(tmp_path):
+    from search.running.growth import grow
+
+    before = parse_run(["space=mlp_mnist", "epochs=2", "epoch_budget=10", f"storage={tmp_path}", "name=g"])[0]
+    before = before.to_dict()
+    with pytest.raises(UsageError, match="epoch budget of 10 trial-epochs is spent .* or epoch_budget=0 to lift it"):
+        grow(before, resumed_config(before, {"trials": "24"}), {"trials": "24"}, 6, 10)
+    lifted = {"trials": "24", "epoch_budget": "0"}
+    assert grow(before, resumed_config(before, lifted), lifted, 6, 10).trials == 24

@@ -146,6 +146,9 @@ def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_the_searc
     trial_runs = {f"trial_{t['trial_id']}": ("FINISHED", [1, 2]) for t in summary["trials"]}
     assert mlflow_runs(experiment, tmp_path) == {"s": ("FINISHED", [2]), **trial_runs}  # one parent, each epoch once
 
+    # moved: the experiment copied to another place on the store and the old one deleted (as runs/ brought from a
+    # cluster): it grows and exports from where it is
+    experiment = move_uri_folder(experiment, f"{s3_bucket}/elsewhere/s")
     # grown by one trial, from the URI alone: proposed with the study's two trials known, one summary over all three
     shutil.rmtree(tmp_path / "cache")  # as on another machine
     grown = run_cli("resume", experiment, "trials=3")
@@ -156,6 +159,22 @@ def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_the_searc
     assert uri_text(f"{experiment}/trial_{first}/result.json") == first_rows, "a finished trial ran again"
     trial_runs = {f"trial_{t['trial_id']}": ("FINISHED", [1, 2]) for t in summary["trials"]}
     assert mlflow_runs(experiment, tmp_path) == {"s": ("FINISHED", [2, 3]), **trial_runs}  # its best after 2, then 3
+    assert all(t["checkpoint"].startswith("train_") for t in summary["trials"]), summary["trials"]  # relative
+    exported = run_cli("export", experiment, f"out={tmp_path / 'model'}")
+    assert exported.returncode == 0 and (tmp_path / "model" / "model.safetensors").is_file(), exported.stderr
+
+
+def move_uri_folder(source: str, target: str) -> str:
+    """Every object under `source` copied under `target`, then `source` deleted."""
+    import pyarrow.fs
+
+    from trainables.foundation.storage import filesystem
+
+    fs, source_path = filesystem(source)
+    _, target_path = filesystem(target)
+    pyarrow.fs.copy_files(source_path, target_path, fs, fs)
+    fs.delete_dir(source_path)
+    return target
 
 
 def mlflow_runs(experiment: str, tmp_path) -> dict:

@@ -116,7 +116,8 @@ def export_experiment(
     reported = next(t for t in summary["trials"] if t["trial_id"] == chosen)[summary["metric"]]
     out = (out or experiment.local / "export").resolve()
 
-    refuse_damaged(checkpoint, f"export another trial with trial=ID (see {SUMMARY_FILE})")  # never another silently
+    remedy = f"export another trial with trial=ID (see {SUMMARY_FILE})"
+    refuse_damaged(experiment.checkpoint_location(checkpoint), remedy)  # never another silently
     info = get_dataset(space.dataset).info(run.data.root, config)
     classifier = classifier_from_checkpoint(space, info, config, experiment.local_checkpoint(checkpoint))
     staging = staging_folder(out)

@@ -7,7 +7,7 @@ import math
 
 from search.results.summary import CHECKPOINT_KEY, TrialResult
 from search.running.study import StudyRecord, ending_in_study, trial_id_of
-from trainables.foundation.storage import Experiment, as_location
+from trainables.foundation.storage import Experiment, relative_checkpoint
 from trainables.foundation.trial_files import TrialFiles
 
 # Keys Tune adds to every result, and the trial's own bookkeeping: the summary keeps what the training loop reported.
@@ -57,6 +57,6 @@ def _clean_row(row: dict, storage: str) -> dict:
         elif hasattr(value, "item"):
             value = value.item()
         elif key == CHECKPOINT_KEY and isinstance(value, str):
-            value = as_location(storage, value)  # Ray reports the path without its URI scheme
+            value = relative_checkpoint(value)  # relative to the experiment, which can move
         cleaned[key] = value
     return cleaned

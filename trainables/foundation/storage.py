@@ -87,6 +87,15 @@ def refuse_unwritable(storage: str) -> None:
         ) from None
 
 
+def relative_checkpoint(location: str) -> str:
+    """A checkpoint's place as the experiment records it: relative to the experiment (`train_<id>/checkpoint_...`),
+    so that the experiment can move."""
+    parts = PurePosixPath(location).parts
+    if len(parts) >= 2 and parts[-2].startswith(CHECKPOINT_FOLDER_PREFIX):
+        return str(PurePosixPath(*parts[-2:]))
+    return location
+
+
 def as_location(storage: str, fs_path: str) -> str:
     """The URI of `fs_path`, a path on the filesystem of `storage` (what Ray reports: the scheme stripped)."""
     if not is_uri(storage):
@@ -243,11 +252,20 @@ class Experiment:
             target.parent.mkdir(parents=True, exist_ok=True)
             pyarrow.fs.copy_files(info.path, str(target), fs, local_fs)
 
+    def checkpoint_location(self, recorded: str) -> str:
+        """Where a checkpoint the summary records (relative to the experiment, `train_<id>/checkpoint_...`) is now.
+        A summary written before checkpoints were recorded so holds the old absolute place: it is re-anchored here
+        the same way, so an experiment moved or copied elsewhere still finds its checkpoints."""
+        parts = PurePosixPath(recorded).parts
+        if len(parts) >= 2 and parts[-2].startswith(CHECKPOINT_FOLDER_PREFIX):
+            return self.join(*parts[-2:])
+        return recorded
+
     def checkpoint_exists(self):
-        """A test of whether a checkpoint location is still in storage: one listing of the URI, not one request
+        """A test of whether a recorded checkpoint is still in storage: one listing of the URI, not one request
         per checkpoint."""
         if not self.remote:
-            return os.path.isdir
+            return lambda recorded: os.path.isdir(self.checkpoint_location(recorded))
         import pyarrow.fs
 
         fs, root = filesystem(self.location)
@@ -255,10 +273,11 @@ class Experiment:
         folders = {
             as_location(self.location, info.path) for info in infos if info.type == pyarrow.fs.FileType.Directory
         }
-        return folders.__contains__
+        return lambda recorded: self.checkpoint_location(recorded) in folders
 
-    def local_checkpoint(self, checkpoint: str) -> Path:
+    def local_checkpoint(self, recorded: str) -> Path:
         """A checkpoint folder this process can open: downloaded into the working folder when it is a URI."""
+        checkpoint = self.checkpoint_location(recorded)
         if not is_uri(checkpoint):
             return Path(checkpoint)
         import pyarrow.fs
