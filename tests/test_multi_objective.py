@@ -12,7 +12,7 @@ from search.results.front import front_of, pick_member
 from search.results.pareto import crowding, hypervolume, nondominated_ranks, pareto_order
 from search.running.endings import Ending
 from search.running.pareto_asha import ParetoASHA, rung_epochs
-from search.running.study import StudyRecord, epoch_values
+from search.running.study import StudyRecord, epoch_values, trial_id_of
 from trainables.foundation.errors import UsageError
 from trainables.foundation.objectives import Objective, parse_bound, parse_objectives
 from trainables.foundation.trial_files import TRIAL_KEY
@@ -238,3 +238,52 @@ def test_an_image_folder_space_searches_its_image_size_only_with_a_second_object
     two = space.for_objectives(2)
     assert "image_size" in two.hyperparameters and "image_size" not in two.constants
     assert space.for_objectives(1) is space
+
+
+def test_one_front_the_study_the_summary_and_export_agree_when_latency_moves_between_epochs():
+    """Latency measured again at each epoch: the study's values of a trial are its standing epoch's (its best
+    val_acc here) with that epoch's latency, not the latest; so optuna-dashboard's front (the study's best trials),
+    summary.json's front and export's choice are the same trials with the same values."""
+    from search.results.summary import TrialResult, summarize
+
+    objectives = [Objective("val_acc", "max"), Objective("latency_ms", "min")]
+    record = StudyRecord.in_memory(
+        {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)},
+        "val_acc",
+        "max",
+        optuna.samplers.RandomSampler(seed=0),
+        3,
+        constants={"lr_schedule": "none"},
+        objectives=objectives,
+    )
+    curves = {  # per epoch: (val_acc, latency_ms)
+        "a": [(0.80, 5.0), (0.90, 9.0), (0.85, 2.0)],  # its latest latency would dominate b
+        "b": [(0.70, 3.0), (0.88, 4.0), (0.86, 4.0)],
+        "c": [(0.60, 1.0), (0.70, 1.0), (0.75, 1.0)],
+    }
+    results = []
+    for trial_id, curve in curves.items():
+        record.create(trial_id)
+        rows = []
+        for epoch, (acc, latency) in enumerate(curve, start=1):
+            record.report(trial_id, epoch, acc, {"latency_ms": latency})
+            rows.append({"epoch": epoch, "val_acc": acc, "latency_ms": latency, "checkpoint_path": f"ck{epoch}"})
+        record.end(trial_id, Ending("completed"))
+        results.append(TrialResult(trial_id, record.config_of(trial_id), rows, "completed"))
+    study_front = {trial_id_of(t): tuple(t.values) for t in record.study.best_trials}
+    summary = summarize(
+        "s",
+        "val_acc",
+        "max",
+        {"epochs": 3},
+        results,
+        lambda path: True,
+        [{"name": o.name, "mode": o.mode} for o in objectives],
+    )
+    summary_front = {
+        m["trial_id"]: (m["objectives"]["val_acc"], m["objectives"]["latency_ms"]) for m in summary["front"]
+    }
+    assert study_front == summary_front == {"a": (0.90, 9.0), "b": (0.88, 4.0), "c": (0.75, 1.0)}
+    chosen = pick_member(summary, [parse_bound("latency_ms<=5")])
+    in_study = max((t for t in record.study.best_trials if t.values[1] <= 5), key=lambda t: t.values[0])
+    assert chosen["trial_id"] == trial_id_of(in_study) == "b"
