@@ -3,10 +3,9 @@ settings (the search's sampler against Optuna's defaults, positions against valu
 
     python -m benchmarks.replay_pairs RESULT.json [RESULT.json...] --pair "A>B" [--pair ...] --out pairs.json
 
-`A>B` asks whether A's regret is lower than B's. Per result and pair: each arm's regret IQM (test-accuracy points)
-and median epochs, the one-sided Wilcoxon signed-rank p of A lower and of A higher (uncorrected: one decision per
-pair), and the matched-pairs rank-biserial correlation (1: A lower on every seed). The results JSON names the seed
-set each result replayed.
+`A>B` asks whether A's regret is lower than B's. Per result (keyed "space seed-set") and pair: each arm's regret
+IQM (test-accuracy points) and median epochs, the one-sided Wilcoxon signed-rank p of A lower and of A higher
+(uncorrected: one decision per pair), and the matched-pairs rank-biserial correlation (1: A lower on every seed).
 """
 
 from __future__ import annotations
@@ -63,7 +62,8 @@ def main() -> None:
     compared = {}
     for path in args.results:
         result = json.loads(Path(path).read_text())
-        compared[portable(path)] = compare_pairs(result, pairs, args.concurrency)
+        figures = compare_pairs(result, pairs, args.concurrency)
+        compared[f"{figures['space']} {figures['seed_set']}"] = {"result": portable(path), **figures}
     Path(args.out).write_text(json.dumps({"concurrency": int(args.concurrency), "results": compared}, indent=1))
     for figures in compared.values():
         for name, pair in figures["pairs"].items():

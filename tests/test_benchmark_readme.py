@@ -1,0 +1,36 @@
+"""The figures of benchmarks/README.md and README.md agree with the results JSON they come from
+(benchmarks/readme_figures.py), and benchmarks/README.md stays short. Pure file reading, no Ray."""
+
+import json
+
+from benchmarks import readme_figures
+from benchmarks.readme_figures import DOCUMENTS, ROOT, disagreements, lookup, render, rewritten
+
+
+def test_every_marked_figure_is_its_jsons():
+    texts = {name: (ROOT / name).read_text() for name in DOCUMENTS if (ROOT / name).exists()}
+    marked = sum(len(readme_figures.MARKER.findall(text)) for text in texts.values())
+    assert marked >= 30  # the current figures are marked, not a handful
+    assert [f"{name}: {line}" for name, text in texts.items() for line in disagreements(text)] == []
+
+
+def test_a_figure_edited_by_hand_is_named_and_rewritten_from_its_json(tmp_path, monkeypatch):
+    (tmp_path / "r.json").write_text(json.dumps({"a/b": [{"p": 0.00002}, {"x": 0.12345}]}))
+    monkeypatch.setattr(readme_figures, "ROOT", tmp_path)
+    readme_figures._load.cache_clear()
+    text = "x <!-- fig:r.json#/a~1b/1/x;.3f -->0.124<!-- /fig --> p <!-- fig:r.json#/a~1b/0/p;p -->2e-5<!-- /fig -->"
+    assert disagreements(text) == ['r.json#/a~1b/1/x: text "0.124", JSON "0.123"']
+    assert disagreements(rewritten(text)) == [] and "-->0.123<!--" in rewritten(text)
+    assert disagreements("<!-- fig:r.json#/nothing;.1f -->1<!-- /fig -->")[0].startswith("r.json#/nothing: unreadable")
+    assert disagreements("<!-- fig:r.json#/a~1b/1/x / /a~1b/0/p;.0f -->6172<!-- /fig -->") == []  # a ratio
+    readme_figures._load.cache_clear()
+
+
+def test_pointers_and_formats():
+    assert lookup({"k": [1, {"a b": 2}]}, "/k/1/a b") == 2 and lookup(3, "") == 3
+    assert lookup({"search|tpe=optuna>search": 1}, "/search\\|tpe=optuna>search") == 1  # a | escaped for tables
+    assert render(0.0331, "p") == "0.033" and render(2.4e-6, "p") == "2.4e-6" and render(0.123, ".0%") == "12%"
+
+
+def test_the_benchmarks_readme_is_short():
+    assert len((ROOT / "benchmarks/README.md").read_text().splitlines()) <= 300
