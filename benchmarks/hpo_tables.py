@@ -5,8 +5,8 @@ search sees), the incumbent is the trial with the best observed score, and it is
 recorded runs. Regret: how far that mean is from the table's best mean.
 
 Arms, one trial after another, on every seed:
-  search      the search's sampler (`search.running.sampler`, the numbers among a key's choices ordered) proposing
-              through `StudySearcher`, as `python -m search run` does
+  search      the search's sampler (`search.running.sampler`) proposing through `StudySearcher` on the choices'
+              values, as `python -m search run` does
   optuna_tpe  Optuna's `TPESampler()` defaults on the same choices as categoricals (ask and tell)
   random      Optuna's `RandomSampler`
 
@@ -76,7 +76,7 @@ def proposer(task: Task, arm: str, seed: int, trials: int):
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if arm == "search":
         sampler = make_sampler("tpe", seed, startup_trials(trials))
-        record = StudyRecord.in_memory(task.space, task.metric, task.mode, sampler, 1)
+        record = StudyRecord.in_memory(task.space, task.metric, task.mode, sampler, 1, order_numbers=False)  # values
         searcher = StudySearcher(record, [], task.metric, task.mode)
 
         def tell_search(index, value):

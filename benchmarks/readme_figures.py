@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = ("benchmarks/README.md", "README.md")
+DOCUMENTS = ("benchmarks/README.md", "README.md", "docs/spaces.md", "docs/measured.md")  # where figures are quoted
 MARKER = re.compile(r"<!-- fig:(?P<file>[^#\s]+)#(?P<pointer>[^;]*);(?P<spec>[^;<>]*?) -->(?P<text>.*?)<!-- /fig -->")
 
 
