@@ -89,8 +89,7 @@ def row_key(row: dict) -> tuple[dict, int]:
 
 
 def rows_done(partial: Path) -> dict[str, dict]:
-    """The rows a stopped build wrote; a line cut short by the stop is skipped. (The table keeps those of its grid and
-    seeds: a build resumed on a coarser grid reuses the rows it shares.)"""
+    """The rows a stopped build wrote; a line cut short by the stop is skipped."""
     done = {}
     if partial.exists():
         for line in partial.read_text().splitlines():
@@ -100,6 +99,14 @@ def rows_done(partial: Path) -> dict[str, dict]:
                 continue
             done[key_of(row["config"], row["seed"])] = row
     return done
+
+
+def table_rows(partial: Path, grid: dict, seeds: list[int]) -> list[dict]:
+    """The rows of the grid's configurations and seeds, in key order: a build resumed on a coarser grid reuses the
+    rows it shares with the finer one and leaves the others out."""
+    wanted = {key_of(config, seed) for config in configurations(grid) for seed in seeds}
+    kept = (row for key, row in rows_done(partial).items() if key in wanted)
+    return sorted(kept, key=lambda row: key_of(*row_key(row)))
 
 
 def train_row(job: tuple) -> dict:
@@ -162,10 +169,7 @@ def main() -> None:
             stream.flush()
             if number % 50 == 0:
                 print(f"{len(done) + number} rows", flush=True)
-    wanted = {key_of(config, seed) for config in configurations(grid) for seed in seeds}
-    rows = sorted(
-        (row for key, row in rows_done(partial).items() if key in wanted), key=lambda row: key_of(*row_key(row))
-    )
+    rows = table_rows(partial, grid, seeds)
     header = {
         "space": args.space,
         "epochs": args.epochs,

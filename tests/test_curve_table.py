@@ -3,7 +3,7 @@
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from benchmarks.curve_table import configurations, grid_of, grid_values, key_of, rows_done
+from benchmarks.curve_table import configurations, grid_of, grid_values, key_of, rows_done, table_rows
 
 
 def test_grid_values_are_ordinal_points_of_each_distribution():
@@ -56,3 +56,21 @@ def test_a_coarser_grid_and_fixed_constants_size_a_build_and_reach_the_replay(tm
         stream.write(json.dumps(header) + "\n")
         stream.write(json.dumps({"config": {"lr": 0.001}, "seed": 0, "val": [0.5], "test": [0.5], "s": [1.0]}) + "\n")
     assert table_space(CurveTable.load(path)).constants["lr_schedule"] == "cosine"
+
+
+def test_a_grid_sized_per_key_and_a_build_resumed_on_it_keeps_only_its_rows(tmp_path):
+    import json
+
+    from trainables.foundation.space import load_space
+
+    points = {"lr": 3, "weight_decay": 2, "label_smoothing": 2, "shift": 2}
+    grid = grid_of(load_space("resnet_mnist").hyperparameters, points=points)
+    assert grid["lr"] == [0.005, 0.05, 0.5] and grid["shift"] == [0, 4] and grid["batch_size"] == [32, 64, 128, 256]
+    assert len(configurations(grid)) == 3 * 2 * 2 * 2 * 4
+    kept = configurations(grid)[0]
+    finer = {**kept, "lr": 0.02321}  # a finer grid's lr
+    row = {"val": [0.5], "test": [0.5], "s": [1.0]}
+    lines = [{"config": c, "seed": seed, **row} for c, seed in ((kept, 1), (finer, 1), (kept, 9))]
+    partial = tmp_path / "t.partial"
+    partial.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert [(r["config"], r["seed"]) for r in table_rows(partial, grid, [0, 1])] == [(kept, 1)]
