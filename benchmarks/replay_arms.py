@@ -117,10 +117,11 @@ class OptunaArm:
 
 
 class RungTpeAsha:
-    """BOHB's model over asynchronous rungs: one study per rung holds every trial's value there; a proposal comes
+    """A model per rung over asynchronous rungs (BOHB's idea, with TPE and ASHA): one study per rung holds every
+    trial's value there; a proposal comes
     from the highest rung with at least `startup` values (random before any has), so the model learns from the many
     short trials early and from the long ones once there are enough. The proposing rung's study keeps the trial
-    running (the constant liar) until it reaches that rung or ends short of it (then it is left out, as BOHB leaves
+    running until it reaches that rung or ends short of it (then it is left out, as BOHB leaves
     a budget's unobserved trials out)."""
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int):
