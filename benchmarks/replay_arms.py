@@ -118,11 +118,10 @@ class OptunaArm:
 
 class RungTpeAsha:
     """A model per rung over asynchronous rungs (BOHB's idea, with TPE and ASHA): one study per rung holds every
-    trial's value there; a proposal comes
-    from the highest rung with at least `startup` values (random before any has), so the model learns from the many
-    short trials early and from the long ones once there are enough. The proposing rung's study keeps the trial
-    running until it reaches that rung or ends short of it (then it is left out, as BOHB leaves
-    a budget's unobserved trials out)."""
+    trial's value there; a proposal comes from the highest rung with at least `startup` values (random before any
+    has), so the model learns from the many short trials early and from the long ones once there are enough. The
+    proposing rung's study keeps the trial running until it reaches that rung or ends short of it (then it is left
+    out, as BOHB leaves a budget's unobserved trials out)."""
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int):
         self.coding = SpaceCoding(space.hyperparameters, order_numbers=coding_orders({}, DEFAULTS.sampler, space))

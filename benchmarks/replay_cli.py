@@ -1,8 +1,8 @@
 """Searches replayed as the command line runs them, on a learning-curve table (benchmarks.curve_table): the CLI's
 stop rule (by default the product's: the epochs of 8 full trials; `--trials N` as `trials=N`, `--epoch-budget N` as
-`epoch_budget=N`), 1, 2 or 4 trials side by side, each proposal
-made while the others run (the study holds them as running) and each epoch told to Tune's asynchronous ASHA when it
-ends in wall time, and the product's tie rule for the best. No training and no Ray.
+`epoch_budget=N`), 1, 2 or 4 trials side by side, each proposal made while the others run (the study holds them as
+running) and each epoch told to Tune's asynchronous ASHA when it ends in wall time, and the product's rule for the
+best. No training and no Ray.
 
     python -m benchmarks.replay_cli benchmarks/results/tables/mlp_mnist-3ep-4seeds.jsonl.gz \\
         [--seed-set tuning|evidence | --seeds 300 --first-seed 0] [--trials 8 | --epoch-budget 24]
