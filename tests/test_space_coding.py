@@ -35,3 +35,27 @@ def test_the_ordered_coding_the_replays_compare_holds_positions_and_maps_them_ba
     assert ordered.to_params({"batch_size": 128, "epochs": 3}) == {"batch_size": 2}  # unsearched keys left out
     values = SpaceCoding(SPACE)
     assert values.distributions == SPACE and values.to_params({"batch_size": 128, "epochs": 3}) == {"batch_size": 128}
+
+
+def test_a_search_begun_when_studies_held_positions_goes_on_with_them(tmp_path):
+    from search.running.sampler import make_sampler
+    from search.running.study import StudyRecord
+    from search.running.study_setup import open_search_study
+    from trainables.foundation.objectives import Objective
+    from trainables.foundation.storage import Experiment
+
+    space = load_space("mlp_mnist")
+    config = RunConfig(space="mlp_mnist", storage=str(tmp_path), name="e", trials=8, epochs=1)
+    experiment = Experiment.at(str(tmp_path / "e"))
+    experiment.local.mkdir()
+    old = SpaceCoding(dict(space.hyperparameters), order_numbers=True)  # how the study held them before
+    record = StudyRecord.in_folder(experiment.local, old, [Objective("val_acc", "max")], 1, dict(space.constants))
+    record.study.sampler = make_sampler("random", 0, 2)
+    record.create("old")
+    assert isinstance(record.study.trials[0].distributions["batch_size"], IntDistribution)
+    resumed = open_search_study(config, space, experiment)
+    config_of_new = resumed.coding.to_config(resumed.create("new").params)  # Optuna refuses a new kind of distribution
+    assert config_of_new["batch_size"] in space.hyperparameters["batch_size"].choices
+    fresh = Experiment.at(str(tmp_path / "f"))
+    fresh.local.mkdir()
+    assert open_search_study(config, space, fresh).coding.distributions == space.hyperparameters

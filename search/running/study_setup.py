@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from optuna.distributions import CategoricalDistribution, IntDistribution
+
 from search.results.summary import SUMMARY_FILE
 from search.running.sampler import make_sampler, startup_trials
 from search.running.space_coding import SpaceCoding
@@ -37,12 +39,25 @@ def open_search_study(
     constants = {**space.constants, **config.fixed}
     record = StudyRecord.in_folder(experiment.local, coding, objectives_of(config, space), config.epochs, constants)
     study = record.study
+    if holds_positions(study, coding):  # a search begun when studies held a numeric choice's position: it goes on so
+        record.coding = coding = SpaceCoding(coding.space, order_numbers=True)
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected_trials(config)) + len(enqueued))
     study.sampler = make_sampler(config.sampler, config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR])
     return record
+
+
+def holds_positions(study, coding: SpaceCoding) -> bool:
+    """Whether the study's trials hold a numeric choice as its position among the choices (an IntDistribution), as
+    studies did before they held values: Optuna refuses another kind of distribution for the same name."""
+    choices = {name for name, d in coding.space.items() if isinstance(d, CategoricalDistribution)}
+    return any(
+        name in choices and isinstance(distribution, IntDistribution)
+        for trial in study.get_trials(deepcopy=False)
+        for name, distribution in trial.distributions.items()
+    )
 
 
 def expected_trials(config: RunConfig) -> int:
