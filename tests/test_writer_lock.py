@@ -1,14 +1,19 @@
-"""One writer per experiment (search.running.writer_lock): real processes, real files, a file:// URI for the lease."""
+"""One writer per experiment (search.running.writer_lock): real processes, real files, a file:// URI for the lease
+(read back) and a real S3 endpoint (moto's server) for the lease written conditionally."""
 
 import json
 import multiprocessing
 import os
 import signal
 import socket
+import sys
+import threading
 import time
 
 import pytest
 
+from search.running import writer_lock
+from search.running.lease_store import ConditionalStore, ReadBackStore, lease_store, s3_client
 from search.running.writer_lock import LEASE_FILE, LOCK_FILE, LeaseLost, WriterLock
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment
@@ -130,3 +135,111 @@ def test_of_two_runs_of_one_uri_experiment_at_once_exactly_one_claims_it(tmp_pat
         process.join(timeout=60)
     results = sorted(outcomes.get(timeout=5) for _ in both)
     assert results[0] == "claimed" and "another driver is writing this search" in results[1], results
+
+
+def test_on_s3_the_lease_is_written_conditionally_through_boto3_and_read_back_without_it(monkeypatch):
+    lease = "s3://KEY:SECRET@bucket/runs/exp/driver.lease?endpoint_override=127.0.0.1:9000&scheme=http&region=eu-west-1"
+    store = lease_store(lease)
+    assert isinstance(store, ConditionalStore) and (store.bucket, store.key) == ("bucket", "runs/exp/driver.lease")
+    client = s3_client(lease)  # the endpoint, region and credentials pyarrow reads from the same URI
+    assert client.meta.endpoint_url == "http://127.0.0.1:9000" and client.meta.region_name == "eu-west-1"
+    assert client._request_signer._credentials.access_key == "KEY"
+    assert isinstance(lease_store("file:///tmp/exp/driver.lease"), ReadBackStore)
+    monkeypatch.setitem(sys.modules, "boto3", None)  # boto3 is not a dependency of the package
+    assert isinstance(lease_store(lease), ReadBackStore)
+
+
+def take_at_once(location: str, folders: list, monkeypatch) -> tuple[list, list]:
+    """Two drivers (two working folders, as on two machines) take the lease of one S3 experiment at the same
+    moment: each reads the lease before either writes it, so only the store's condition can tell them apart."""
+    both_read, first_read = threading.Barrier(2), threading.local()
+    read = ConditionalStore.read
+
+    def read_then_wait(store):
+        lease = read(store)
+        if not getattr(first_read, "done", False):
+            first_read.done = True
+            both_read.wait(timeout=30)
+        return lease
+
+    monkeypatch.setattr(ConditionalStore, "read", read_then_wait)
+    locks = [WriterLock(Experiment(location, folder), "python -m search run") for folder in folders]
+    won, refused = [], []
+
+    def take(lock: WriterLock) -> None:
+        try:
+            won.append(lock.acquire())
+        except UsageError as refusal:
+            refused.append(str(refusal))
+
+    racers = [threading.Thread(target=take, args=(lock,)) for lock in locks]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=60)
+    monkeypatch.setattr(ConditionalStore, "read", read)
+    return won, refused
+
+
+def test_on_s3_of_two_drivers_taking_one_lease_at_once_exactly_one_wins_by_the_conditional_write(
+    tmp_path, s3_bucket, monkeypatch
+):
+    """No lease yet (If-None-Match: *), then a stale one (If-Match: its ETag): both drivers judge the lease theirs to
+    take; the store accepts one write and refuses the other, which is refused naming the winner, with no read-back
+    pause. Then a third driver finds the winner's lease live and is refused."""
+    s3 = s3_client(s3_bucket)
+    for case in ("fresh", "stale"):
+        location = f"{s3_bucket}/{case}"
+        if case == "stale":
+            other = {"pid": 4242, "host": "node-2", "command": "python -m search run", "since": 0, "token": "x"}
+            s3.put_object(Bucket="bucket", Key="stale/driver.lease", Body=json.dumps(other).encode())
+            monkeypatch.setattr(writer_lock, "STALE_S", 0.0)  # any lease is stale: its holder stopped renewing it
+        won, refused = take_at_once(location, [tmp_path / f"{case}-a", tmp_path / f"{case}-b"], monkeypatch)
+        try:
+            assert len(won) == 1 and len(refused) == 1, (case, won, refused)
+            assert f"another driver is writing this search: pid {os.getpid()} on " in refused[0]
+            lease = json.loads(s3.get_object(Bucket="bucket", Key=f"{case}/driver.lease")["Body"].read())
+            assert lease["token"] == won[0].me["token"]
+            monkeypatch.setattr(writer_lock, "STALE_S", 60.0)
+            with pytest.raises(UsageError, match="another driver is writing this search"):
+                WriterLock(Experiment(location, tmp_path / f"{case}-c"), "python -m search resume").acquire()
+        finally:
+            for lock in won:
+                lock.release()
+        assert f"{case}/driver.lease" not in keys(s3)  # released
+
+
+def test_on_s3_a_holder_whose_lease_another_driver_overwrote_loses_it_at_its_next_renewal(
+    tmp_path, s3_bucket, monkeypatch, capsys
+):
+    """The holder renews with If-Match: the ETag of its last write. Once another driver has written the lease, the
+    store refuses the renewal: the holder stops (exit 1) naming the new holder, and writes nothing more. The
+    endpoint comes from the URI's query, as pyarrow reads it."""
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    uri = f"{s3_bucket}/exp?endpoint_override={endpoint.split('://')[1]}&scheme=http"
+    s3 = s3_client(uri)
+    lease = {"Bucket": "bucket", "Key": "exp/driver.lease"}
+    lock = WriterLock(Experiment.at(uri), "python -m search run").acquire()
+    try:
+        taken = lock.tag
+        assert lock._renew_once() and lock.tag not in (None, taken)  # renewed: the next condition is this write
+        assert lock._renew_once() and json.loads(s3.get_object(**lease)["Body"].read())["token"] == lock.me["token"]
+        newcomer = {"pid": 4343, "host": "node-3", "command": "python -m search resume", "since": time.time()}
+        s3.put_object(**lease, Body=json.dumps({**newcomer, "token": "theirs"}).encode())
+        assert not lock._renew_once()  # the store refused the renewal: the lease is lost
+        assert json.loads(s3.get_object(**lease)["Body"].read())["token"] == "theirs"
+        assert lock.lost is not None and lock.lost.exit_code == 1 and "pid 4343 on node-3" in str(lock.lost)
+        experiment = Experiment.at(uri)
+        (experiment.local / "study.log").write_text("stale\n")
+        with pytest.raises(LeaseLost):
+            experiment.upload(["study.log"])
+        assert "exp/study.log" not in keys(s3)
+    finally:
+        lock.release()
+    assert json.loads(s3.get_object(**lease)["Body"].read())["token"] == "theirs"  # not deleted on release
+    assert "another driver took this search over: pid 4343 on node-3" in capsys.readouterr().err
+
+
+def keys(s3) -> list[str]:
+    return [item["Key"] for item in s3.list_objects_v2(Bucket="bucket").get("Contents", [])]

@@ -6,17 +6,21 @@ holder is gone. The file names the holder (pid, host, command, since when); a se
 name, and one that finds the name of a holder that is gone says that it takes the lock over.
 
 URI (object store): the driver's working folder on this machine is locked as above, and a lease object,
-`driver.lease`, is written to the URI, read back after a pause (the last writer wins; a driver that reads back
-another's lease gives way), and renewed every `RENEW_S`. A lease not renewed for `STALE_S` is stale and is taken
-over; its age is judged by the store's clock (the lease's modification time against a probe's the store stamps
-now), never by comparing two machines' clocks. The holder is fenced: before each renewal, and before each write this
-process makes to the experiment (uploads, `end.json`, deletions: search.foundation.storage's fence), it reads the
-lease back; finding it is no longer its own (it stalled past `STALE_S`, a suspended machine, a partition), it
-stops at once without another write, saying who holds it now (`LeaseLost`, exit 1). pyarrow offers no conditional
-write, so two drivers that take a stale lease within the read-back pause of each other could both pass, and a
-holder could renew in the instant between its read-back and its write: docs/one-writer.md says so.
+`driver.lease`, is written to the URI and renewed every `RENEW_S`. A lease not renewed for `STALE_S` is stale and
+is taken over; its age is judged by the store's clock (the lease's modification time against a probe's the store
+stamps now), never by comparing two machines' clocks. How the lease is written depends on the store
+(search.running.lease_store): on S3 with boto3, every write is conditional (created if none, replaced or renewed
+only if it is still the version this driver saw), so the store itself decides between two drivers, and a holder
+whose lease another driver took learns it at its next renewal. Other stores offer no conditional write: the lease
+is read back after `READ_BACK_S` (the last writer wins; a driver that reads back another's lease gives way) and
+read back before each renewal; two drivers that take a stale lease within that pause of each other could both
+pass, and a holder could renew in the instant between its read-back and its write: docs/one-writer.md says so.
+On every store the holder is fenced: before each write this process makes to the experiment (uploads,
+`end.json`, deletions: search.foundation.storage's fence), it reads the lease back; finding it is no longer its
+own (it stalled past `STALE_S`, a suspended machine, a partition), it stops at once without another write, saying
+who holds it now (`LeaseLost`, exit 1).
 
-No Ray, no torch: pyarrow only.
+No Ray, no torch: pyarrow, and boto3 where it is installed.
 """
 
 from __future__ import annotations
@@ -29,20 +33,11 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from search.running.lease_store import Lease, LeaseChanged, age_by_store, lease_store, parse_holder
 from trainables.foundation.errors import SearchFailed, UsageError
-from trainables.foundation.storage import (
-    CLOCK_FILE,
-    LEASE_FILE,
-    LOCK_FILE,
-    Experiment,
-    exists,
-    filesystem,
-    read_text,
-    set_fence,
-    write_text_unfenced,
-)
+from trainables.foundation.storage import LEASE_FILE, LOCK_FILE, Experiment, set_fence
 
 # Seconds: a lease not renewed for STALE_S is stale (SEARCH_LEASE_STALE_S shortens it for the tests of a takeover)
 STALE_S = float(os.environ.get("SEARCH_LEASE_STALE_S", "60"))
@@ -71,13 +66,15 @@ class WriterLock:
             "token": uuid.uuid4().hex,
         }
         self.fd: int | None = None
+        self.store = lease_store(experiment.join(LEASE_FILE)) if experiment.remote else None
+        self.tag: str | None = None  # the store's version of this driver's last write of the lease
         self.renewing: threading.Thread | None = None
         self.released = threading.Event()
         self.lost: LeaseLost | None = None
 
     def acquire(self) -> WriterLock:
         self._lock_folder(self.experiment.local)
-        if self.experiment.remote:
+        if self.store is not None:
             try:
                 self._take_lease()
             except BaseException:
@@ -91,10 +88,10 @@ class WriterLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _parse(os.pread(fd, 4096, 0))
+            holder = parse_holder(os.pread(fd, 4096, 0))
             os.close(fd)
             raise UsageError(self._refusal(holder)) from None
-        left = _parse(os.pread(fd, 4096, 0))
+        left = parse_holder(os.pread(fd, 4096, 0))
         if left:
             _say(f"the experiment's lock of {holder_words(left)} is stale (that driver is gone); taking it over")
         os.ftruncate(fd, 0)
@@ -103,32 +100,51 @@ class WriterLock:
         self.fd = fd
 
     def _take_lease(self) -> None:
-        lease = self.experiment.join(LEASE_FILE)
-        held = _read_lease(lease)
-        if held:
-            age = _age_by_store(lease)
-            if age < STALE_S:
-                raise UsageError(self._refusal(held))
-            _say(f"the experiment's lease of {holder_words(held)} is stale (not renewed in {age:.0f} s); taking it")
-        self._write_lease()
-        time.sleep(READ_BACK_S)
-        winner = _read_lease(lease)
-        if not winner or winner.get("token") != self.me["token"]:
-            raise UsageError(self._refusal(winner or {}))
+        seen = self.store.read()
+        if seen.holder:
+            age = age_by_store(seen, self.store.now())
+            if age is not None and age < STALE_S:
+                raise UsageError(self._refusal(seen.holder))
+            not_renewed = f"not renewed in {age:.0f} s" if age is not None else "the store keeps no times"
+            _say(f"the experiment's lease of {holder_words(seen.holder)} is stale ({not_renewed}); taking it")
+        try:
+            self.tag = self.store.write(self._lease_text(), replacing=seen)
+        except LeaseChanged:  # another driver created or took it first: the store refused this write
+            if not self._still_mine():
+                raise UsageError(self._refusal(self.store.read().holder)) from None
+        if not self.store.conditional:
+            time.sleep(READ_BACK_S)
+            winner = self.store.read().holder
+            if winner.get("token") != self.me["token"]:
+                raise UsageError(self._refusal(winner))
         set_fence(self.experiment.location, self)
         self.renewing = threading.Thread(target=self._renew, name="lease-renewal", daemon=True)
         self.renewing.start()
 
-    def _write_lease(self) -> None:
-        write_text_unfenced(self.experiment.join(LEASE_FILE), json.dumps({**self.me, "renewed": time.time()}))
+    def _lease_text(self) -> str:
+        return json.dumps({**self.me, "renewed": time.time()})
+
+    def _still_mine(self) -> bool:
+        """After a refused conditional write: whether the lease is ours all the same (our own earlier try of the
+        same write landed and its answer was lost), taking its version as our last write when it is."""
+        now = self.store.read()
+        if now.holder.get("token") != self.me["token"]:
+            return False
+        self.tag = now.tag
+        return True
 
     def check(self) -> None:
         """The fence: reads the lease back; raises `LeaseLost` (and writes nothing more) when it is not ours."""
         if self.lost is not None:
             raise self.lost
-        holder = _read_lease(self.experiment.join(LEASE_FILE), unreadable=None)
-        if holder is None or holder.get("token") == self.me["token"]:
-            return  # ours, or unreadable for a moment (the next check reads it again)
+        try:
+            holder = self.store.read().holder
+        except OSError:
+            return  # unreadable for a moment: the next check reads it again
+        if holder.get("token") != self.me["token"]:
+            self._lose(holder)
+
+    def _lose(self, holder: dict) -> None:
         self.lost = LeaseLost(
             f"{self.experiment.location}: another driver took this search over: "
             f"{holder_words(holder) if holder else 'its lease was removed'}; this driver "
@@ -144,19 +160,29 @@ class WriterLock:
             pass
 
     def _renew_once(self) -> bool:
-        """Reads the lease back, then renews it; False once it is lost (nothing more is written)."""
+        """Renews the lease if it is still ours (conditionally where the store can, else after reading it back);
+        False once it is lost (nothing more is written)."""
         try:
-            self.check()
-            self._write_lease()
+            if not self.store.conditional:
+                self.check()
+            self._write_renewal()
         except LeaseLost:
             return False
         except Exception as exc:  # noqa: BLE001 - a lease that cannot be renewed is named; the search goes on
             _say(f"the experiment's lease could not be renewed ({type(exc).__name__}: {exc})")
         return True
 
+    def _write_renewal(self) -> None:
+        try:
+            self.tag = self.store.write(self._lease_text(), replacing=Lease(self.me, self.tag))
+        except LeaseChanged:  # the store holds a version this driver did not write
+            if not self._still_mine():
+                self._lose(self.store.read().holder)
+
     def _refusal(self, holder: dict) -> str:
+        who = holder_words(holder) if holder else "its lease changed while this driver took it"
         return (
-            f"{self.experiment.location}: another driver is writing this search: {holder_words(holder)}; "
+            f"{self.experiment.location}: another driver is writing this search: {who}; "
             "wait for it to end or stop it (Ctrl-C), then run the command again"
         )
 
@@ -165,14 +191,7 @@ class WriterLock:
         if self.renewing is not None:
             self.renewing.join(timeout=5)
             self.renewing = None
-            try:
-                if (
-                    self.lost is None
-                    and (_read_lease(self.experiment.join(LEASE_FILE)) or {}).get("token") == self.me["token"]
-                ):
-                    _delete_unfenced(self.experiment.join(LEASE_FILE))
-            except OSError:
-                pass  # left to go stale
+            self._delete_lease()
         set_fence(self.experiment.location, None)
         if self.fd is not None:
             os.ftruncate(self.fd, 0)
@@ -180,45 +199,22 @@ class WriterLock:
             os.close(self.fd)
             self.fd = None
 
+    def _delete_lease(self) -> None:
+        """Deletes the lease if it is still ours (on S3: exactly the version read, so never a newcomer's)."""
+        if self.lost is not None:
+            return
+        try:
+            held = self.store.read()
+            if held.holder.get("token") == self.me["token"]:
+                self.store.delete(held)
+        except (OSError, LeaseChanged):
+            pass  # left to go stale
+
     def __enter__(self) -> WriterLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-def _parse(data: bytes) -> dict:
-    try:
-        value = json.loads(data.decode() or "{}")
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _read_lease(location: str, unreadable: dict | None = {}) -> dict | None:  # noqa: B006 - never mutated
-    """The lease's holder ({} when there is none); `unreadable` when it cannot be read now."""
-    try:
-        return _parse(read_text(location).encode()) if exists(location) else {}
-    except OSError:
-        return unreadable
-
-
-def _age_by_store(location: str) -> float:
-    """Seconds since the lease at `location` was last written, by the store's own clock: its modification time
-    against that of a probe object written now beside it."""
-    fs, path = filesystem(location)
-    probe = str(PurePosixPath(path).with_name(CLOCK_FILE))
-    with fs.open_output_stream(probe) as stream:
-        stream.write(b"now")
-    written, now = fs.get_file_info([path, probe])
-    if written.mtime is None or now.mtime is None:
-        return STALE_S  # a store that keeps no times: the lease is judged stale, as before
-    return (now.mtime - written.mtime).total_seconds()
-
-
-def _delete_unfenced(location: str) -> None:
-    fs, path = filesystem(location)
-    fs.delete_file(path)
 
 
 def _say(line: str) -> None:
