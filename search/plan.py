@@ -90,7 +90,7 @@ def stop_rule_words(config: RunConfig) -> str:
 def estimate_words(config: RunConfig, space: Space) -> str:
     """Trial-epochs and images expected, and on CPU cores the training time at the speed of the space's model timed
     here as one trial trains it (its worker's threads), the trials side by side."""
-    from search.running.estimate import expected_epochs, typical_hyperparameters
+    from search.running.estimate import expected_epochs, trial_images_per_s, typical_hyperparameters
     from trainables.data import IdxDataset, get_dataset
 
     epochs = expected_epochs(config)
@@ -112,45 +112,6 @@ def estimate_words(config: RunConfig, space: Space) -> str:
     seconds = epochs * count / (rate * side_by_side) * 1.1  # and validation: a tenth of the images, forward only
     speed = f"{side_by_side} trials at ~{rate:.0f} img/s each"
     return f"{work}: ~{duration_words(seconds)} of training, {speed}, plus Ray's start and each trial's"
-
-
-def trial_images_per_s(space: Space, hp: dict, info, threads: int) -> float:
-    """Training images per second of the space's model on `threads` threads: the faster of two steps after a first,
-    at a batch of 8 at most (an image costs about the same in a larger batch on CPU cores: the figure is rough)."""
-    from trainables.models import model_for
-
-    batch = min(8, int(hp.get("batch_size", 64)))
-    key = (space.architecture, repr(sorted(space.builder_args(hp, info).items())), batch, threads, info.image_size)
-    if key not in TIMED:  # one model, one figure: a process planning several searches times each model once
-        TIMED[key] = timed_steps(model_for(space, hp, info), batch, info, threads)
-    return TIMED[key]
-
-
-TIMED: dict[tuple, float] = {}
-
-
-def timed_steps(model, batch: int, info, threads: int) -> float:
-    """Images per second of `model`'s training steps on `threads` threads (the process's own count restored)."""
-    import time
-
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-        images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
-        labels = torch.randint(0, info.num_classes, (batch,))
-        steps = []
-        for _ in range(3):
-            started = time.perf_counter()
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(model(images), labels).backward()
-            optimizer.step()
-            steps.append(time.perf_counter() - started)
-    finally:
-        torch.set_num_threads(before)
-    return batch / min(steps[1:])
 
 
 def duration_words(seconds: float) -> str:

@@ -1,8 +1,19 @@
-"""The time estimate said before a long search on CPU cores: ASHA's share of the epochs, and when to speak."""
+"""The time estimate said before a long search on CPU cores: ASHA's share of the epochs, when to speak, and the
+speed the dry run plans with (the model timed as one trial trains it, times the trials side by side)."""
+
+import re
 
 import pytest
+import torch
 
-from search.running.estimate import asha_epoch_share, expected_epochs, long_search_line, typical_hyperparameters
+from search.running.estimate import (
+    TIMED,
+    asha_epoch_share,
+    expected_epochs,
+    long_search_line,
+    trial_images_per_s,
+    typical_hyperparameters,
+)
 from search.running.space_coding import contains
 from trainables.data import MNIST
 from trainables.foundation.config import parse_overrides
@@ -40,6 +51,25 @@ def test_a_long_search_on_cpu_cores_says_about_how_long_and_what_shortens_it():
     line = long_search_line(config, load_space("resnet_mnist"), 54_000, info, 2)
     assert line.startswith("search: about ") and "no GPU (64 trials x up to 20 epochs of 54,000 images at ~" in line
     assert line.endswith("shorten it with trials=, epochs= or data.limit=")
+
+
+@pytest.mark.parametrize("concurrency, threads, side_by_side", [(0, 1, 2), (1, 2, 1)])
+def test_the_long_line_runs_at_the_dry_runs_speed_for_the_trials_shape(concurrency, threads, side_by_side):
+    """Two cores: two one-thread trials side by side, or one trial on both cores (concurrency=1); the speed is the
+    dry run's figure for that trial's threads (timed once, then the same), times the trials side by side."""
+    words = ["space=mlp_mnist", "trials=64", "epochs=20", "grace=20", f"concurrency={concurrency}"]
+    config, space, info = parse_overrides(words), load_space("mlp_mnist"), MNIST.info("", {})
+    threads_before = torch.get_num_threads()
+    line = long_search_line(config, space, 540_000, info, 2)
+    timed = len(TIMED)
+    trial_rate = trial_images_per_s(space, typical_hyperparameters(space) | config.fixed, info, threads)
+    assert len(TIMED) == timed, "the line used another figure than the dry run's for this trial"
+    assert torch.get_num_threads() == threads_before  # the process's own thread count restored
+    assert float(re.search(r" at ~(\d+) img/s,", line).group(1)) == pytest.approx(trial_rate * side_by_side, abs=0.5)
+    number, unit = re.match(r"search: about ([\d.]+) (min|h) on", line).groups()
+    minutes = 64 * 20 * 540_000 / (trial_rate * side_by_side) * 1.1 / 60
+    said = pytest.approx(minutes / 60, abs=0.06) if unit == "h" else pytest.approx(minutes, abs=0.5)  # as rounded
+    assert float(number) == said
 
 
 def test_under_an_epoch_budget_the_estimate_is_the_budget_not_the_lifted_trials():

@@ -1,17 +1,18 @@
-"""About how long a search will take on this machine without a GPU, said before Ray starts when it is long.
+"""About how long a search will take on this machine without a GPU: said before a long search starts, and planned
+by the dry run.
 
-The work is the training images the trials will see (ASHA's expected share of the epochs); the speed is two
-training steps of the space's model timed here, on every core, at a typical batch size. A rough figure, meant to
-tell a user that a 3-hour search is a 3-hour search, and which keys shorten it.
+The work is the training images the trials will see (ASHA's expected share of the epochs); the speed is the space's
+model timed here as one trial trains it (its worker's threads, a small batch), times the trials side by side. A
+rough figure, meant to tell a user that a 3-hour search is a 3-hour search, and which keys shorten it.
 """
 
 from __future__ import annotations
 
 import math
-import time
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
+from trainables.foundation.resources import TrialShape, choose_shape, plan_concurrency
 from trainables.foundation.schedules import rung_milestones
 
 LONG_S = 600.0  # a search shorter than this goes without a word
@@ -41,26 +42,43 @@ def typical_hyperparameters(space) -> dict:
     return hp
 
 
-def images_per_s(space, hp: dict, info, threads: int) -> float:
-    """Training images per second of the space's model on this machine's CPU cores (two steps, the second timed)."""
-    import torch
-
+def trial_images_per_s(space, hp: dict, info, threads: int) -> float:
+    """Training images per second of the space's model on `threads` threads: the faster of two steps after a first,
+    at a batch of 8 at most (an image costs about the same in a larger batch on CPU cores: the figure is rough)."""
     from trainables.models import model_for
 
+    batch = min(8, int(hp.get("batch_size", 64)))
+    key = (space.architecture, repr(sorted(space.builder_args(hp, info).items())), batch, threads, info.image_size)
+    if key not in TIMED:  # one model, one figure: a process planning several searches times each model once
+        TIMED[key] = timed_steps(model_for(space, hp, info), batch, info, threads)
+    return TIMED[key]
+
+
+TIMED: dict[tuple, float] = {}
+
+
+def timed_steps(model, batch: int, info, threads: int) -> float:
+    """Images per second of `model`'s training steps on `threads` threads (the process's own count restored)."""
+    import time
+
+    import torch
+
+    before = torch.get_num_threads()
     torch.set_num_threads(threads)
-    batch = int(hp.get("batch_size", 64))
-    model = model_for(space, hp, info)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
-    labels = torch.randint(0, info.num_classes, (batch,))
-    elapsed = 0.0
-    for _ in range(2):
-        started = time.perf_counter()
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(images), labels).backward()
-        optimizer.step()
-        elapsed = time.perf_counter() - started
-    return batch / elapsed
+    try:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
+        labels = torch.randint(0, info.num_classes, (batch,))
+        steps = []
+        for _ in range(3):
+            started = time.perf_counter()
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(images), labels).backward()
+            optimizer.step()
+            steps.append(time.perf_counter() - started)
+    finally:
+        torch.set_num_threads(before)
+    return batch / min(steps[1:])
 
 
 def expected_epochs(config) -> float:
@@ -71,13 +89,24 @@ def expected_epochs(config) -> float:
     return min(epochs, config.epoch_budget) if config.epoch_budget else epochs
 
 
+def cpu_trials(config, cores: int) -> tuple[TrialShape, int]:
+    """(trial shape, trials side by side) of this search on `cores` CPU cores and no GPU, as the search settles them."""
+    node = {"CPU": cores, "GPU": 0}
+    shape = choose_shape([node], config.trials, config.workers, config.cpus, config.gpus, config.concurrency)
+    return shape, plan_concurrency([node], shape, config.concurrency)
+
+
 def long_search_line(config, space, train_images: int, info, cores: int) -> str | None:
-    """The line to print before a long search on CPU cores, or None when it is short (or not measured)."""
+    """The line to print before a long search on CPU cores, or None when it is short (or not measured). The speed is
+    the dry run's: the model timed as one trial trains it, times the trials side by side."""
     epochs = expected_epochs(config)
     images = epochs * train_images
     if images < CALIBRATE_ABOVE_IMAGES:
         return None
-    rate = images_per_s(space, typical_hyperparameters(space) | config.fixed, info, cores)
+    shape, side_by_side = cpu_trials(config, cores)
+    threads = max(1, int(shape.cpus_per_worker))
+    hp = typical_hyperparameters(space) | config.fixed
+    rate = trial_images_per_s(space, hp, info, threads) * shape.workers * side_by_side
     seconds = images / rate * 1.1  # and validation: a tenth of the images, forward only
     if seconds < LONG_S:
         return None
