@@ -3,6 +3,7 @@ before Ray, the search's parent run, and MLflow's entities from plain values. No
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -16,6 +17,7 @@ from trainables.foundation.storage import Experiment
 
 TRACKING_FOLDER = "mlflow"  # the default store in the experiment folder: mlflow.db and artifacts/
 ROLE, EXPERIMENT_TAG, TRIAL_TAG = "search.role", "search.experiment", "search.trial_id"
+SEARCH_TAG = "search.id"  # the study's identity, which stays when the experiment's folder moves
 PARENT_TAG = "mlflow.parentRunId"
 NOT_INSTALLED = "tracking=mlflow: MLflow is not installed; pip install -e '.[mlflow]' (or pip install mlflow)"
 
@@ -118,9 +120,39 @@ def refuse_unusable(config: RunConfig) -> None:
         ) from None
 
 
-def parent_run(client, experiment_id: str, location: str):
-    """The parent run of the search at `location`, or None."""
+def relocate_artifacts(database: Path) -> None:
+    """A store that moved with its experiment (runs/ brought from a cluster to a laptop, a copied folder): its
+    artifacts folder is recorded where the store is now. MLflow records an experiment's artifact location, and each
+    run's, as absolute URIs and offers no call to change them, so the store's own two columns are updated, in the
+    store this project made beside its `mlflow.db`; a store elsewhere is left alone."""
+    import sqlite3
+
+    here = (database.parent / "artifacts").resolve().as_uri()
+    with contextlib.closing(sqlite3.connect(database)) as db, db:
+        for experiment_id, location in db.execute(
+            "select experiment_id, artifact_location from experiments"
+        ).fetchall():
+            if (
+                location
+                and location.startswith("file://")
+                and location.endswith("/mlflow/artifacts")
+                and location != here
+            ):
+                db.execute(
+                    "update experiments set artifact_location = ? where experiment_id = ?", (here, experiment_id)
+                )
+                db.execute(
+                    "update runs set artifact_uri = ? || substr(artifact_uri, ?) where experiment_id = ?",
+                    (here, len(location) + 1, experiment_id),
+                )
+
+
+def parent_run(client, experiment_id: str, location: str, search_id: str | None = None):
+    """The parent run of the search at `location`, or of the search `search_id` (its study's identity: a search moved
+    or copied elsewhere keeps it), or None."""
     found = client.search_runs([experiment_id], f"tags.`{EXPERIMENT_TAG}` = '{location}' and tags.`{ROLE}` = 'search'")
+    if not found and search_id:
+        found = client.search_runs([experiment_id], f"tags.`{SEARCH_TAG}` = '{search_id}' and tags.`{ROLE}` = 'search'")
     return found[0] if found else None
 
 

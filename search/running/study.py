@@ -45,6 +45,7 @@ from search.running.study_trials import (  # noqa: F401 - the names other module
     REASON_ATTR,
     RUNGS_ATTR,
     SCORE_ATTR,
+    SEARCH_ID_ATTR,
     STARTUP_ATTR,
     STATE_OF,
     STATUS_ATTR,

@@ -6,6 +6,7 @@ No Ray: `run` reads and checks the configurations given with `enqueue=` before R
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 from optuna.distributions import CategoricalDistribution, IntDistribution
@@ -13,7 +14,7 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from search.results.summary import SUMMARY_FILE
 from search.running.sampler import make_sampler, startup_trials
 from search.running.space_coding import SpaceCoding
-from search.running.study import STARTUP_ATTR, StudyRecord
+from search.running.study import SEARCH_ID_ATTR, STARTUP_ATTR, StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.objectives import objectives_of
@@ -41,6 +42,8 @@ def open_search_study(
     study = record.study
     if holds_positions(study, coding):  # a search begun when studies held a numeric choice's position: it goes on so
         record.coding = coding = SpaceCoding(coding.space, order_numbers=True)
+    if SEARCH_ID_ATTR not in study.user_attrs:  # who the search is wherever it moves (its MLflow runs find it)
+        study.set_user_attr(SEARCH_ID_ATTR, uuid.uuid4().hex)
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))

@@ -16,6 +16,7 @@ OBJECTIVES_ATTR = "objectives"  # an ended trial's value of every objective, by 
 EPOCHS_ATTR = "epoch_values"  # a multi-objective study's record of each epoch's primary value (see `epoch_values`)
 CONTINUES_ATTR = "continues"  # a trial the budget stopped, continued by a later session: the number it continues
 INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from the trial it continues
+SEARCH_ID_ATTR = "search_id"  # the study's: the search's identity wherever its folder moves
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
 STATE_OF = {
     COMPLETED: TrialState.COMPLETE,

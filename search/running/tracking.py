@@ -21,6 +21,7 @@ from search.running.mlflow_store import (
     EXPERIMENT_TAG,
     PARENT_TAG,
     ROLE,
+    SEARCH_TAG,
     TRACKING_FOLDER,
     TRIAL_TAG,
     flat,
@@ -28,12 +29,13 @@ from search.running.mlflow_store import (
     mlflow_client,
     param_list,
     parent_run,
+    relocate_artifacts,
     sqlite_file,
     store_files,
     tag_list,
     tracking_uri,
 )
-from search.running.study import StudyRecord, ending_in_study, trial_id_of
+from search.running.study import SEARCH_ID_ATTR, StudyRecord, ending_in_study, trial_id_of
 from search.running.tracking_calls import BackgroundCalls, queued, safely
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
@@ -56,7 +58,7 @@ class MlflowTracker(BackgroundCalls):
         self.uri = tracking_uri(config.tracking, experiment)
         self.experiment_name = config.tracking.experiment or space_name
         self.broken = False
-        self.client = self.parent = self.experiment_id = None
+        self.client = self.parent = self.experiment_id = self.search_id = None
         self.runs: dict[str, str] = {}  # trial id -> nested run id
         self.logged: dict[str, set[int]] = {}  # run id -> epochs logged
         self.statuses: dict[str, str] = {}  # run id -> its MLflow status, as this tracker last knew it
@@ -67,6 +69,7 @@ class MlflowTracker(BackgroundCalls):
     def start(self, record: StudyRecord) -> None:
         """Open the store and bring it up to `record` in the tracker's thread, while Ray starts (importing MLflow
         and creating its store take seconds); the thread then does the calls Tune's callbacks queue."""
+        self.search_id = record.study.user_attrs.get(SEARCH_ID_ATTR)
         self.start_worker(lambda: (self.open(), self.sync(record)), "mlflow-tracker")
 
     @safely
@@ -74,12 +77,16 @@ class MlflowTracker(BackgroundCalls):
         """Find the search's parent run (or create it), marked running again, and its nested runs."""
         if not self.config.tracking.uri:
             (self.experiment.local / TRACKING_FOLDER).mkdir(parents=True, exist_ok=True)
+            database = sqlite_file(self.uri)
+            if database.is_file():
+                relocate_artifacts(database)  # the experiment (and its store) may have moved
         self.client = mlflow_client(self.uri)
         self.experiment_id = self._experiment_id()
-        found = parent_run(self.client, self.experiment_id, self.experiment.location)
+        found = parent_run(self.client, self.experiment_id, self.experiment.location, self.search_id)
         if found:
             self.parent = found.info.run_id
             self.client.update_run(self.parent, status="RUNNING")
+            self.client.log_batch(self.parent, tags=tag_list(self._identity()))  # where it is now (a moved search)
         else:
             self.parent = self._create_parent()
         self.client.log_batch(self.parent, tags=tag_list(self._mutable_settings()))
@@ -101,11 +108,14 @@ class MlflowTracker(BackgroundCalls):
             artifacts = (database.parent / "artifacts").resolve().as_uri()
         return self.client.create_experiment(self.experiment_name, artifact_location=artifacts, tags={KIND_TAG: KIND})
 
+    def _identity(self) -> dict:
+        return {EXPERIMENT_TAG: self.experiment.location, **({SEARCH_TAG: self.search_id} if self.search_id else {})}
+
     def _create_parent(self) -> str:
         run = self.client.create_run(
             self.experiment_id,
             run_name=self.experiment.name,
-            tags={ROLE: "search", EXPERIMENT_TAG: self.experiment.location},
+            tags={ROLE: "search", **self._identity()},
         )
         settings = {k: v for k, v in flat(self.config.to_dict()).items() if k.split(".")[0] not in MUTABLE_SETTINGS}
         settings = {k: v for k, v in settings.items() if not k.startswith(("tracking.", "data.skip"))}
