@@ -76,14 +76,14 @@ def cmd_report(args: list[str]) -> int:
     from search.results.report import build_report, savings_line, unended_words
 
     if exists(Experiment.at(args[0]).join(SUMMARY_FILE)):
-        report, unended = build_report(open_for_reading(args[0], SUMMARY_FILE).local), 0
+        report, unended = build_report(open_for_reading(args[0], SUMMARY_FILE).local), None
     else:  # a search still running (or interrupted): what has ended so far
         from search.results.so_far import summary_so_far
 
         experiment = open_for_reading(args[0], SEARCH_FILE, missing="not an experiment folder")
         summary, unended = summary_so_far(experiment)
         report = build_report(experiment.local, experiment.location, summary, unended)
-    if unended:
+    if unended is not None:
         print(unended_words(unended, report["trials"]) + "\n")
     print(report["table"])
     print()

@@ -98,13 +98,19 @@ def test_on_s3_a_second_driver_is_refused_a_stalled_one_is_fenced_off_and_the_bu
         assert [row["epoch"] for row in rows] == list(range(1, len(rows) + 1))
 
 
+# Ray Tune's own snapshot of its run (timestamped files the search never reads: it restores from its study), which a
+# stalled driver's Tune may write once more as it stops (docs/one-writer.md)
+TUNES_OWN = ("experiment_state-", "search_gen_state-", "basic-variant-state-", "tuner.pkl", "trainable.pkl")
+
+
 def drivers_files(experiment: str) -> dict[str, bytes]:
-    """What a driver writes to the experiment (its study, settings, log, MLflow store, TensorBoard events, ends and
-    summary): everything but the trials' own rows and checkpoints, which their processes write, and the lease."""
+    """What the search's driver writes to the experiment (its study, settings, log, MLflow store, TensorBoard events,
+    ends and summary): everything but the trials' own rows and checkpoints, which their processes write, the lease,
+    and Tune's own snapshot."""
     own = [
         path
         for path in uri_files(experiment)
-        if not path.endswith("result.json") and not path.startswith("train_") and not path.startswith("driver.lease")
+        if not path.endswith("result.json") and not path.startswith(("train_", "driver.lease", *TUNES_OWN))
     ]
     return {path: uri_bytes(f"{experiment}/{path}") for path in own}
 

@@ -57,7 +57,9 @@ def savings_line(savings: dict) -> str:
     )
 
 
-def build_report(experiment: Path, location: str | None = None, summary: dict | None = None, unended: int = 0) -> dict:
+def build_report(
+    experiment: Path, location: str | None = None, summary: dict | None = None, unended: int | None = None
+) -> dict:
     """Write <experiment>/report/ (plots and index.html) and return what it found. `experiment`: a local folder
     with a summary.json (the `report` command checks that, for a folder or a URI, before it calls this), or the
     `summary` so far of a search that has not finished, with `unended` trials still to end
@@ -249,7 +251,9 @@ def objectives_words(summary: dict) -> str:
     return ", ".join(f"{o['name']} ({o['mode']})" for o in objectives)
 
 
-def render_html(summary: dict, table: str, savings: dict, importances: dict, plots=PLOTS, unended: int = 0) -> str:
+def render_html(
+    summary: dict, table: str, savings: dict, importances: dict, plots=PLOTS, unended: int | None = None
+) -> str:
     images = "\n".join(f'<p><img src="{name}" alt="{name}"></p>' for name in plots)
     best = summary["best"]
     best_line = (
@@ -270,13 +274,14 @@ def render_html(summary: dict, table: str, savings: dict, importances: dict, plo
     )
 
 
-def unended_words(unended: int, ended: int, html_tags: bool = False) -> str:
-    """What a report of a search that has not finished says first; nothing for a finished search."""
-    if not unended:
+def unended_words(unended: int | None, ended: int, html_tags: bool = False) -> str:
+    """What a report of a search that has not finished says first (`unended`: its trials not ended yet, which may
+    be none the study has heard of yet); nothing for a finished search (None)."""
+    if unended is None:
         return ""
+    not_yet = f"; {unended} {'has' if unended == 1 else 'have'} not yet" if unended else ""
     words = (
         f"the search has not finished: it is still running (or was interrupted; `python -m search resume` "
-        f"continues it). This report draws the {ended} trials that have ended; {unended} "
-        f"{'has' if unended == 1 else 'have'} not yet."
+        f"continues it). This report draws the {ended} trials that have ended{not_yet}."
     )
     return f"<p><strong>{html.escape(words)}</strong></p>" if html_tags else words
