@@ -104,6 +104,7 @@ RESUME_USAGE = (
     "[verbose=1] "
     "[tracking=mlflow] [tracking.uri=URI] [tracking.experiment=NAME]"
 )
+TRACKING_KEYS = {"tracking", "tracking.uri", "tracking.experiment", "verbose"}
 RESUME_KEYS = {
     "trials",
     "epoch_budget",
@@ -138,21 +139,23 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     from search.running.settings import read_settings, write_settings
 
     before = read_settings(experiment.local)["run"]
-    from search.running.growth import grow, study_so_far
+    from search.running.growth import grow, refuse_idle, study_so_far
 
-    config = grow(before, resumed_config(before, options), options, *study_so_far(experiment.local))
+    so_far = study_so_far(experiment.local)
+    config = grow(before, resumed_config(before, options), options, *so_far)
     finished = exists(experiment.join(SUMMARY_FILE))
     space = load_run_space(config)
     grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)
-    if finished and not grown and "time_budget" not in options:
+    if finished and not grown and options.keys() <= TRACKING_KEYS:  # asked nothing to train: where the result is
         print(
             f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
-            "; give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials its time budget "
-            "stopped"
+            "; give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials a budget stopped"
         )
         if config.tracking.to == "mlflow":
             track_finished(experiment, config, before, space)
         return 0
+    if finished:
+        refuse_idle(config, options, so_far)  # asked to train, with nothing it would train: one line, exit 2
     from trainables.checkpoints import refuse_damaged_in
 
     refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint

@@ -32,7 +32,8 @@ def dry_run(config: RunConfig, space: Space) -> int:
     print(f"stop rule: {stop_rule_words(config)}")
     if LONG_LINE not in said.getvalue():
         print(f"estimate: {estimate_words(config, space)}")
-    print(f"dry run: nothing started or written; without --dry-run this search goes to {config.storage}/{config.name}")
+    where = f"{config.storage}/{config.name}"
+    print(f"dry run: nothing started or written but the data's cache; without --dry-run this search goes to {where}")
     return 0
 
 

@@ -124,3 +124,19 @@ def test_a_budget_the_user_gave_that_is_spent_is_named_before_any_trial_starts(t
         grow(before, resumed_config(before, {"trials": "24"}), {"trials": "24"}, 6, 10)
     lifted = {"trials": "24", "epoch_budget": "0"}
     assert grow(before, resumed_config(before, lifted), lifted, 6, 10).trials == 24
+
+
+def test_a_finished_search_that_resume_would_not_train_is_refused_naming_why(tmp_path):
+    """resume epoch_budget=10 after 16 trial-epochs, or time_budget=60 with no trial a budget stopped: nothing would
+    train, so one line says why and what grows it (exit 2), instead of exiting 0 having done nothing."""
+    from search.running.growth import SoFar, refuse_idle
+
+    before = parse_run(["space=mlp_mnist", "epochs=2", "epoch_budget=16", f"storage={tmp_path}", "name=f"])[0]
+    smaller = {"epoch_budget": "10"}
+    with pytest.raises(UsageError, match="epoch_budget=10: this finished search has spent 16 trial-epochs"):
+        refuse_idle(resumed_config(before.to_dict(), smaller), smaller, SoFar(9, 16, 0))
+    counted = parse_run(["space=mlp_mnist", "epochs=2", "trials=4", f"storage={tmp_path}", "name=c"])[0]
+    timed = {"time_budget": "60"}
+    with pytest.raises(UsageError, match="time_budget=60: this search already finished, with all of its 4 trials"):
+        refuse_idle(resumed_config(counted.to_dict(), timed), timed, SoFar(4, 6, 0))
+    refuse_idle(resumed_config(counted.to_dict(), timed), timed, SoFar(4, 6, 1))  # one to continue: it goes on

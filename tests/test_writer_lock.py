@@ -100,9 +100,22 @@ def test_a_holder_whose_lease_was_taken_stops_before_its_next_write(tmp_path, mo
 
 
 def test_a_reader_downloads_a_uri_experiment_into_a_folder_of_its_own(tmp_path, monkeypatch):
+    """A reader (report, dashboard, export) of a URI experiment reads a copy in a folder of its own: the driver's
+    working folder, where the driver writes, is never touched."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     uri = f"file://{tmp_path}/bucket/exp"
-    assert Experiment.at(uri, reading=True).local != Experiment.at(uri).local
+    (tmp_path / "bucket" / "exp" / "trial_a").mkdir(parents=True)
+    (tmp_path / "bucket" / "exp" / "study.log").write_text("the driver's\n")
+    (tmp_path / "bucket" / "exp" / "trial_a" / "result.json").write_text("{}\n")
+    driver = Experiment.at(uri)
+    driver.local.mkdir(parents=True)
+    (driver.local / "study.log").write_text("being written\n")
+    reader = Experiment.at(uri, reading=True)
+    reader.download()
+    assert (reader.local / "study.log").read_text() == "the driver's\n"
+    assert (reader.local / "trial_a" / "result.json").is_file()
+    assert (driver.local / "study.log").read_text() == "being written\n"  # the driver's folder as it was
+    assert sorted(p.name for p in driver.local.iterdir()) == ["study.log"]
 
 
 def claim_under_the_lease(location: str, cache: str, barrier, outcomes) -> None:

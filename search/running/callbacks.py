@@ -25,6 +25,7 @@ from search.running.decider import Decider
 from search.running.endings import STOPPED_EARLY, EndFacts, Ending
 from search.running.failures import root_cause
 from search.running.study import OBJECTIVES_ATTR, SCORE_ATTR, StudyRecord, StudyWriteFailed, epoch_values
+from search.running.writer_lock import LeaseLost
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, trial_key
 
@@ -37,6 +38,8 @@ def _guarded(method):
     def hook(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
+        except LeaseLost:
+            return None  # another driver took the search over: this one is stopping (search.running.writer_lock)
         except Exception as exc:  # noqa: BLE001 - a callback's failure must never reach Tune
             self.name_failure(method.__name__, exc)
             return None
@@ -115,8 +118,8 @@ class TrialEnds(Guarded):
     def _end(self, tune_trial, facts: EndFacts) -> None:
         try:
             self.decider.end(trial_key(tune_trial), facts, self.trials, tune_trial)
-        except StudyWriteFailed:
-            pass  # kept by the record: the search stops, nothing is written after it
+        except (StudyWriteFailed, LeaseLost):
+            pass  # kept by the record or the lease: the search stops, nothing is written after it
 
 
 class Tracking(FollowsEnds):

@@ -11,11 +11,13 @@ default and is grown the same way. Optuna only: no Ray, no torch.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import optuna
 
+from search.running.endings import Ending
 from search.running.journal import STUDY_NAME, journal_storage
-from search.running.study_trials import CONTINUES_ATTR, epoch_values, trial_id_of
+from search.running.study_trials import CONTINUES_ATTR, STOPPED_BY_BUDGET, ending_in_study, epoch_values, trial_id_of
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import STUDY_FILE
@@ -23,17 +25,42 @@ from trainables.foundation.storage import STUDY_FILE
 DEFAULT_FULL_TRIALS = RunConfig.trials  # the default stop rule: the epochs of this many full trials
 
 
-def study_so_far(folder: Path) -> tuple[int, int]:
-    """(trials proposed, trial-epochs spent) as the study in experiment folder `folder` holds them, read as a reader."""
+class SoFar(NamedTuple):
+    """What a search's study holds so far."""
+
+    trials: int  # proposed (a continuation stands for the trial it continues)
+    epochs_spent: int  # trial-epochs trained
+    stopped_by_budget: int  # trials a budget stopped, which a resume continues
+
+
+def study_so_far(folder: Path) -> SoFar:
+    """What the study in experiment folder `folder` holds, read as a reader."""
     path = folder / STUDY_FILE
     if not path.is_file():
-        return 0, 0
+        return SoFar(0, 0, 0)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.load_study(study_name=STUDY_NAME, storage=journal_storage(path))
     trials = [t for t in study.get_trials(deepcopy=False) if trial_id_of(t)]
     continued = {t.user_attrs[CONTINUES_ATTR] for t in trials if CONTINUES_ATTR in t.user_attrs}
     standing = [t for t in trials if t.number not in continued]
-    return len(standing), sum(max(epoch_values(t), default=0) for t in standing)
+    stopped = sum(1 for t in standing if (ending_in_study(t) or Ending("")).status == STOPPED_BY_BUDGET)
+    return SoFar(len(standing), sum(max(epoch_values(t), default=0) for t in standing), stopped)
+
+
+def refuse_idle(config: RunConfig, options: dict, so_far: SoFar) -> None:
+    """A finished search that `resume` would not train a single epoch of: one line naming why and what grows it,
+    exit 2, before anything is written (no command exits 0 having done nothing)."""
+    given = " ".join(f"{key}={value}" for key, value in options.items()) or "no keys"
+    if config.epoch_budget and so_far.epochs_spent >= config.epoch_budget:
+        raise UsageError(
+            f"{given}: this finished search has spent {so_far.epochs_spent} trial-epochs, all of an epoch budget of "
+            f"{config.epoch_budget}; give epoch_budget=N with a larger N, or trials=N to grow it"
+        )
+    if so_far.trials >= config.trials and not so_far.stopped_by_budget:
+        raise UsageError(
+            f"{given}: this search already finished, with all of its {so_far.trials} trials ended and none stopped "
+            "by a budget to continue; give trials=N or epoch_budget=N to grow it"
+        )
 
 
 def under_default_budget(before: dict) -> bool:
@@ -42,7 +69,7 @@ def under_default_budget(before: dict) -> bool:
     return bool(budget) and budget == DEFAULT_FULL_TRIALS * before["epochs"] and before["trials"] == budget
 
 
-def grow(before: dict, config: RunConfig, options: dict, trials_so_far: int, epochs_spent: int) -> RunConfig:
+def grow(before: dict, config: RunConfig, options: dict, trials_so_far: int, epochs_spent: int, *_) -> RunConfig:
     """`config` (the search's settings with `resume`'s keys applied) with the stop rule `resume` grows it by."""
     if "trials" in options and "epoch_budget" not in options and under_default_budget(before):
         config.epoch_budget = 0  # the default budget lifted: trials=N decides, as if the search had been run so

@@ -227,9 +227,10 @@ class StudyRecord(StudyQueries):
                 trial.set_user_attr(REASON_ATTR, ending.reason)
             if self.multi_objective:
                 trial.set_user_attr(OBJECTIVES_ATTR, dict(zip([o.name for o in self.objectives], values)))
-            if self.multi_objective and state == TrialState.PRUNED:  # Optuna would give it one value for several
+            if state == TrialState.PRUNED:  # Optuna's tell would give it its last epoch's value, not its standing one's
                 handle = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, frozen.number)
-                self.storage.set_trial_state_values(handle, TrialState.PRUNED)
+                one_value = None if self.multi_objective or score is None else [score]  # one value for several: none
+                self.storage.set_trial_state_values(handle, TrialState.PRUNED, one_value)
             else:
                 self.study.tell(frozen.number, values if state == TrialState.COMPLETE else None, state=state)
 
