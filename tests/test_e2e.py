@@ -31,6 +31,21 @@ def test_summary_has_every_trial(search):
         assert values == sorted(values, reverse=True)
 
 
+def test_the_study_holds_the_values_that_trained_as_plain_optuna_reads_them(search):
+    """optuna-dashboard and `optuna.load_study` show batch_size 128, never a position: every trial's params in the
+    study equal its configuration in summary.json, and the study's value for it is summary.json's."""
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    storage = JournalStorage(JournalFileBackend(str(search["experiment"] / "study.log")))
+    study = {t.user_attrs["trial_id"]: t for t in optuna.load_study(study_name="search", storage=storage).trials}
+    for trial in search["summary"]["trials"]:
+        frozen = study[trial["trial_id"]]
+        assert frozen.params and frozen.params == {name: trial["config"][name] for name in frozen.params}, frozen
+        assert frozen.value == pytest.approx(trial["val_acc"]), (frozen.value, trial)
+
+
 def test_every_epoch_reports_the_required_metrics(search):
     for trial in search["summary"]["trials"]:
         lines = (search["experiment"] / f"trial_{trial['trial_id']}" / "result.json").read_text().splitlines()

@@ -29,18 +29,18 @@ SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
         ({"epochs_run": 3}, Ending("completed")),
         ({"epochs_run": 1}, Ending("stopped_early", "stopped by ASHA at epoch 1")),
         (
-            {"epochs_run": 2, "out_of_time": True},
+            {"epochs_run": 2, "budget": "time"},
             Ending("stopped_by_budget", "stopped by the time budget after epoch 2"),
         ),
         (
-            {"epochs_run": 0, "out_of_time": True},
+            {"epochs_run": 0, "budget": "time"},
             Ending("stopped_by_budget", "stopped by the time budget before its first epoch"),
         ),
         (
-            {"epochs_run": 3, "out_of_time": True},
+            {"epochs_run": 3, "budget": "time"},
             Ending("completed"),
         ),  # its last epoch came in before the budget ran out
-        ({"epochs_run": 2, "error": "RuntimeError: boom", "out_of_time": True}, Ending("failed", "RuntimeError: boom")),
+        ({"epochs_run": 2, "error": "RuntimeError: boom", "budget": "time"}, Ending("failed", "RuntimeError: boom")),
         ({"epochs_run": 1, "divergence": "NonFiniteLoss: x"}, Ending("failed", "NonFiniteLoss: x")),
         ({"epochs_run": 0}, Ending("failed", "it ended before its first epoch")),
     ],
@@ -122,7 +122,7 @@ def test_the_budget_ends_every_running_trial_with_the_epochs_its_files_hold(tmp_
     assert record.ending("trained") == Ending("stopped_by_budget", "stopped by the time budget after epoch 2")
     assert record.frozen("trained").state == TrialState.PRUNED and record.frozen("trained").user_attrs["score"] == 0.7
     assert record.ending("waiting").reason == "stopped by the time budget before its first epoch"
-    assert files.ending()["status"] == "stopped_by_budget" and files.final_ending() is None  # not final
+    assert files.ending()["status"] == "stopped_by_budget" and files.ending_not_by_budget() is None  # not final
     assert [trial_id for trial_id, _ in listening.heard] == ["trained", "waiting"]
 
 
@@ -131,7 +131,7 @@ def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(t
     record.create("t")
     for epoch in (1, 2):
         record.report("t", epoch, 0.5 + epoch / 10)
-    record.end("t", ending_of(2, 3, out_of_time=True))
+    record.end("t", ending_of(2, 3, budget="time"))
     TrialFiles(str(tmp_path), "t").write_ending("stopped_by_budget", "stopped by the time budget after epoch 2")
     assert record.finished() == 1
 

@@ -29,9 +29,7 @@ def test_the_budget_counts_every_reported_epoch_but_a_replayed_one_and_stops_whe
 
 
 def test_a_trial_the_epoch_budget_cuts_says_so():
-    assert ending_of(2, 3, out_of_time=True, budget="epoch") == Ending(
-        "stopped_by_budget", "stopped by the epoch budget after epoch 2"
-    )
+    assert ending_of(2, 3, budget="epoch") == Ending("stopped_by_budget", "stopped by the epoch budget after epoch 2")
 
 
 def test_the_budget_lifts_the_trial_count_unless_it_is_given(tmp_path):

@@ -85,7 +85,7 @@ def test_a_trial_end_prints_the_event_from_the_study_and_the_status_once():
 
 
 def test_a_trial_the_budget_stopped_says_so_and_the_time_budget_left_shows():
-    record = record_with({"f1": (2, 0.8, ending_of(2, 4, out_of_time=True))})
+    record = record_with({"f1": (2, 0.8, ending_of(2, 4, budget="time"))})
     assert (
         event_words("f1", record.ending("f1")) == "trial f1 finished: stopped_by_budget (stopped by the time "
         "budget after epoch 2)"

@@ -58,7 +58,7 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     epoch(experiment, record, "t2", 1, 0.4)
     record.create("t3")
     epoch(experiment, record, "t3", 1, 0.3)
-    record.end("t3", ending_of(1, 2, out_of_time=True))
+    record.end("t3", ending_of(1, 2, budget="time"))
     first = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
     first.sync(record)
     first.interrupted()  # as when the search is interrupted with t2 unfinished

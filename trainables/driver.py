@@ -59,7 +59,7 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
     store = CheckpointStore(run_location(experiment_dir, train_run_name(trial_id)), metric, mode, settings.checkpoints)
     rows = rows_with_checkpointed_epochs(files, store)
     if rows:  # `resume` of a trial that ran: Tune, ASHA and Optuna hear again what its files hold
-        if replay(rows, files.final_ending(), settings.epochs, hp):
+        if replay(rows, files.ending_not_by_budget(), settings.epochs, hp):
             return
     output = {  # where rank 0 writes the trial's epochs and checkpoints
         "experiment_dir": experiment_dir,

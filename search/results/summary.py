@@ -30,13 +30,13 @@ class TrialResult:
         return self.reason if self.status == "failed" else None
 
 
-def trial_row(record: TrialResult, metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
+def trial_row(result: TrialResult, metric: str, mode: str, checkpoint_exists=os.path.isdir) -> dict | None:
     """The epoch that stands for a trial (search.results.score) among those whose checkpoint is still in storage."""
 
     def usable(row: dict) -> bool:
         return bool(row.get(CHECKPOINT_KEY)) and checkpoint_exists(row[CHECKPOINT_KEY])
 
-    return standing_row(record.history, record.config, metric, mode, usable)
+    return standing_row(result.history, result.config, metric, mode, usable)
 
 
 def best_rank(row: dict, config: dict, epochs: int, mode: str, metric: str) -> tuple:
@@ -48,8 +48,8 @@ def best_rank(row: dict, config: dict, epochs: int, mode: str, metric: str) -> t
     return (not unfinished, value, int(row.get("epoch", 0)))
 
 
-def epochs_run(record: TrialResult) -> int:
-    return max((int(r.get("epoch", 0)) for r in record.history), default=0)
+def epochs_run(result: TrialResult) -> int:
+    return max((int(r.get("epoch", 0)) for r in result.history), default=0)
 
 
 def summarize(
@@ -57,7 +57,7 @@ def summarize(
     metric: str,
     mode: str,
     run: dict,
-    records: list[TrialResult],
+    results: list[TrialResult],
     checkpoint_exists=os.path.isdir,
     objectives: list[dict] = (),
 ) -> dict:
@@ -67,24 +67,24 @@ def summarize(
     front (search.results.front)."""
     epochs = run["epochs"]
     ranked = []
-    for record in records:
-        row = trial_row(record, metric, mode, checkpoint_exists)
+    for result in results:
+        row = trial_row(result, metric, mode, checkpoint_exists)
         entry = {
-            "trial_id": record.trial_id,
-            "status": record.status,
-            "config": record.config,
-            "epochs_run": epochs_run(record),
+            "trial_id": result.trial_id,
+            "status": result.status,
+            "config": result.config,
+            "epochs_run": epochs_run(result),
             metric: row[metric] if row else None,
             "best_epoch": row["epoch"] if row else None,
             "checkpoint": row[CHECKPOINT_KEY] if row else None,
-            "training_s": round(sum(r.get("epoch_s") or 0.0 for r in record.history), 3),
-            "life_s": round(max((r.get("time_total_s") or 0.0 for r in record.history), default=0.0), 3),
-            "error": record.error,
-            **({"stopped": record.reason} if record.status == "stopped_by_budget" else {}),
+            "training_s": round(sum(r.get("epoch_s") or 0.0 for r in result.history), 3),
+            "life_s": round(max((r.get("time_total_s") or 0.0 for r in result.history), default=0.0), 3),
+            "error": result.error,
+            **({"stopped": result.reason} if result.status == "stopped_by_budget" else {}),
         }
         if len(objectives) > 1:
             entry["objectives"] = {o["name"]: row.get(o["name"]) if row else None for o in objectives}
-        ranked.append(((1, best_rank(row, record.config, epochs, mode, metric)) if row else (0,), entry, record, row))
+        ranked.append(((1, best_rank(row, result.config, epochs, mode, metric)) if row else (0,), entry, result, row))
     ranked.sort(key=lambda item: item[0], reverse=True)  # stable: trials without a checkpoint keep their order
     best = None
     if ranked and ranked[0][3] is not None:

@@ -1,6 +1,6 @@
 """A trial a budget stopped, continued by a later session of a grown search: Optuna never reopens an ended trial, so
 the continuation is a new running trial of the study with the same id, configuration and history (epochs, their
-costs, the rung decisions made), which stands for the stopped one from then on; it trains on from its latest
+other objectives, the rung decisions made), which stands for the stopped one from then on; it trains on from its latest
 checkpoint. Optuna only: no Ray, no torch."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from optuna.trial import FrozenTrial, TrialState
 from search.running.study import (
     CONTINUES_ATTR,
     COSTS_ATTR,
-    EPOCH_COSTS_ATTR,
+    EPOCH_OTHERS_ATTR,
     EPOCHS_ATTR,
     ID_ATTR,
     INHERITED_ATTR,
@@ -21,7 +21,7 @@ from search.running.study import (
     trial_id_of,
 )
 
-CARRIED = (EPOCHS_ATTR, EPOCH_COSTS_ATTR, COSTS_ATTR, RUNGS_ATTR)  # the history a continuation takes over
+CARRIED = (EPOCHS_ATTR, EPOCH_OTHERS_ATTR, COSTS_ATTR, RUNGS_ATTR)  # the history a continuation takes over
 
 
 def continue_stopped_by_budget(record: StudyRecord) -> list[FrozenTrial]:

@@ -62,7 +62,7 @@ class Decider:
         rows = TrialFiles(self.experiment_dir, trial_id).rows()
         record = self.record
         for row in rows:
-            record.report(trial_id, row.get("epoch"), row.get(record.metric), record.costs_in(row))
+            record.report(trial_id, row.get("epoch"), row.get(record.metric), record.other_objectives_in(row))
         return int(rows[-1]["epoch"]) if rows else 0
 
     def fail_unnamed(self, number: int, reason: str) -> None:

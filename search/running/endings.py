@@ -43,16 +43,15 @@ def ending_of(
     *,
     error: str | None = None,
     divergence: str | None = None,
-    out_of_time: bool = False,
-    budget: str = "time",
+    budget: str | None = None,
 ) -> Ending:
     """How a trial ended. `error`: what it raised; `divergence`: why its loss diverged (Tune may stop a trial at that
-    epoch before its driver raises); `out_of_time`: a budget stopped it (`budget`: "time" or "epoch")."""
+    epoch before its driver raises); `budget`: the budget that stopped it ("time" or "epoch"), if one did."""
     if error or divergence:
         return Ending(FAILED, error or divergence)
     if epochs_run >= epochs:
         return Ending(COMPLETED)
-    if out_of_time:
+    if budget:
         return Ending(STOPPED_BY_BUDGET, budget_reason(epochs_run, budget))
     if epochs_run == 0:
         return Ending(FAILED, "it ended before its first epoch")
@@ -87,15 +86,8 @@ def decide(facts: EndFacts, epochs: int, score: float | None, missing: list[str]
             FAILED, f"it returned after epoch {facts.epochs_run} of {epochs}, unstopped and without an error"
         )
     else:
-        budget = facts.budget or "time"
-        out_of_time = facts.budget is not None
         ending = ending_of(
-            facts.epochs_run,
-            epochs,
-            error=facts.error,
-            divergence=facts.divergence,
-            out_of_time=out_of_time,
-            budget=budget,
+            facts.epochs_run, epochs, error=facts.error, divergence=facts.divergence, budget=facts.budget
         )
     ending = with_score(ending, score)
     if missing and ending.status == COMPLETED:

@@ -20,7 +20,14 @@ from __future__ import annotations
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
-from search.running.study import RUNGS_ATTR, StudyWriteFailed, epoch_costs, epoch_values, rung_decisions, trial_id_of
+from search.running.study import (
+    RUNGS_ATTR,
+    StudyWriteFailed,
+    epoch_values,
+    other_objectives_by_epoch,
+    rung_decisions,
+    trial_id_of,
+)
 
 CONTINUE, STOP = "CONTINUE", "STOP"  # Tune's TrialScheduler.CONTINUE and .STOP
 
@@ -55,9 +62,9 @@ def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> 
     its epochs: nothing is decided there."""
     arrivals = []
     for trial in sorted(trials, key=lambda t: t.number):
-        trial_id, costs = trial_id_of(trial), epoch_costs(trial)
+        trial_id, others = trial_id_of(trial), other_objectives_by_epoch(trial)
         for epoch, value in sorted(epoch_values(trial).items()):
-            point = scheduler.point_of({**costs.get(epoch, {}), metric: value})
+            point = scheduler.point_of({**others.get(epoch, {}), metric: value})
             milestone = None if point is None else rung_met(scheduler.rungs, trial_id, epoch)
             if milestone is not None:
                 dict(scheduler.rungs)[milestone][trial_id] = point

@@ -49,7 +49,9 @@ class StudySearcher(Searcher):
         if trial_id is None:
             return
         try:
-            self.record.report(trial_id, result.get(STEP_KEY), result.get(self.metric), self.record.costs_in(result))
+            self.record.report(
+                trial_id, result.get(STEP_KEY), result.get(self.metric), self.record.other_objectives_in(result)
+            )
         except StudyWriteFailed:
             pass  # kept by the record, which stops the search; it never reaches Tune
 

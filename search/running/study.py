@@ -36,7 +36,7 @@ from search.running.space_coding import SpaceCoding
 from search.running.study_trials import (  # noqa: F401 - the names other modules read the study by
     CONTINUES_ATTR,
     COSTS_ATTR,
-    EPOCH_COSTS_ATTR,
+    EPOCH_OTHERS_ATTR,
     EPOCHS_ATTR,
     ID_ATTR,
     INHERITED_ATTR,
@@ -51,8 +51,8 @@ from search.running.study_trials import (  # noqa: F401 - the names other module
     STATUS_ATTR,
     StudyQueries,
     ending_in_study,
-    epoch_costs,
     epoch_values,
+    other_objectives_by_epoch,
     rung_decisions,
     trial_id_of,
 )
@@ -91,12 +91,12 @@ class StudyRecord(StudyQueries):
         objectives: list[Objective] | None = None,
     ):
         """`storage`: the study's, through whose public API a running trial is found again by its number.
-        `objectives`: the primary (`metric`) first; the others come from the rows a trial reports (costs)."""
+        `objectives`: the primary (`metric`) first; the others come from the rows a trial reports."""
         self.study, self.storage, self.coding, self.constants = study, storage, coding, constants
         self.study_id = storage.get_study_id_from_name(study.study_name)
         self.metric, self.mode, self.epochs = metric, mode, epochs
         self.objectives = objectives or [Objective(metric, mode)]
-        self.cost_names = [o.name for o in self.objectives[1:]]
+        self.other_names = [o.name for o in self.objectives[1:]]
         self.numbers = {trial_id_of(t): t.number for t in study.get_trials(deepcopy=False) if trial_id_of(t)}
         self.failure: StudyWriteFailed | None = None
 
@@ -139,9 +139,9 @@ class StudyRecord(StudyQueries):
     def multi_objective(self) -> bool:
         return len(self.objectives) > 1
 
-    def costs_in(self, row: dict) -> dict:
+    def other_objectives_in(self, row: dict) -> dict:
         """The values of the objectives other than the primary that a reported row holds."""
-        return {name: row[name] for name in self.cost_names if is_finite_number(row.get(name))}
+        return {name: row[name] for name in self.other_names if is_finite_number(row.get(name))}
 
     def writing(self, what: str):
         """A guard around one write: a failure becomes the record's `failure` (raised), and once there is one nothing
@@ -162,10 +162,10 @@ class StudyRecord(StudyQueries):
         trial_id = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
         return optuna.trial.Trial(self.study, trial_id)
 
-    def report(self, trial_id: str, epoch, value, costs: dict | None = None) -> None:
+    def report(self, trial_id: str, epoch, value, others: dict | None = None) -> None:
         """One epoch's metric as the trial's intermediate value; an epoch already recorded is kept as it was.
-        `costs`: the other objectives' values that epoch (kept per epoch, `epoch_costs`). A multi-objective study
-        records the metric in the user attribute `epoch_values` (`epoch_values`)."""
+        `others`: the other objectives' values that epoch (kept per epoch: `other_objectives_by_epoch`). A
+        multi-objective study records the metric in the user attribute `epoch_values` (`epoch_values`)."""
         frozen = self.frozen(trial_id)
         if frozen is None or frozen.state != TrialState.RUNNING or not is_finite_number(value) or epoch is None:
             return
@@ -175,9 +175,9 @@ class StudyRecord(StudyQueries):
             return
         with self.writing(f"epoch {epoch} of trial {trial_id}"):
             trial = self.live_trial(frozen.number)
-            if costs:
-                kept = {str(e): c for e, c in sorted({**epoch_costs(frozen), epoch: costs}.items())}
-                trial.set_user_attr(EPOCH_COSTS_ATTR, kept)
+            if others:
+                kept = {str(e): o for e, o in sorted({**other_objectives_by_epoch(frozen), epoch: others}.items())}
+                trial.set_user_attr(EPOCH_OTHERS_ATTR, kept)
             if self.multi_objective:
                 trial.set_user_attr(EPOCHS_ATTR, {str(e): v for e, v in sorted({**recorded, epoch: value}.items())})
             else:
@@ -201,7 +201,7 @@ class StudyRecord(StudyQueries):
         row = standing_row(rows, config, "m", self.mode)
         if row is None:
             return None, {}
-        return float(row["m"]), epoch_costs(frozen).get(int(row["epoch"]), {})
+        return float(row["m"]), other_objectives_by_epoch(frozen).get(int(row["epoch"]), {})
 
     def decide(self, trial_id: str, facts: EndFacts) -> Ending | None:
         """How the running trial ended, by the one rule (search.running.endings), from `facts` and what the study
@@ -209,15 +209,15 @@ class StudyRecord(StudyQueries):
         frozen = self.frozen(trial_id)
         if frozen is None or frozen.state != TrialState.RUNNING:
             return None
-        score, costs = self.standing(frozen)
-        return decide(facts, self.epochs, score, [name for name in self.cost_names if name not in costs])
+        score, others = self.standing(frozen)
+        return decide(facts, self.epochs, score, [name for name in self.other_names if name not in others])
 
     def write_end(self, trial_id: str, ending: Ending) -> None:
         """Writes the decided `ending` of the running trial: its attributes first, the state (and values) last."""
         frozen = self.frozen(trial_id)
-        score, costs = self.standing(frozen)
+        score, others = self.standing(frozen)
         state = STATE_OF[ending.status]
-        values = [score, *(costs.get(name) for name in self.cost_names)]
+        values = [score, *(others.get(name) for name in self.other_names)]
         with self.writing(f"the end of trial {trial_id}"):
             trial = self.live_trial(frozen.number)
             if score is not None:

@@ -1,6 +1,6 @@
-"""What a search's study holds of its trials, read: the attributes the search writes, each trial's epochs and costs,
-its ending (the state decides), and the questions the driver asks of the whole study. Written by
-search.running.study's `StudyRecord`, the one writer. Optuna only: no Ray, no torch."""
+"""What a search's study holds of its trials, read: the attributes the search writes, each trial's epochs and its
+other objectives' values, its ending (the state decides), and the questions the driver asks of the whole study.
+Written by search.running.study's `StudyRecord`, the one writer. Optuna only: no Ray, no torch."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from optuna.trial import FrozenTrial, TrialState
 from search.running.endings import COMPLETED, FAILED, STATUSES, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
 
 ID_ATTR, STATUS_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "status", "reason", "score"
-COSTS_ATTR = "costs"  # the latest values of the other objectives, as studies written before `epoch_costs` hold them
-EPOCH_COSTS_ATTR = "epoch_costs"  # each epoch's values of the objectives other than the primary (several objectives)
+COSTS_ATTR = "costs"  # the other objectives' latest values, as studies written before they were kept per epoch
+EPOCH_OTHERS_ATTR = "epoch_other_objectives"  # each epoch's values of the objectives other than the primary
 RUNGS_ATTR = "rung_decisions"  # each rung the trial met: the epoch that met it -> the scheduler's "continue" or "stop"
 OBJECTIVES_ATTR = "objectives"  # an ended trial's value of every objective, by name
 EPOCHS_ATTR = "epoch_values"  # a multi-objective study's record of each epoch's primary value (see `epoch_values`)
@@ -37,12 +37,12 @@ def epoch_values(trial: FrozenTrial) -> dict[int, float]:
     return {int(epoch): value for epoch, value in trial.user_attrs.get(EPOCHS_ATTR, {}).items()}
 
 
-def epoch_costs(trial: FrozenTrial) -> dict[int, dict]:
+def other_objectives_by_epoch(trial: FrozenTrial) -> dict[int, dict]:
     """Every epoch's values of the objectives other than the primary (a study written before they were kept per
     epoch holds only the latest, which then stand for every epoch)."""
-    kept = trial.user_attrs.get(EPOCH_COSTS_ATTR)
+    kept = trial.user_attrs.get(EPOCH_OTHERS_ATTR)
     if kept is not None:
-        return {int(epoch): costs for epoch, costs in kept.items()}
+        return {int(epoch): others for epoch, others in kept.items()}
     latest = trial.user_attrs.get(COSTS_ATTR, {})
     return {epoch: latest for epoch in epoch_values(trial)} if latest else {}
 

@@ -31,11 +31,11 @@ _BOOKKEEPING = {
 
 
 def trial_results(record: StudyRecord, experiment: Experiment, storage: str) -> list[TrialResult]:
-    records = []
+    results = []
     for trial in record.proposed():
         trial_id = trial_id_of(trial)
         ending = ending_in_study(trial)
-        records.append(
+        results.append(
             TrialResult(
                 trial_id=trial_id,
                 config={**record.constants, **record.coding.to_config(trial.params)},
@@ -44,7 +44,7 @@ def trial_results(record: StudyRecord, experiment: Experiment, storage: str) -> 
                 reason=ending.reason if ending else None,
             )
         )
-    return records
+    return results
 
 
 def _clean_row(row: dict, storage: str) -> dict:

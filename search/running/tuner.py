@@ -81,15 +81,15 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     tensorboard = TensorBoardEvents(record, experiment.local)
     decider = Decider(record, experiment.location, [tensorboard])  # the others join when Tune runs
     unended = reconcile(decider)
-    spent = config.epoch_budget and record.epochs_spent() >= config.epoch_budget  # nothing left to train
-    if spent:
+    budget_spent = config.epoch_budget and record.epochs_spent() >= config.epoch_budget  # nothing left to train
+    if budget_spent:
         decider.end_running("epoch")
         unended = []
     else:
         unended += continue_stopped_by_budget(record)
     # MLflow brought up to what earlier sessions recorded (all of it, for a search tracked late), while Ray starts
     tracker = start_tracker(config, space.name, experiment, space.metric, record)
-    to_run = 0 if spent else len(unended) + max(0, config.trials - len(record.proposed()))
+    to_run = 0 if budget_spent else len(unended) + max(0, config.trials - len(record.proposed()))
     stop = SessionStop(
         config.time_budget,
         budget_words,
@@ -102,7 +102,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
             fit(config, space, experiment, record, unended, to_run, log_file, tracker, stop, decider)
         if stopped_by(record, experiment) is not None:
             raise stopped_by(record, experiment)
-        if stop.interrupted or not (spent or stop.out_of_budget or record.finished() >= config.trials):
+        if stop.interrupted or not (budget_spent or stop.out_of_budget or record.finished() >= config.trials):
             raise SearchInterrupted(experiment.location)
     except BaseException:
         if tracker:

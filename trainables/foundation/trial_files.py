@@ -95,7 +95,7 @@ class TrialFiles:
     def write_ending(self, status: str, error: str | None = None) -> None:
         self._write_whole(END_FILE, json.dumps({"status": status, "error": error, "at": time.time()}) + "\n")
 
-    def final_ending(self) -> dict | None:
+    def ending_not_by_budget(self) -> dict | None:
         """The trial's ending, unless it is the budget's, which a later session continues."""
         ending = self.ending()
         return None if ending and ending.get("status") == STOPPED_BY_BUDGET else ending
