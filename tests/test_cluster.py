@@ -194,8 +194,8 @@ def test_through_ray_client_a_search_on_s3_storage_spans_two_nodes_and_every_com
     summary = json.loads(uri_text(f"{experiment}/summary.json"))
     assert [t["status"] for t in summary["trials"]] == ["completed"]
     best = summary["best"]["checkpoint"]
-    assert best.startswith(f"{experiment}/train_"), best  # Ray Train wrote the checkpoints to S3, from both nodes
-    assert best.removeprefix(f"{experiment}/") + "/model.pt" in files
+    assert best.startswith("train_"), best  # relative to the experiment: Ray Train wrote it to S3, from both nodes
+    assert best + "/model.pt" in files
     for trial in summary["trials"]:
         first = json.loads(uri_text(f"{experiment}/trial_{trial['trial_id']}/result.json").splitlines()[0])
         assert set(first["worker_nodes"]) == both_nodes

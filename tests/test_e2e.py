@@ -1,7 +1,6 @@
 """A real search on a real local Ray instance, through the CLI, as a user runs it."""
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -83,16 +82,16 @@ def test_best_is_the_final_epoch_of_the_best_trial_that_finished_its_schedule(se
     ]
     assert best["epoch"] == rows[-1]["epoch"] == 4 and best["metrics"]["val_acc"] == rows[-1]["val_acc"]
     assert best["metrics"]["val_acc"] == max(t["val_acc"] for t in summary["trials"] if t["status"] == "completed")
-    assert Path(best["checkpoint"]).is_dir()
-    assert Path(best["checkpoint"]).name == f"checkpoint_epoch_{best['epoch']:04d}"
-    assert "best checkpoint: " + best["checkpoint"] in search["output"]
+    assert best["checkpoint"] == f"train_{best['trial_id']}/checkpoint_epoch_{best['epoch']:04d}"  # relative
+    assert (experiment / best["checkpoint"]).is_dir()
+    assert f"best checkpoint: {experiment / best['checkpoint']}" in search["output"]
 
 
 def test_best_checkpoint_reproduces_reported_val_acc(search):
     best = search["summary"]["best"]
     space = load_space("resnet_mnist")
     model = model_for(space, best["config"], MNIST.info(MNIST_MINI, {}))
-    load_model_weights(best["checkpoint"], model)  # torch.load(weights_only=True)
+    load_model_weights(search["experiment"] / best["checkpoint"], model)  # torch.load(weights_only=True)
     run = search["summary"]["run"]
     images, labels = MNIST.load_split(MNIST_MINI, "val", run["data"]["val_fraction"], run["seed"], limit=VAL_LIMIT)
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
@@ -110,7 +109,7 @@ def test_best_checkpoint_reproduces_reported_val_acc(search):
 def test_the_best_checkpoint_is_tested_once_on_the_test_files_the_search_never_saw(search):
     best = search["summary"]["best"]
     model = model_for(load_space("resnet_mnist"), best["config"], MNIST.info(MNIST_MINI, {}))
-    load_model_weights(best["checkpoint"], model)
+    load_model_weights(search["experiment"] / best["checkpoint"], model)
     images, labels = MNIST.load(MNIST_MINI, train=False)  # t10k: 2,000 digits
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
     stats = evaluate(model, split.batches(torch.arange(len(split)), 512), torch.device("cpu"))

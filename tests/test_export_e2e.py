@@ -70,7 +70,7 @@ def test_the_registered_model_loads_with_mlflow_and_pytorch_and_matches_the_chec
 
     best = search["summary"]["best"]
     model = model_for(load_space("resnet_mnist"), best["config"], MNIST.info(MNIST_MINI, {})).eval()
-    load_model_weights(best["checkpoint"], model)
+    load_model_weights(search["experiment"] / best["checkpoint"], model)
     split = Split.from_arrays(images, labels, MNIST.mean, MNIST.std, torch.device("cpu"))
     with torch.no_grad():
         from_checkpoint = model(split.batch(torch.arange(len(split)))[0]).argmax(1)
@@ -144,10 +144,12 @@ def test_export_that_fails_verification_exits_1_and_leaves_no_folder(search, tmp
         if trial["trial_id"] == best_id:
             trial["val_acc"] = 0.999 if trial["val_acc"] < 0.9 else 0.001
     (tmp_path / "summary.json").write_text(json.dumps(summary))
+    run = f"train_{best_id}"  # the summary records checkpoints relative to the experiment: its folder beside it
+    (tmp_path / run).symlink_to(search["experiment"] / run)
     result = run_cli("export", str(tmp_path))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "export verification failed" in result.stderr and len(result.stderr.strip().splitlines()) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", run]
 
 
 # ---------------------------------------------------------------- TensorBoard and report

@@ -61,7 +61,7 @@ def test_transfer_learning_on_image_folders_in_a_ddp_trial_runs_exports_and_logs
     experiment = tmp_path / "s"
     summary = json.loads((experiment / "summary.json").read_text())
     best = summary["best"]
-    assert best and os.path.isdir(best["checkpoint"]) and summary["space"] == "resnet50_transfer"
+    assert best and os.path.isdir(experiment / best["checkpoint"]) and summary["space"] == "resnet50_transfer"
     assert list((experiment / f"trial_{best['trial_id']}").glob("events.out.tfevents.*"))
 
     exported = run_cli("export", str(experiment))

@@ -58,7 +58,7 @@ def test_trials_train_side_by_side_one_whose_checkpoint_cannot_be_written_fails_
     assert max(start for start, _ in spans) < min(end for _, end in spans), spans  # all four trained at once
 
     # export refuses a damaged checkpoint, naming the file, and picks no other
-    best = summary["best"]["checkpoint"]
+    best = tmp_path / "d" / summary["best"]["checkpoint"]
     model = f"{best}/model.pt"
     data = open(model, "rb").read()
     open(model, "wb").write(data[: len(data) // 3])
