@@ -11,12 +11,11 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 
 
 class SpaceCoding:
-    """The searched hyperparameters as the study holds them: by default the values themselves (`batch_size` 128, as
-    trained), so that `optuna.load_study(...).best_params`, optuna-dashboard and MLflow show what trained.
-    `order_numbers=True` holds a categorical whose choices are all numbers (three or more) as its position in the
-    sorted choices (an IntDistribution), so that TPE sees their order: replayed on the learning-curve tables
-    (benchmarks/README.md) it was level with the values on `mlp_mnist` and `cnn_mnist` and far better on
-    `resnet_mnist`'s, so which one the search uses is under review."""
+    """The searched hyperparameters as the study holds them. `order_numbers=True` (the search's TPE) holds a
+    categorical whose choices are all numbers (three or more) as its position in the sorted choices (an
+    IntDistribution), so that TPE sees their order: replayed on the learning-curve tables (benchmarks/README.md) it
+    was level with the values on `mlp_mnist` and `cnn_mnist` and far better on `resnet_mnist`'s. Otherwise the values
+    themselves (`batch_size` 128). `to_config` gives the values that trained either way."""
 
     def __init__(self, space: dict, order_numbers: bool = False):
         self.space = space

@@ -9,11 +9,11 @@ import json
 import uuid
 from pathlib import Path
 
-from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.distributions import IntDistribution
 
 from search.results.summary import SUMMARY_FILE
 from search.running.sampler import make_sampler, startup_trials
-from search.running.space_coding import SpaceCoding
+from search.running.space_coding import SpaceCoding, ordered_choices
 from search.running.study import SEARCH_ID_ATTR, STARTUP_ATTR, StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
@@ -23,10 +23,12 @@ from trainables.foundation.storage import Experiment
 
 
 def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
-    """The space's searched keys (those not fixed with key=value), held as the values that train."""
+    """The space's searched keys (those not fixed with key=value). For TPE a choice among numbers is held as its
+    position, so that TPE sees their order: on the resnet_mnist learning-curve table the values coding fell far
+    behind (benchmarks/README.md), level on the other two."""
     space = space.for_objectives(len(objectives_of(config, space)))  # the cost knobs, with a second objective
     searched = {name: d for name, d in space.hyperparameters.items() if name not in config.fixed}
-    return SpaceCoding(searched)
+    return SpaceCoding(searched, order_numbers=config.sampler == "tpe")
 
 
 def open_search_study(
@@ -40,8 +42,9 @@ def open_search_study(
     constants = {**space.constants, **config.fixed}
     record = StudyRecord.in_folder(experiment.local, coding, objectives_of(config, space), config.epochs, constants)
     study = record.study
-    if holds_positions(study, coding):  # a search begun when studies held a numeric choice's position: it goes on so
-        record.coding = coding = SpaceCoding(coding.space, order_numbers=True)
+    held = held_as_positions(study, coding)  # a search goes on with the coding its study began with
+    if held is not None and held != bool(coding.ordered):
+        record.coding = coding = SpaceCoding(coding.space, order_numbers=held)
     if SEARCH_ID_ATTR not in study.user_attrs:  # who the search is wherever it moves (its MLflow runs find it)
         study.set_user_attr(SEARCH_ID_ATTR, uuid.uuid4().hex)
     if STARTUP_ATTR not in study.user_attrs:
@@ -52,15 +55,15 @@ def open_search_study(
     return record
 
 
-def holds_positions(study, coding: SpaceCoding) -> bool:
-    """Whether the study's trials hold a numeric choice as its position among the choices (an IntDistribution), as
-    studies did before they held values: Optuna refuses another kind of distribution for the same name."""
-    choices = {name for name, d in coding.space.items() if isinstance(d, CategoricalDistribution)}
-    return any(
-        name in choices and isinstance(distribution, IntDistribution)
-        for trial in study.get_trials(deepcopy=False)
-        for name, distribution in trial.distributions.items()
-    )
+def held_as_positions(study, coding: SpaceCoding) -> bool | None:
+    """Whether the study's trials hold a choice among numbers as its position (an IntDistribution) or as its value
+    (a CategoricalDistribution); None before any trial. Optuna refuses another kind of distribution for a name."""
+    numeric = set(ordered_choices(coding.space))
+    for trial in study.get_trials(deepcopy=False):
+        for name, distribution in trial.distributions.items():
+            if name in numeric:
+                return isinstance(distribution, IntDistribution)
+    return None
 
 
 def expected_trials(config: RunConfig) -> int:
