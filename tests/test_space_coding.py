@@ -1,10 +1,12 @@
 """The study holds the values that trained (search.running.space_coding): a study's params are the configuration's
 values, which plain Optuna reads back. Pure Optuna, no Ray."""
 
+import math
+
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from search.running.space_coding import SpaceCoding
+from search.running.space_coding import SpaceCoding, ordered_choices
 from search.running.study_setup import coding_for
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_space
@@ -17,18 +19,36 @@ SPACE = {
 }
 
 
-def test_the_search_holds_a_numeric_choice_as_its_position_for_tpe_and_gives_back_its_value():
-    """Positions let TPE see the order of 32 < 64 < 128 < 256 (far better on the resnet_mnist table); the
-    configuration a trial trains with is the values, whichever the study holds."""
-    coding = coding_for(RunConfig(sampler="tpe"), load_space("resnet_mnist"))  # what a search's study holds
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0, n_startup_trials=2), direction="maximize")
-    for _ in range(6):
-        trial = study.ask(coding.distributions)
-        config = coding.to_config(trial.params)
-        study.tell(trial, float(config["batch_size"] == 128))
-        assert config["batch_size"] in (16, 32, 64, 128, 256) and coding.to_params(config) == trial.params
-    assert all(isinstance(t.distributions["batch_size"], IntDistribution) for t in study.trials)
-    assert coding_for(RunConfig(sampler="random"), load_space("resnet_mnist")).ordered == {}  # random: the values
+def test_a_studys_params_equal_the_configurations_values_and_tpe_proposes_as_over_positions():
+    """The study holds batch_size 128 (what plain Optuna and optuna-dashboard show); the search's TPE models it in
+    order (OrderedTPESampler), proposing exactly what TPE proposes over positions with the same seed."""
+    from search.running.sampler import make_sampler
+
+    space = load_space("resnet_mnist")
+    values = coding_for(RunConfig(sampler="tpe"), space)  # what a search's study holds
+    positions = SpaceCoding(values.space, order_numbers=True)
+    assert values.ordered == {} and positions.ordered
+
+    def objective(config):
+        return -abs(math.log2(config["batch_size"]) - 6) - abs(math.log10(config["lr"]) + 1.5) + config["shift"] / 10
+
+    for seed, directions in ((0, ["maximize"]), (1, ["maximize"]), (2, ["maximize", "minimize"])):
+        proposed = []  # one objective: Optuna's multivariate TPE; several: its independent TPE
+        for coding, sampler in (
+            (positions, optuna.samplers.TPESampler(seed=seed, n_startup_trials=3)),
+            (values, make_sampler("tpe", seed, 3, ordered_choices(values.space))),
+        ):
+            study = optuna.create_study(sampler=sampler, directions=directions)
+            configs = []
+            for _ in range(15):
+                trial = study.ask(coding.distributions)
+                configs.append(coding.to_config(trial.params))
+                scores = [objective(configs[-1]), configs[-1]["batch_size"]]
+                study.tell(trial, scores[: len(directions)])
+            proposed.append(configs)
+        assert proposed[0] == proposed[1]
+        assert all(t.params == values.to_config(t.params) for t in study.trials)  # values, as trained
+        assert {t.params["batch_size"] for t in study.trials} <= {32, 64, 128, 256}
 
 
 def test_the_ordered_coding_the_replays_compare_holds_positions_and_maps_them_back():
@@ -51,14 +71,14 @@ def test_a_search_goes_on_with_the_coding_its_study_began_with(tmp_path):
     config = RunConfig(space="mlp_mnist", storage=str(tmp_path), name="e", trials=8, epochs=1)
     experiment = Experiment.at(str(tmp_path / "e"))
     experiment.local.mkdir()
-    old = SpaceCoding(dict(space.hyperparameters), order_numbers=False)  # values, as studies held them for a while
+    old = SpaceCoding(dict(space.hyperparameters), order_numbers=True)  # positions, as studies held them before
     record = StudyRecord.in_folder(experiment.local, old, [Objective("val_acc", "max")], 1, dict(space.constants))
     record.study.sampler = make_sampler("random", 0, 2)
     record.create("old")
-    assert isinstance(record.study.trials[0].distributions["batch_size"], CategoricalDistribution)
+    assert isinstance(record.study.trials[0].distributions["batch_size"], IntDistribution)
     resumed = open_search_study(config, space, experiment)
     config_of_new = resumed.coding.to_config(resumed.create("new").params)  # Optuna refuses a new kind of distribution
     assert config_of_new["batch_size"] in space.hyperparameters["batch_size"].choices
     fresh = Experiment.at(str(tmp_path / "f"))
     fresh.local.mkdir()
-    assert open_search_study(config, space, fresh).coding.ordered  # a new search: positions
+    assert open_search_study(config, space, fresh).coding.distributions == space.hyperparameters  # new: values

@@ -23,12 +23,11 @@ from trainables.foundation.storage import Experiment
 
 
 def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
-    """The space's searched keys (those not fixed with key=value). For TPE a choice among numbers is held as its
-    position, so that TPE sees their order: on the resnet_mnist learning-curve table the values coding fell far
-    behind (benchmarks/README.md), level on the other two."""
+    """The space's searched keys (those not fixed with key=value), held as the values that train; the search's TPE
+    models a choice among numbers in order (search.running.sampler.OrderedTPESampler)."""
     space = space.for_objectives(len(objectives_of(config, space)))  # the cost knobs, with a second objective
     searched = {name: d for name, d in space.hyperparameters.items() if name not in config.fixed}
-    return SpaceCoding(searched, order_numbers=config.sampler == "tpe")
+    return SpaceCoding(searched)
 
 
 def open_search_study(
@@ -51,7 +50,9 @@ def open_search_study(
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected_trials(config)) + len(enqueued))
-    study.sampler = make_sampler(config.sampler, config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR])
+    ordered = {} if coding.ordered else ordered_choices(coding.space)  # values in the study: TPE orders them itself
+    seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
+    study.sampler = make_sampler(config.sampler, seed, startup, ordered)
     return record
 
 
