@@ -39,7 +39,7 @@ class ProgressView(FollowsEnds):
         self.start = time.monotonic()
         self.ended_before = sum(record.counts().values())
         self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
-        self.work_began: float | None = None  # when this session's first epoch began, in the view's seconds
+        self.work_began: float | None = None  # when the first epoch of this run or resume began, in the view's seconds
 
     def __getstate__(self):
         return {**self.__dict__, "record": None, "start": None}
@@ -110,9 +110,9 @@ class ProgressView(FollowsEnds):
         return epochs + f" | budget {_clock(self.budget_s - elapsed).strip()} left"
 
     def _note_work_began(self, elapsed: float, latest: dict, ended: int) -> None:
-        """The estimate's clock starts when this session's first epoch began (its report's `epoch_s` before it),
-        not when Ray and the first trial's processes started; a trial ended before any epoch was seen keeps the
-        view's start. A recovered epoch trained in an earlier session: it does not count."""
+        """The estimate's clock starts when the first epoch of this run or resume began (its report's `epoch_s`
+        before it), not when Ray and the first trial's processes started; a trial ended before any epoch was seen
+        keeps the view's start. A recovered epoch was trained by an earlier run or resume: it does not count."""
         if self.work_began is not None or ended > self.ended_before:
             return
         fresh = [last for last in latest.values() if "epoch" in last and not last.get("recovered")]
