@@ -126,15 +126,23 @@ def _random_search(rng, max_t, concurrency, count, live):
 
 def _study_after_kill(events, kill_at, lost, max_t):
     """The study a kill right after event `kill_at` leaves: every epoch reported by then; each rung decision written
-    before Tune acted on it, except the last event's when `lost` ("acted": none lost; "decided": written, not acted
-    on; "files": the epoch reached the study from the trial's files only, no decision written)."""
+    before Tune acted on it, except when `lost` ("acted": none lost; "decided": the last event's written, not acted
+    on; "files": the last events of the last event's trial, in a row, reached the study from its files only, with
+    no decision written: several epochs, which may cross several rungs)."""
     history, ended = {}, set()
     rung_epochs = {}
-    for index, (trial_id, epoch, value, decision) in enumerate(events[: kill_at + 1]):
+    prefix = events[: kill_at + 1]
+    from_files = 0
+    while lost == "files" and from_files < len(prefix) and prefix[-1 - from_files][0] == prefix[-1][0]:
+        from_files += 1
+    for index, (trial_id, epoch, value, decision) in enumerate(prefix):
         history.setdefault(trial_id, {})[epoch] = value
         last = index == kill_at
-        if not (last and lost == "files") and epoch < max_t and _meets_rung(rung_epochs, trial_id, epoch, max_t):
+        in_files_only = index >= len(prefix) - from_files
+        if not in_files_only and epoch < max_t and _meets_rung(rung_epochs, trial_id, epoch, max_t):
             history.setdefault(f"{trial_id}/rungs", {})[str(epoch)] = "stop" if decision == "STOP" else "continue"
+        elif in_files_only and epoch < max_t:
+            _meets_rung(rung_epochs, trial_id, epoch, max_t)  # the rung is met; its decision never written
         if decision == "STOP" and not (last and lost in ("decided", "files")):
             ended.add(trial_id)
     trials = []
