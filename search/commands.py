@@ -142,7 +142,7 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     from search.running.growth import grow, refuse_idle, study_so_far
 
     so_far = study_so_far(experiment.local)
-    config = grow(before, resumed_config(before, options), options, *so_far)
+    config = grow(before, resumed_config(before, options), options, so_far)
     finished = exists(experiment.join(SUMMARY_FILE))
     space = load_run_space(config)
     grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)

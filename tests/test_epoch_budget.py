@@ -103,25 +103,25 @@ def test_resume_trials_grows_a_default_search_to_that_many_trials_in_all(tmp_pat
     """`resume runs/<name> trials=15` after a default mlp_mnist epochs=2 search of 12 trials: the default budget
     (16 trial-epochs, spent) is lifted and the search grows to 15 trials; fewer than it has is refused with the
     count the study holds (12, not the lifted 16)."""
-    from search.running.growth import grow
+    from search.running.growth import SoFar, grow
 
     before = parse_run(["space=mlp_mnist", "epochs=2", f"storage={tmp_path}", "name=d"])[0].to_dict()
     assert (before["trials"], before["epoch_budget"]) == (16, 16)
-    grown = grow(before, resumed_config(before, {"trials": "15"}), {"trials": "15"}, 12, 16)
+    grown = grow(before, resumed_config(before, {"trials": "15"}), {"trials": "15"}, SoFar(12, 16, 0))
     assert (grown.trials, grown.epoch_budget) == (15, 0)
     with pytest.raises(UsageError, match="trials=11: the search already has 12 trials"):
-        grow(before, resumed_config(before, {"trials": "11"}), {"trials": "11"}, 12, 16)
+        grow(before, resumed_config(before, {"trials": "11"}), {"trials": "11"}, SoFar(12, 16, 0))
 
 
 def test_a_budget_the_user_gave_that_is_spent_is_named_before_any_trial_starts(tmp_path):
-    from search.running.growth import grow
+    from search.running.growth import SoFar, grow
 
     before = parse_run(["space=mlp_mnist", "epochs=2", "epoch_budget=10", f"storage={tmp_path}", "name=g"])[0]
     before = before.to_dict()
     with pytest.raises(UsageError, match="epoch budget of 10 trial-epochs is spent .* or epoch_budget=0 to lift it"):
-        grow(before, resumed_config(before, {"trials": "24"}), {"trials": "24"}, 6, 10)
+        grow(before, resumed_config(before, {"trials": "24"}), {"trials": "24"}, SoFar(6, 10, 0))
     lifted = {"trials": "24", "epoch_budget": "0"}
-    assert grow(before, resumed_config(before, lifted), lifted, 6, 10).trials == 24
+    assert grow(before, resumed_config(before, lifted), lifted, SoFar(6, 10, 0)).trials == 24
 
 
 def test_a_finished_search_that_resume_would_not_train_is_refused_naming_why(tmp_path):

@@ -69,17 +69,18 @@ def under_default_budget(before: dict) -> bool:
     return bool(budget) and budget == DEFAULT_FULL_TRIALS * before["epochs"] and before["trials"] == budget
 
 
-def grow(before: dict, config: RunConfig, options: dict, trials_so_far: int, epochs_spent: int, *_) -> RunConfig:
+def grow(before: dict, config: RunConfig, options: dict, so_far: SoFar) -> RunConfig:
     """`config` (the search's settings with `resume`'s keys applied) with the stop rule `resume` grows it by."""
     if "trials" in options and "epoch_budget" not in options and under_default_budget(before):
         config.epoch_budget = 0  # the default budget lifted: trials=N decides, as if the search had been run so
-    if int(options.get("trials", 0) or 0) and int(options["trials"]) < trials_so_far:
+    if int(options.get("trials", 0) or 0) and int(options["trials"]) < so_far.trials:
         raise UsageError(
-            f"trials={options['trials']}: the search already has {trials_so_far} trials; give more to grow it"
+            f"trials={options['trials']}: the search already has {so_far.trials} trials; give more to grow it"
         )
-    if "trials" in options and config.epoch_budget and epochs_spent >= config.epoch_budget:
+    if "trials" in options and config.epoch_budget and so_far.epochs_spent >= config.epoch_budget:
         raise UsageError(
             f"trials={options['trials']}: the search's epoch budget of {config.epoch_budget} trial-epochs is spent "
-            f"({epochs_spent} trained); give epoch_budget=N with a larger N to grow it, or epoch_budget=0 to lift it"
+            f"({so_far.epochs_spent} trained); give epoch_budget=N with a larger N to grow it, "
+            "or epoch_budget=0 to lift it"
         )
     return config

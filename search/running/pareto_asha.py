@@ -16,7 +16,7 @@ from optuna.trial import FrozenTrial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from search.results.pareto import as_minimised, nondominated_ranks, pareto_order
-from search.running.rungs import milestones, note_decision, rebuild, rung_met
+from search.running.rungs import RungStops, milestones, note_decision, rebuild, rung_met
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import trial_key
@@ -27,7 +27,7 @@ def rung_epochs(grace: int, reduction: float, max_t: int) -> list[int]:
     return sorted({math.ceil(m - 1e-9) for m in milestones(grace, reduction, max_t) if m < max_t})
 
 
-class ParetoASHA(FIFOScheduler):
+class ParetoASHA(FIFOScheduler, RungStops):
     def __init__(
         self,
         *,
@@ -42,11 +42,11 @@ class ParetoASHA(FIFOScheduler):
     ):
         """`front_goes_on`: a trial on the first front of its rung goes on even outside the best 1/reduction.
         `record`: the study's `StudyRecord`, told of each rung decision (None in the replays)."""
-        super().__init__()
+        FIFOScheduler.__init__(self)
+        RungStops.__init__(self)
         self.objectives, self.reduction, self.time_attr = objectives, reduction_factor, time_attr
         self.front_goes_on, self.record, self.max_t = front_goes_on, record, max_t
         self.rungs = [(milestone, {}) for milestone in milestones(grace_period, reduction_factor, max_t)]
-        self.stopped: set[str] = set()  # the trials this scheduler stopped at a rung
         self.owed_stops = rebuild(
             self, list(history), objectives[0].name, max_t
         )  # the search's id -> the epoch to stop at
@@ -92,15 +92,9 @@ class ParetoASHA(FIFOScheduler):
             self.stopped.add(trial_id)
         return decision
 
-    def stopped_by_me(self, trial_id: str) -> bool:
-        return trial_id in self.stopped
-
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
         trial_id, epoch = trial_key(trial), int(result.get(self.time_attr) or 0)
-        owed = self.owed_stops.get(trial_id)
-        if owed is not None and epoch >= owed:
-            del self.owed_stops[trial_id]
-            self.stopped.add(trial_id)
+        if self.carry_out_owed_stop(trial_id, epoch):
             return TrialScheduler.STOP
         return self.decide(trial_id, epoch, result)
 

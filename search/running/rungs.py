@@ -79,6 +79,28 @@ def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> 
     return owed
 
 
+class RungStops:
+    """What both schedulers keep of their stops: those a kill left owed (`owed_stops`: trial id -> the epoch to stop
+    at, from `rebuild`) and those they made (`stopped`, for the decider: a trial that ended before its last epoch
+    without one of them returned on its own)."""
+
+    def __init__(self):
+        self.owed_stops: dict[str, int] = {}
+        self.stopped: set[str] = set()
+
+    def stopped_by_me(self, trial_id: str) -> bool:
+        return trial_id in self.stopped
+
+    def carry_out_owed_stop(self, trial_id: str, epoch) -> bool:
+        """Whether the trial is to be stopped at `epoch` because a decision a kill took with it said so."""
+        owed = self.owed_stops.get(trial_id)
+        if owed is None or int(epoch or 0) < owed:
+            return False
+        del self.owed_stops[trial_id]
+        self.stopped.add(trial_id)
+        return True
+
+
 def note_decision(record, trial_id: str, epoch: float, decision: str) -> None:
     """Writes the decision into the study (`record`: None in the replays, which keep no study of their own). A
     write that fails stays with the record, which stops the search; it never reaches Tune."""

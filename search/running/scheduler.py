@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from optuna.trial import FrozenTrial
 from ray.tune.schedulers import ASHAScheduler
 
-from search.running.rungs import STOP, note_decision, rebuild, rung_met
+from search.running.rungs import STOP, RungStops, note_decision, rebuild, rung_met
 from trainables.foundation.config import RunConfig
 from trainables.foundation.trial_files import trial_key
 
@@ -26,14 +26,13 @@ class _Named:
     trial_id: str
 
 
-class StudyASHA(ASHAScheduler):
+class StudyASHA(ASHAScheduler, RungStops):
     def __init__(self, *, history: list[FrozenTrial] = (), record=None, **asha):
         """`history`: the study's trials, to rebuild the rungs from; `record`: the study's `StudyRecord`, told of
         each rung decision (None: decisions are not written, as in the replays)."""
-        super().__init__(**asha)
+        ASHAScheduler.__init__(self, **asha)
+        RungStops.__init__(self)
         self._history, self.record = list(history), record
-        self.owed_stops: dict[str, int] = {}  # the search's id -> the rung epoch at which it is to be stopped
-        self.stopped: set[str] = set()  # the trials this scheduler stopped at a rung
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
         return {**self.__dict__, "record": None, "_history": []}
@@ -60,18 +59,12 @@ class StudyASHA(ASHAScheduler):
             self._history = []
         return settled
 
-    def stopped_by_me(self, trial_id: str) -> bool:
-        return trial_id in self.stopped
-
     def on_trial_add(self, tune_controller, trial):
         super().on_trial_add(tune_controller, _Named(trial_key(trial)))
 
     def on_trial_result(self, tune_controller, trial, result):
         trial_id, epoch = trial_key(trial), result.get(self._time_attr)
-        owed = self.owed_stops.get(trial_id)
-        if owed is not None and int(epoch or 0) >= owed:
-            del self.owed_stops[trial_id]
-            self.stopped.add(trial_id)
+        if self.carry_out_owed_stop(trial_id, epoch):
             return self.STOP
         met = None
         if epoch is not None and result.get(self._metric) is not None and epoch < self._max_t:

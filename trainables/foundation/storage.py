@@ -149,11 +149,6 @@ def fence_lost(location: str) -> Exception | None:
 
 def write_text(location: str, text: str) -> None:
     check_fence(location)
-    write_text_unfenced(location, text)
-
-
-def write_text_unfenced(location: str, text: str) -> None:
-    """For the lease itself, whose holder checks it before writing it."""
     fs, path = filesystem(location)
     fs.create_dir(str(PurePosixPath(path).parent))
     with fs.open_output_stream(path) as stream:
