@@ -27,7 +27,7 @@ from benchmarks.samplers import tuned_tpe
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.scheduler import study_asha
-from search.running.space_coding import SpaceCoding
+from search.running.space_coding import SpaceCoding, ordered_choices
 from search.running.study_setup import coding_for
 from trainables.foundation.config import RunConfig
 from trainables.foundation.schedules import first_rung, schedules_of
@@ -62,8 +62,10 @@ class SideBySideArm:
             proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         elif settings.get("tpe") == "tuned":  # the settings the search had before the replays chose Optuna's
             proposer = tuned_tpe(seed, startup)
-        else:
+        elif "coding" in settings:  # the search's TPE over the coding as given, numbers unordered in `values`
             proposer = make_sampler(sampler, seed, startup)
+        else:
+            proposer = search_sampler(sampler, space, seed, startup)
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
         self.scheduler = variant_asha(space, epochs, settings) if asha else None
         self.metric = space.metric
@@ -127,7 +129,9 @@ class RungTpeAsha:
         self.coding = SpaceCoding(space.hyperparameters, order_numbers=coding_orders({}, DEFAULTS.sampler, space))
         self.startup, self.rungs = startup_trials(trials), rungs_of(space, epochs)
         self.studies = {
-            rung: optuna.create_study(direction=_direction(space), sampler=make_sampler(DEFAULTS.sampler, seed + i, 0))
+            rung: optuna.create_study(
+                direction=_direction(space), sampler=search_sampler(DEFAULTS.sampler, space, seed + i, 0)
+            )
             for i, rung in enumerate(self.rungs)
         }
         self.random = optuna.create_study(sampler=make_sampler("random", seed, 0))
@@ -198,6 +202,13 @@ CODINGS = ("values", "ordered")
 TPES = ("optuna", "tuned")
 
 
+def search_sampler(sampler: str, space: Space, seed: int, startup: int):
+    """The search's sampler as `python -m search run` sets it up (search.running.study_setup.open_search_study): the
+    study holds the values that train and its TPE models each choice among numbers by its position."""
+    held_in_order = coding_orders({}, sampler, space)
+    return make_sampler(sampler, seed, startup, {} if held_in_order else ordered_choices(space.hyperparameters))
+
+
 def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
     """Whether the study holds a numeric choice's position (ordered) rather than its value: the variant's coding,
     else what the search's study does (search.running.study_setup.coding_for)."""
@@ -243,8 +254,8 @@ def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int):
     else:
         pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))
     if arm == "search_hyperband":
-        ordered = coding_orders({}, DEFAULTS.sampler, space)  # the search's sampler on the search's coding
-        return OptunaArm(space, make_sampler(DEFAULTS.sampler, seed, startup), pruner, ordered, seed)
+        sampler = search_sampler(DEFAULTS.sampler, space, seed, startup)  # the search's, on the search's coding
+        return OptunaArm(space, sampler, pruner, coding_orders({}, DEFAULTS.sampler, space), seed)
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)  # Optuna's defaults, the same start
     return OptunaArm(space, sampler, pruner, arm == "optuna_tpe_ordered_sh", seed)
 

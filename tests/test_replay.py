@@ -6,6 +6,7 @@ Ray instance (ASHA is Tune's object)."""
 import dataclasses
 import gzip
 import json
+import zlib
 
 import numpy as np
 import pytest
@@ -297,3 +298,31 @@ def test_the_values_coding_proposes_the_choices_themselves():
         assert config["batch_size"] in space.hyperparameters["batch_size"].choices
         held = arm.searcher.record.study.trials[0].params["batch_size"]
         assert (held == config["batch_size"]) == (coding == "values")
+
+
+def test_the_search_arm_is_the_products_sampler_values_held_numbers_modelled_in_order():
+    """The `search` arm holds the values that train, as the product's study does, and proposes what TPE over the
+    choices' positions proposes (search.running.sampler.OrderedTPESampler); the unordered values propose otherwise."""
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import make_arm
+
+    space = table_space(_table("benchmarks/results/tables/cnn_mnist-9ep-4seeds.jsonl.gz"))
+
+    def proposals(arm_name: str) -> list[dict]:
+        arm, configs = make_arm(arm_name, space, 7, 12, 9), []
+        for number in range(12):
+            configs.append(arm.propose(str(number)))
+            score = zlib.crc32(repr(sorted(configs[-1].items())).encode()) % 1000 / 1000
+            arm.tell(str(number), 1, score)
+            arm.end(str(number), completed=True)
+        return configs
+
+    product, positions, values = (
+        proposals("search"),
+        proposals("search|coding=ordered"),
+        proposals("search|coding=values"),
+    )
+    assert product == positions and product != values
+    held = make_arm("search", space, 7, 12, 9)
+    config = held.propose("0")
+    assert held.searcher.record.study.trials[0].params["batch_size"] == config["batch_size"]
