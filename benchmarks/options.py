@@ -98,7 +98,7 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
         "--replay-epoch-budget",
         type=int,
         default=0,
-        help="replay part: the stop rule, an epoch budget (0: the product's, the epochs of 8 full trials)",
+        help="replay part: the stop rule, an epoch budget (0: the product's default trial count)",
     )
     parser.add_argument(
         "--replay-checks", type=int, default=4, help="replay part: real searches through Ray it is checked against"

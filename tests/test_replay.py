@@ -271,18 +271,24 @@ def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named()
 def test_tuning_and_evidence_seeds_are_disjoint_and_named_in_the_results():
     from benchmarks.replay_cli import SEED_SETS, measure
 
-    assert not set(SEED_SETS["tuning"]) & set(SEED_SETS["evidence"])
+    sets = [set(seeds) for seeds in SEED_SETS.values()]
+    assert len(sets) == 3 and sum(map(len, sets)) == len(set().union(*sets))  # tuning, evidence, fresh: disjoint
     table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     figures = measure(table, 4, 24, [2], 1, 24, 2000, ("search", "random_asha", "random"))
     assert figures["seed_set"] == "other" and figures["first_seed"] == 2000
     assert figures["tuning_seeds"] == "100-399" and figures["evidence_seeds"] == "2000-2299"
+    assert figures["fresh_seeds"] == "5000-5299"
 
 
-def test_the_replays_default_stop_rule_is_the_products():
+def test_the_replays_default_stop_rule_is_the_products(tmp_path):
+    """The replay's stop rule is what `python -m search run` reads from the same keys, the defaults included."""
     from benchmarks.replay_cli import arm_stop_rule, product_stop_rule
+    from search.commands import parse_run
 
-    assert product_stop_rule(9, None, None) == (72, 72)  # the epochs of 8 full trials, trials lifted
-    assert product_stop_rule(9, 8, None) == (8, 0) and product_stop_rule(3, None, 30) == (30, 30)
+    for trials, epoch_budget in ((None, None), (8, None), (None, 30), (5, 30), (None, 4)):
+        given = [f"trials={trials}"] * bool(trials) + [f"epoch_budget={epoch_budget}"] * bool(epoch_budget)
+        config, _ = parse_run(["space=mlp_mnist", "epochs=9", f"storage={tmp_path}", *given])
+        assert product_stop_rule(9, trials, epoch_budget) == (config.trials, config.epoch_budget), given
     assert arm_stop_rule({"trials": "12"}, 3, 24, 24) == (12, 0)
     assert arm_stop_rule({"epoch_budget": "40"}, 3, 8, 0) == (40, 40)
 
