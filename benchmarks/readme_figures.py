@@ -13,6 +13,12 @@ Files are named from the repository's root.
     python -m benchmarks.readme_figures            # rewrites every marked figure from its JSON
     python -m benchmarks.readme_figures --check    # exit 1 and name each figure whose text is not its JSON's
 
+A whole table sits between block markers (benchmarks.replay_tables: `arms`, `pairs`), written from its JSON:
+
+    <!-- block:arms benchmarks/results/x.json -->
+    | ... |
+    <!-- /block -->
+
 tests/test_benchmark_readme.py runs the check, so a figure edited by hand, or a JSON rewritten without the text,
 fails the suite.
 """
@@ -26,8 +32,11 @@ import re
 import sys
 from pathlib import Path
 
+from benchmarks.replay_tables import BLOCKS
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("benchmarks/README.md", "README.md", "docs/spaces.md", "docs/measured.md")  # where figures are quoted
+BLOCK = re.compile(r"<!-- block:(?P<kind>\w+) (?P<file>[^\s]+) -->\n(?P<text>.*?)<!-- /block -->", re.S)
 MARKER = re.compile(r"<!-- fig:(?P<file>[^#\s]+)#(?P<pointer>[^;]*);(?P<spec>[^;<>]*?) -->(?P<text>.*?)<!-- /fig -->")
 
 
@@ -59,11 +68,19 @@ def figure(match: re.Match) -> str:
     return render(value, match["spec"])
 
 
+def block(match: re.Match) -> str:
+    """The table a block's JSON gives, ending in a newline."""
+    return BLOCKS[match["kind"]](_load(match["file"])) + "\n"
+
+
 def rewritten(text: str) -> str:
     def one(match: re.Match) -> str:
         return match.group(0).replace(f"-->{match['text']}<!--", f"-->{figure(match)}<!--", 1)
 
-    return MARKER.sub(one, text)
+    def whole(match: re.Match) -> str:
+        return match.group(0).replace(f"-->\n{match['text']}<!--", f"-->\n{block(match)}<!--", 1)
+
+    return MARKER.sub(one, BLOCK.sub(whole, text))
 
 
 def disagreements(text: str) -> list[str]:
@@ -77,6 +94,14 @@ def disagreements(text: str) -> list[str]:
             continue
         if match["text"] != expected:
             wrong.append(f'{match["file"]}#{match["pointer"]}: text "{match["text"]}", JSON "{expected}"')
+    for match in BLOCK.finditer(text):
+        try:
+            expected = block(match)
+        except (OSError, KeyError, IndexError, ValueError, TypeError) as error:
+            wrong.append(f"{match['file']} ({match['kind']} table): unreadable ({type(error).__name__}: {error})")
+            continue
+        if match["text"] != expected:
+            wrong.append(f"{match['file']} ({match['kind']} table): the text is not the table its JSON gives")
     return wrong
 
 
