@@ -7,8 +7,8 @@ benchmarks.readme_figures keeps equal to their JSON:
 
 `arms`: a `replay_stats` result, every arm against the search on every table (normalised regret IQM, Holm p of
 the search lower and higher, the rank-biserial effect) and the arm's mean rank with the table as the unit.
-`pairs`: a `replay_pairs` result, each pair A>B on each table and seed set (both regret IQMs, the uncorrected p of A
-lower and higher, the median epochs each spent).
+`pairs`: a `replay_pairs` result, a row per table and seed set, a column per pair A>B (both regret IQMs, the
+uncorrected p of A lower and higher, the median epochs each spent).
 """
 
 from __future__ import annotations
@@ -46,14 +46,13 @@ def arm_cell(table: dict, arm: str) -> str:
 
 def pairs_table(pairs: dict) -> str:
     results = pairs["results"]
-    names = list(results)
-    header = ["A against B", *(f"`{name.split()[0]}` {name.split()[1]}" for name in names)]
+    names = list(next(iter(results.values()))["pairs"])
+    header = ["table, seeds", *(name.replace(">", " against ").replace("|", "\\|") for name in names)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for pair in next(iter(results.values()))["pairs"]:
-        cells = [pair.replace(">", " against ").replace("|", "\\|")]
-        for name in names:
-            cells.append(pair_cell(results[name]["pairs"][pair]))
-        lines.append("| " + " | ".join(cells) + " |")
+    for result in results.values():
+        last = result["first_seed"] + result["seeds"] - 1
+        where = f"`{result['space']}`, {result['seed_set']} {result['first_seed']}-{last}"
+        lines.append("| " + " | ".join([where, *(pair_cell(result["pairs"][name]) for name in names)]) + " |")
     return "\n".join(lines)
 
 

@@ -38,14 +38,14 @@ def test_the_benchmarks_readme_is_short():
 
 def test_a_generated_table_is_checked_and_rewritten_whole(tmp_path, monkeypatch):
     pair = {"regret_iqm_pt": {"a": 0.5, "b": 0.75}, "median_epochs": {"a": 24, "b": 24}}
-    pairs = {
-        "results": {"mlp_mnist fresh": {"pairs": {"a>b": {**pair, "p_first_lower": 0.01, "p_first_higher": 0.99}}}}
-    }
+    result = {"space": "mlp_mnist", "seed_set": "fresh", "first_seed": 5000, "seeds": 300}
+    pairs = {"results": {"x": {**result, "pairs": {"a>b": {**pair, "p_first_lower": 0.01, "p_first_higher": 0.99}}}}}
     (tmp_path / "p.json").write_text(json.dumps(pairs))
     monkeypatch.setattr(readme_figures, "ROOT", tmp_path)
     readme_figures._load.cache_clear()
     stale = "<!-- block:pairs p.json -->\n| old |\n<!-- /block -->"
     assert disagreements(stale) == ["p.json (pairs table): the text is not the table its JSON gives"]
     fresh = rewritten(stale)
-    assert "| a against b | 0.500 / 0.750, p 0.01 (0.99), 24 / 24 epochs |" in fresh and disagreements(fresh) == []
+    assert "| table, seeds | a against b |" in fresh and disagreements(fresh) == []
+    assert "| `mlp_mnist`, fresh 5000-5299 | 0.500 / 0.750, p 0.01 (0.99), 24 / 24 epochs |" in fresh
     readme_figures._load.cache_clear()
