@@ -203,8 +203,9 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
         *_, section, name = config_keys()[key]
         source, target = (getattr(changed, section), getattr(config, section)) if section else (changed, config)
         setattr(target, name, getattr(source, name))
-    if "epoch_budget" in options and "trials" not in options and before["trials"] == before.get("epoch_budget"):
-        config.trials = max(config.epoch_budget, before["trials"])  # the budget decided the trials: it still does
+    capped = bool(before.get("epoch_budget")) and before["trials"] != before["epoch_budget"]  # trials= with a budget
+    if "epoch_budget" in options and "trials" not in options and not capped:
+        config.trials = max(config.epoch_budget, before["trials"])  # trials follow from the budget, as on `run`
     RunConfig.from_dict(config.to_dict())  # the cross-field checks
     return config  # grown by search.running.growth, which knows the trials the study holds
 
@@ -236,8 +237,6 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     parsers |= {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
     config = parse_overrides(args, parsers)
     given = {split_override(arg)[0] for arg in args}
-    if not given & {"trials", "epoch_budget"}:
-        config.epoch_budget = config.trials * config.epochs  # the default stop rule: the epochs of `trials` full trials
     if config.epoch_budget and "trials" not in given:
         config.trials = config.epoch_budget  # the budget decides how many trials: each spends one epoch at least
     space = space.for_objectives(len(objectives_of(config, space)))  # refuses an unknown objective, naming it

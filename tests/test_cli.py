@@ -85,7 +85,7 @@ def test_unknown_command_exits_2_from_the_process():
 def test_help_lists_every_key_pinning_and_the_dry_run(capsys):
     code, out, _ = cli(capsys, "run", "--help")
     assert code == 0
-    for key in ["space=", "trials=8", "storage=./runs", "data.root=", "data.limit=0", "address=", "gpus=auto"]:
+    for key in ["space=", "trials=12", "storage=./runs", "data.root=", "data.limit=0", "address=", "gpus=auto"]:
         assert key in out
     assert "is pinned: a searched one is taken out of the search" in out and "lr_schedule" in out
     assert "--dry-run" in out
@@ -111,13 +111,10 @@ def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(capsys, tmp_path,
     code, out, err = cli(capsys, "run", *words, "storage=runs", "name=x", "--dry-run")
     assert code == 0, err
     lines = out.splitlines()
-    assert (
-        lines[0].startswith("search: trials until 72 trial-epochs are spent of cnn_mnist, ")
-        and " at a time" in lines[0]
-    )
+    assert lines[0].startswith("search: 12 trials of cnn_mnist, ") and " at a time" in lines[0]
     assert lines[0].endswith("ASHA from epoch 2 of 9")
-    assert lines[1] == "stop rule: an epoch budget of 72 trial-epochs (epoch_budget=)"
-    assert lines[2].startswith("estimate: about 72 trial-epochs of 512 images") and "img/s" in lines[2]
+    assert lines[1] == "stop rule: 12 trials of up to 9 epochs (trials=)"  # the default stop rule: a trial count
+    assert lines[2].startswith("estimate: about 44 trial-epochs of 512 images") and "img/s" in lines[2]
     assert lines[3].startswith("dry run: nothing started or written but the data's cache") and lines[3].endswith(
         "runs/x"
     )

@@ -69,16 +69,18 @@ def test_a_bad_budget_is_refused_naming_the_key(tmp_path, bad):
         parse_run(["space=mlp_mnist", f"epoch_budget={bad}", f"storage={tmp_path}"])
 
 
-def test_given_neither_trials_nor_a_budget_a_search_spends_the_epochs_of_eight_full_trials(tmp_path):
+def test_given_neither_trials_nor_a_budget_a_search_runs_twelve_trials_and_no_budget(tmp_path):
     config, _ = parse_run(["space=mlp_mnist", f"storage={tmp_path}"])
-    assert (config.epoch_budget, config.trials) == (24, 24)  # 8 trials x 3 epochs; ASHA's savings buy more trials
-    assert expected_trials(config) == 8
-    config, _ = parse_run(["space=mlp_mnist", "epochs=5", f"storage={tmp_path}"])
-    assert config.epoch_budget == 40
+    assert (config.epoch_budget, config.trials) == (0, 12)  # a trial count, as Tune's num_samples and Optuna's n_trials
+    assert expected_trials(config) == 12
+    longer, _ = parse_run(["space=mlp_mnist", "epochs=5", f"storage={tmp_path}"])
+    assert (longer.epoch_budget, longer.trials) == (0, 12)  # the count does not follow the epochs
     counted, _ = parse_run(["space=mlp_mnist", "trials=8", f"storage={tmp_path}"])
-    assert (counted.epoch_budget, counted.trials) == (0, 8)  # a count given: the count rule
+    assert (counted.epoch_budget, counted.trials) == (0, 8)
     unlimited, _ = parse_run(["space=mlp_mnist", "epoch_budget=0", f"storage={tmp_path}"])
-    assert (unlimited.epoch_budget, unlimited.trials) == (0, 8)
+    assert (unlimited.epoch_budget, unlimited.trials) == (0, 12)
+    budget, _ = parse_run(["space=mlp_mnist", "epoch_budget=30", f"storage={tmp_path}"])
+    assert (budget.epoch_budget, budget.trials) == (30, 30)  # a budget alone still lifts the trials
 
 
 def test_the_first_line_says_the_budget_decides_the_trials():
@@ -100,17 +102,41 @@ def test_the_first_line_says_the_budget_decides_the_trials():
 
 
 def test_resume_trials_grows_a_default_search_to_that_many_trials_in_all(tmp_path):
-    """`resume runs/<name> trials=15` after a default mlp_mnist epochs=2 search of 12 trials: the default budget
-    (16 trial-epochs, spent) is lifted and the search grows to 15 trials; fewer than it has is refused with the
-    count the study holds (12, not the lifted 16)."""
+    """`resume runs/<name> trials=15` after a default search of 12 trials: the count grows to 15, no budget appears;
+    fewer than the study holds is refused."""
     from search.running.growth import SoFar, grow
 
     before = parse_run(["space=mlp_mnist", "epochs=2", f"storage={tmp_path}", "name=d"])[0].to_dict()
-    assert (before["trials"], before["epoch_budget"]) == (16, 16)
     grown = grow(before, resumed_config(before, {"trials": "15"}), {"trials": "15"}, SoFar(12, 16, 0))
     assert (grown.trials, grown.epoch_budget) == (15, 0)
     with pytest.raises(UsageError, match="trials=11: the search already has 12 trials"):
         grow(before, resumed_config(before, {"trials": "11"}), {"trials": "11"}, SoFar(12, 16, 0))
+
+
+def test_a_search_started_under_the_former_default_budget_resumes_with_trials_as_before():
+    """Settings written under the former default (the epochs of 8 full trials: epoch_budget 24 at 3 epochs, trials
+    lifted to 24): `resume trials=30` lifts that budget and grows to 30 trials in all, fewer than the study holds is
+    refused with the count it holds (20, not the lifted 24); the budget a user gave beside trials= stands."""
+    from search.running.growth import SoFar, grow
+
+    before = RunConfig(space="mlp_mnist", trials=24, epochs=3, epoch_budget=24).to_dict()
+    grown = grow(before, resumed_config(before, {"trials": "30"}), {"trials": "30"}, SoFar(20, 25, 0))
+    assert (grown.trials, grown.epoch_budget) == (30, 0)
+    with pytest.raises(UsageError, match="trials=19: the search already has 20 trials"):
+        grow(before, resumed_config(before, {"trials": "19"}), {"trials": "19"}, SoFar(20, 25, 0))
+    given = {"trials": "30", "epoch_budget": "40"}
+    assert (grow(before, resumed_config(before, given), given, SoFar(20, 25, 0)).epoch_budget) == 40
+    capped = RunConfig(space="mlp_mnist", trials=10, epochs=3, epoch_budget=24).to_dict()  # trials= and a budget
+    with pytest.raises(UsageError, match="epoch budget of 24 trial-epochs is spent"):
+        grow(capped, resumed_config(capped, {"trials": "30"}), {"trials": "30"}, SoFar(10, 25, 0))
+
+
+def test_resume_with_a_budget_alone_lets_the_budget_decide_the_trials_of_a_counted_search(tmp_path):
+    """A search of 12 trials (the default count) resumed with epoch_budget=60 alone: the trials follow from the
+    budget, as they do on `run`; with trials= beside it, trials= caps."""
+    before = parse_run(["space=mlp_mnist", f"storage={tmp_path}", "name=n"])[0].to_dict()
+    assert (resumed_config(before, {"epoch_budget": "60"}).trials) == 60
+    assert (resumed_config(before, {"epoch_budget": "60", "trials": "14"}).trials) == 14
 
 
 def test_a_budget_the_user_gave_that_is_spent_is_named_before_any_trial_starts(tmp_path):

@@ -1,11 +1,12 @@
 """How `resume ... trials=N` grows a search: what its study holds so far, and which stop rule binds.
 
-A search run under the default stop rule (neither trials= nor epoch_budget= given: the epochs of 8 full trials,
-the trial count lifted) grows to N trials in all when `resume` is given trials=N alone: the default budget is lifted,
-as if the search had been run with trials=N. A budget the user gave stands; when it is already spent, `resume`
+A search grows to N trials in all when `resume` is given trials=N alone. One started under the former default stop
+rule (neither trials= nor epoch_budget= given: the epochs of 8 full trials, the trial count lifted to the budget)
+still holds that budget in its settings: `resume trials=N` lifts it, as if the search had been run with trials=N,
+so that it resumes as it did when it was started. A budget the user gave stands; when it is already spent, `resume`
 says so in one line before any trial starts and names how to lift it (exit 2): no command exits 0 having done
-nothing. An explicit epoch_budget equal to the default (8 x epochs, trials not given) cannot be told from the
-default and is grown the same way. Optuna only: no Ray, no torch.
+nothing. An explicit epoch_budget of 8 x epochs without trials= cannot be told from the former default and is grown
+the same way. Optuna only: no Ray, no torch.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import STUDY_FILE
 
-DEFAULT_FULL_TRIALS = RunConfig.trials  # the default stop rule: the epochs of this many full trials
+# The former default stop rule spent the epochs of this many full trials; searches started under it still resume so
+FORMER_DEFAULT_FULL_TRIALS = 8
 
 
 class SoFar(NamedTuple):
@@ -63,16 +65,17 @@ def refuse_idle(config: RunConfig, options: dict, so_far: SoFar) -> None:
         )
 
 
-def under_default_budget(before: dict) -> bool:
-    """Whether the search ran under the default stop rule (its budget the epochs of 8 full trials, trials lifted)."""
+def under_former_default_budget(before: dict) -> bool:
+    """Whether the search was started under the former default stop rule (its budget the epochs of 8 full trials,
+    trials lifted to the budget)."""
     budget = before.get("epoch_budget", 0)
-    return bool(budget) and budget == DEFAULT_FULL_TRIALS * before["epochs"] and before["trials"] == budget
+    return bool(budget) and budget == FORMER_DEFAULT_FULL_TRIALS * before["epochs"] and before["trials"] == budget
 
 
 def grow(before: dict, config: RunConfig, options: dict, so_far: SoFar) -> RunConfig:
     """`config` (the search's settings with `resume`'s keys applied) with the stop rule `resume` grows it by."""
-    if "trials" in options and "epoch_budget" not in options and under_default_budget(before):
-        config.epoch_budget = 0  # the default budget lifted: trials=N decides, as if the search had been run so
+    if "trials" in options and "epoch_budget" not in options and under_former_default_budget(before):
+        config.epoch_budget = 0  # the former default budget lifted: trials=N decides, as if the search had been run so
     if int(options.get("trials", 0) or 0) and int(options["trials"]) < so_far.trials:
         raise UsageError(
             f"trials={options['trials']}: the search already has {so_far.trials} trials; give more to grow it"

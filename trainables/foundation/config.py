@@ -37,10 +37,9 @@ class RunConfig:
     """Experiment name, the folder under storage (default: <space>-<date>-<time>)."""
     storage: str = "./runs"
     """Where experiments go: a folder (on a cluster, one every node mounts) or a pyarrow.fs URI like s3://bucket/runs."""
-    trials: int = 8
-    """Number of trials (hyperparameter configurations) to run. Given neither trials= nor epoch_budget=, a search
-    spends the epochs of this many full trials instead (epoch_budget = trials x epochs), so the epochs ASHA saves
-    buy more trials."""
+    trials: int = 12
+    """Number of trials (hyperparameter configurations) to run: the default stop rule (Tune's num_samples, Optuna's
+    n_trials); with epoch_budget= and no trials=, the trials follow from the budget."""
     epochs: int = 3
     """Maximum epochs per trial."""
     grace: int = 0
@@ -75,10 +74,9 @@ class RunConfig:
     seed: int = 0
     """Seed of the searcher (Optuna TPE) and of every trial's training."""
     epoch_budget: int = 0
-    """Trial-epochs the whole search may spend (default: trials x epochs when trials= is not given either; 0: no
-    limit, trials= decides): trials are proposed until it is spent, so the epochs ASHA saves buy more trials
-    (trials= still caps, and is lifted when not given); the trials it cuts end stopped_by_budget, and
-    `resume epoch_budget=N` with more continues them."""
+    """Trial-epochs the whole search may spend (default 0: none, trials= decides): trials are proposed until it is
+    spent, so the epochs ASHA saves buy more trials (trials= still caps, and is lifted when not given); the trials
+    it cuts end stopped_by_budget, and `resume epoch_budget=N` with more continues them."""
     time_budget: float = 0.0
     """Seconds for each `run` or `resume` of the search, from its first trial's start; the trials then training end
     stopped_by_budget, and a later `resume` continues them (0: no limit)."""
