@@ -6,7 +6,7 @@ recorded runs. Regret: how far that mean is from the table's best mean.
 
 Arms, one trial after another, on every seed:
   search      the search's sampler (`search.running.sampler`) proposing through `StudySearcher` on the choices'
-              values, as `python -m search run` does
+              values, numeric choices modelled in order, as `python -m search run` does
   optuna_tpe  Optuna's `TPESampler()` defaults on the same choices as categoricals (ask and tell)
   random      Optuna's `RandomSampler`
 
@@ -28,6 +28,7 @@ from benchmarks.statistics import average_ranks, friedman, holm, wilcoxon
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.searcher import StudySearcher
+from search.running.space_coding import ordered_choices
 from search.running.study import StudyRecord
 
 ARMS = ("search", "optuna_tpe", "random")
@@ -75,8 +76,9 @@ def proposer(task: Task, arm: str, seed: int, trials: int):
     """(propose(index) -> config, tell(index, value)) for an arm."""
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if arm == "search":
-        sampler = make_sampler("tpe", seed, startup_trials(trials))
-        record = StudyRecord.in_memory(task.space, task.metric, task.mode, sampler, 1, order_numbers=False)  # values
+        ordered = ordered_choices(task.space)  # as the search's study does: values held, numbers modelled in order
+        sampler = make_sampler("tpe", seed, startup_trials(trials), ordered)
+        record = StudyRecord.in_memory(task.space, task.metric, task.mode, sampler, 1, order_numbers=False)
         searcher = StudySearcher(record, [], task.metric, task.mode)
 
         def tell_search(index, value):
