@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -16,3 +17,15 @@ def portable(path: str | os.PathLike) -> str:
         return str(resolved.relative_to(REPOSITORY))
     home = Path.home().resolve()
     return f"~/{resolved.relative_to(home)}" if resolved.is_relative_to(home) else str(path)
+
+
+def git_commit() -> str:
+    """The code a result was measured with: HEAD, or $COMMIT where the tree came without its git folder (the device
+    machine)."""
+    if os.environ.get("COMMIT"):
+        return os.environ["COMMIT"]
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

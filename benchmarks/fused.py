@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from benchmarks import REPOSITORY, portable
+from benchmarks import git_commit, portable
 from benchmarks.fused_group import FusedGroup, product_model
 from search.results.files import write_json_atomically
 from trainables.data import MNIST
@@ -189,17 +189,6 @@ def serve(root: str, batch: int, limit: int, device_name: str) -> None:
         print(json.dumps({"ready": True}), flush=True)
         go = json.loads(sys.stdin.readline())
         print(json.dumps(timed_window(step, batches, device, go["window_s"], go["start_at"])), flush=True)
-
-
-def git_commit() -> str:
-    """HEAD, or $COMMIT where the tree came without its git folder (the device machine)."""
-    if os.environ.get("COMMIT"):
-        return os.environ["COMMIT"]
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def device_name(device: torch.device) -> str:

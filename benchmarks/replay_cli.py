@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 import optuna
 
-from benchmarks import portable
+from benchmarks import git_commit, portable
 from benchmarks.replay import DEFAULTS, _table, incumbent, standing_of, table_space
 from benchmarks.replay_arms import ARMS, make_arm, parse_variant
 from benchmarks.replay_figures import bootstrap_interval, iqm
@@ -137,7 +137,8 @@ def measure(
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         results = pool.map(replay_cli, work, chunksize=8)
     table = _table(path)
-    figures = {"table": portable(path), "space": table.space, "epochs": table.epochs, "seeds": seeds}
+    figures = {"code": git_commit(), "table": portable(path), "space": table.space, "epochs": table.epochs}
+    figures["seeds"] = seeds
     figures.update(first_seed=first_seed, seed_set=seed_set_of(replayed), **seed_sets())
     figures.update(trials=trials, epoch_budget=epoch_budget, concurrency={})
     for k in concurrencies:

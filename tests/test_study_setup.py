@@ -77,3 +77,26 @@ def test_a_grown_search_keeps_its_random_start_so_its_first_new_proposal_is_tpes
         .params
     )
     assert proposal != random_start  # TPE, conditioned on the 8 trials, not the random draw at this seed
+
+
+def test_a_budget_of_eight_full_trials_given_now_stands_when_resume_gives_trials(tmp_path):
+    """`run epoch_budget=24` at 3 epochs writes the settings the former default wrote (budget 24, trials 24); its
+    study, created since the default became a count, says so, and `resume trials=30` keeps the budget the user gave.
+    A study created before (no such attribute) is grown as the former default was: the budget lifted."""
+    from search.commands import resumed_config
+    from search.running.growth import grow, study_so_far
+    from search.running.study_trials import COUNT_DEFAULT_ATTR
+
+    config = configured(tmp_path, trials=24, epochs=3, epoch_budget=24)
+    experiment = Experiment.at(str(tmp_path / "e"))
+    experiment.local.mkdir()
+    record = open_search_study(config, SPACE, experiment)
+    for index in range(13):
+        finish(record, f"t{index}", 0.5)
+    before, options = config.to_dict(), {"trials": "30"}
+    so_far = study_so_far(experiment.local)
+    assert so_far.under_count_default and so_far.trials == 13
+    assert grow(before, resumed_config(before, options), options, so_far).epoch_budget == 24
+    assert record.study.user_attrs[COUNT_DEFAULT_ATTR] == "trials=12"
+    older = so_far._replace(under_count_default=False)  # a study created before the attribute existed
+    assert grow(before, resumed_config(before, options), options, older).epoch_budget == 0

@@ -5,8 +5,9 @@ rule (neither trials= nor epoch_budget= given: the epochs of 8 full trials, the 
 still holds that budget in its settings: `resume trials=N` lifts it, as if the search had been run with trials=N,
 so that it resumes as it did when it was started. A budget the user gave stands; when it is already spent, `resume`
 says so in one line before any trial starts and names how to lift it (exit 2): no command exits 0 having done
-nothing. An explicit epoch_budget of 8 x epochs without trials= cannot be told from the former default and is grown
-the same way. Optuna only: no Ray, no torch.
+nothing. A study created since the default became a count says so (study_trials.COUNT_DEFAULT_ATTR), so a budget of
+8 x epochs given since stands; in a study created before, an explicit epoch_budget of 8 x epochs without trials=
+cannot be told from the former default and is grown the same way. Optuna only: no Ray, no torch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ import optuna
 
 from search.running.endings import Ending
 from search.running.journal import STUDY_NAME, journal_storage
-from search.running.study_trials import CONTINUES_ATTR, STOPPED_BY_BUDGET, ending_in_study, epoch_values, trial_id_of
+from search.running.study_trials import (
+    CONTINUES_ATTR,
+    COUNT_DEFAULT_ATTR,
+    STOPPED_BY_BUDGET,
+    ending_in_study,
+    epoch_values,
+    trial_id_of,
+)
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import STUDY_FILE
@@ -33,6 +41,7 @@ class SoFar(NamedTuple):
     trials: int  # proposed (a continuation stands for the trial it continues)
     epochs_spent: int  # trial-epochs trained
     stopped_by_budget: int  # trials a budget stopped, which a resume continues
+    under_count_default: bool = False  # created since the default became a trial count (COUNT_DEFAULT_ATTR)
 
 
 def study_so_far(folder: Path) -> SoFar:
@@ -46,7 +55,8 @@ def study_so_far(folder: Path) -> SoFar:
     continued = {t.user_attrs[CONTINUES_ATTR] for t in trials if CONTINUES_ATTR in t.user_attrs}
     standing = [t for t in trials if t.number not in continued]
     stopped = sum(1 for t in standing if (ending_in_study(t) or Ending("")).status == STOPPED_BY_BUDGET)
-    return SoFar(len(standing), sum(max(epoch_values(t), default=0) for t in standing), stopped)
+    epochs = sum(max(epoch_values(t), default=0) for t in standing)
+    return SoFar(len(standing), epochs, stopped, COUNT_DEFAULT_ATTR in study.user_attrs)
 
 
 def refuse_idle(config: RunConfig, options: dict, so_far: SoFar) -> None:
@@ -65,16 +75,18 @@ def refuse_idle(config: RunConfig, options: dict, so_far: SoFar) -> None:
         )
 
 
-def under_former_default_budget(before: dict) -> bool:
+def under_former_default_budget(before: dict, so_far: SoFar) -> bool:
     """Whether the search was started under the former default stop rule (its budget the epochs of 8 full trials,
-    trials lifted to the budget)."""
+    trials lifted to the budget): its settings say so and its study was created before the default became a count
+    (a budget of 8 x epochs given since is the user's and stands)."""
     budget = before.get("epoch_budget", 0)
-    return bool(budget) and budget == FORMER_DEFAULT_FULL_TRIALS * before["epochs"] and before["trials"] == budget
+    former = bool(budget) and budget == FORMER_DEFAULT_FULL_TRIALS * before["epochs"] and before["trials"] == budget
+    return former and not so_far.under_count_default
 
 
 def grow(before: dict, config: RunConfig, options: dict, so_far: SoFar) -> RunConfig:
     """`config` (the search's settings with `resume`'s keys applied) with the stop rule `resume` grows it by."""
-    if "trials" in options and "epoch_budget" not in options and under_former_default_budget(before):
+    if "trials" in options and "epoch_budget" not in options and under_former_default_budget(before, so_far):
         config.epoch_budget = 0  # the former default budget lifted: trials=N decides, as if the search had been run so
     if int(options.get("trials", 0) or 0) and int(options["trials"]) < so_far.trials:
         raise UsageError(

@@ -15,6 +15,7 @@ from search.results.summary import SUMMARY_FILE
 from search.running.sampler import make_sampler, startup_trials
 from search.running.space_coding import SpaceCoding, ordered_choices
 from search.running.study import SEARCH_ID_ATTR, STARTUP_ATTR, StudyRecord
+from search.running.study_trials import COUNT_DEFAULT_ATTR
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.objectives import objectives_of
@@ -50,6 +51,7 @@ def open_search_study(
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected_trials(config)) + len(enqueued))
+        study.set_user_attr(COUNT_DEFAULT_ATTR, f"trials={RunConfig.trials}")
     ordered = {} if coding.ordered else ordered_choices(coding.space)  # values in the study: TPE orders them itself
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
     study.sampler = make_sampler(config.sampler, seed, startup, ordered)
