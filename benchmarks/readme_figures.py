@@ -94,6 +94,8 @@ def disagreements(text: str) -> list[str]:
             continue
         if match["text"] != expected:
             wrong.append(f'{match["file"]}#{match["pointer"]}: text "{match["text"]}", JSON "{expected}"')
+    if text.count("<!-- block:") != len(BLOCK.findall(text)):
+        wrong.append("a `<!-- block:KIND FILE -->` opening without its table and `<!-- /block -->`, or misspelt")
     for match in BLOCK.finditer(text):
         try:
             expected = block(match)

@@ -11,6 +11,7 @@ def test_every_marked_figure_is_its_jsons():
     texts = {name: (ROOT / name).read_text() for name in DOCUMENTS if (ROOT / name).exists()}
     marked = sum(len(readme_figures.MARKER.findall(text)) for text in texts.values())
     assert marked >= 30  # the current figures are marked, not a handful
+    assert len(readme_figures.BLOCK.findall(texts["benchmarks/README.md"])) >= 2  # the arms and stop-rule tables
     assert [f"{name}: {line}" for name, text in texts.items() for line in disagreements(text)] == []
 
 
@@ -49,3 +50,25 @@ def test_a_generated_table_is_checked_and_rewritten_whole(tmp_path, monkeypatch)
     assert "| table, seeds | a against b |" in fresh and disagreements(fresh) == []
     assert "| `mlp_mnist`, fresh 5000-5299 | 0.500 / 0.750, p 0.01 (0.99), 24 / 24 epochs |" in fresh
     readme_figures._load.cache_clear()
+
+
+def test_the_arms_table_puts_each_arms_figures_in_its_columns():
+    from benchmarks.replay_tables import arms_table
+
+    table = {
+        "normalised_iqm": {"search": 0.5, "random_asha": 0.75},
+        "p_search_lower_holm": {"random_asha": 0.01},
+        "p_search_higher_holm": {"random_asha": 0.9},
+        "effect_vs_search": {"random_asha": {"rank_biserial": 0.3}},
+    }
+    stats = {
+        "concurrency": {
+            "2": {"tables": {"mlp_mnist": table}, "by_table": {"mean_rank": {"search": 1.0, "random_asha": 2.0}}}
+        }
+    }
+    lines = arms_table(stats).splitlines()
+    assert lines[0] == "| arm | `mlp_mnist`: normalised, p lower (higher), r | mean rank over tables |"
+    assert lines[2:] == ["| `search` | 0.50 | 1.00 |", "| `random_asha` | 0.75, 0.01 (0.9), +0.30 | 2.00 |"]
+    assert disagreements("<!-- block:arms x.json -->\n| no closing marker |") == [
+        "a `<!-- block:KIND FILE -->` opening without its table and `<!-- /block -->`, or misspelt"
+    ]
