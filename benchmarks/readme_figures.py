@@ -84,26 +84,30 @@ def rewritten(text: str) -> str:
 
 
 def disagreements(text: str) -> list[str]:
-    """Each marked figure whose text is not what its JSON gives: 'file#pointer: text "x", JSON "y"'."""
+    """Each marked figure or table whose text is not what its JSON gives: 'file#pointer: text "x", JSON "y"',
+    'file (kind table): ...', and a block opening that the pattern cannot read."""
     wrong = []
-    for match in MARKER.finditer(text):
-        try:
-            expected = figure(match)
-        except (OSError, KeyError, IndexError, ValueError, TypeError) as error:
-            wrong.append(f"{match['file']}#{match['pointer']}: unreadable ({type(error).__name__}: {error})")
-            continue
-        if match["text"] != expected:
-            wrong.append(f'{match["file"]}#{match["pointer"]}: text "{match["text"]}", JSON "{expected}"')
     if text.count("<!-- block:") != len(BLOCK.findall(text)):
         wrong.append("a `<!-- block:KIND FILE -->` opening without its table and `<!-- /block -->`, or misspelt")
-    for match in BLOCK.finditer(text):
-        try:
-            expected = block(match)
-        except (OSError, KeyError, IndexError, ValueError, TypeError) as error:
-            wrong.append(f"{match['file']} ({match['kind']} table): unreadable ({type(error).__name__}: {error})")
-            continue
-        if match["text"] != expected:
-            wrong.append(f"{match['file']} ({match['kind']} table): the text is not the table its JSON gives")
+    for pattern, expect in ((MARKER, figure), (BLOCK, block)):
+        for match in pattern.finditer(text):
+            place = (
+                f"{match['file']} ({match['kind']} table)"
+                if pattern is BLOCK
+                else f"{match['file']}#{match['pointer']}"
+            )
+            try:
+                expected = expect(match)
+            except (OSError, KeyError, IndexError, ValueError, TypeError) as error:
+                wrong.append(f"{place}: unreadable ({type(error).__name__}: {error})")
+                continue
+            if match["text"] != expected:
+                shown = (
+                    f'text "{match["text"]}", JSON "{expected}"'
+                    if pattern is MARKER
+                    else "the text is not the table its JSON gives"
+                )
+                wrong.append(f"{place}: {shown}")
     return wrong
 
 
