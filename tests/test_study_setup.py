@@ -100,3 +100,19 @@ def test_a_budget_of_eight_full_trials_given_now_stands_when_resume_gives_trials
     assert record.study.user_attrs[COUNT_DEFAULT_ATTR] == "trials=12"
     older = so_far._replace(under_count_default=False)  # a study created before the attribute existed
     assert grow(before, resumed_config(before, options), options, older).epoch_budget == 0
+
+
+def test_a_study_that_already_holds_trials_is_not_marked_as_started_under_the_count_default(tmp_path):
+    """A study created before the record existed, reopened: it holds trials, so nothing says it began under the
+    count default, and `resume trials=N` may still lift a former default budget."""
+    from search.running.study_setup import coding_for
+    from search.running.study_trials import COUNT_DEFAULT_ATTR
+    from trainables.foundation.objectives import objectives_of
+
+    config = configured(tmp_path, trials=24, epochs=3, epoch_budget=24)
+    experiment = Experiment.at(str(tmp_path / "e"))
+    experiment.local.mkdir()
+    coding, objectives = coding_for(config, SPACE), objectives_of(config, SPACE)
+    older = StudyRecord.in_folder(experiment.local, coding, objectives, 3, SPACE.constants)
+    finish(older, "t0", 0.5)
+    assert COUNT_DEFAULT_ATTR not in open_search_study(config, SPACE, experiment).study.user_attrs

@@ -47,11 +47,12 @@ def open_search_study(
         record.coding = coding = SpaceCoding(coding.space, order_numbers=held)
     if SEARCH_ID_ATTR not in study.user_attrs:  # who the search is wherever it moves (its MLflow runs find it)
         study.set_user_attr(SEARCH_ID_ATTR, uuid.uuid4().hex)
+    if not study.get_trials(deepcopy=False):  # a new search: started under today's default stop rule (growth.py)
+        study.set_user_attr(COUNT_DEFAULT_ATTR, f"trials={RunConfig.trials}")
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected_trials(config)) + len(enqueued))
-        study.set_user_attr(COUNT_DEFAULT_ATTR, f"trials={RunConfig.trials}")
     ordered = {} if coding.ordered else ordered_choices(coding.space)  # values in the study: TPE orders them itself
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
     study.sampler = make_sampler(config.sampler, seed, startup, ordered)
