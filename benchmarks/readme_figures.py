@@ -32,7 +32,7 @@ import re
 import sys
 from pathlib import Path
 
-from benchmarks.replay_tables import BLOCKS
+from benchmarks.replay_tables import BLOCKS, p_text
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("benchmarks/README.md", "README.md", "docs/spaces.md", "docs/measured.md")  # where figures are quoted
@@ -55,9 +55,7 @@ def lookup(document, pointer: str):
 
 
 def render(value, spec: str) -> str:
-    if spec == "p":
-        return f"{value:.2g}".replace("e-0", "e-")
-    return format(value, spec)
+    return p_text(value) if spec == "p" else format(value, spec)
 
 
 def figure(match: re.Match) -> str:

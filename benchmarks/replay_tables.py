@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 def p_text(value: float) -> str:
-    """A p-value in two significant digits (`0.033`, `2e-6`), as benchmarks.readme_figures writes one."""
+    """A p-value in two significant digits (`0.033`, `2e-6`): the `p` format of every figure and table."""
     return f"{value:.2g}".replace("e-0", "e-")
 
 
