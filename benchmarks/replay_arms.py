@@ -27,8 +27,8 @@ from benchmarks.samplers import tuned_tpe
 from search.running.endings import Ending
 from search.running.sampler import make_sampler, startup_trials
 from search.running.scheduler import study_asha
-from search.running.space_coding import SpaceCoding, ordered_choices
-from search.running.study_setup import coding_for
+from search.running.space_coding import SpaceCoding
+from search.running.study_setup import coding_for, sampler_for
 from trainables.foundation.config import RunConfig
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space
@@ -203,10 +203,8 @@ TPES = ("optuna", "tuned")
 
 
 def search_sampler(sampler: str, space: Space, seed: int, startup: int):
-    """The search's sampler as `python -m search run` sets it up (search.running.study_setup.open_search_study): the
-    study holds the values that train and its TPE models each choice among numbers by its position."""
-    held_in_order = coding_orders({}, sampler, space)
-    return make_sampler(sampler, seed, startup, {} if held_in_order else ordered_choices(space.hyperparameters))
+    """The search's sampler as `python -m search run` sets it up (search.running.study_setup.sampler_for)."""
+    return sampler_for(sampler, coding_for(RunConfig(sampler=sampler), space), seed, startup)
 
 
 def coding_orders(settings: dict, sampler: str, space: Space) -> bool:

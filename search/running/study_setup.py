@@ -53,10 +53,15 @@ def open_search_study(
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected_trials(config)) + len(enqueued))
-    ordered = {} if coding.ordered else ordered_choices(coding.space)  # values in the study: TPE orders them itself
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
-    study.sampler = make_sampler(config.sampler, seed, startup, ordered)
+    study.sampler = sampler_for(config.sampler, coding, seed, startup)
     return record
+
+
+def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int):
+    """The search's sampler over a study held as `coding`: where the study holds values, its TPE models each choice
+    among numbers by its position (a study holding positions orders them itself)."""
+    return make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space))
 
 
 def held_as_positions(study, coding: SpaceCoding) -> bool | None:
