@@ -6,6 +6,7 @@ import sys
 
 from search.commands import cmd_resume, cmd_run, cmd_spaces
 from search.model_commands import cmd_export, cmd_predict
+from search.running.clock import start_clock, this_process_age_s
 from search.viewers import cmd_dashboard, cmd_report, cmd_tensorboard
 from trainables.foundation.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
 
@@ -14,7 +15,7 @@ COMMANDS = {
     "resume": (cmd_resume, "continue an interrupted search, or grow one: resume EXPERIMENT_DIR [trials=N]"),
     "export": (
         cmd_export,
-        "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID] [max.params=N ...]",
+        "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID] [max.params=N ...] [--replace]",
     ),
     "predict": (cmd_predict, "classify images or IDX files: predict EXPORT_DIR INPUT... [--json]"),
     "tensorboard": (
@@ -34,6 +35,8 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command line: its clock counts from when this process started
+        start_clock(this_process_age_s())
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())

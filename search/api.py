@@ -52,9 +52,12 @@ class SearchResult:
         """Every trial: its id, status, epochs, configuration and metrics."""
         return self.summary["trials"]
 
-    def export(self, out: str | Path | None = None, trial: str | None = None, bounds: list[str] = ()) -> dict:
+    def export(
+        self, out: str | Path | None = None, trial: str | None = None, bounds: list[str] = (), replace: bool = False
+    ) -> dict:
         """Export the best trial (with several objectives: the front's most accurate member within `bounds`, e.g.
-        ["max.params=200000"]) or `trial`, as `python -m search export` does; returns the export's model.json."""
+        ["max.params=200000"]) or `trial`, as `python -m search export` does (`replace=True`: its --replace);
+        returns the export's model.json."""
         from search.bounds import split_bounds
         from search.results.export import export_experiment
 
@@ -63,12 +66,15 @@ class SearchResult:
             raise UsageError(f"{' '.join(rest)}: not a bound; give bounds as max.OBJECTIVE=N or min.OBJECTIVE=N")
         if picked and trial:
             raise UsageError("give trial=ID or bounds on the objectives, not both")
-        return export_experiment(self.experiment, Path(out).expanduser() if out else None, trial, picked)
+        return export_experiment(self.experiment, Path(out).expanduser() if out else None, trial, picked, replace)
 
 
 def run(space: str | Space, dry_run: bool = False, **keys) -> SearchResult | None:
     """Run a search of `space` (a name, a file, a module path or a `Space` object defined as a module's SPACE) with
     the CLI's keys; returns its result (`dry_run=True`: prints the plan, runs nothing and returns None)."""
+    from search.running.clock import start_clock
+
+    start_clock()  # the terminal's clock counts from this call, not from the Python process's start
     words = words_of(space, keys)
     config, loaded = parse_run(words)
     if dry_run:
@@ -118,8 +124,10 @@ def space_reference(space: str | Space) -> str:
 
 def start(config: RunConfig, space: Space, words: list[str]) -> SearchResult:
     """The search of parsed keys: the checks before Ray, the experiment claimed and locked, the trials run."""
+    from search.plan import warn_pins
     from search.running.preflight import preflight
 
+    warn_pins(config, space)  # a pin outside the searched range: one line, kept
     preflight(config, space)
     from search.running.study_setup import enqueued_configurations
 

@@ -15,6 +15,7 @@ from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
 from trainables.foundation.loop_keys import LOOP_KEYS, parse_loop_key
 from trainables.foundation.objectives import objectives_of
+from trainables.foundation.repeats import searched_names
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import (
     Space,
@@ -126,6 +127,10 @@ def cmd_resume(args: list[str]) -> int:
         raise UsageError(f"{positional[0]}: not an experiment folder (no {SEARCH_FILE}); give the folder `run` created")
     from search.running.writer_lock import WriterLock
 
+    if not experiment.remote:  # the keys, checked before the lock's file is written: a refusal writes nothing
+        from search.running.settings import read_settings
+
+        resumed_config(read_settings(experiment.local)["run"], options)
     try:
         with WriterLock(experiment, command_words("resume", args)):  # before the download: a live driver's files
             return resume_held(experiment, options)
@@ -205,7 +210,8 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
         setattr(target, name, getattr(source, name))
     capped = bool(before.get("epoch_budget")) and before["trials"] != before["epoch_budget"]  # trials= with a budget
     if "epoch_budget" in options and "trials" not in options and not capped:
-        config.trials = max(config.epoch_budget, before["trials"])  # trials follow from the budget, as on `run`
+        if searched_names(load_run_space(config), config.fixed):  # with nothing to search: its trials, as on `run`
+            config.trials = max(config.epoch_budget, before["trials"])  # trials follow from the budget, as on `run`
     RunConfig.from_dict(config.to_dict())  # the cross-field checks
     return config  # grown by search.running.growth, which knows the trials the study holds
 
@@ -240,6 +246,9 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     if config.epoch_budget and "trials" not in given:
         config.trials = config.epoch_budget  # the budget decides how many trials: each spends one epoch at least
     space = space.for_objectives(len(objectives_of(config, space)))  # refuses an unknown objective, naming it
+    if not searched_names(space, config.fixed):  # one configuration is one trial; trials=N: N repeats, not raced
+        config.trials = config.trials if "trials" in given else 1
+        config.grace = config.grace if "grace" in given else config.epochs
     config.address = resolve_address(config.address, os.environ)
     if is_ray_client(config.address):  # the search will run on the cluster: its paths must mean the same there
         paths = {"storage": config.storage, "data.root": config.data.root, "model.weights": config.model.weights}
@@ -267,10 +276,19 @@ def cmd_spaces(args: list[str]) -> int:
     for name in builtin_space_names():
         space = load_space(name)
         print(f"{name}: {space.description}  (metric {space.metric}, {space.mode})")
-        for key, dist in space.hyperparameters.items():
-            print(f"    {key:<16} {describe_distribution(dist)} (searched; {key}=... pins it)")
-        for key, dist in space.cost_hyperparameters.items():
-            print(f"    {key:<16} {describe_distribution(dist)} (with a second objective)")
-        for key, value in space.constants.items():
-            print(f"    {key:<16} fixed at {value} (override with {key}=...)")
+        for key in dict.fromkeys(space.hyperparameter_names()):  # a name once, though a cost knob widens it
+            print(f"    {key:<16} {space_key_words(space, key)}")
     return 0
+
+
+def space_key_words(space: Space, key: str) -> str:
+    """One line per name of a space: searched (its range), or fixed (its value), and what a second objective
+    searches of it, when that differs."""
+    cost = space.cost_hyperparameters.get(key)
+    if key in space.hyperparameters:
+        words = f"searched: {describe_distribution(space.hyperparameters[key])} ({key}=... pins it)"
+        return f"{words}; with a second objective: {describe_distribution(cost)}" if cost else words
+    if key in space.constants:
+        words = f"fixed at {space.constants[key]} (override with {key}=...)"
+        return f"{words}; searched with a second objective: {describe_distribution(cost)}" if cost else words
+    return f"searched only with a second objective: {describe_distribution(cost)} ({key}=... pins it)"

@@ -13,18 +13,18 @@ from trainables.foundation.storage import Experiment, open_for_reading
 
 EXPORT_USAGE = (
     "usage: python -m search export EXPERIMENT_DIR [out=PATH] [trial=ID] [max.OBJECTIVE=N | min.OBJECTIVE=N ...] "
-    "[tracking.register=NAME]"
+    "[tracking.register=NAME] [--replace]"
 )
 
 
 def cmd_export(args: list[str]) -> int:
     bounds, args = split_bounds(args)  # max.params=200000: a pick from the Pareto front
-    positional, options, _ = split_options(args, {"out", "trial", "tracking.register"})
+    positional, options, flags = split_options(args, {"out", "trial", "tracking.register", "--replace"})
     if len(positional) != 1:
         raise UsageError(EXPORT_USAGE)
     if bounds and "trial" in options:
         raise UsageError("give trial=ID or bounds on the objectives, not both")
-    options["bounds"] = bounds
+    options["bounds"], options["replace"] = bounds, "--replace" in flags  # an earlier export: replaced only so
     register = options.get("tracking.register")
     if not register:
         return export_and_register(open_for_reading(positional[0], SUMMARY_FILE), options)
@@ -46,7 +46,7 @@ def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
 
         refuse_unregistrable(run, register)  # before the export's minutes
     out = Path(options["out"]).expanduser() if "out" in options else None
-    meta = export_experiment(experiment, out, options.get("trial"), options.get("bounds", []))
+    meta = export_experiment(experiment, out, options.get("trial"), options.get("bounds", []), options["replace"])
     verified = meta["verified"]
     print(f"exported trial {meta['trial_id']} epoch {meta['epoch']} to {meta['folder']}")
     if "objectives" in meta:
@@ -77,5 +77,5 @@ def cmd_predict(args: list[str]) -> int:
 
     if not (folder / META_FILE).is_file():
         raise UsageError(f"{folder}: not an export folder (no {META_FILE}); create one with `python -m search export`")
-    predictions = predict_files(load_model(folder), inputs)
-    return write_predictions(predictions, as_json="--json" in flags)
+    predictions, hints = predict_files(load_model(folder), inputs)
+    return write_predictions(predictions, as_json="--json" in flags, hints=hints)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import contextlib
 import io
 import struct
-from pathlib import Path
+import sys
+import time
 
 from trainables.foundation.config import RunConfig
+from trainables.foundation.pins import pin_warnings
+from trainables.foundation.repeats import repeats_words, searched_names
 from trainables.foundation.space import Space
 
 LONG_LINE = "search: about "  # preflight's own estimate of a long search
@@ -16,35 +19,30 @@ LONG_LINE = "search: about "  # preflight's own estimate of a long search
 
 def dry_run(config: RunConfig, space: Space) -> int:
     """Print what `run` would do with these words, having refused what it would refuse before Ray starts."""
-    from search.running.preflight import preflight
+    from search.running.preflight import fetched_since, preflight
 
-    created = missing_folders(Path(config.storage)) if "://" not in config.storage else []
+    warn_pins(config, space)
+    started = time.time()
     said = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(said):
-            preflight(config, space)  # the same checks as `run`: keys' values, data, shape, weights, tracking
-    finally:
-        for folder in created:  # the write probe's folders: a dry run leaves nothing behind
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+    with contextlib.redirect_stdout(said):
+        preflight(config, space)  # the same checks as `run`: keys' values, data, shape, weights, tracking
     print(said.getvalue(), end="")
     print(f"search: {shape_words(config, space)}")
-    print(f"stop rule: {stop_rule_words(config)}")
+    print(f"stop rule: {stop_rule_words(config, space)}")
     if LONG_LINE not in said.getvalue():
         print(f"estimate: {estimate_words(config, space)}")
+    fetched = fetched_since(config, space, started)  # the only writes a dry run may make: the data, the weights
+    written = f"nothing written but {' and '.join(fetched)}" if fetched else "nothing written"
     where = f"{config.storage}/{config.name}"
-    print(f"dry run: nothing started or written but the data's cache; without --dry-run this search goes to {where}")
+    print(f"dry run: nothing started, {written}; without --dry-run this search goes to {where}")
     return 0
 
 
-def missing_folders(path: Path) -> list[Path]:
-    """The folders from `path` up to the first that exists, deepest first: those a write probe would create."""
-    missing = []
-    path = path.resolve()
-    while not path.exists():
-        missing.append(path)
-        path = path.parent
-    return missing
+def warn_pins(config: RunConfig, space: Space) -> None:
+    """One `warning:` line (stderr) per pin outside the range the space searches: said by `run` and the dry run
+    before Ray starts; the pin is kept (trainables.foundation.pins)."""
+    for line in pin_warnings(space.hyperparameters, config.fixed):
+        print(line, file=sys.stderr)
 
 
 def local_shape(config: RunConfig):
@@ -67,25 +65,34 @@ def shape_words(config: RunConfig, space: Space) -> str:
         side = f"{side_by_side} at a time, {shape.in_words()} ({shape.keys()})"
     else:
         side = "the shape decided on the cluster when it answers"
-    trials = (
-        f"trials until {config.epoch_budget} trial-epochs are spent"
-        if config.epoch_budget and config.trials >= config.epoch_budget
-        else f"{config.trials} trials"
-    )
+    if not searched_names(space, config.fixed):  # one configuration: one trial, or the repeats asked for
+        trials = trial_count(config.trials)
+    elif config.epoch_budget and config.trials >= config.epoch_budget:
+        trials = f"trials until {config.epoch_budget} trial-epochs are spent"
+    else:
+        trials = trial_count(config.trials)
     asha = f"ASHA from epoch {config.grace} of {config.epochs}" if config.grace < config.epochs else "no early stopping"
     return f"{trials} of {space.name}, {side}, {asha}"
 
 
-def stop_rule_words(config: RunConfig) -> str:
+def stop_rule_words(config: RunConfig, space: Space) -> str:
+    """The `stop rule:` line: the trial count or the epoch budget, the time budget, and with nothing left to search
+    (every searched key pinned) the repeats of the one configuration and their seeds."""
     rules = []
     if config.epoch_budget:
-        cap = "" if config.trials >= config.epoch_budget else f", at most {config.trials} trials"
+        cap = "" if config.trials >= config.epoch_budget else f", at most {trial_count(config.trials)}"
         rules.append(f"an epoch budget of {config.epoch_budget} trial-epochs{cap} (epoch_budget=)")
     else:
-        rules.append(f"{config.trials} trials of up to {config.epochs} epochs (trials=)")
+        rules.append(f"{trial_count(config.trials)} of up to {config.epochs} epochs (trials=)")
     if config.time_budget:
         rules.append(f"{config.time_budget:g} s from the first trial's start (time_budget=)")
+    if not searched_names(space, config.fixed):
+        rules.append(repeats_words(config.seed, config.trials))
     return "; ".join(rules)
+
+
+def trial_count(trials: int) -> str:
+    return "1 trial" if trials == 1 else f"{trials} trials"
 
 
 def estimate_words(config: RunConfig, space: Space) -> str:
@@ -96,13 +103,14 @@ def estimate_words(config: RunConfig, space: Space) -> str:
 
     epochs = expected_epochs(config)
     dataset = get_dataset(space.dataset)
+    asha = " (ASHA stopping some)" if config.grace < config.epochs else ""
     if not isinstance(dataset, IdxDataset):
-        return f"about {epochs:.0f} trial-epochs (ASHA stopping some)"
+        return f"about {epochs:.0f} trial-epochs{asha}"
     images_file, _ = dataset.split_files(config.data.root, train=True)
     with open(images_file, "rb") as stream:
         count = int(struct.unpack(">I", stream.read(8)[4:])[0] * (1 - config.data.val_fraction))
     count = min(count, config.data.limit) if config.data.limit else count
-    work = f"about {epochs:.0f} trial-epochs of {count:,} images (ASHA stopping some)"
+    work = f"about {epochs:.0f} trial-epochs of {count:,} images{asha}"
     placed = local_shape(config)
     if not placed or placed[0].gpus_per_worker:
         return work  # a GPU's or a cluster's speed is not timed here
@@ -111,8 +119,8 @@ def estimate_words(config: RunConfig, space: Space) -> str:
     threads = max(1, int(shape.cpus_per_worker))
     rate = trial_images_per_s(space, hp, dataset.info(config.data.root, hp), threads) * shape.workers
     seconds = epochs * count / (rate * side_by_side) * 1.1  # and validation: a tenth of the images, forward only
-    speed = f"{side_by_side} trials at ~{rate:.0f} img/s each"
-    return f"{work}: ~{duration_words(seconds)} of training, {speed}, plus Ray's start and each trial's"
+    speed = f"{side_by_side} trials at ~{rate:.0f} img/s each" if side_by_side > 1 else f"1 trial at ~{rate:.0f} img/s"
+    return f"{work}: ~{duration_words(seconds)} of training, {speed}; Ray's start and each trial's start come on top"
 
 
 def duration_words(seconds: float) -> str:

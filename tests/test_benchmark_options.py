@@ -41,14 +41,16 @@ def test_parts_and_shapes_are_read_from_comma_lists(good):
         ("--asha-trials", "1", "--asha-trials=1: must be >= 2"),
         ("--reduction", "1", "--reduction=1: must be > 1"),
         ("--device", "tpu", "--device=tpu: allowed devices are cpu, cuda, cuda:N"),
-        ("--root", "/nonexistent", "--root=/nonexistent: no MNIST/raw folder there"),
-        ("--out", "/nonexistent/bench.json", "--out=/nonexistent/bench.json: must be a file in an existing folder"),
+        ("--root", "{missing}", "--root={missing}: no MNIST/raw folder there"),
+        ("--out", "{missing}/bench.json", "--out={missing}/bench.json: must be a file in an existing folder"),
         ("--trial-images", "many", "argument --trial-images: invalid int value: 'many'"),
         ("--replay-seeds", "1", "--replay-seeds=1: must be >= 2"),
         ("--replay-epoch-budget", "-1", "--replay-epoch-budget=-1: must be >= 0"),
     ],
 )
-def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, option, value, named):
+def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, tmp_path, option, value, named):
+    missing = tmp_path / "missing"  # a folder no other program can create
+    value, named = value.format(missing=missing), named.format(missing=missing)
     with pytest.raises(SystemExit) as exit_info:
         parse_args([*good, option, value], "benchmarks")
     assert exit_info.value.code == 2
@@ -56,10 +58,10 @@ def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, option, val
     assert err.count("\n") == 1 and err.startswith("error: ") and named in err
 
 
-def test_the_method_parts_check_their_table_and_tasks(good, capsys):
+def test_the_method_parts_check_their_table_and_tasks(good, capsys, tmp_path):
     with pytest.raises(SystemExit):
-        parse_args([*good, "--only", "replay", "--replay-table", "/nonexistent.gz"], "benchmarks")
-    assert "--replay-table=/nonexistent.gz: no such file" in capsys.readouterr().err
+        parse_args([*good, "--only", "replay", "--replay-table", str(tmp_path / "missing.gz")], "benchmarks")
+    assert f"--replay-table={tmp_path / 'missing.gz'}: no such file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         parse_args([*good, "--only", "hpo_tables", "--hpo-tasks", "hpolib/none"], "benchmarks")
     err = capsys.readouterr().err

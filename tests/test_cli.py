@@ -29,7 +29,7 @@ def cli(capsys, *args) -> tuple[int, str, str]:
         (["trials=2"], "space= is required"),
         (["space=resnet_mnist", "epochz=2"], "epochz: unknown key; did you mean epochs?"),
         (["space=resnet_mnist", "trials=many"], "trials=many: expected an integer"),
-        (["space=cnn_mnist", "batch_size=100"], "batch_size=100: allowed values are 32, 64, 128"),
+        (["space=cnn_mnist", "batch_size=0"], "batch_size=0: must be a positive integer"),
         (["space=resnet_mnist", "optimizer=rmsprop"], "optimizer=rmsprop: allowed values are sgd, adam, adamw"),
         (["space=cnn_mnist", "lr_schedule=often"], "lr_schedule=often: allowed values are none, plateau, onecycle"),
         (
@@ -94,8 +94,21 @@ def test_help_lists_every_key_pinning_and_the_dry_run(capsys):
 def test_spaces_lists_ranges_and_says_a_searched_key_is_pinned_by_giving_it(capsys):
     code, out, _ = cli(capsys, "spaces")
     assert code == 0
-    assert "resnet_mnist" in out and "log scale" in out and "(searched; lr=... pins it)" in out
+    assert "resnet_mnist" in out and "searched: float, log scale, 0.005 .. 0.5 (lr=... pins it)" in out
     assert "is pinned: a searched one is taken out of the search" in out
+
+
+def test_spaces_lists_each_name_once_saying_what_a_second_objective_searches(capsys):
+    code, out, _ = cli(capsys, "spaces")
+    assert code == 0
+    mlp = out.split("mlp_mnist: ")[1].split("\nresnet50_transfer: ")[0].splitlines()[1:]
+    names = [line.split()[0] for line in mlp]
+    assert names == ["lr", "hidden", "layers", "dropout", "batch_size", "optimizer", "weight_decay"]  # each once
+    assert mlp[1].split(None, 1)[1] == (
+        "searched: one of 128, 256, 512 (hidden=... pins it); with a second objective: one of 32, 64, 128, 256, 512"
+    )
+    assert "    width            searched only with a second objective: one of 8, 16, 32, 64 (width=... pins it)" in out
+    assert "    image_size       fixed at 224 (override with image_size=...); searched with a second objective: " in out
 
 
 def test_a_pinned_hyperparameter_leaves_the_search_and_a_loop_key_pins_in_any_space(tmp_path):
@@ -115,8 +128,9 @@ def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(capsys, tmp_path,
     assert lines[0].endswith("ASHA from epoch 2 of 9")
     assert lines[1] == "stop rule: 12 trials of up to 9 epochs (trials=)"  # the default stop rule: a trial count
     assert lines[2].startswith("estimate: about 44 trial-epochs of 512 images") and "img/s" in lines[2]
-    assert lines[3].startswith("dry run: nothing started or written but the data's cache") and lines[3].endswith(
-        "runs/x"
+    assert (
+        lines[3]
+        == f"dry run: nothing started, nothing written; without --dry-run this search goes to {tmp_path}/runs/x"
     )
     assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized(), "the dry run started Ray"
     assert not any(tmp_path.iterdir()), "a dry run writes nothing"

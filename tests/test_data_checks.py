@@ -85,6 +85,6 @@ def test_an_unwritable_storage_is_refused_before_ray_starts(tmp_path, mnist_root
     result = run_cli("run", "space=resnet_mnist", f"data.root={mnist_root}", f"storage={blocker / 'runs'}")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"error: storage={blocker / 'runs'}: cannot write there: Not a directory; "
+        f"error: storage={blocker / 'runs'}: cannot write there: Not a directory ({blocker}); "
         "give a folder you can write to, or a URI"
     ]

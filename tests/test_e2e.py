@@ -1,6 +1,7 @@
 """A real search on a real local Ray instance, through the CLI, as a user runs it."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -234,3 +235,15 @@ def test_the_study_holds_every_trial_with_every_epoch_its_end_and_the_summarys_s
         assert frozen.user_attrs["score"] == trial["val_acc"]
         assert frozen.state.name != "COMPLETE" or frozen.value == trial["val_acc"]
         assert frozen.params["lr"] == trial["config"]["lr"]
+
+
+def test_the_terminal_clock_counts_from_the_commands_start(search):
+    """The first lines come as Ray starts, on the command's clock; the live view's lines go on counting from there
+    (not from 0 when Tune starts)."""
+    clocks = re.findall(r"^\[ ?(\d+)m(\d\d)s\] (.*)$", search["output"], re.M)
+    assert [words for _, _, words in clocks[:2]] == [
+        "search: starting a local Ray instance (about 20 s)",
+        "search: Ray is up; the trials start",
+    ], clocks[:3]
+    seconds = [int(minutes) * 60 + int(secs) for minutes, secs, _ in clocks]
+    assert seconds == sorted(seconds) and seconds[1] > seconds[0], seconds

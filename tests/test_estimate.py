@@ -65,7 +65,7 @@ def test_the_long_line_runs_at_the_dry_runs_speed_for_the_trials_shape(concurren
     trial_rate = trial_images_per_s(space, typical_hyperparameters(space) | config.fixed, info, threads)
     assert len(TIMED) == timed, "the line used another figure than the dry run's for this trial"
     assert torch.get_num_threads() == threads_before  # the process's own thread count restored
-    assert float(re.search(r" at ~(\d+) img/s,", line).group(1)) == pytest.approx(trial_rate * side_by_side, abs=0.5)
+    assert float(re.search(r" at ~(\d+) img/s[,;]", line).group(1)) == pytest.approx(trial_rate * side_by_side, abs=0.5)
     number, unit = re.match(r"search: about ([\d.]+) (min|h) on", line).groups()
     minutes = 64 * 20 * 540_000 / (trial_rate * side_by_side) * 1.1 / 60
     said = pytest.approx(minutes / 60, abs=0.06) if unit == "h" else pytest.approx(minutes, abs=0.5)  # as rounded
@@ -81,3 +81,22 @@ def test_under_an_epoch_budget_the_estimate_is_the_budget_not_the_lifted_trials(
     line = long_search_line(budget, load_space("resnet_mnist"), 54_000, info, 2)
     assert "no GPU (60 trial-epochs of 54,000 images at ~" in line
     assert line.endswith("shorten it with epoch_budget=, epochs= or data.limit=")
+
+
+def test_the_estimates_end_in_whole_words_and_count_asha_only_where_it_stops_trials(tmp_path):
+    from search.commands import parse_run
+    from search.plan import estimate_words
+    from tests.conftest import MNIST_MINI
+
+    words = ["space=mlp_mnist", f"data.root={MNIST_MINI}", "data.limit=512", "epochs=3", f"storage={tmp_path}"]
+    searched = estimate_words(*parse_run([*words, "trials=4", "grace=1"]))
+    assert searched.startswith("about 7 trial-epochs of 512 images (ASHA stopping some): ~")
+    assert searched.endswith(" img/s each; Ray's start and each trial's start come on top")
+    pins = ["lr=0.001", "hidden=128", "layers=1", "dropout=0.1", "batch_size=64"]
+    one = estimate_words(*parse_run([*words, *pins]))
+    assert one.startswith("about 3 trial-epochs of 512 images: ~") and "ASHA" not in one
+    assert one.endswith(" img/s; Ray's start and each trial's start come on top")
+    config, space = parse_run([*words, *pins, "epochs=8"])
+    line = long_search_line(config, space, 5_400_000, MNIST.info("", {}), 2)
+    assert "no GPU (1 trial x up to 8 epochs of 5,400,000 images at ~" in line and "ASHA" not in line
+    assert "img/s; Ray's start and each trial's start come on top); shorten it with trials=" in line

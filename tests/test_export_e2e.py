@@ -42,6 +42,7 @@ def test_export_folder_is_complete(exported, search):
     assert meta["input"]["channels"] == 1 and meta["input"]["height"] == 28
     assert meta["normalization"] == {"mean": [0.1307], "std": [0.3081]}
     assert meta["class_names"] == [str(d) for d in range(10)]
+    assert meta["training_images"]["background"] == "dark"  # MNIST: light digits on dark, for predict's hint
     assert meta["hyperparameters"] == best["config"]
     assert meta["versions"]["torch"] == torch.__version__
     assert meta["verified"]["val_acc"] == pytest.approx(best["metrics"]["val_acc"], abs=1.5 / VAL_LIMIT)
@@ -90,18 +91,33 @@ def test_predict_images_and_idx_with_bad_inputs(exported, tmp_path):
         pngs.append(str(path))
     rgb = tmp_path / "rgb.jpg"
     Image.fromarray(images[0, 0]).convert("RGB").save(rgb)
+    inverted = tmp_path / "black_on_white.png"  # a digit drawn on paper: the other polarity than MNIST's
+    Image.fromarray(255 - images[1, 0]).save(inverted)
     not_image = tmp_path / "notes.png"
     not_image.write_text("hello")
     corrupt_idx = tmp_path / "corrupt-idx"
     corrupt_idx.write_bytes(b"\x00\x00\x08\x03\x00\x00\x00\x09" + b"\x00" * 10)
     idx = MNIST_MINI / "MNIST" / "raw" / "t10k-images-idx3-ubyte"
-    args = [str(exported), *pngs, str(rgb), str(not_image), str(tmp_path / "missing.png"), str(corrupt_idx), str(idx)]
+    args = [
+        str(exported),
+        *pngs,
+        str(rgb),
+        str(inverted),
+        str(not_image),
+        str(tmp_path / "missing.png"),
+        str(corrupt_idx),
+        str(idx),
+    ]
 
     result = run_cli("predict", *args, "--json")
     assert result.returncode == 1, result.stderr  # some inputs failed, the rest were predicted
     predictions = json.loads(result.stdout)
     by_input = {p["input"]: p for p in predictions}
-    assert len(predictions) == 3 + 1 + 3 + 2000
+    assert len(predictions) == 3 + 2 + 3 + 2000
+    hints = [line for line in result.stderr.splitlines() if line.startswith("hint: ")]
+    assert hints == [
+        f"hint: {inverted}: this image is dark on light; the model was trained on light on dark images: invert it"
+    ]
     for path in pngs + [str(rgb)]:
         assert 0 <= by_input[path]["class"] <= 9 and 0 < by_input[path]["probability"] <= 1
     assert "not a readable image" in by_input[str(not_image)]["error"]
@@ -125,6 +141,18 @@ def test_load_model_api_restores_an_eval_module(exported):
     with torch.no_grad():
         logits = model(torch.from_numpy(images.copy()).float() / 255)
     assert logits.shape == (4, 10) and model.class_names[0] == "0"
+
+
+def test_a_second_export_to_the_same_folder_is_refused_and_leaves_the_first(exported, search):
+    from tests.e2e_helpers import run_cli
+
+    before = (exported / "model.json").read_bytes()
+    result = run_cli("export", str(search["experiment"]))
+    assert result.returncode == 2 and result.stderr.strip() == (
+        f"error: {exported.resolve()}: an export is already there; export to another folder with out=PATH, or "
+        "replace it with --replace"
+    )
+    assert (exported / "model.json").read_bytes() == before
 
 
 def test_export_refuses_what_is_not_an_experiment(tmp_path):

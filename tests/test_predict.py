@@ -1,16 +1,33 @@
 """What `predict` and `export` print and write, without a search: predictions on stdout and errors on stderr, the
-latency with the digits it has, and the export's weights readable as its other files (pure logic and a tiny
-network; the whole export and predict on a real search: test_export_e2e.py)."""
+class named once, a hint for an image of the other polarity than the training images, the latency with the digits
+it has, the export's weights readable as its other files, and an earlier export never replaced silently (pure logic,
+the shipped MNIST sample and a tiny network; the whole export and predict on a real search: test_export_e2e.py)."""
 
 import json
 import os
 import stat
+import struct
 
+import numpy as np
+import pytest
 from safetensors.torch import load_file
 from torch import nn
 
-from search.results.export import META_FILE, WEIGHTS_FILE, latency_words, write_weights
-from search.results.predict import Prediction, write_predictions
+from search.results.export import (
+    META_FILE,
+    WEIGHTS_FILE,
+    NormalizedClassifier,
+    latency_words,
+    refuse_overwrite,
+    write_weights,
+)
+from search.results.looks import look_of, training_look
+from search.results.predict import Prediction, predict_files, write_predictions
+from tests.conftest import MNIST_MINI
+from trainables.data import MNIST
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import UsageError
+from trainables.foundation.space import load_space
 
 UMASK = os.umask(0o022)
 os.umask(UMASK)  # read back: the mode a file written here gets
@@ -24,7 +41,7 @@ PREDICTIONS = [
 def test_predictions_go_to_stdout_and_errors_to_stderr(capsys):
     assert write_predictions(PREDICTIONS) == 1
     out, err = capsys.readouterr()
-    assert out.splitlines() == ["a.png: 3 (class 3, p=0.9100)", "b.png: 7 (class 7, p=0.5000)"]
+    assert out.splitlines() == ["a.png: 3 (p=0.9100)", "b.png: 7 (p=0.5000)"]  # the class once, not "3 (class 3"
     assert err.splitlines() == ["error: notes.png: not a readable image (UnidentifiedImageError)"]
     assert write_predictions(PREDICTIONS[:1]) == 0
 
@@ -52,3 +69,99 @@ def test_the_exported_weights_are_readable_as_the_other_files(tmp_path):
     modes = {name: stat.S_IMODE(os.stat(tmp_path / name).st_mode) for name in (WEIGHTS_FILE, META_FILE)}
     assert modes[WEIGHTS_FILE] == modes[META_FILE] == 0o666 & ~UMASK, {k: oct(v) for k, v in modes.items()}
     assert set(load_file(str(tmp_path / WEIGHTS_FILE))) == {"weight", "bias"}
+
+
+def test_a_class_name_other_than_its_index_gives_the_index_too():
+    assert Prediction("a.png", 0, "ants", 0.91).as_line() == "a.png: ants (class 0, p=0.9100)"
+
+
+# ---------------------------------------------------------------- polarity hints (search.results.looks)
+
+
+def mnist_model(meta_extra: dict) -> NormalizedClassifier:
+    """A tiny untrained classifier with the metadata `load_model` gives an MNIST export (plus `meta_extra`)."""
+    model = NormalizedClassifier(nn.Sequential(nn.Flatten(), nn.Linear(784, 10)), [0.1307], [0.3081]).eval()
+    model.class_names = [str(d) for d in range(10)]
+    model.meta = {"input": {"channels": 1, "height": 28, "width": 28}, "preprocessing": {"resize": [28, 28]}}
+    model.meta.update(meta_extra)
+    return model
+
+
+def digits_of(count: int) -> np.ndarray:
+    """The shipped sample's first test digits, uint8 [N, 1, 28, 28], light on dark."""
+    return MNIST.load(MNIST_MINI, train=False, limit=count)[0]
+
+
+def test_the_training_split_of_mnist_is_light_on_dark(tmp_path):
+    run = RunConfig(space="mlp_mnist")
+    run.data.root = str(MNIST_MINI)
+    look = training_look(load_space("mlp_mnist"), run, {}, {"input": {"channels": 1, "height": 28, "width": 28}})
+    assert look["background"] == "dark" and look["dark_background_share"] >= 0.99, look
+    assert 0.1 < look["mean"] < 0.16  # MNIST's mean pixel value, 0.13
+
+
+def test_an_image_of_the_other_polarity_gets_a_hint_and_one_of_the_same_none(tmp_path):
+    from PIL import Image
+
+    digits = digits_of(2)
+    as_trained, inverted = tmp_path / "white_on_black.png", tmp_path / "black_on_white.png"
+    Image.fromarray(digits[0, 0]).save(as_trained)
+    Image.fromarray(255 - digits[1, 0]).resize((56, 56)).save(inverted)
+    model = mnist_model({"training_images": look_of(digits)})
+    predictions, hints = predict_files(model, [str(as_trained), str(inverted), str(tmp_path / "missing.png")])
+    assert [bool(p.error) for p in predictions] == [False, False, True]
+    assert hints == [
+        f"hint: {inverted}: this image is dark on light; the model was trained on light on dark images: invert it"
+    ]
+    idx = tmp_path / "inverted-idx"  # an IDX file of 4 inverted digits: one hint for the file
+    idx.write_bytes(b"\x00\x00\x08\x03" + struct.pack(">3I", 4, 28, 28) + (255 - digits_of(4)).tobytes())
+    assert predict_files(model, [str(idx)])[1] == [
+        f"hint: {idx}: 100% of its images are dark on light; the model was trained on light on dark images: invert it"
+    ]
+
+
+def test_an_export_without_the_record_or_of_photos_gives_no_hint(tmp_path):
+    from PIL import Image
+
+    digits = digits_of(1)
+    inverted = tmp_path / "black_on_white.png"
+    Image.fromarray(255 - digits[0, 0]).save(inverted)
+    mixed = np.concatenate([digits, 255 - digits])  # half on dark, half on light: no background to compare with
+    for extra in ({}, {"training_images": look_of(mixed)}):
+        predictions, hints = predict_files(mnist_model(extra), [str(inverted)])
+        assert hints == [] and predictions[0].error is None
+    assert look_of(mixed)["background"] == "mixed"
+
+
+def test_hints_go_to_stderr_after_the_predictions(capsys):
+    assert write_predictions(PREDICTIONS[:1], hints=["hint: x"]) == 0
+    assert capsys.readouterr() == ("a.png: 3 (p=0.9100)\n", "hint: x\n")
+
+
+# ---------------------------------------------------------------- export never replaces silently
+
+
+def test_an_existing_export_is_refused_without_replace_naming_the_folder_and_the_ways_on(tmp_path):
+    refuse_overwrite(tmp_path / "new", replace=False)  # nothing there: nothing to refuse
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / META_FILE).write_text("{}")
+    with pytest.raises(UsageError) as refused:
+        refuse_overwrite(export, replace=False)
+    assert str(refused.value) == (
+        f"{export}: an export is already there; export to another folder with out=PATH, or replace it with --replace"
+    )
+    refuse_overwrite(export, replace=True)
+    (tmp_path / "empty").mkdir()
+    refuse_overwrite(tmp_path / "empty", replace=True)
+
+
+def test_replace_never_replaces_what_is_not_an_export(tmp_path):
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "cat.png").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("x")
+    for path in (tmp_path / "photos", tmp_path / "notes.txt"):
+        with pytest.raises(UsageError, match="replaces only an earlier export"):
+            refuse_overwrite(path, replace=True)
+        with pytest.raises(UsageError, match="is already there"):
+            refuse_overwrite(path, replace=False)

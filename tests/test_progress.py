@@ -1,10 +1,16 @@
 """The live progress view, rendered from stand-in Tune trials over a real study in memory (pure logic; Ray is
-imported, never started). How trials ended and the best ended score come from the study."""
+imported, never started). How trials ended and the best ended score come from the study; the clock counts from the
+command's start."""
 
+import subprocess
+import sys
+import time
 from types import SimpleNamespace
 
 import optuna
 
+from search.running import clock
+from search.running.clock import MOST_BEFORE_MAIN_S, clock_prefix, command_began, process_age_s, start_clock
 from search.running.endings import Ending, ending_of
 from search.running.live_view import ProgressView, event_words
 from search.running.study import StudyRecord
@@ -145,3 +151,39 @@ def test_once_the_time_budget_is_spent_no_time_is_left_to_estimate():
     assert "budget 6m40s left | ~6m40s left" in status  # 5 trials x 200 s to go, but the budget stops them first
     status = " ".join(view.render(trials, elapsed=601))
     assert "time budget spent: the trials stop" in status and "~" not in status and "m left" not in status
+
+
+# ---------------------------------------------------------------- the clock counts from the command's start
+
+
+def test_the_clock_counts_from_the_commands_start_and_the_budget_from_tunes():
+    """Ray took 24 s to start: the first status says 0m54s 30 s into Tune, while the time budget (which starts with
+    the first trial) still has 60 of its 90 s."""
+    view = ProgressView(record_with({}), epochs=4, total_trials=4, budget_s=90, began=time.monotonic() - 24)
+    assert 24 <= view.lead < 25
+    status = view.render([trial("e1", "RUNNING", 1, 0.5)], elapsed=30)[-1]
+    assert status.startswith("[ 0m54s] 1 running, 0/4 done") and "budget 1m00s left" in status
+    view.setup()  # Tune's setup, later: the lead grows with it, the command's start stays
+    assert view.lead >= 24 and view_of(record_with({}), 4).lead == 0.0  # no command start: the view's own
+
+
+def test_a_process_age_is_read_from_its_start_ticks_and_the_time_since_boot():
+    fields = ["S", "1"] + ["0"] * 17 + ["5000"] + ["0"] * 30  # the 22nd field: started 5000 ticks after boot
+    stat = "4242 (python -m (odd) name) " + " ".join(fields)
+    assert process_age_s(stat, "62.50 1000.00", 100) == 12.5
+    assert process_age_s(stat, "49.00 1000.00", 100) is None  # before its own start: not an age
+    assert process_age_s(stat, f"{50 + MOST_BEFORE_MAIN_S + 1} 0", 100) is None  # a notebook's kernel, not a command
+
+
+def test_this_process_age_counts_the_seconds_before_the_command():
+    code = "import time; time.sleep(0.3); from search.running.clock import this_process_age_s as a; print(a())"
+    age = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert 0.29 <= age < 10, age  # /proc counts in ticks of 10 ms
+
+
+def test_the_drivers_lines_carry_the_commands_clock(monkeypatch):
+    monkeypatch.setattr(clock, "_began", [])
+    assert clock_prefix() == "" and command_began() is None
+    origin = start_clock(age_s=3.4)
+    assert command_began() == origin and clock_prefix() == "[ 0m03s] "
+    assert clock.clock_words(3725) == "1h02m" and clock.clock_words(605) == "10m05s"

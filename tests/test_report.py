@@ -107,3 +107,22 @@ def test_a_report_of_what_is_no_experiment_is_refused(tmp_path, folder, capsys):
     with pytest.raises(UsageError, match="not an experiment folder"):
         cmd_report([str(tmp_path / folder)])
     assert json.dumps(sorted(p.name for p in tmp_path.iterdir())) == '["empty"]'
+
+
+def test_every_trial_of_a_large_search_has_a_learning_curve_style_of_its_own():
+    """25 trials (past tab20's 20 colours): each legend entry is its own colour and marker; the line style still says
+    how the trial ended."""
+    from matplotlib.figure import Figure
+
+    from search.results.report import draw_learning_curves, trial_styles
+
+    assert len(set(trial_styles(200))) == 200
+    statuses = ["completed", "stopped_early", "failed"]
+    trials = [{"trial_id": f"t{i:02d}", "status": statuses[i % 3]} for i in range(25)]
+    histories = {t["trial_id"]: [{"epoch": 1, "val_acc": 0.5}, {"epoch": 2, "val_acc": 0.6}] for t in trials}
+    ax = Figure().add_subplot()
+    draw_learning_curves(ax, {"metric": "val_acc", "trials": trials}, histories)
+    handles, labels = ax.get_legend_handles_labels()
+    assert labels == [f"{t['trial_id']} ({t['status']})" for t in trials]
+    assert len({(h.get_color(), h.get_marker()) for h in handles}) == 25
+    assert [h.get_linestyle() for h in handles[:3]] == ["-", "--", ":"]

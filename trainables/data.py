@@ -47,12 +47,27 @@ class IdxDataset:
         return [f for f in files if not f.is_file()]
 
     def download(self, root: str | Path) -> None:
-        """torchvision's own download path, for users who are online."""
+        """torchvision's own download, for users who are online: into a temporary folder, and its files moved into
+        <root>/<folder>/raw only once every one arrived, so that a failed download leaves no folder behind."""
+        import contextlib
+        import io
+        import os
+        import shutil
+        import tempfile
+
         import torchvision.datasets
 
         dataset_class = getattr(torchvision.datasets, self.torchvision_class)
-        for train in (True, False):
-            dataset_class(root=str(Path(root).expanduser()), train=train, download=True)
+        with tempfile.TemporaryDirectory(prefix=f"search-{self.name}-download-") as partial:
+            with contextlib.redirect_stdout(io.StringIO()):  # torchvision's words name the temporary folder
+                for train in (True, False):
+                    dataset_class(root=partial, train=train, download=True)
+            raw = self.raw_dir(root)
+            raw.mkdir(parents=True, exist_ok=True)
+            for fetched in sorted(self.raw_dir(partial).iterdir()):
+                if not (raw / fetched.name).exists():  # through a hidden name: a reader never sees half a file
+                    shutil.move(fetched, raw / f".{fetched.name}.partial")
+                    os.replace(raw / f".{fetched.name}.partial", raw / fetched.name)
 
     def info(self, root: str | Path, hp: dict) -> DataInfo:
         return DataInfo(self.class_names, self.in_channels, self.image_size, self.mean, self.std)
@@ -144,28 +159,47 @@ DATASETS = {d.name: d for d in (MNIST, FASHION_MNIST, IMAGEFOLDER, IMAGEFOLDER_S
 SPLITS = ("train", "val", "test")
 
 
-def get_dataset(name: str) -> IdxDataset | FolderDataset:
+def get_dataset(name: str, run=None) -> IdxDataset | FolderDataset:
+    """A built-in dataset by name, or a space's own ("file.py:function"; `run`: the RunConfig, see own_data)."""
+    if ":" in name:
+        from trainables.own_data import OwnDataset
+
+        return OwnDataset(name, run)
     if name not in DATASETS:
-        raise UsageError(f"dataset {name!r} is unknown; known datasets: {', '.join(DATASETS)}")
+        raise UsageError(
+            f"dataset {name!r} is unknown; known datasets: {', '.join(DATASETS)} (or 'path/to/file.py:function')"
+        )
     return DATASETS[name]
 
 
 def ensure_idx_dataset(dataset: IdxDataset, root: str, download: bool) -> None:
-    """Make sure the dataset is under `root`, downloading it if allowed; else a UsageError naming what is missing."""
+    """Make sure the dataset is under `root`, downloading it if allowed; else a UsageError naming what is missing.
+    Nothing is written under `root` unless the download succeeded."""
     missing = dataset.missing_files(root)
     if not missing:
         return
-    reason = "data.download=false"
+    reason, remedy = "data.download=false", "or set data.download=true to download them (online)"
     if download:
         try:
             dataset.download(root)
-        except Exception as exc:  # offline, or a mirror failed: report it, never train on nothing
-            reason = f"download failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        except Exception as exc:  # offline, a mirror failed, or no room for the files: never train on nothing
+            reason = download_failure(exc)
+            remedy = "or run where torchvision's mirrors answer"
         missing = dataset.missing_files(root)
         if not missing:
             return
     names = ", ".join(str(p.relative_to(Path(root).expanduser())) for p in missing)
     raise UsageError(
         f"data.root={root}: {dataset.name} is missing {names} ({reason}); put torchvision's "
-        f"{dataset.torchvision_class} files there, or run online with data.download=true"
+        f"{dataset.torchvision_class} files there, {remedy}"
     )
+
+
+def download_failure(exc: Exception) -> str:
+    """Why a download failed, whole and short: torchvision reports a mirror that did not answer (offline) as a
+    RuntimeError holding every mirror's traceback text, which is no help in one line."""
+    if isinstance(exc, OSError) and exc.strerror:  # the disk: no space, no permission
+        return f"the download failed: {exc.strerror}"
+    if isinstance(exc, (RuntimeError, OSError)):
+        return "not downloaded: offline, or torchvision's mirrors did not answer"
+    return f"the download failed ({type(exc).__name__})"

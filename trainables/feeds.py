@@ -1,4 +1,5 @@
-"""Batches for one rank: IDX datasets straight from memory, image folders through DataLoader workers."""
+"""Batches for one rank: IDX datasets and a space's own arrays straight from memory, image folders through DataLoader
+workers."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from trainables.data import FolderDataset, IdxDataset, get_dataset
+from trainables.foundation.repeats import training_seed
 from trainables.training import Split, per_rank_batch_size, shard_indices
 
 EVAL_BATCH = 512
@@ -36,13 +38,12 @@ class MemoryFeed:
     """A decoded uint8 split in (GPU) memory, sharded per rank; no per-sample transform."""
 
     def __init__(self, dataset: IdxDataset, run, hp: dict, rank: int, world_size: int, device, normalize: bool = True):
-        self.rank, self.world_size, self.seed = rank, world_size, run.seed
+        self.rank, self.world_size, self.seed = rank, world_size, training_seed(run.seed, hp)  # batch order
         self.batch_size = per_rank_batch_size(hp["batch_size"], world_size)
         self.shift = int(hp.get("shift", 0))  # pixels of random translation, on the device, whole batches
         self.rotate = float(hp.get("rotate", 0.0))  # degrees of random rotation, the same way
-        mean, std = (
-            (dataset.mean, dataset.std) if normalize else ((0.0,) * dataset.in_channels, (1.0,) * dataset.in_channels)
-        )
+        info = dataset.info(run.data.root, hp)  # a space's own dataset: known once its function has run
+        mean, std = (info.mean, info.std) if normalize else ((0.0,) * info.in_channels, (1.0,) * info.in_channels)
         self.splits = {
             name: cached_split(dataset, run, name, limit, mean, std, device)
             for name, limit in (("train", run.data.limit), ("val", run.data.val_limit))
@@ -145,7 +146,7 @@ class FolderFeed:
         workers = run.data.workers
 
         def loader(samples, is_train, batch_size):
-            sampler = ShardSampler(len(samples), rank, world_size, run.seed if is_train else None)
+            sampler = ShardSampler(len(samples), rank, world_size, training_seed(run.seed, hp) if is_train else None)
             images = FolderImages(samples, folder_transforms(size, dataset.mean, dataset.std, is_train, normalize))
             return DataLoader(
                 images,
@@ -175,7 +176,9 @@ class FolderFeed:
 
 
 def make_feed(space, run, hp: dict, rank: int, world_size: int, device, normalize: bool = True, skip=()):
-    dataset = get_dataset(space.dataset)
+    """This rank's batches of the space's data: an image folder through DataLoader workers, IDX files and a space's
+    own arrays (trainables.own_data) from memory."""
+    dataset = get_dataset(space.dataset, run)
     if isinstance(dataset, FolderDataset):
         return FolderFeed(dataset, run, hp, rank, world_size, device, normalize, skip)
     return MemoryFeed(dataset, run, hp, rank, world_size, device, normalize)

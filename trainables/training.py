@@ -212,9 +212,12 @@ class StepOptions:
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16")
 
 
-def train_one_epoch(model, optimizer, batches, device, options: StepOptions = StepOptions(), after_step=None) -> dict:
+def train_one_epoch(
+    model, optimizer, batches, device, options: StepOptions = StepOptions(), after_step=None, step=None
+) -> dict:
     """One pass over this rank's batches. Returns the summed loss, sample count and seconds spent. `after_step`: called
-    after every optimizer step (a per-step learning-rate schedule)."""
+    after every optimizer step (a per-step learning-rate schedule). `step`: the space's own (model, images, labels) ->
+    loss (trainables.own_step); None: cross-entropy."""
     model.train()
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     count = 0
@@ -223,7 +226,10 @@ def train_one_epoch(model, optimizer, batches, device, options: StepOptions = St
         images, labels = options.layout(images.to(device, non_blocking=True)), labels.to(device, non_blocking=True)
         optimizer.zero_grad(set_to_none=True)
         with options.autocast(device):
-            loss = F.cross_entropy(model(images), labels, label_smoothing=options.label_smoothing)
+            if step is None:
+                loss = F.cross_entropy(model(images), labels, label_smoothing=options.label_smoothing)
+            else:
+                loss = step(model, images, labels)
         loss.backward()
         optimizer.step()
         if after_step is not None:

@@ -16,8 +16,10 @@ from trainables.data import get_dataset
 from trainables.feeds import make_feed
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import is_multi_objective, measures_latency, objectives_of
+from trainables.foundation.repeats import training_seed
 from trainables.foundation.space import load_run_space
 from trainables.models import model_for
+from trainables.own_step import training_step
 from trainables.session import session_for
 from trainables.training import (
     LearningRate,
@@ -49,11 +51,12 @@ def train_fn_per_worker(config: dict) -> dict:
         torch.set_num_threads(max(1, int(run.cpus)))  # the worker's CPUs are its intra-op threads, no more
 
     clock.note("worker_nodes", node_of_every_rank())
-    torch.manual_seed(run.seed)
+    torch.manual_seed(training_seed(run.seed, hp))  # a repeat's own seed; the validation split keeps the run's
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
     clock.lap("data")
-    info = get_dataset(space.dataset).info(run.data.root, hp)
+    info = get_dataset(space.dataset, run).info(run.data.root, hp)
     model = model_for(space, hp, info)
+    step = training_step(space, run.space)  # the space's own loss or step; None: cross-entropy
     if run.model.weights:
         load_matching_weights(model, run.model.weights)
     objectives = objectives_of(run, space)
@@ -84,7 +87,7 @@ def train_fn_per_worker(config: dict) -> dict:
         started_at = time.time()
         with named_out_of_memory(device, hp):
             train_stats = train_one_epoch(
-                model, optimizer, feed.train_batches(epoch), device, options, learning_rate.after_step
+                model, optimizer, feed.train_batches(epoch), device, options, learning_rate.after_step, step
             )
         broadcast_buffers_from_rank0(model)
         val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)

@@ -23,6 +23,7 @@ from torch import nn
 
 from search.results.files import publish_folder, staging_folder
 from search.results.front import pick_member
+from search.results.looks import training_look
 from search.results.summary import SUMMARY_FILE, read_summary
 from trainables.checkpoints import refuse_damaged
 from trainables.costs import latency
@@ -101,11 +102,16 @@ def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, 
 
 
 def export_experiment(
-    experiment: Experiment, out: Path | None = None, trial_id: str | None = None, bounds: list[Bound] = ()
+    experiment: Experiment,
+    out: Path | None = None,
+    trial_id: str | None = None,
+    bounds: list[Bound] = (),
+    replace: bool = False,
 ) -> dict:
     """Write the export folder atomically and verify it; returns its model.json content. The default folder is
-    `export` in the experiment (for a URI experiment: in its local working folder). A multi-objective search
-    exports the most accurate member of its Pareto front within `bounds` (search.results.front)."""
+    `export` in the experiment (for a URI experiment: in its local working folder); one already there is replaced
+    only with `replace` (refuse_overwrite). A multi-objective search exports the most accurate member of its Pareto
+    front within `bounds` (search.results.front)."""
     summary = read_summary(experiment.local)
     run = RunConfig.from_dict(summary["run"])
     space = load_run_space(run)
@@ -115,14 +121,17 @@ def export_experiment(
     chosen = trial_id or summary["best"]["trial_id"]
     reported = next(t for t in summary["trials"] if t["trial_id"] == chosen)[summary["metric"]]
     out = (out or experiment.local / "export").resolve()
+    refuse_overwrite(out, replace)
 
     remedy = f"export another trial with trial=ID (see {SUMMARY_FILE})"
     refuse_damaged(experiment.checkpoint_location(checkpoint), remedy)  # never another silently
-    info = get_dataset(space.dataset).info(run.data.root, config)
+    info = get_dataset(space.dataset, run).info(run.data.root, config)
     classifier = classifier_from_checkpoint(space, info, config, experiment.local_checkpoint(checkpoint))
     staging = staging_folder(out)
     try:
         meta = model_metadata(space, info, summary, config, epoch, chosen, reported)
+        look = training_look(space, run, config, meta)  # what predict compares an input's polarity with
+        meta.update({"training_images": look} if look else {})
         if member:  # what the search measured, and the latency again on the exported model, here
             meta["objectives"] = member["objectives"]
             meta["measured_at_export"] = {**latency(classifier, info), "device": "cpu", "batch": 1}
@@ -133,6 +142,22 @@ def export_experiment(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {**meta, "folder": str(out)}
+
+
+def refuse_overwrite(out: Path, replace: bool) -> None:
+    """An existing `out` is never replaced silently: without `replace` the export is refused, naming the folder and
+    the two ways on; with it, only an earlier export folder (one holding model.json) or an empty folder is
+    replaced, never another folder or a file."""
+    if not out.exists() and not out.is_symlink():
+        return
+    is_export = out.is_dir() and (out / META_FILE).is_file()
+    if not replace:
+        what = "an export" if is_export else "a file" if not out.is_dir() else "a folder"
+        ways = "export to another folder with out=PATH, or replace it with --replace"
+        raise UsageError(f"{out}: {what} is already there; {ways}")
+    if not (is_export or (out.is_dir() and not any(out.iterdir()))):
+        only = "--replace replaces only an earlier export or an empty folder; give out=PATH"
+        raise UsageError(f"{out}: not an export folder (no {META_FILE}); {only}")
 
 
 def preprocessing(space: Space, info) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from search.results.looks import polarity_hint
 from trainables.idx_files import read_idx
 
 
@@ -42,17 +43,20 @@ class Prediction:
     def as_line(self) -> str:
         if self.error:
             return f"error: {self.error}" if self.error.startswith(self.input) else f"{self.input}: error: {self.error}"
-        return f"{self.input}: {self.class_name} (class {self.class_index}, p={self.probability:.4f})"
+        index = "" if self.class_name == str(self.class_index) else f"class {self.class_index}, "
+        return f"{self.input}: {self.class_name} ({index}p={self.probability:.4f})"
 
 
-def write_predictions(predictions: list[Prediction], as_json: bool = False) -> int:
+def write_predictions(predictions: list[Prediction], as_json: bool = False, hints: list[str] = ()) -> int:
     """The predictions on stdout (one line each, or a JSON list), an input that failed as an `error:` line on
-    stderr (in the JSON list with --json); the exit code: 1 when an input failed."""
+    stderr (in the JSON list with --json), then the hints on stderr; the exit code: 1 when an input failed."""
     if as_json:
         print(json.dumps([p.as_dict() for p in predictions], indent=2))
     else:
         for prediction in predictions:
             print(prediction.as_line(), file=sys.stderr if prediction.error else sys.stdout)
+    for hint in hints:
+        print(hint, file=sys.stderr)
     return 1 if any(p.error for p in predictions) else 0
 
 
@@ -111,10 +115,12 @@ def fit_image(image, height: int, width: int, preprocessing: dict):
     return image if image.size == (width, height) else image.resize((width, height), Image.BILINEAR)
 
 
-def predict_files(model, paths: list[str]) -> list[Prediction]:
+def predict_files(model, paths: list[str]) -> tuple[list[Prediction], list[str]]:
+    """The predictions of every input, and a hint for each input file whose images are of the other polarity than
+    the training images (search.results.looks; none for an export without that record)."""
     shape = model.meta["input"]
     preprocessing = model.meta.get("preprocessing", {})
-    predictions = []
+    predictions, hints = [], []
     for path in paths:
         try:
             items = read_inputs(path, shape["channels"], shape["height"], shape["width"], preprocessing)
@@ -122,7 +128,9 @@ def predict_files(model, paths: list[str]) -> list[Prediction]:
             predictions.append(Prediction(input=path, error=str(exc)))
             continue
         predictions.extend(classify(model, items))
-    return predictions
+        hint = polarity_hint(model.meta.get("training_images"), path, np.stack([array for _, array in items]))
+        hints += [hint] if hint else []
+    return predictions, hints
 
 
 @torch.no_grad()

@@ -1,8 +1,8 @@
 """The test split, evaluated once at the end of a search on the best checkpoint: a figure no choice was made on.
 
 The search, ASHA and the choice of the best checkpoint see only the validation split (held out from the training
-files); the test files (MNIST's t10k, an image folder's test/) are read here and nowhere else. torch is imported
-when a test split is evaluated, not before.
+files); the test files (MNIST's t10k, an image folder's test/, a space's own test split) are read here and nowhere
+else. torch is imported when a test split is evaluated, not before.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def test_accuracy(best: dict, run: RunConfig, space: Space, experiment: Experime
     from trainables.models import model_for
     from trainables.training import evaluate, load_model_weights
 
-    dataset = get_dataset(space.dataset)
+    dataset = get_dataset(space.dataset, run)
     if not dataset.has_test_split(run.data.root):
         return None
     hp = best["config"]

@@ -11,6 +11,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from search.results.tensorboard import free_port
+from search.running.clock import clock_prefix
 from search.running.cluster import (
     bound_gcs_history,
     check_every_node_sees,
@@ -43,14 +44,14 @@ def connect(config: RunConfig) -> bool:
         address = bootstrap_address(config.address)
         refuse_unreachable(config.address, address)
         runtime_env = {**project_runtime_env(), "env_vars": {"RAY_ADDRESS": address}}  # see STATE_API_ADDRESS
-        print(f"search: joining the Ray cluster at {config.address}", flush=True)
+        print(f"{clock_prefix()}search: joining the Ray cluster at {config.address}", flush=True)
         context = ray.init(address=config.address, runtime_env=runtime_env, **common)
         logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
         return True
     dashboard_port = free_port()  # a Ray instance that just shut down may still hold the default port
     bound_gcs_history(os.environ)
     logging.getLogger("ray").info("search is starting a local Ray instance")  # its start is timed from here
-    print("search: starting a local Ray instance (about 20 s)", flush=True)
+    print(f"{clock_prefix()}search: starting a local Ray instance (about 20 s)", flush=True)
     context = ray.init(
         address="local",
         num_cpus=local_cpu_count(),

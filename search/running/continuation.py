@@ -20,8 +20,9 @@ from search.running.study import (
     epoch_values,
     trial_id_of,
 )
+from trainables.foundation.repeats import SEED_KEY
 
-CARRIED = (EPOCHS_ATTR, EPOCH_OTHERS_ATTR, COSTS_ATTR, RUNGS_ATTR)  # the history a continuation takes over
+CARRIED = (EPOCHS_ATTR, EPOCH_OTHERS_ATTR, COSTS_ATTR, RUNGS_ATTR, SEED_KEY)  # the history a continuation takes over
 
 
 def continue_stopped_by_budget(record: StudyRecord) -> list[FrozenTrial]:

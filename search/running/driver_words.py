@@ -20,7 +20,7 @@ def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str
     if config.epoch_budget and config.trials >= config.epoch_budget:  # the budget decides the trials
         return f"trials until {config.epoch_budget} trial-epochs are spent{before}"
     if not done and to_run == config.trials:
-        return f"{config.trials} trials"
+        return "1 trial" if to_run == 1 else f"{config.trials} trials"  # one configuration: one trial
     return f"{to_run} of {config.trials} trials{before}"
 
 

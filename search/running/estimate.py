@@ -113,12 +113,18 @@ def long_search_line(config, space, train_images: int, info, cores: int) -> str 
     if config.epoch_budget and epochs == config.epoch_budget:
         work, keys = f"{config.epoch_budget} trial-epochs", "epoch_budget="
     else:
-        work, keys = f"{config.trials} trials x up to {config.epochs} epochs", "trials="
+        trials = "1 trial" if config.trials == 1 else f"{config.trials} trials"
+        work, keys = f"{trials} x up to {config.epochs} epochs", "trials="
     return (
         f"search: about {_duration(seconds)} on this machine's {cores} CPU cores, no GPU ({work} of "
-        f"{train_images:,} images at ~{rate:.0f} img/s, ASHA stopping some); "
-        f"shorten it with {keys}, epochs= or data.limit="
+        f"{train_images:,} images at ~{rate:.0f} img/s{asha_words(config)}; Ray's start and each trial's start come "
+        f"on top); shorten it with {keys}, epochs= or data.limit="
     )
+
+
+def asha_words(config) -> str:
+    """The words for ASHA's savings when it may stop trials before their last epoch, else nothing."""
+    return ", ASHA stopping some" if config.grace < config.epochs else ""
 
 
 def _duration(seconds: float) -> str:

@@ -10,6 +10,7 @@ import time
 
 from search.results.score import anneals, is_finite_number
 from search.running.callbacks import FollowsEnds
+from search.running.clock import clock_words as _clock
 from search.running.endings import FAILED, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
 from trainables.foundation.trial_files import trial_key
 
@@ -26,17 +27,28 @@ class ProgressView(FollowsEnds):
     metric and images/s; at every trial's end, how it ended; after either, one status line (counts of running,
     starting, finished, stopped early and failed trials, the best so far, elapsed time, the time budget left and,
     once a trial has finished, an estimate of the time left). Each line is printed once, so a log file reads like
-    the terminal."""
+    the terminal. Its clock counts from the command's start (search.running.clock); the time budget and the
+    estimate count from the view's start, when Tune starts the trials."""
 
     what = "the live view"
 
-    def __init__(self, record, epochs: int, total_trials: int, budget_s: float = 0.0, epoch_budget: int = 0):
+    def __init__(
+        self,
+        record,
+        epochs: int,
+        total_trials: int,
+        budget_s: float = 0.0,
+        epoch_budget: int = 0,
+        began: float | None = None,
+    ):
         """`record`: the search's study (search.running.study.StudyRecord); `budget_s`: the session's time budget;
-        `epoch_budget`: the search's, in trial-epochs."""
+        `epoch_budget`: the search's, in trial-epochs; `began`: the command's start (time.monotonic()), where the
+        clock counts from (None: from the view's start)."""
         self.record, self.epochs, self.total, self.budget_s = record, epochs, total_trials, budget_s
         self.epoch_budget = epoch_budget
         self.metric, self.mode = record.metric, record.mode
-        self.start = time.monotonic()
+        self.began = began
+        self.start, self.lead = self._started()
         self.ended_before = sum(record.counts().values())
         self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
         self.work_began: float | None = None  # when the first epoch of this run or resume began, in the view's seconds
@@ -45,7 +57,12 @@ class ProgressView(FollowsEnds):
         return {**self.__dict__, "record": None, "start": None}
 
     def setup(self, **info):
-        self.start = time.monotonic()
+        self.start, self.lead = self._started()
+
+    def _started(self) -> tuple[float, float]:
+        """(now, the seconds from the command's start to now): the view's start and its clock's lead."""
+        now = time.monotonic()
+        return now, 0.0 if self.began is None else max(0.0, now - self.began)
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         self._show(trials, latest={trial_key(trial): result})  # Tune stores `result` in the trial after this call
@@ -63,7 +80,8 @@ class ProgressView(FollowsEnds):
         active = [t for t in trials if t.status == RUNNING and trial_key(t) not in ended]
         running = [t for t in active if "epoch" in (latest.get(trial_key(t)) or t.last_result or {})]
         starting = len(active) - len(running)  # trials whose process or workers are still starting
-        lines = [f"[{_clock(elapsed)}] {event}"] if event else []
+        clock = _clock(elapsed + self.lead)  # since the command's start
+        lines = [f"[{clock}] {event}"] if event else []
         self._note_work_began(elapsed, latest, sum(counts.values()))
         for trial_id, last in latest.items():  # the epoch being reported now
             lines.append(
@@ -77,7 +95,7 @@ class ProgressView(FollowsEnds):
         done = sum(counts.values()) - counts[FAILED]
         stopped = counts[STOPPED_EARLY]
         words = (
-            f"[{_clock(elapsed)}] {len(running)} running, {f'{starting} starting, ' if starting else ''}"
+            f"[{clock}] {len(running)} running, {f'{starting} starting, ' if starting else ''}"
             f"{done}{'' if self.epoch_budget else f'/{self.total}'} done, {stopped} early-stopped, "
             f"{f'{counts[STOPPED_BY_BUDGET]} out of time, ' if counts[STOPPED_BY_BUDGET] else ''}"
             f"{counts[FAILED]} failed"
@@ -150,10 +168,3 @@ def event_words(trial_id: str, ending: Ending, tune_trial=None) -> str:
 
 def _fmt(value) -> str:
     return f"{value:.4f}" if value is not None else "-"
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60:2d}m{seconds % 60:02d}s"

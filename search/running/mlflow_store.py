@@ -105,7 +105,7 @@ def refuse_unusable(config: RunConfig) -> None:
         folder = database.parent
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             raise UsageError(f"tracking.uri={uri}: cannot write a store there ({folder} is not a writable folder)")
-    if not uri:
+    if not uri or (database is not None and not database.is_file()):  # a new store: not made before the run starts
         if importlib.util.find_spec("mlflow") is None:  # not imported here: the driver imports it while Ray starts
             raise UsageError(NOT_INSTALLED)
         return

@@ -4,7 +4,6 @@ none), pretrained weights, an experiment tracker that cannot be used, and a word
 
 from __future__ import annotations
 
-import re
 import struct
 from pathlib import Path
 
@@ -17,8 +16,12 @@ from trainables.foundation.storage import exists, experiment_of, refuse_unwritab
 
 
 def preflight(config: RunConfig, space: Space) -> None:
-    """Everything that can be refused before Ray starts."""
+    """Everything that can be refused before Ray starts. The checks that write nothing come first; then the two that
+    may write, each only what it fetched whole: the data (downloaded into data.root, or the shipped sample unpacked
+    into the cache) and the pretrained weights (torch's hub cache). A refused run leaves no folder behind."""
+    from search.running.estimate import typical_hyperparameters
     from trainables.data import get_dataset
+    from trainables.own_step import check_training_step
 
     hp = {**space.constants, **config.fixed}
     for key, allowed in CHOICES.items():
@@ -31,18 +34,41 @@ def preflight(config: RunConfig, space: Space) -> None:
     if not config.address:  # on a cluster, the shape and the fit check wait for the cluster's own figures
         local_node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
         plan_concurrency([local_node], settle_shape(config, [local_node]), config.concurrency)
-    dataset = get_dataset(space.dataset)
-    try:
-        config.data.skip = dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
-    except UsageError as missing:
-        if not use_the_sample(config, space.dataset, missing):
-            raise
-        config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
-    config.model.weights = resolve_weights(config.model.weights, space, hp)
+    refuse_no_cluster(config.address)
+    if config.model.weights:  # a file given: checked here, pretrained weights are downloaded after the data
+        config.model.weights = resolve_weights(config.model.weights, space, hp)
+    if config.enqueue:  # read again when the search starts
+        from search.running.study_setup import enqueued_configurations
+
+        enqueued_configurations(config, space)
     from search.running.mlflow_store import refuse_unusable
 
     refuse_unusable(config)
+    dataset = get_dataset(space.dataset, config)  # a space's own: its function is called and checked
+    try:
+        config.data.skip = dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
+    except UsageError as missing:
+        if not use_the_sample(config, space.dataset):
+            raise missing from None
+        config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
+    config.model.weights = resolve_weights(config.model.weights, space, hp)
+    check_training_step(space, config, dataset, typical_hyperparameters(space) | hp)  # a space's own loss or step
     say_when_long(config, space, dataset, hp)
+
+
+def refuse_no_cluster(address: str) -> None:
+    """A cluster that does not answer, refused before the experiment's folder is claimed (Ray Client's own address is
+    checked before the search is sent; a search running as a task on the cluster is in it)."""
+    from search.running.cluster import is_ray_client, refuse_unreachable
+
+    if not address or is_ray_client(address):
+        return
+    import ray
+
+    from search.running.connect import bootstrap_address
+
+    if not ray.is_initialized():
+        refuse_unreachable(address, bootstrap_address(address))
 
 
 def say_when_long(config: RunConfig, space: Space, dataset, hp: dict) -> None:
@@ -62,32 +88,33 @@ def say_when_long(config: RunConfig, space: Space, dataset, hp: dict) -> None:
 
 
 SAMPLE_WORDS = {
-    "mnist": "the 6,000 MNIST digits that ship with search (and 2,000 more to test on; CC BY-SA 3.0)",
-    "imagefolder": "digit PNGs drawn from the MNIST sample that ships with search (40 a class in train/, 10 in val/ "
-    "and test/)",
-    "imagefolder_split": "digit PNGs drawn from the MNIST sample that ships with search (60 a class)",
+    "mnist": "the MNIST sample that ships with search (8,000 digits; CC BY-SA 3.0)",
+    "imagefolder": "digit PNGs from the shipped MNIST sample (40 a class in train/, 10 in val/ and test/)",
+    "imagefolder_split": "digit PNGs from the shipped MNIST sample (60 a class)",
 }
 
 
-def use_the_sample(config: RunConfig, dataset: str, missing: UsageError) -> bool:
+def use_the_sample(config: RunConfig, dataset: str) -> bool:
     """With no data.root given and the dataset neither there nor downloadable: the sample that ships with the package,
-    said in one line. A data.root the user gave is never replaced."""
+    said in one short line. A data.root the user gave is never replaced."""
     from search import samples
     from trainables.foundation.config import default_data_root
 
     if dataset not in SAMPLE_WORDS or config.data.root != str(Path(default_data_root()).resolve()):
         return False
-    given_up = config.data.root
+    home = str(Path.home())
+    given_up = "~" + config.data.root[len(home) :] if config.data.root.startswith(home + "/") else config.data.root
+    if dataset != "mnist":
+        why = f"no image folders in {given_up}"
+    elif config.data.download:
+        why = f"no MNIST in {given_up} and none could be downloaded (offline?)"
+    else:
+        why = f"no MNIST in {given_up} (data.download=false)"
+    print(f"data: {why}; training on {SAMPLE_WORDS[dataset]}; for real data give data.root=PATH", flush=True)
     config.data.root = str(
         samples.mnist_root()
         if dataset == "mnist"
         else samples.digit_folders_root(split_by_pct=dataset == "imagefolder_split")
-    )
-    why = re.search(r"\((download failed: [^)]{0,80}|data\.download=false)", str(missing))
-    print(
-        f"data: no {dataset} in {given_up}{f' ({why.group(1)})' if why else ''}; this search trains on "
-        f"{SAMPLE_WORDS[dataset]}, unpacked in {config.data.root}; for a real dataset give data.root=PATH",
-        flush=True,
     )
     return True
 
@@ -117,3 +144,22 @@ def local_gpu_count() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def fetched_since(config: RunConfig, space: Space, started: float) -> list[str]:
+    """What the checks wrote since `started` (a dry run names it): the data downloaded into data.root or the shipped
+    sample unpacked into the cache, and pretrained weights downloaded into torch's hub cache."""
+    from search.samples import samples_root
+    from trainables.data import IdxDataset, get_dataset
+
+    def new(path: Path) -> bool:  # the kernel's file times run up to a tick behind time.time()
+        return path.exists() and path.stat().st_ctime >= started - 0.05
+
+    dataset, root = get_dataset(space.dataset, config), Path(config.data.root)
+    marker = dataset.split_files(root, train=True)[0] if isinstance(dataset, IdxDataset) else root
+    fetched = []
+    if (isinstance(dataset, IdxDataset) or root.is_relative_to(samples_root())) and new(marker):
+        fetched.append(f"the data, fetched into {root}")
+    if config.model.weights and new(Path(config.model.weights)):
+        fetched.append(f"the pretrained weights, fetched into {Path(config.model.weights).parent}")
+    return fetched

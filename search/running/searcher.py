@@ -10,6 +10,7 @@ from optuna.trial import FrozenTrial
 from ray.tune.search import Searcher
 
 from search.running.study import StudyRecord, StudyWriteFailed, trial_id_of
+from trainables.foundation.repeats import SEED_KEY, seed_of
 from trainables.foundation.trial_files import TRIAL_KEY
 
 STEP_KEY = "epoch"
@@ -22,22 +23,37 @@ class StudySearcher(Searcher):
     written by the driver's `TrialEnds` callback, which knows why a trial failed. The study persists itself
     (search.running.study): Tune's own searcher snapshot is not written."""
 
-    def __init__(self, record: StudyRecord, unended: list[FrozenTrial], metric: str, mode: str):
+    def __init__(self, record: StudyRecord, unended: list[FrozenTrial], metric: str, mode: str, seed: int = 0):
+        """`seed`: the run's. With nothing left to search (no searched key) every trial is a repeat of the one
+        configuration with its own seed, kept in the study (trainables.foundation.repeats)."""
         super().__init__(metric=metric, mode=mode)
         self.record = record
-        self.unended = [(trial_id_of(trial), dict(trial.params)) for trial in unended]  # proposed first
+        self.unended = [(trial_id_of(trial), dict(trial.params), seed_of(trial)) for trial in unended]  # first
         self.live: dict[str, str] = {}  # Tune's id of a running trial -> the search's
+        self.repeats_from = None if record.coding.space else seed
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
         return {**self.__dict__, "record": None}
 
     def suggest(self, tune_id: str) -> dict:
         if self.unended:
-            trial_id, params = self.unended.pop(0)
+            trial_id, params, seed = self.unended.pop(0)
         else:
-            trial_id, params = tune_id, self.record.create(tune_id).params
+            trial_id, seed = tune_id, self.repeat_seed()
+            trial = self.record.create(tune_id)
+            params = trial.params
+            if seed:
+                with self.record.writing(f"the seed of trial {tune_id}"):
+                    trial.set_user_attr(SEED_KEY, seed[SEED_KEY])
         self.live[tune_id] = trial_id
-        return {TRIAL_KEY: trial_id, **self.record.coding.to_config(params)}
+        return {TRIAL_KEY: trial_id, **self.record.coding.to_config(params), **seed}
+
+    def repeat_seed(self) -> dict:
+        """{"seed": N} for the next repeat of a search with nothing to search (the run's seed plus the trials
+        proposed before it), else {}."""
+        if self.repeats_from is None:
+            return {}
+        return {SEED_KEY: self.repeats_from + len(self.record.proposed())}
 
     def on_trial_result(self, tune_id: str, result: dict) -> None:
         self._report(self.live.get(tune_id), result)

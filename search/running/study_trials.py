@@ -7,6 +7,7 @@ from __future__ import annotations
 from optuna.trial import FrozenTrial, TrialState
 
 from search.running.endings import COMPLETED, FAILED, STATUSES, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
+from trainables.foundation.repeats import seed_of
 
 ID_ATTR, STATUS_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "status", "reason", "score"
 COSTS_ATTR = "costs"  # the other objectives' latest values, as studies written before they were kept per epoch
@@ -87,7 +88,8 @@ class StudyQueries:
 
     def config_of(self, trial_id: str) -> dict:
         """The trial's whole configuration: what every trial shares, and its own hyperparameters."""
-        return {**self.constants, **self.coding.to_config(self.frozen(trial_id).params)}
+        frozen = self.frozen(trial_id)
+        return {**self.constants, **self.coding.to_config(frozen.params), **seed_of(frozen)}
 
     def proposed(self) -> list[FrozenTrial]:
         """Every trial the search has proposed, one per trial id (a configuration given with `enqueue` waits until

@@ -7,6 +7,7 @@ import math
 
 from search.results.summary import CHECKPOINT_KEY, TrialResult
 from search.running.study import StudyRecord, ending_in_study, trial_id_of
+from trainables.foundation.repeats import seed_of
 from trainables.foundation.storage import Experiment, relative_checkpoint
 from trainables.foundation.trial_files import TrialFiles
 
@@ -38,7 +39,7 @@ def trial_results(record: StudyRecord, experiment: Experiment, storage: str) -> 
         results.append(
             TrialResult(
                 trial_id=trial_id,
-                config={**record.constants, **record.coding.to_config(trial.params)},
+                config={**record.constants, **record.coding.to_config(trial.params), **seed_of(trial)},
                 history=[_clean_row(row, storage) for row in TrialFiles(experiment.location, trial_id).rows()],
                 status=ending.status if ending else "running",
                 reason=ending.reason if ending else None,

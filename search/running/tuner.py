@@ -19,6 +19,7 @@ from search.results.summary import SUMMARY_FILE, summarize
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import test_accuracy
 from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
+from search.running.clock import clock_prefix, command_began
 from search.running.connect import check_paths_on_every_node, connect
 from search.running.continuation import continue_stopped_by_budget
 from search.running.decider import Decider
@@ -129,6 +130,8 @@ def fit(
     trials it stopped are ended so; Ctrl-C or a failed write of the study: they stay unended, for `resume`)."""
     started_here = connect(config)
     try:
+        if started_here:
+            print(f"{clock_prefix()}search: Ray is up; the trials start", flush=True)
         nodes = alive_node_resources()
         shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
         concurrency = plan_concurrency(nodes, shape, config.concurrency)
@@ -235,7 +238,7 @@ def build_tuner(
         tune_config=ray.tune.TuneConfig(
             metric=space.metric,
             mode=space.mode,
-            search_alg=StudySearcher(record, unended, space.metric, space.mode),
+            search_alg=StudySearcher(record, unended, space.metric, space.mode, config.seed),
             scheduler=scheduler,
             num_samples=to_run,
             max_concurrent_trials=placement.max_concurrent,
@@ -261,6 +264,6 @@ def followers_of(config, experiment: Experiment, record: StudyRecord, tracker, b
     return [
         *([Tracking(tracker, record)] if tracker else []),
         *(tensorboard or [TensorBoardEvents(record, experiment.local)]),
-        ProgressView(record, config.epochs, config.trials, config.time_budget, config.epoch_budget),
+        ProgressView(record, config.epochs, config.trials, config.time_budget, config.epoch_budget, command_began()),
         UploadOwnFiles(experiment, own_files),
     ]

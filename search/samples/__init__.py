@@ -32,7 +32,11 @@ def _built(target: Path, build) -> Path:
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    build(partial)
+    try:
+        build(partial)
+    except BaseException:  # no half-built folder left behind
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     try:
         os.replace(partial, target)
     except OSError:  # another process finished first

@@ -22,9 +22,11 @@ from optuna.distributions import (
     IntDistribution,
 )
 
+from trainables.foundation.choices import CHOICES
 from trainables.foundation.config import parse_scalar
 from trainables.foundation.errors import UsageError
 from trainables.foundation.objectives import objectives_of
+from trainables.foundation.pins import numeric_choices, refuse_unbuildable
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,8 @@ class Space:
     architecture: str
     """Model builder: a name in `trainables.models.MODELS`, or "path/to/file.py:function" / "module:function"."""
     dataset: str
-    """Name of the dataset in `trainables.data.DATASETS` (mnist, fashion_mnist, imagefolder, imagefolder_split)."""
+    """Name of the dataset in `trainables.data.DATASETS` (mnist, fashion_mnist, imagefolder, imagefolder_split), or
+    the space's own: "path/to/file.py:function" / "module:function" returning an `OwnData` (trainables.own_data)."""
     hyperparameters: dict[str, BaseDistribution]
     """The searched hyperparameters as Optuna distributions."""
     model_args: Callable[[dict, Any], dict] | None = None
@@ -53,6 +56,12 @@ class Space:
     """The metric the search optimizes."""
     mode: str = "max"
     """"max" or "min"."""
+    loss: str = ""
+    """The space's own loss instead of cross-entropy: "file.py:function" / "module:function", called as
+    loss(logits, labels) -> scalar tensor (trainables.own_step)."""
+    train_step: str = ""
+    """The space's own training step: "file.py:function" / "module:function", called as train_step(model, images,
+    labels) -> the batch's loss, a scalar tensor; the loop does backward and the optimizer's step."""
 
     def __post_init__(self):
         if self.mode not in ("max", "min"):
@@ -95,7 +104,15 @@ def describe_distribution(dist: BaseDistribution) -> str:
 
 
 def coerce_hyperparameter(space: Space, key: str, text: str) -> Any:
-    """Parse `key=text` for a hyperparameter of `space` into a value of the right type."""
+    """Parse `key=text` for a hyperparameter of `space` into a value of the right type, refusing what the model or
+    the loop cannot build (trainables.foundation.pins). A number outside the searched range or between the searched
+    choices is accepted (`pin_warnings` says so); a choice among names must be one of the space's."""
+    value = _parsed_pin(space, key, text)
+    refuse_unbuildable(key, text, value)
+    return value
+
+
+def _parsed_pin(space: Space, key: str, text: str) -> Any:
     if key in space.constants:
         return parse_scalar(key, text, type(space.constants[key]))
     dist = space.cost_hyperparameters.get(key) or space.hyperparameters[key]
@@ -103,6 +120,11 @@ def coerce_hyperparameter(space: Space, key: str, text: str) -> Any:
         for choice in dist.choices:
             if str(choice) == text:
                 return choice
+        kind = numeric_choices(dist)
+        if kind is not None:
+            return parse_scalar(key, text, kind)
+        if text in CHOICES.get(key, ()):  # a name the loop builds (optimizer=adamw), though the space searches others
+            return text
         allowed = ", ".join(str(c) for c in dist.choices)
         raise UsageError(f"{key}={text}: allowed values are {allowed}")
     if isinstance(dist, IntDistribution):

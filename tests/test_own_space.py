@@ -1,0 +1,210 @@
+"""A space's own data and own loss or training step (trainables.own_data, own_step, own_refs): what a dataset function
+returns is checked once, before Ray starts, and anything wrong is refused in one line naming the function; what
+passes is fed as the built-in arrays are. No Ray: the CLI's `main` in this process, a dry run at most."""
+
+import numpy as np
+import pytest
+import torch
+
+from search.__main__ import main
+from trainables.foundation.errors import UsageError
+from trainables.own_data import OwnData, OwnDataset, checked
+from trainables.own_refs import own_function
+from trainables.training import train_one_epoch
+
+SPACE = """
+from optuna.distributions import FloatDistribution
+from torch import nn
+
+from spaces import Space
+
+
+def net(in_channels, num_classes):
+    return nn.Sequential(nn.Flatten(), nn.Linear(in_channels * 4 * 4, num_classes))
+
+
+SPACE = Space(
+    name="own",
+    description="a space of its own",
+    architecture=__file__ + ":net",
+    dataset="DATASET",
+    loss="LOSS",
+    train_step="STEP",
+    hyperparameters={"lr": FloatDistribution(0.01, 0.1, log=True)},
+    constants={"batch_size": 8},
+)
+"""
+
+DATA = """
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from spaces import OwnData
+
+
+def data(root, seed):
+    images = np.random.default_rng(seed).integers(0, 256, (40, 1, 4, 4), dtype=np.uint8)
+    labels = np.arange(40) % 3
+    BREAK
+    return OwnData(train=(images, labels), class_names=["a", "b", "c"])
+
+
+def loss(logits, labels):
+    LOSS
+
+
+def step(model, images, labels):
+    return F.cross_entropy(model(images), labels)
+"""
+
+
+def own_space(tmp_path, dataset="my_data.py:data", loss="", step="", brk="pass", loss_body="return logits.mean()"):
+    """A space file and, beside it, its data file (named relative to the space's folder); returns the space file."""
+    folder = tmp_path / "mine"
+    folder.mkdir(exist_ok=True)
+    (folder / "my_data.py").write_text(DATA.replace("BREAK", brk).replace("LOSS", loss_body))
+    space = folder / "my_space.py"
+    space.write_text(SPACE.replace("DATASET", dataset).replace("LOSS", loss).replace("STEP", step))
+    return space
+
+
+def dry_run(capsys, tmp_path, space, *args) -> tuple[int, str]:
+    storage = tmp_path / "runs"
+    code = main(["run", f"space={space}", f"storage={storage}", "trials=2", "epochs=1", *args, "--dry-run"])
+    _, err = capsys.readouterr()
+    assert not storage.exists(), "nothing may be written for refused input"
+    return code, err.strip()
+
+
+def test_an_own_space_with_its_data_and_loss_plans(capsys, tmp_path):
+    code, err = dry_run(capsys, tmp_path, own_space(tmp_path, loss="my_data.py:loss"))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "dataset, brk, fragment",
+    [
+        ("my_data.py:data", "images = images[:, 0]", "train images have shape (40, 4, 4); expected [N, C, H, W]"),
+        ("my_data.py:data", "labels = labels + 1", "train labels run from 1 to 3; expected 0..2"),
+        ("my_data.py:data", "labels = labels[:-1]", "train has 40 images but labels of shape (39,); expected one"),
+        ("my_data.py:data", "images = images / 1.0", "train images are float64 from 0 to 255; expected uint8"),
+        ("my_data.py:data", "images = images[:, :, :3]", "train images are 1x3x4; expected square images"),
+        ("my_data.py:data", "labels = labels / 2", "train labels are float64; expected integers 0..2"),
+        ("my_data.py:data", "return {'train': (images, labels)}", "returned a dict; expected OwnData(train="),
+        ("my_data.py:data", "raise OSError('no digits here')", "data(root, seed) raised OSError: no digits here"),
+        ("my_data.py:nope", "pass", "my_data.py defines no nope; it defines data, loss, step"),
+        ("nowhere.py:data", "pass", "no such file"),
+        ("my_data.py:data", "import nothing_of", "raised ModuleNotFoundError: No module named 'nothing_of'"),
+    ],
+)
+def test_bad_own_data_is_refused_in_one_line_naming_the_function(capsys, tmp_path, dataset, brk, fragment):
+    code, err = dry_run(capsys, tmp_path, own_space(tmp_path, dataset=dataset, brk=brk))
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: dataset={dataset}: "), err
+    assert fragment in err
+
+
+@pytest.mark.parametrize(
+    "loss_body, fragment",
+    [
+        ("return F.cross_entropy(logits, labels, reduction='none')", "returned a tensor of shape (2,); expected"),
+        ("return 1.0", "returned float; expected the batch's loss as a scalar tensor"),
+        ("return torch.tensor(1.0)", "its loss does not depend on the model's parameters"),
+        ("return logits.mean() * float('nan')", "expected a finite loss"),
+        ("return F.nll_loss(logits, labels[:1])", "on 2 images of the data's shape it raised ValueError"),
+    ],
+)
+def test_a_bad_own_loss_is_refused_in_one_line_before_ray(capsys, tmp_path, loss_body, fragment):
+    space = own_space(tmp_path, loss="my_data.py:loss", loss_body=loss_body)
+    code, err = dry_run(capsys, tmp_path, space)
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("error: loss=my_data.py:loss: "), err
+    assert fragment in err
+
+
+def test_a_loss_and_a_train_step_together_are_refused(capsys, tmp_path):
+    space = own_space(tmp_path, loss="my_data.py:loss", step="my_data.py:step")
+    code, err = dry_run(capsys, tmp_path, space)
+    assert code == 2 and "loss= and train_step= are both given; give one" in err, err
+
+
+def test_a_missing_train_step_names_what_the_file_defines(capsys, tmp_path):
+    code, err = dry_run(capsys, tmp_path, own_space(tmp_path, step="my_data.py:stepp"))
+    assert code == 2
+    assert err == "error: train_step=my_data.py:stepp: my_data.py defines no stepp; it defines data, loss, step"
+
+
+def test_a_data_file_that_fails_to_load_is_named(capsys, tmp_path):
+    space = own_space(tmp_path)
+    (space.parent / "my_data.py").write_text("import numpy as np\n1 / 0\n")
+    code, err = dry_run(capsys, tmp_path, space)
+    assert code == 2
+    assert err == "error: dataset=my_data.py:data: the module failed to load: ZeroDivisionError: division by zero"
+
+
+def test_a_relative_file_is_read_from_the_space_folder_whatever_the_working_directory(tmp_path, monkeypatch):
+    space = own_space(tmp_path)
+    monkeypatch.chdir(tmp_path)  # not the space's folder: a trial's process runs in its own
+    assert own_function("dataset", "my_data.py:data", str(space)).__name__ == "data"
+    with pytest.raises(UsageError, match="no such file"):
+        own_function("dataset", "my_data.py:data", "")
+
+
+def split(n: int, size: int = 4, channels: int = 1, classes: int = 3, dtype=np.uint8):
+    images = np.random.default_rng(0).integers(0, 256, (n, channels, size, size)).astype(dtype)
+    return images if dtype == np.uint8 else images / 255.0, np.arange(n) % classes
+
+
+class Run:
+    """What OwnDataset reads of a RunConfig."""
+
+    def __init__(self, space: str, seed: int = 0):
+        self.space, self.seed = space, seed
+
+
+def test_own_splits_are_fed_as_the_built_in_ones(tmp_path):
+    """No val: held out of train per class with the seed (as MNIST's); `limit` takes the first; float images in 0..1
+    become the 0..255 scale the feed divides; the normalization is measured on the training images."""
+    (tmp_path / "d.py").write_text(
+        "import numpy as np\nfrom spaces import OwnData\n"
+        "def data(root, seed):\n"
+        "    rng = np.random.default_rng(1)\n"
+        "    return OwnData(train=(rng.random((60, 3, 5, 5)), np.arange(60) % 4),\n"
+        "                   class_names='abcd' and list('abcd'))\n"
+    )
+    dataset = OwnDataset("d.py:data", Run(str(tmp_path / "space.py"), seed=3))
+    info = dataset.info(str(tmp_path), {})
+    assert (info.in_channels, info.image_size, info.num_classes, info.class_names) == (3, 5, 4, tuple("abcd"))
+    assert len(info.mean) == 3 and all(0.4 < m < 0.6 for m in info.mean) and all(0.2 < s < 0.4 for s in info.std)
+    train_images, train_labels = dataset.load_split(str(tmp_path), "train", 0.25, 3)
+    val_images, val_labels = dataset.load_split(str(tmp_path), "val", 0.25, 3)
+    assert (len(train_labels), len(val_labels)) == (44, 16) and sorted(np.bincount(val_labels)) == [4, 4, 4, 4]
+    assert train_images.dtype == np.float32 and 0 <= train_images.min() and 250 < train_images.max() <= 255.0
+    assert train_labels.dtype == np.int64
+    assert len(dataset.load_split(str(tmp_path), "train", 0.25, 3, limit=10)[1]) == 10
+    assert not dataset.has_test_split(str(tmp_path))
+
+
+def test_given_splits_are_kept_and_must_agree_in_shape():
+    loaded = checked("f.py:d", OwnData(train=split(20), val=split(6), test=split(8), class_names=["x", "y", "z"]))
+    assert {name: len(labels) for name, (_, labels) in loaded.splits.items()} == {"train": 20, "val": 6, "test": 8}
+    with pytest.raises(UsageError, match=r"^dataset=f.py:d: test images are 1x5x5; train's are 1x4x4$"):
+        checked("f.py:d", OwnData(train=split(20), test=split(8, size=5), class_names=["x", "y", "z"]))
+    with pytest.raises(UsageError, match=r"^dataset=f.py:d: std is \(0.5, 0.5\); expected 1 value"):
+        checked("f.py:d", OwnData(train=split(20), class_names=["x", "y", "z"], std=(0.5, 0.5)))
+    with pytest.raises(UsageError, match=r"^dataset=f.py:d: class_names is 'xyz'; expected a list of names"):
+        checked("f.py:d", OwnData(train=split(20), class_names="xyz"))
+
+
+def test_an_epoch_trains_on_the_own_step_and_reports_its_loss():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    images, labels = torch.randn(8, 1, 4, 4), torch.arange(8) % 3
+    before = model[1].weight.detach().clone()
+    stats = train_one_epoch(
+        model, optimizer, [(images, labels)], torch.device("cpu"), step=lambda m, x, y: m(x).sum() * 0 + 7.0
+    )
+    assert stats["loss_sum"].item() / stats["count"] == pytest.approx(7.0)
+    assert torch.equal(model[1].weight, before)  # a loss with zero gradient moves nothing: the step was the own one

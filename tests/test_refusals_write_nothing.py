@@ -1,0 +1,170 @@
+"""A refused command writes nothing, anywhere: no storage folder, no data folder, no cache, no temporary files; and a
+dry run writes nothing at all when its data is there. Each case runs the real CLI entry in this process (no Ray starts)
+with storage, data, $HOME (so ~/.cache) and the temporary folder all under one root, whose tree must not change."""
+
+import json
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from search.__main__ import main
+from search.commands import parse_run
+
+DATA_MISSING = "data.download=false"
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    """The one folder every write of the command would land in: $HOME, the temporary folder, storage and data."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.chdir(tmp_path / "home")
+    return tmp_path
+
+
+def tree(root: Path) -> dict[str, tuple]:
+    """Every folder and file under `root`, with each file's size and modification time; but torch's own cache in the
+    temporary folder (`torchinductor_<user>`, made by torch at a process's first optimizer step, the estimate's)."""
+    listing = {}
+    for folder, folders, files in os.walk(root):
+        folders[:] = [
+            name for name in folders if not (folder == str(root / "tmp") and name.startswith("torchinductor_"))
+        ]
+        for name in folders:
+            listing[os.path.relpath(os.path.join(folder, name), root)] = ("folder",)
+        for name in files:
+            stat = os.lstat(os.path.join(folder, name))
+            listing[os.path.relpath(os.path.join(folder, name), root)] = (stat.st_size, stat.st_mtime_ns)
+    return listing
+
+
+def refused(root: Path, capsys, *words: str) -> str:
+    """The error line of `python -m search WORDS`, having checked it is one line, exit code 2, and no write."""
+    before = tree(root)
+    code = main(list(words))
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    after = tree(root)
+    changed = sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+    assert not changed, f"written by a refused `{' '.join(words)}`: {changed}"
+    return err.strip()
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_missing_data_under_a_missing_storage_folder_writes_nothing(root, capsys):
+    storage, data = root / "cluster_storage" / "runs", root / "cluster_storage" / "mnist"
+    line = refused(root, capsys, "run", "space=resnet_mnist", f"storage={storage}", f"data.root={data}", DATA_MISSING)
+    assert line.startswith(f"error: data.root={data}: mnist is missing MNIST/raw/train-images-idx3-ubyte")
+    assert "(data.download=false)" in line
+
+
+def test_a_failed_download_leaves_no_data_folder(root, capsys, monkeypatch):
+    """torchvision creates <root>/MNIST/raw before it downloads: the download goes to a temporary folder instead,
+    removed when no mirror answers (here one on a closed local port: no network is touched)."""
+    import torchvision.datasets
+
+    monkeypatch.setattr(torchvision.datasets.MNIST, "mirrors", [f"http://127.0.0.1:{closed_port()}/"])
+    data = root / "nowhere" / "mnist"
+    line = refused(root, capsys, "run", "space=mlp_mnist", f"storage={root / 'runs'}", f"data.root={data}")
+    assert line.startswith(f"error: data.root={data}: mnist is missing MNIST/raw/train-images-idx3-ubyte")
+    assert "(not downloaded: offline, or torchvision's mirrors did not answer)" in line and "Error" not in line
+
+
+def test_the_cluster_command_without_a_cluster_writes_nothing(root, capsys, mnist_root):
+    """The README's cluster command with no cluster answering: refused before the experiment's folder is claimed."""
+    port = closed_port()
+    line = refused(
+        root,
+        capsys,
+        *["run", "space=resnet_mnist", f"address=127.0.0.1:{port}", f"storage={root / 'cluster_storage' / 'runs'}"],
+        f"data.root={mnist_root}",
+    )
+    assert line.startswith(f"error: address=127.0.0.1:{port}: no Ray cluster answers at ")
+
+
+@pytest.mark.parametrize(
+    "words, culprit",
+    [
+        (["optimizer=rmsprop"], "error: optimizer=rmsprop: allowed values are "),
+        (["trails=3"], "error: trails: unknown key; did you mean trials?"),
+        (["name=taken"], "error: name=taken: "),
+        (["model.weights=nothing.pt"], "error: model.weights=nothing.pt: no such file"),
+    ],
+)
+def test_bad_input_writes_nothing(root, capsys, mnist_root, words, culprit):
+    (root / "runs" / "taken").mkdir(parents=True)
+    storage = root / "runs" if "name=taken" in words else root / "missing" / "runs"  # a folder a probe could create
+    line = refused(root, capsys, "run", "space=cnn_mnist", f"storage={storage}", f"data.root={mnist_root}", *words)
+    assert line.startswith(culprit), line
+
+
+def test_unwritable_storage_writes_nothing(root, capsys, mnist_root):
+    blocker = root / "a-file"
+    blocker.write_text("")
+    storage = blocker / "deeper" / "runs"
+    line = refused(root, capsys, "run", "space=mlp_mnist", f"storage={storage}", f"data.root={mnist_root}")
+    assert line == (
+        f"error: storage={storage}: cannot write there: Not a directory ({blocker}); give a folder you can write to, "
+        "or a URI"
+    )
+
+
+def test_a_refused_resume_writes_nothing(root, capsys, mnist_root):
+    config, _ = parse_run(["space=mlp_mnist", f"storage={root / 'runs'}", "name=old", f"data.root={mnist_root}"])
+    experiment = root / "runs" / "old"
+    experiment.mkdir(parents=True)
+    (experiment / "search.json").write_text(json.dumps({"run": config.to_dict()}))
+    (experiment / "driver.lock").write_text("")  # as every driver leaves it: a refusal must not take the lock
+    line = refused(root, capsys, "resume", str(experiment), f"epochs={config.epochs + 1}")
+    assert line.startswith(f"error: epochs={config.epochs + 1}: a search's epochs cannot change on resume")
+
+
+@pytest.mark.parametrize("tracked", [False, True])
+def test_a_dry_run_writes_nothing(root, capsys, mnist_root, tracked):
+    """Nor does its check of a new MLflow store: the folder must be writable, the store is made by the run."""
+    storage = root / "missing" / "runs"
+    words = ["tracking=mlflow", f"tracking.uri=sqlite:///{root / 'mlflow.db'}"] if tracked else []
+    before = tree(root)
+    code = main(
+        ["run", "space=mlp_mnist", f"storage={storage}", "name=x", f"data.root={mnist_root}", *words, "--dry-run"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines()[-1] == (
+        f"dry run: nothing started, nothing written; without --dry-run this search goes to {storage}/x"
+    )
+    assert tree(root) == before, "a dry run whose data is there writes nothing"
+
+
+def test_a_dry_run_on_the_shipped_sample_writes_only_the_sample_and_says_where(root, capsys):
+    """No data.root and no MNIST in the cache (data.download=false, as offline): one short data line, the sample
+    unpacked into the cache, and the dry run's last line names that folder, the only one it wrote."""
+    sample = root / "home" / ".cache" / "search" / "samples" / "mnist-1"
+    before = tree(root)
+    code = main(["run", "space=mlp_mnist", f"storage={root / 'runs'}", "name=x", DATA_MISSING, "--dry-run"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == (
+        "data: no MNIST in ~/.cache/search/datasets (data.download=false); training on the MNIST sample that ships "
+        "with search (8,000 digits; CC BY-SA 3.0); for real data give data.root=PATH"
+    )
+    assert lines[-1] == (
+        f"dry run: nothing started, nothing written but the data, fetched into {sample}; without --dry-run this "
+        f"search goes to {root / 'runs'}/x"
+    )
+    written = [root / path for path in sorted(tree(root).keys() - before.keys())]
+    assert sample / "MNIST" / "raw" / "train-images-idx3-ubyte" in written
+    assert all(path.is_relative_to(sample) or sample.is_relative_to(path) for path in written), written

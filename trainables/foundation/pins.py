@@ -1,0 +1,93 @@
+"""What a pinned hyperparameter may be: the values the model and the training loop can build (a pin outside them is
+refused, naming what is accepted), and the one-line warning for a pin the model can build but the space does not
+search (outside its range, or not among its choices), which is accepted: the space's range is what a search
+proposes, not a limit on what a user may try. One place for every name's rule; no Ray, no torch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+
+from trainables.foundation.errors import UsageError
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _at_least_zero(value) -> bool:
+    return _number(value) and value >= 0
+
+
+def _zero_to_one(value) -> bool:
+    return _number(value) and 0 <= value < 1
+
+
+POSITIVE_INT = ("a positive integer", _positive_int)
+ZERO_TO_ONE = ("in [0, 1)", _zero_to_one)
+AT_LEAST_ZERO = (">= 0", _at_least_zero)
+
+# name -> (what it accepts, in words; whether a value is accepted)
+RULES: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "lr": ("> 0", lambda value: _number(value) and value > 0),
+    "dropout": ZERO_TO_ONE,
+    "momentum": ZERO_TO_ONE,
+    "label_smoothing": ZERO_TO_ONE,
+    "weight_decay": AT_LEAST_ZERO,
+    "shift": AT_LEAST_ZERO,
+    "rotate": AT_LEAST_ZERO,
+    "train_pct": ("in (0, 1)", lambda value: _number(value) and 0 < value < 1),
+    "batch_size": POSITIVE_INT,
+    "hidden": POSITIVE_INT,
+    "layers": POSITIVE_INT,
+    "width": POSITIVE_INT,
+    "image_size": POSITIVE_INT,
+}
+
+
+def refuse_unbuildable(key: str, text: str, value) -> None:
+    """Refuse `key=text` (parsed as `value`) when the model or the training loop cannot build it: one line naming
+    what the name accepts. A name without a rule (a user space's own) is accepted as its type parses."""
+    rule = RULES.get(key)
+    if rule and not rule[1](value):
+        raise UsageError(f"{key}={text}: must be {rule[0]}")
+
+
+def numeric_choices(dist: CategoricalDistribution) -> type | None:
+    """int or float when every choice of `dist` is a number (a pin may then lie between them), else None."""
+    choices = dist.choices
+    if not choices or not all(_number(choice) for choice in choices):
+        return None
+    return int if all(isinstance(choice, int) for choice in choices) else float
+
+
+def pin_warnings(searched: dict[str, BaseDistribution], fixed: dict) -> list[str]:
+    """One `warning:` line per pin of a searched hyperparameter that lies outside its searched range (or is not
+    among its searched choices), naming the range; the pin is kept."""
+    from trainables.foundation.space import describe_distribution
+
+    lines = []
+    for key, value in fixed.items():
+        dist = searched.get(key)
+        if dist is None or _within(dist, value):
+            continue
+        categorical = isinstance(dist, CategoricalDistribution)
+        where = "not among the searched choices" if categorical else "outside the searched range"
+        lines.append(f"warning: {key}={_text(value)} is {where} ({describe_distribution(dist)})")
+    return lines
+
+
+def _within(dist: BaseDistribution, value) -> bool:
+    if isinstance(dist, CategoricalDistribution):
+        return any(value == choice and isinstance(value, bool) == isinstance(choice, bool) for choice in dist.choices)
+    low, high = getattr(dist, "low", None), getattr(dist, "high", None)
+    return low is None or not _number(value) or low <= value <= high
+
+
+def _text(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,67 @@
+"""A space's own loss or training step, in place of the built-in cross-entropy.
+
+`loss="file.py:function"` is called as `loss(logits, labels)`; `train_step="file.py:function"` as
+`train_step(model, images, labels)` (the model as the trial trains it: DDP-wrapped in a DDP trial). Either returns
+the batch's loss as a scalar tensor; the training loop does the rest (autocast, backward, the optimizer's step, the
+learning-rate schedule, checkpoints, the report ASHA judges), so everything else a trial does stays as it is.
+Validation scores stay the same for every space: `val_loss` is the cross-entropy, `val_acc` the argmax's accuracy.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from trainables.foundation.errors import UsageError
+from trainables.own_refs import own_function
+
+
+def training_step(space, space_ref: str = "") -> Callable | None:
+    """(model, images, labels) -> loss for the space's own loss or step; None: the built-in cross-entropy."""
+    if space.loss and space.train_step:
+        raise UsageError(
+            f"space {space.name}: loss= and train_step= are both given; give one (a train_step computes its own loss)"
+        )
+    if space.train_step:
+        return own_function("train_step", space.train_step, space_ref)
+    if space.loss:
+        return functools.partial(loss_step, own_function("loss", space.loss, space_ref))
+    return None
+
+
+def loss_step(loss: Callable, model, images, labels):
+    return loss(model(images), labels)
+
+
+def check_training_step(space, run, dataset, hp: dict) -> None:
+    """Preflight: the space's own step, called once on 2 random images of the data's shape through the space's model
+    (built with `hp`); refused in one line unless it returns a finite scalar tensor that depends on the model."""
+    step = training_step(space, run.space)
+    if step is None:
+        return
+    import torch
+
+    from trainables.models import model_for
+
+    key, ref = ("train_step", space.train_step) if space.train_step else ("loss", space.loss)
+    info = dataset.info(run.data.root, hp)
+    torch.manual_seed(run.seed)
+    images = torch.randn(2, info.in_channels, info.image_size, info.image_size)
+    labels = torch.tensor([0, min(1, info.num_classes - 1)])
+    model = model_for(space, hp, info).train()
+    try:
+        loss = step(model, images, labels)
+    except UsageError:
+        raise
+    except Exception as exc:  # the user's function: say what broke, in one line
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise UsageError(
+            f"{key}={ref}: on 2 images of the data's shape it raised {type(exc).__name__}: {first}"
+        ) from None
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        what = f"a tensor of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else type(loss).__name__
+        raise UsageError(f"{key}={ref}: returned {what}; expected the batch's loss as a scalar tensor (e.g. .mean())")
+    if not loss.requires_grad:
+        raise UsageError(f"{key}={ref}: its loss does not depend on the model's parameters (no gradient)")
+    if not torch.isfinite(loss.detach()):
+        raise UsageError(f"{key}={ref}: returned {loss.item()} on 2 images; expected a finite loss")
