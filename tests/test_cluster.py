@@ -185,7 +185,7 @@ def test_through_ray_client_a_search_on_s3_storage_spans_two_nodes_and_every_com
     assert refused.stderr.strip().splitlines()[-1].startswith(f"error: data.root={tmp_path / 'nothing-here'}")
     output = log.read_text()
     assert result.returncode == 0, output[-3000:]
-    assert "1 trials of resnet_mnist, 1 at a time" in output and "best checkpoint:" in output  # streamed back
+    assert "1 trial of resnet_mnist, 1 at a time" in output and "best checkpoint:" in output  # streamed back
     assert f"results: {experiment}" in output and f"summary: {experiment}/summary.json" in output
 
     files = uri_files(experiment)
