@@ -10,12 +10,16 @@ is stopped resumes where it stopped; once every row is there the table is writte
 {"space", "epochs", "seeds", "grid", "command"}, then per configuration and seed {"config", "seed", "val", "test",
 "s"} (lists by epoch). The seed sets what `python -m search run seed=S` sets: the validation split, the initial
 weights and the batch order (benchmarks.epoch_curve). One intra-op thread per job.
+
+The data is the space's: MNIST's IDX files under ROOT, or a space's own (`dataset="file.py:function"`), where ROOT
+may be left out. A space in spaces/heldout/ is a held-out workload: its table's header says `"held_out": true` and
+names the `"workload"`, and benchmarks.replay opens it only for a report, never to choose a default.
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
+import importlib.util
 import itertools
 import json
 import math
@@ -28,8 +32,26 @@ from pathlib import Path
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from benchmarks import portable
+from benchmarks.options import OneLineParser
 
 LOG_POINTS, LINEAR_POINTS = 8, 4  # values of a float hyperparameter on a log scale, on a linear one
+HELD_OUT = Path(__file__).resolve().parents[1] / "spaces" / "heldout"  # the held-out workloads' spaces
+
+
+def held_out(space_ref: str) -> bool:
+    """Whether `space=` names a space in spaces/heldout/ (by path or dotted module): a workload no default was
+    chosen on."""
+    if space_ref.endswith(".py") or "/" in space_ref:
+        path = Path(space_ref)
+    else:
+        try:
+            spec = importlib.util.find_spec(space_ref) if "." in space_ref else None
+        except ImportError:
+            spec = None
+        if spec is None or not spec.origin:
+            return False
+        path = Path(spec.origin)
+    return HELD_OUT in path.resolve().parents
 
 
 def grid_values(distribution, log_points: int = LOG_POINTS, linear_points: int = LINEAR_POINTS) -> list:
@@ -129,8 +151,10 @@ def train_row(job: tuple) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("root", help="an MNIST folder with its test files (e.g. the shipped sample's)")
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "root", nargs="?", default="", help="an MNIST folder with its test files (a space with its own data: optional)"
+    )
     parser.add_argument("--space", default="mlp_mnist")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seeds", default="0,1")
@@ -149,7 +173,10 @@ def main() -> None:
 
     seeds = [int(s) for s in args.seeds.split(",")]
     points = {name: int(count) for name, count in (pair.split("=") for pair in args.points.split(",") if pair)}
-    grid = grid_of(load_space(args.space).hyperparameters, args.log_points, args.linear_points, points)
+    space = load_space(args.space)
+    if not args.root and ":" not in space.dataset:
+        parser.error(f"root: {args.space}'s data is {space.dataset}: give the folder that holds it")
+    grid = grid_of(space.hyperparameters, args.log_points, args.linear_points, points)
     fixed = dict(parse_fixed(pair) for pair in args.fixed.split(",") if pair)
     partial = args.out.with_name(args.out.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
@@ -179,6 +206,8 @@ def main() -> None:
             ["python -m benchmarks.curve_table", *(portable(a) if os.path.exists(a) else a for a in sys.argv[1:])]
         ),
     }
+    if held_out(args.space):
+        header["held_out"], header["workload"] = True, space.name  # no default may be chosen on it (replay.py)
     if args.device != "cpu":
         header["device"] = args.device
     if args.limit:

@@ -18,7 +18,7 @@ import time
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from trainables.data import MNIST
+from trainables.data import get_dataset
 from trainables.feeds import MemoryFeed
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_space
@@ -45,7 +45,8 @@ def curve(
     limit: int = 0,
 ):
     """Yields one row per epoch (see the module's docstring); on `device` (the data held there too); `limit`: the
-    first that many training digits (`data.limit`; 0: all)."""
+    first that many training digits (`data.limit`; 0: all). The data is the space's: MNIST's IDX files under
+    `root`, or a space's own (`dataset="file.py:function"`, trainables.own_data), which may not need `root`."""
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     space = load_space(space_name)
@@ -60,8 +61,9 @@ def curve(
             "data": {**defaults["data"], "root": root, "limit": limit},
         }
     )
-    feed = MemoryFeed(MNIST, run, hp, rank=0, world_size=1, device=device)
-    model = model_for(space, hp, MNIST.info(root, hp)).to(device)
+    dataset = get_dataset(space.dataset, run)
+    feed = MemoryFeed(dataset, run, hp, rank=0, world_size=1, device=device)
+    model = model_for(space, hp, dataset.info(root, hp)).to(device)
     optimizer = make_optimizer(hp, model)
     schedule = LearningRate(hp, optimizer, epochs, feed.steps_per_epoch(), cycle_ends=cycle_ends)
     averages = [AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(d), use_buffers=True) for d in decays]

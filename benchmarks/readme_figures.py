@@ -6,7 +6,7 @@ would take for a cell's end) and its format:
 
     <!-- fig:benchmarks/results/x.json#/peer/search_over_loop;.2f -->1.07<!-- /fig -->
 
-`P1 / P2` (spaces around the slash) gives the ratio of two values. The format is
+`P1 / P2` (spaces around the slash) gives the ratio of two values, `P * 4` a value times a number. The format is
 Python's format spec (`.3f`, `.0%`, `,.0f`), or `p`: a p-value in two significant digits (`0.033`, `2e-6`).
 Files are named from the repository's root.
 
@@ -61,9 +61,10 @@ def render(value, spec: str) -> str:
 def figure(match: re.Match) -> str:
     """The figure a marker's JSON gives."""
     document = _load(match["file"])
-    values = [lookup(document, pointer) for pointer in match["pointer"].split(" / ")]
+    pointers, _, factor = match["pointer"].partition(" * ")
+    values = [lookup(document, pointer) for pointer in pointers.split(" / ")]
     value = values[0] / values[1] if len(values) == 2 else values[0]
-    return render(value, match["spec"])
+    return render(value * float(factor) if factor else value, match["spec"])
 
 
 def block(match: re.Match) -> str:

@@ -9,6 +9,9 @@ incumbent's.
 `replay` runs given configurations one after another under the search's ASHA (`FixedArm`), the order
 `benchmarks.replay_check` runs real searches through Ray in to compare their stops; `benchmarks.replay_cli` replays
 whole searches as the command line runs them.
+
+A held-out table (its header says `"held_out": true`: a workload no default was chosen on, benchmarks/curve_table.py)
+opens only for a caller that says it reports rather than tunes (`held_out_ok=True`); every other read is refused.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from search.running.scheduler import study_asha
 from search.running.searcher import StudySearcher
 from search.running.study import StudyRecord
 from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import UsageError
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space, load_space
 from trainables.foundation.trial_files import TRIAL_KEY
@@ -49,11 +53,15 @@ class CurveTable:
     test: dict[tuple, np.ndarray]
     s: dict[tuple, np.ndarray] = field(default_factory=dict)  # seconds from the start to each epoch's end
     fixed: dict = field(default_factory=dict)  # constants the table's rows trained with beyond the space's
+    held_out: str = ""  # a held-out workload's name: the table is for reports only, no default may be chosen on it
 
     @classmethod
-    def load(cls, path) -> CurveTable:
+    def load(cls, path, held_out_ok: bool = False) -> CurveTable:
+        """The table at `path`; a held-out one only with `held_out_ok` (the caller reports, it does not tune)."""
         with gzip.open(path, "rt") as stream:
             header = json.loads(stream.readline())
+            if header.get("held_out") and not held_out_ok:
+                raise held_out_refusal(path, header.get("workload", header["space"]))
             rows = [json.loads(line) for line in stream if line.strip()]
         grid, seeds = header["grid"], header["seeds"]
         val, test, seconds = {}, {}, {}
@@ -62,7 +70,9 @@ class CurveTable:
             slot = seeds.index(row["seed"])
             for into, values in ((val, row["val"]), (test, row["test"]), (seconds, row["s"])):
                 into.setdefault(key, np.full((len(seeds), header["epochs"]), np.nan))[slot] = values
-        return cls(header["space"], header["epochs"], seeds, grid, val, test, seconds, header.get("fixed", {}))
+        fixed, workload = header.get("fixed", {}), header.get("workload", header["space"])
+        held_out = workload if header.get("held_out") else ""
+        return cls(header["space"], header["epochs"], seeds, grid, val, test, seconds, fixed, held_out)
 
     def key(self, config: dict, space: dict) -> tuple:
         """The grid point nearest to `config`."""
@@ -238,7 +248,28 @@ def replay(table: CurveTable, space: Space, arm, seed: int, budget: int) -> Repl
     return run
 
 
+def held_out_refusal(path, workload: str) -> UsageError:
+    return UsageError(
+        f"{path}: a held-out table (workload {workload}): no default may be chosen on it, so only a report reads it "
+        "(replay_cli on seeds outside the tuning set)"
+    )
+
+
+_REPORTING: set[str] = set()  # held-out tables this process opened for a report (forked workers inherit it)
+
+
+def _table(path: str, held_out_ok: bool = False) -> CurveTable:
+    """A table read once per process (a worker replays many seeds on it). A held-out table only with `held_out_ok`,
+    or once this process (or the one it forked from) opened it so: the caller reports, it does not tune."""
+    key = str(path)
+    table = _read(key)
+    if table.held_out and not (held_out_ok or key in _REPORTING):
+        raise held_out_refusal(key, table.held_out)
+    if held_out_ok:
+        _REPORTING.add(key)
+    return table
+
+
 @functools.cache
-def _table(path: str) -> CurveTable:
-    """A table read once per process (a worker replays many seeds on it)."""
-    return CurveTable.load(path)
+def _read(path: str) -> CurveTable:
+    return CurveTable.load(path, held_out_ok=True)  # the one reader that decides is _table

@@ -25,9 +25,9 @@ from ray.tune.schedulers import TrialScheduler
 from benchmarks.replay import DEFAULTS, _Named, search_asha, study_searcher
 from benchmarks.samplers import tuned_tpe
 from search.running.endings import Ending
-from search.running.sampler import make_sampler, startup_trials
+from search.running.sampler import OrderedTPESampler, make_sampler, startup_trials
 from search.running.scheduler import study_asha
-from search.running.space_coding import SpaceCoding
+from search.running.space_coding import SpaceCoding, ordered_choices
 from search.running.study_setup import coding_for, sampler_for
 from trainables.foundation.config import RunConfig
 from trainables.foundation.schedules import first_rung, schedules_of
@@ -47,18 +47,28 @@ ARMS = (
 )
 
 
-VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding")
+VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
 
 
 class SideBySideArm:
     """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA (or
     none). `settings`: the search's with some changed (a variant `search|reduction=2|grace=2|startup=4`;
-    `coding=values`: the study holds the choices' values, `coding=ordered` their positions)."""
+    `coding=values`: the study holds the choices' values, `coding=ordered` their positions; `liar=0`: the search's
+    TPE without Optuna's constant liar, which is on by default; `grow=1`: a random start one trial longer for each
+    trial side by side beyond the first)."""
 
-    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha=True, settings=None):
+    def __init__(
+        self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha=True, settings=None, concurrency=1
+    ):
         settings = settings or {}
         startup = int(settings.get("startup", startup_trials(trials)))
-        if settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding and under its ASHA
+        if settings.get("grow") == "1":
+            startup += concurrency - 1
+        if settings.get("liar") == "0":
+            coding = coding_for(RunConfig(sampler=sampler), space)
+            ordered = {} if coding.ordered else ordered_choices(coding.space)  # as sampler_for models them
+            proposer = OrderedTPESampler(ordered, seed=seed, n_startup_trials=startup, constant_liar=False)
+        elif settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding and under its ASHA
             proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         elif settings.get("tpe") == "tuned":  # the settings the search had before the replays chose Optuna's
             proposer = tuned_tpe(seed, startup)
@@ -220,11 +230,13 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     startup (the random start in trials), the stop rule: trials, budget (an epoch budget of so many full-length
     trials) or epoch_budget (in epochs), tpe (optuna: Optuna's TPESampler defaults but the random start; tuned:
     the settings the search had before, multivariate, a fifth as good, the constant liar), coding (values or
-    ordered: how the study holds numeric choices)."""
+    ordered: how the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start that grows with
+    the trials side by side)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = settings.get("tpe", "optuna") not in TPES or settings.get("coding", "values") not in CODINGS
+    bad_value = bad_value or settings.get("liar", "0") != "0" or settings.get("grow", "1") != "1"
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS:
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS)}, or search|KEY=VALUE|... with keys {', '.join(VARIANT_KEYS)}"
@@ -232,12 +244,12 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     return name, settings
 
 
-def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int):
-    """`arm` for a search of `trials` trials of at most `epochs` epochs."""
+def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int, concurrency: int = 1):
+    """`arm` for a search of `trials` trials of at most `epochs` epochs, `concurrency` of them side by side."""
     arm, settings = parse_variant(arm)
     if arm in ("search", "random_asha") and settings.keys() - {"trials", "budget", "epoch_budget"}:
         sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
-        return SideBySideArm(space, sampler, seed, trials, epochs, asha=True, settings=settings)
+        return SideBySideArm(space, sampler, seed, trials, epochs, True, settings, concurrency)
     if arm in ("search", "random_asha", "search_no_asha", "random"):
         sampler = "random" if arm.startswith("random") else DEFAULTS.sampler
         return SideBySideArm(space, sampler, seed, trials, epochs, asha=arm in ("search", "random_asha"))

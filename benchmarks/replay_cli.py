@@ -32,15 +32,22 @@ import numpy as np
 import optuna
 
 from benchmarks import git_commit, portable
+from benchmarks.families import refuse, replay_settings
 from benchmarks.replay import DEFAULTS, _table, incumbent, standing_of, table_space
 from benchmarks.replay_arms import ARMS, make_arm, parse_variant
-from benchmarks.replay_figures import bootstrap_interval, iqm
+from benchmarks.replay_figures import anytime_quartiles, bootstrap_interval, iqm, to_within, wall_share_to
 from benchmarks.statistics import wilcoxon
+from trainables.foundation.errors import UsageError
 
 CORES = 2
-SEED_SETS = {"tuning": range(100, 400), "evidence": range(2000, 2300), "fresh": range(5000, 5300)}
+SEED_SETS = {
+    "tuning": range(100, 400),
+    "evidence": range(2000, 2300),
+    "fresh": range(5000, 5300),
+    "heldout": range(7000, 7300),
+}
 # disjoint: defaults are chosen on tuning seeds and confirmed on evidence seeds; the fresh seeds were replayed only
-# once every default stood (benchmarks/README.md), so that no choice saw them
+# once every default stood (benchmarks/README.md), so that no choice saw them; the held-out tables get their own
 ANYTIME_POINTS = 41  # the wall-time grid of the anytime curves
 FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trials on the 2-core VM (its README)
 
@@ -60,7 +67,7 @@ def replay_cli(job: tuple) -> dict:
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         expected = min(trials, max(1, epoch_budget // table.epochs)) if epoch_budget else trials
-        runner = make_arm(arm, space, seed, expected, table.epochs)
+        runner = make_arm(arm, space, seed, expected, table.epochs, concurrency)
         events, live, standing, trace = [], {}, {}, []
         proposed, spent = 0, 0
 
@@ -138,6 +145,8 @@ def measure(
         results = pool.map(replay_cli, work, chunksize=8)
     table = _table(path)
     figures = {"code": git_commit(), "table": portable(path), "space": table.space, "epochs": table.epochs}
+    if table.held_out:
+        figures["held_out"] = True  # a workload no default was chosen on (benchmarks.replay)
     figures["seeds"] = seeds
     figures.update(first_seed=first_seed, seed_set=seed_set_of(replayed), **seed_sets())
     figures.update(trials=trials, epoch_budget=epoch_budget, concurrency={})
@@ -169,39 +178,13 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
             "median_epochs": float(np.median([r["epochs"] for r in rs])),
             "share_of_wall_to_random_asha_final_median": wall_share_to(rs, random_final / 100),
             "final_regret_pt": regrets[arm].round(4).tolist(),
+            "to_within_pt": to_within(rs),
             "anytime_quartiles_pt": anytime_quartiles(rs, grid),
         }
     for arm in (a for a in runs if a != "search"):  # paired by seed: every arm replays the same seeds
         at_k["arms"][arm]["p_search_lower"] = wilcoxon(regrets["search"], regrets[arm], "less")
         at_k["arms"][arm]["p_search_higher"] = wilcoxon(regrets["search"], regrets[arm], "greater")
     return at_k
-
-
-def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
-    """The 25th, 50th and 75th percentiles over seeds of the incumbent's regret (points) at each time of `grid`; a
-    search over by then keeps its final regret, one with no epoch ended yet has none (None where no seed has)."""
-    at = np.full((len(runs), len(grid)), np.nan)
-    for row, run in enumerate(runs):
-        times = np.asarray([t for t, _ in run["trace"]])
-        values = np.asarray([v for _, v in run["trace"]]) * 100
-        index = np.searchsorted(times, grid, side="right") - 1
-        at[row, index >= 0] = values[index[index >= 0]]
-    quartiles = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before any epoch ends
-        for q in (25, 50, 75):
-            column = np.nanpercentile(at, q, axis=0)
-            quartiles.append([None if np.isnan(v) else round(float(v), 4) for v in column])
-    return quartiles
-
-
-def wall_share_to(runs: list[dict], target: float) -> float:
-    """The median over seeds of the share of its own wall time a search took to reach `target` regret (1: never)."""
-    shares = []
-    for run in runs:
-        reached = next((at for at, regret in run["trace"] if regret <= target + 1e-12), None)
-        shares.append(1.0 if reached is None else reached / run["wall_s"])
-    return float(np.median(shares))
 
 
 def measure_part(path: str, seeds: int, first_seed: int, epoch_budget: int, checks: int) -> dict:
@@ -255,6 +238,9 @@ def main() -> None:
         default=",".join(ARMS),
         help="comma-separated: the search first; a variant: search|reduction=2|grace=2",
     )
+    parser.add_argument(
+        "--family", help="a family registered in benchmarks/families.json: its arms, concurrency, trials"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -265,9 +251,24 @@ def main() -> None:
             parse_variant(arm)
         except ValueError as error:
             parser.error(str(error))
-    trials, epoch_budget = product_stop_rule(_table(args.table).epochs, args.trials, args.epoch_budget)
     replayed = SEED_SETS[args.seed_set] if args.seeds is None else range(args.first_seed, args.first_seed + args.seeds)
+    try:  # a held-out table is replayed for a report only: on seeds that tune nothing
+        table = _table(args.table, held_out_ok=not set(replayed) & set(SEED_SETS["tuning"]))
+    except UsageError as error:
+        parser.error(str(error))
+    family = None
+    if args.family:  # the registered family fixes what is replayed
+        try:
+            settings = replay_settings(args.family, portable(args.table), f"{replayed.start}-{replayed.stop - 1}")
+        except UsageError as error:
+            refuse(error)
+        arms, concurrencies, args.trials, family = (
+            settings[key] for key in ("arms", "concurrency", "trials", "family")
+        )
+    trials, epoch_budget = product_stop_rule(table.epochs, args.trials, args.epoch_budget)
     figures = measure(args.table, len(replayed), trials, concurrencies, args.jobs, epoch_budget, replayed.start, arms)
+    if family:
+        figures["family"] = family
     print_table(figures)
     if args.out:
         with open(args.out, "w") as stream:

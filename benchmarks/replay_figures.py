@@ -3,6 +3,8 @@ with bootstrap intervals; Optuna's benchmarks: a one-sided Mann-Whitney U test):
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import stats
 
@@ -58,3 +60,65 @@ def summarise(arrays: dict[str, np.ndarray], budget: int, ours: str = "search", 
             "epochs_to_baseline_median": epochs_to_reach(traces, target),
         }
     return summary
+
+
+WITHIN_PT = (0.5, 0.2)  # time to quality: the incumbent within so many test-accuracy points of the table's best
+
+
+def time_to_within(trace: list, points: float) -> tuple[int | None, float | None]:
+    """(epochs spent, replayed seconds) when a search's incumbent first stands within `points` of the table's best;
+    (None, None): never in that search. `trace`: (seconds, regret as a fraction) after each epoch, in order."""
+    for epochs, (at, regret) in enumerate(trace, start=1):
+        if regret * 100 <= points + 1e-9:
+            return epochs, float(at)
+    return None, None
+
+
+def to_within(runs: list[dict]) -> dict:
+    """Per threshold: each seed's epochs and seconds to within it (None: never), the share of seeds that got there,
+    and the medians over seeds with never counted as endless (None where half the seeds or more never did)."""
+    figures = {}
+    for points in WITHIN_PT:
+        hits = [time_to_within(run["trace"], points) for run in runs]
+        epochs, seconds = ([h[i] for h in hits] for i in (0, 1))
+        figures[f"{points:g}"] = {
+            "reached": sum(e is not None for e in epochs) / len(epochs),
+            "median_epochs": censored_median(epochs),
+            "median_wall_s": censored_median(seconds),
+            "epochs": epochs,
+            "wall_s": [None if s is None else round(s, 2) for s in seconds],
+        }
+    return figures
+
+
+def censored_median(values: list) -> float | None:
+    """The median with None as endless: None where that median is endless."""
+    median = float(np.median([np.inf if v is None else v for v in values]))
+    return None if np.isinf(median) else median
+
+
+def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
+    """The 25th, 50th and 75th percentiles over seeds of the incumbent's regret (points) at each time of `grid`; a
+    search over by then keeps its final regret, one with no epoch ended yet has none (None where no seed has)."""
+    at = np.full((len(runs), len(grid)), np.nan)
+    for row, run in enumerate(runs):
+        times = np.asarray([t for t, _ in run["trace"]])
+        values = np.asarray([v for _, v in run["trace"]]) * 100
+        index = np.searchsorted(times, grid, side="right") - 1
+        at[row, index >= 0] = values[index[index >= 0]]
+    quartiles = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before any epoch ends
+        for q in (25, 50, 75):
+            column = np.nanpercentile(at, q, axis=0)
+            quartiles.append([None if np.isnan(v) else round(float(v), 4) for v in column])
+    return quartiles
+
+
+def wall_share_to(runs: list[dict], target: float) -> float:
+    """The median over seeds of the share of its own wall time a search took to reach `target` regret (1: never)."""
+    shares = []
+    for run in runs:
+        reached = next((at for at, regret in run["trace"] if regret <= target + 1e-12), None)
+        shares.append(1.0 if reached is None else reached / run["wall_s"])
+    return float(np.median(shares))

@@ -1,11 +1,15 @@
 """Two arms of one `replay_cli` result compared head to head, paired by seed: how a default is decided between two
 settings (the search's sampler against Optuna's defaults, positions against values, one stop rule against another).
 
-    python -m benchmarks.replay_pairs RESULT.json [RESULT.json...] --pair "A>B" [--pair ...] --out pairs.json
+    python -m benchmarks.replay_pairs RESULT.json [RESULT.json...] --family NAME --out pairs.json
 
-`A>B` asks whether A's regret is lower than B's. Per result (keyed "space seed-set") and pair: each arm's regret
-IQM (test-accuracy points) and median epochs, the one-sided Wilcoxon signed-rank p of A lower and of A higher
-(uncorrected: one decision per pair), and the matched-pairs rank-biserial correlation (1: A lower on every seed).
+The family (benchmarks/families.json, benchmarks.families) names the pairs `A>B` (is A's regret lower than B's?),
+the results' tables, seeds and concurrencies, and the correction; an unregistered family gets no verdict (one line,
+exit 2). Per result (keyed "space seed-set", and ", k side by side" where the family has several) and pair: each
+arm's regret IQM (test-accuracy points) and median epochs, the one-sided Wilcoxon signed-rank p of A lower and of A
+higher, B's regret minus A's in points (median and mean, 95% bootstrap intervals), and the matched-pairs
+rank-biserial correlation (1: A lower on every seed). Uncorrected where the family says so (one decision per pair);
+with Holm over every comparison, also each candidate A's decision: lower after Holm somewhere, higher nowhere.
 """
 
 from __future__ import annotations
@@ -17,8 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import portable
+from benchmarks.families import check_results, named, refuse, registration
 from benchmarks.replay_figures import iqm
-from benchmarks.statistics import rank_biserial, wilcoxon
+from benchmarks.statistics import holm, paired_effect, rank_biserial, wilcoxon
+from trainables.foundation.errors import UsageError
+
+ALPHA = 0.05
 
 
 def compare_pair(arms: dict, first: str, second: str) -> dict:
@@ -29,6 +37,7 @@ def compare_pair(arms: dict, first: str, second: str) -> dict:
         "p_first_lower": wilcoxon(a, b, "less"),
         "p_first_higher": wilcoxon(a, b, "greater"),
         "rank_biserial": rank_biserial(a, b),
+        "effect_pt": paired_effect(a, b),
     }
 
 
@@ -46,33 +55,68 @@ def compare_pairs(result: dict, pairs: list[tuple[str, str]], concurrency: str) 
     }
 
 
+def decide(compared: dict) -> dict:
+    """Holm over every (result, pair) comparison, A lower and A higher apart, written into each pair; per candidate
+    A: where it is lower and higher after Holm, and adopted only if lower somewhere and higher nowhere."""
+    keys = [(where, name) for where, figures in compared.items() for name in figures["pairs"]]
+    for side in ("lower", "higher"):
+        adjusted = holm({key: compared[key[0]]["pairs"][key[1]][f"p_first_{side}"] for key in keys})
+        for (where, name), p in adjusted.items():
+            compared[where]["pairs"][name][f"p_first_{side}_holm"] = p
+    decisions = {}
+    for where, name in keys:
+        pair, candidate = compared[where]["pairs"][name], name.split(">")[0]
+        decision = decisions.setdefault(candidate, {"lower_on": [], "higher_on": []})
+        for side in ("lower", "higher"):
+            if pair[f"p_first_{side}_holm"] < ALPHA:
+                decision[f"{side}_on"].append(where)
+    for decision in decisions.values():
+        decision["adopt"] = bool(decision["lower_on"]) and not decision["higher_on"]
+    return decisions
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.replay_pairs", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+")
-    parser.add_argument("--pair", action="append", required=True, help="\"A>B\": is A's regret lower than B's")
-    parser.add_argument("--concurrency", default="2")
+    parser.add_argument("--family", help="the registered family (benchmarks/families.json) the results answer")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    pairs = []
-    for text in args.pair:
-        first, sep, second = text.partition(">")
-        if not sep or not first or not second:
-            parser.error(f'--pair {text}: write it "A>B"')
-        pairs.append((first, second))
-    compared = {}
-    for path in args.results:
-        result = json.loads(Path(path).read_text())
-        figures = compare_pairs(result, pairs, args.concurrency)
-        compared[f"{figures['space']} {figures['seed_set']}"] = {"result": portable(path), **figures}
-    Path(args.out).write_text(json.dumps({"concurrency": int(args.concurrency), "results": compared}, indent=1))
-    for figures in compared.values():
+    results = [json.loads(Path(path).read_text()) for path in args.results]
+    try:  # before anything is written
+        entry = registration(args.family, "pairs")
+        check_results(args.family, entry, results)
+    except UsageError as error:
+        refuse(error)
+    pairs = [tuple(text.split(">")) for text in entry["pairs"]]
+    several, compared = len(entry["concurrency"]) > 1, {}
+    for path, result in zip(args.results, results):
+        for k in (str(k) for k in entry["concurrency"]):
+            figures = compare_pairs(result, pairs, k)
+            where = f"{figures['space']} {figures['seed_set']}" + (f", {k} side by side" if several else "")
+            compared[where] = {"result": portable(path), **figures}
+    verdict = {
+        "concurrency": int(entry["concurrency"][0]) if not several else entry["concurrency"],
+        "results": compared,
+    }
+    if entry["correction"].startswith("Holm"):
+        verdict["decisions"] = decide(compared)
+    verdict["family"] = named(args.family, entry)
+    Path(args.out).write_text(json.dumps(verdict, indent=1))
+    for where, figures in compared.items():
         for name, pair in figures["pairs"].items():
             first, second = name.split(">")
             print(
-                f"{figures['space']} ({figures['seed_set']} seeds): {first} {pair['regret_iqm_pt'][first]:.3f} "
+                f"{where}: {first} {pair['regret_iqm_pt'][first]:.3f} "
                 f"against {second} {pair['regret_iqm_pt'][second]:.3f}; p lower {pair['p_first_lower']:.3g}, "
-                f"higher {pair['p_first_higher']:.3g}; r {pair['rank_biserial']:+.2f}"
+                f"higher {pair['p_first_higher']:.3g}; r {pair['rank_biserial']:+.2f}; B minus A "
+                f"{pair['effect_pt']['mean']:+.3f} points [{pair['effect_pt']['mean_interval'][0]:+.3f}, "
+                f"{pair['effect_pt']['mean_interval'][1]:+.3f}]"
             )
+    for candidate, decision in verdict.get("decisions", {}).items():
+        print(
+            f"{candidate}: lower after Holm on {decision['lower_on'] or 'none'}, higher on "
+            f"{decision['higher_on'] or 'none'}: {'adopt' if decision['adopt'] else 'the product stays'}"
+        )
 
 
 if __name__ == "__main__":

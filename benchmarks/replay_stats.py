@@ -5,9 +5,16 @@ arm, across tables average ranks over (table, seed) blocks with Friedman's test 
 (pairwise Wilcoxon, Holm), and anytime curves; the share of random + ASHA's wall at which the search's median
 reaches random + ASHA's final median.
 
-    python -m benchmarks.replay_stats RESULTS.json RESULTS.json... [--concurrency 1,2,4] [--figures DIR] [--out F]
+Beside each p-value: the paired difference in test-accuracy points (the arm's regret minus the search's; median
+and mean, 95% bootstrap intervals), and where the results hold them the epochs and replayed seconds until the
+incumbent stands within 0.5 and 0.2 points of the table's best, the search's median over random + ASHA's.
 
-Writes `anytime-<space>-<k>.png` per table and `critical-difference-<k>.png` into DIR (k: trials side by side).
+    python -m benchmarks.replay_stats RESULTS.json... --family NAME [--figures DIR] [--out F]
+
+A verdict only for a family registered in benchmarks/families.json whose tables, seeds, trials, concurrencies and
+arms the results are (benchmarks.families); any other: one line, exit 2. Holm runs over each concurrency, or over
+the family's every concurrency where its entry says `"holm_over": "family"`. Writes `anytime-<space>-<k>.png` per
+table and `critical-difference-<k>.png` into DIR (k: trials side by side).
 """
 
 from __future__ import annotations
@@ -20,8 +27,22 @@ import numpy as np
 from scipy.stats import rankdata
 
 from benchmarks import portable
-from benchmarks.replay_figures import iqm
-from benchmarks.statistics import average_ranks, cliques, friedman, holm, pairwise_holm, rank_biserial, wilcoxon
+from benchmarks.families import check_results, named, refuse, registration
+from benchmarks.replay_figures import WITHIN_PT, iqm
+from benchmarks.replay_plots import plot_anytime, plot_critical_difference
+from benchmarks.replay_tables import points_text
+from benchmarks.statistics import (
+    average_ranks,
+    cliques,
+    friedman,
+    holm,
+    median_ratio,
+    paired_effect,
+    pairwise_holm,
+    rank_biserial,
+    wilcoxon,
+)
+from trainables.foundation.errors import UsageError
 
 OURS, RANDOM, RANDOM_ASHA = "search", "random", "random_asha"
 ALPHA = 0.05
@@ -33,11 +54,34 @@ def normalised(arms: dict) -> dict[str, np.ndarray]:
     return {arm: np.asarray(f["final_regret_pt"]) / scale for arm, f in arms.items()}
 
 
-def effect(ours: np.ndarray, other: np.ndarray) -> dict:
+def effect(ours: np.ndarray, other: np.ndarray, ours_pt=None, other_pt=None) -> dict:
     """The size of a difference on one table, paired by seed: the median of the arm's normalised regret minus the
-    search's (above 0: the search lower), and the matched-pairs rank-biserial correlation (1: the search lower on
-    every seed)."""
-    return {"median_difference": float(np.median(other - ours)), "rank_biserial": rank_biserial(ours, other)}
+    search's (above 0: the search lower), the matched-pairs rank-biserial correlation (1: the search lower on
+    every seed), and in test-accuracy points the arm's regret minus the search's with 95% intervals."""
+    size = {"median_difference": float(np.median(other - ours)), "rank_biserial": rank_biserial(ours, other)}
+    if ours_pt is not None:
+        size["points"] = paired_effect(ours_pt, other_pt)
+    return size
+
+
+def time_to_quality(arms: dict) -> dict | None:
+    """Per threshold (points from the table's best): the search's and random + ASHA's median epochs and seconds to
+    reach it and the share of seeds that did, and the search's medians over random + ASHA's with 95% intervals
+    (None: a median never reached). None where the results hold no times (replayed before they were kept)."""
+    if "to_within_pt" not in arms[OURS] or RANDOM_ASHA not in arms:
+        return None
+    figures = {}
+    for points in (f"{p:g}" for p in WITHIN_PT):
+        ours, other = arms[OURS]["to_within_pt"][points], arms[RANDOM_ASHA]["to_within_pt"][points]
+        figures[points] = {
+            **{
+                arm: {key: f[key] for key in ("reached", "median_epochs", "median_wall_s")}
+                for arm, f in ((OURS, ours), (RANDOM_ASHA, other))
+            },
+            "epochs_ratio": median_ratio(ours["epochs"], other["epochs"]),
+            "wall_ratio": median_ratio(ours["wall_s"], other["wall_s"]),
+        }
+    return figures
 
 
 def by_table(tables: dict, arms: list[str]) -> dict:
@@ -73,6 +117,34 @@ def reach_share(at_k: dict) -> float | None:
     return reached[0] / at_k["arms"][RANDOM_ASHA]["median_wall_s"] if reached else None
 
 
+def adjust(comparisons: list[dict]) -> None:
+    """Holm over every (table, arm) of the comparisons given together (one concurrency, or a family's every
+    concurrency), the search lower and higher apart; then each table's verdicts and the targets."""
+    lower, higher = ({}, {})
+    for figures in comparisons:
+        for name, table in figures["tables"].items():
+            for arm, p in table["p_search_lower"].items():
+                lower[(figures["concurrency"], name, arm)] = p
+                higher[(figures["concurrency"], name, arm)] = table["p_search_higher"][arm]
+    lower, higher = holm(lower), holm(higher)
+    for figures in comparisons:
+        for name, table in figures["tables"].items():
+            keys = [(figures["concurrency"], name, arm) for arm in table["p_search_lower"]]
+            table["p_search_lower_holm"] = {key[2]: lower[key] for key in keys}
+            table["p_search_higher_holm"] = {key[2]: higher[key] for key in keys}
+            share = table["search_reaches_random_asha_final_at_share_of_random_asha_wall"]
+            table["target"] = {
+                "below_random_asha": table["p_search_lower_holm"][RANDOM_ASHA] < ALPHA,
+                "none_ahead": all(p >= ALPHA for p in table["p_search_higher_holm"].values()),
+                "reaches_in_60pct": share is not None and share <= 0.6,
+            }
+            if table["to_within_pt"]:
+                ratio = table["to_within_pt"]["0.5"]["epochs_ratio"]["ratio"]
+                table["target"]["within_half_point_in_two_thirds_epochs"] = ratio is not None and ratio <= 1 / 1.5
+        if "by_table" in figures:
+            figures["targets"] = targets(figures["tables"])
+
+
 def compare(results: list[dict], concurrency: str) -> dict:
     tables, blocks = {}, []
     raw_lower, raw_higher = {}, {}
@@ -85,6 +157,7 @@ def compare(results: list[dict], concurrency: str) -> dict:
         for arm in (a for a in arms if a != OURS):
             raw_lower[(name, arm)] = wilcoxon(scores[OURS], scores[arm], "less")
             raw_higher[(name, arm)] = wilcoxon(scores[OURS], scores[arm], "greater")
+        points = {arm: np.asarray(f["final_regret_pt"]) for arm, f in at_k["arms"].items()}
         tables[name] = {
             "table": result["table"],
             "rule": f"epoch_budget={result['epoch_budget']}"
@@ -93,28 +166,24 @@ def compare(results: list[dict], concurrency: str) -> dict:
             "seeds": result["seeds"],
             "first_seed": result.get("first_seed", 0),
             "seed_set": result.get("seed_set", "other"),
-            "effect_vs_search": {arm: effect(scores[OURS], scores[arm]) for arm in arms if arm != OURS},
+            "effect_vs_search": {
+                arm: effect(scores[OURS], scores[arm], points[OURS], points[arm]) for arm in arms if arm != OURS
+            },
+            "p_search_lower": {arm: raw_lower[(name, arm)] for arm in arms if arm != OURS},
+            "p_search_higher": {arm: raw_higher[(name, arm)] for arm in arms if arm != OURS},
+            "to_within_pt": time_to_quality(at_k["arms"]),
             "normalised_iqm": {arm: iqm(values) for arm, values in scores.items()},
+            "regret_iqm_pt": {arm: iqm(values) for arm, values in points.items()},
             "search_reaches_random_asha_final_at_share_of_random_asha_wall": reach_share(at_k),
             "mean_rank": average_ranks(blocks[-1], arms),
-        }
-    lower, higher = holm(raw_lower), holm(raw_higher)
-    for (name, arm), p in lower.items():
-        tables[name].setdefault("p_search_lower_holm", {})[arm] = p
-        tables[name].setdefault("p_search_higher_holm", {})[arm] = higher[(name, arm)]
-    for table in tables.values():
-        share = table["search_reaches_random_asha_final_at_share_of_random_asha_wall"]
-        table["target"] = {
-            "below_random_asha": table["p_search_lower_holm"][RANDOM_ASHA] < ALPHA,
-            "none_ahead": all(p >= ALPHA for p in table["p_search_higher_holm"].values()),
-            "reaches_in_60pct": share is not None and share <= 0.6,
         }
     scores = np.concatenate(blocks)
     ranks = average_ranks(scores, arms)
     adjusted = pairwise_holm(scores, arms)
+    figures = {"concurrency": int(concurrency), "tables": tables}
+    adjust([figures])
     return {
-        "concurrency": int(concurrency),
-        "tables": tables,
+        **figures,
         "by_table": by_table(tables, arms),
         "targets": targets(tables),
         "blocks": len(scores),
@@ -125,99 +194,27 @@ def compare(results: list[dict], concurrency: str) -> dict:
     }
 
 
-def plot_anytime(result: dict, concurrency: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    at_k = result["concurrency"][concurrency]
-    scale = float(np.median(at_k["arms"][RANDOM]["final_regret_pt"]))
-    grid = np.asarray(at_k["anytime_wall_s"])
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for arm, f in at_k["arms"].items():
-        low, median, high = (
-            np.asarray([np.nan if v is None else v for v in q]) / scale for q in f["anytime_quartiles_pt"]
-        )
-        width = 2.4 if arm == OURS else 1.2
-        (line,) = axes.plot(grid, median, label=arm, linewidth=width)
-        if arm in (OURS, RANDOM_ASHA):
-            axes.fill_between(grid, low, high, color=line.get_color(), alpha=0.15)
-    axes.axhline(1.0, color="grey", linewidth=0.6, linestyle=":")
-    axes.set(xlabel="wall time of the replayed search, s", ylabel="normalised regret (median; quartiles shaded)")
-    axes.set_ylim(0, 3)
-    rule = f"epoch_budget={result['epoch_budget']}" if result["epoch_budget"] else f"trials={result['trials']}"
-    axes.set_title(f"{result['space']}: {rule}, {concurrency} side by side, {result['seeds']} seeds")
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-
-
-def plot_critical_difference(figures: dict, path: Path) -> None:
-    """Demsar's layout: the rank axis on top (best on the right), the better half of the arms labelled on the right,
-    the rest on the left, a red bar under each group that no test tells apart."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ranks, groups = figures["mean_rank"], figures["cliques"]
-    order = sorted(ranks, key=ranks.get)
-    low, high = np.floor(min(ranks.values()) * 2) / 2, np.ceil(max(ranks.values()) * 2) / 2
-    half = (len(order) + 1) // 2
-    rows = max(half, len(order) - half)
-    figure, axes = plt.subplots(figsize=(8, 1.2 + 0.3 * (rows + len(groups))))
-    axes.set_xlim(high + (high - low) * 0.45, low - (high - low) * 0.45)
-    axes.set_ylim(-(len(groups) * 0.3 + rows * 0.35 + 0.4), 0.2)
-    axes.set_xticks(np.arange(low, high + 0.01, 0.5))
-    axes.xaxis.tick_top()
-    axes.set_yticks([])
-    for spine in ("left", "right", "bottom"):
-        axes.spines[spine].set_visible(False)
-    for index, group in enumerate(groups):
-        y = -(index + 1) * 0.3
-        axes.plot([ranks[group[0]] + 0.02, ranks[group[-1]] - 0.02], [y, y], color="red", linewidth=3)
-    top = -(len(groups) * 0.3 + 0.35)
-    for index, arm in enumerate(order):
-        right = index < half
-        y = top - 0.35 * (index if right else len(order) - 1 - index)
-        edge = low - (high - low) * 0.05 if right else high + (high - low) * 0.05
-        axes.plot([ranks[arm], ranks[arm], edge], [0, y, y], color="black", linewidth=0.8)
-        label = f"{arm} ({ranks[arm]:.2f})"
-        axes.text(
-            edge,
-            y,
-            f" {label} " if right else f" {label} ",
-            va="center",
-            ha="left" if right else "right",
-            fontsize=8,
-            fontweight="bold" if arm == OURS else "normal",
-        )
-    tables = ", ".join(figures["tables"])
-    axes.set_title(
-        f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side\n"
-        f"Friedman p {figures['friedman_p']:.2g}; red: no difference (Wilcoxon, Holm, 0.05)",
-        fontsize=8,
-        pad=18,
-    )
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.replay_stats", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="replay_cli results JSON, one per table")
-    parser.add_argument("--concurrency", default="2", help="trials side by side, comma-separated (2: on 2 cores)")
+    parser.add_argument("--family", help="the registered family (benchmarks/families.json) the results answer")
     parser.add_argument("--figures", type=Path, default=Path("benchmarks/results/figures"))
     parser.add_argument("--out")
     args = parser.parse_args()
     results = [json.loads(Path(path).read_text()) for path in args.results]
+    try:  # before anything is written
+        entry = registration(args.family, "arms")
+        check_results(args.family, entry, results)
+    except UsageError as error:
+        refuse(error)
     args.figures.mkdir(parents=True, exist_ok=True)
     every = {"results": [portable(path) for path in args.results], "concurrency": {}}
-    for k in args.concurrency.split(","):
-        figures = every["concurrency"][k] = compare(results, k)
+    for k in (str(k) for k in entry["concurrency"]):
+        every["concurrency"][k] = compare(results, k)
+    if entry.get("holm_over") == "family":
+        adjust(list(every["concurrency"].values()))
+    every["family"] = named(args.family, entry)
+    for k, figures in every["concurrency"].items():
         for result in results:
             plot_anytime(result, k, args.figures / f"anytime-{result['space']}-{k}.png")
         plot_critical_difference(figures, args.figures / f"critical-difference-{k}.png")
@@ -248,10 +245,17 @@ def print_figures(figures: dict) -> None:
         print(f"  target: {met}")
     for name, table in figures["tables"].items():
         sizes = ", ".join(
-            f"{arm} {e['median_difference']:+.3f} (r {e['rank_biserial']:+.2f})"
+            f"{arm} {e['median_difference']:+.3f} (r {e['rank_biserial']:+.2f}{points_text(e)})"
             for arm, e in table["effect_vs_search"].items()
         )
         print(f"{name}: effect, the arm's normalised regret minus the search's (median over seeds): {sizes}")
+        for points, within in (table.get("to_within_pt") or {}).items():
+            ours, other, ratio = within[OURS], within[RANDOM_ASHA], within["epochs_ratio"]
+            print(
+                f"{name}: within {points} points of the best: the search at {ours['median_epochs']} epochs "
+                f"({ours['reached']:.0%} of seeds get there), random + ASHA at {other['median_epochs']} "
+                f"({other['reached']:.0%}); ratio {ratio['ratio']} {ratio['interval']}"
+            )
     table_ranks = figures["by_table"]["mean_rank"]
     ordered = ", ".join(f"{arm} {rank:.2f}" for arm, rank in sorted(table_ranks.items(), key=lambda x: x[1]))
     print(f"the table as the unit, mean rank over {len(figures['tables'])} tables: {ordered}")

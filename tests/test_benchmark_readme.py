@@ -24,6 +24,7 @@ def test_a_figure_edited_by_hand_is_named_and_rewritten_from_its_json(tmp_path, 
     assert disagreements(rewritten(text)) == [] and "-->0.123<!--" in rewritten(text)
     assert disagreements("<!-- fig:r.json#/nothing;.1f -->1<!-- /fig -->")[0].startswith("r.json#/nothing: unreadable")
     assert disagreements("<!-- fig:r.json#/a~1b/1/x / /a~1b/0/p;.0f -->6172<!-- /fig -->") == []  # a ratio
+    assert disagreements("<!-- fig:r.json#/a~1b/1/x * 4;.2f -->0.49<!-- /fig -->") == []  # times a number
     readme_figures._load.cache_clear()
 
 

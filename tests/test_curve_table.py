@@ -74,3 +74,48 @@ def test_a_grid_sized_per_key_and_a_build_resumed_on_it_keeps_only_its_rows(tmp_
     partial = tmp_path / "t.partial"
     partial.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert [(r["config"], r["seed"]) for r in table_rows(partial, grid, [0, 1])] == [(kept, 1)]
+
+
+def test_a_space_with_its_own_data_trains_a_row_without_an_mnist_folder(tmp_path):
+    from benchmarks.curve_table import train_row
+
+    space = tmp_path / "tiny.py"  # mlp_mnist's keys on 200 4x4 images of two classes, dark and light
+    space.write_text(
+        "import dataclasses\nimport numpy as np\nfrom spaces import OwnData\nfrom spaces.mlp_mnist import SPACE\n"
+        "def tiny(root, seed):\n"
+        "    labels = np.arange(200) % 2\n"
+        "    images = (labels[:, None, None, None] * 200 + np.zeros((200, 1, 4, 4))).astype(np.uint8)\n"
+        "    return OwnData(train=(images[:160], labels[:160]), test=(images[160:], labels[160:]),\n"
+        "                   class_names=['a', 'b'])\n"
+        "SPACE = dataclasses.replace(SPACE, name='tiny', dataset=f'{__file__}:tiny')\n"
+    )
+    config = {"batch_size": 64, "dropout": 0.0, "hidden": 128, "layers": 1, "lr": 0.01}
+    row = train_row(("", str(space), config, 0, 2, "cpu", {}, 0))
+    assert row["config"] == config and len(row["val"]) == len(row["test"]) == len(row["s"]) == 2
+    assert row["test"][-1] == 1.0  # it learned its own data, which no MNIST folder holds
+
+
+def test_a_held_out_spaces_table_says_so_in_its_header(tmp_path, monkeypatch):
+    import gzip
+    import json
+    import sys
+
+    from benchmarks import curve_table
+    from benchmarks.replay import CurveTable
+    from trainables.foundation.errors import UsageError
+    from trainables.foundation.space import load_space
+
+    out = tmp_path / "heldout-digits_mlp.jsonl.gz"
+    grid = grid_of(load_space("spaces.heldout.digits_mlp").hyperparameters, 2, 2)
+    row = {"val": [0.5], "test": [0.5], "s": [1.0]}  # every row already built: the build only writes the table
+    rows = "".join(json.dumps({"config": config, "seed": 0, **row}) + "\n" for config in configurations(grid))
+    out.with_name(out.name + ".partial").write_text(rows)
+    argv = ["--space", "spaces.heldout.digits_mlp", "--epochs", "1", "--seeds", "0", "--jobs", "1", "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", ["curve_table", *argv, "--log-points", "2", "--linear-points", "2"])
+    curve_table.main()
+    with gzip.open(out, "rt") as stream:
+        header = json.loads(stream.readline())
+    assert header["held_out"] is True and header["workload"] == "digits_mlp"
+    with pytest.raises(UsageError, match="held-out"):
+        CurveTable.load(out)
+    assert CurveTable.load(out, held_out_ok=True).held_out == "digits_mlp"

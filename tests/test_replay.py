@@ -272,12 +272,12 @@ def test_tuning_and_evidence_seeds_are_disjoint_and_named_in_the_results():
     from benchmarks.replay_cli import SEED_SETS, measure
 
     sets = [set(seeds) for seeds in SEED_SETS.values()]
-    assert len(sets) == 3 and sum(map(len, sets)) == len(set().union(*sets))  # tuning, evidence, fresh: disjoint
+    assert len(sets) == 4 and sum(map(len, sets)) == len(set().union(*sets))  # tuning, evidence, fresh, heldout
     table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     figures = measure(table, 4, 24, [2], 1, 24, 2000, ("search", "random_asha", "random"))
     assert figures["seed_set"] == "other" and figures["first_seed"] == 2000
     assert figures["tuning_seeds"] == "100-399" and figures["evidence_seeds"] == "2000-2299"
-    assert figures["fresh_seeds"] == "5000-5299"
+    assert figures["fresh_seeds"] == "5000-5299" and figures["heldout_seeds"] == "7000-7299"
 
 
 def test_the_replays_default_stop_rule_is_the_products(tmp_path):
@@ -332,3 +332,17 @@ def test_the_search_arm_is_the_products_sampler_values_held_numbers_modelled_in_
     held = make_arm("search", space, 7, 12, 9)
     config = held.propose("0")
     assert held.searcher.record.study.trials[0].params["batch_size"] == config["batch_size"]
+
+
+def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import make_arm
+
+    space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
+    product, grown = make_arm("search", space, 0, 12, 3, 4), make_arm("search|grow=1", space, 0, 12, 3, 4)
+    sampler = lambda arm: arm.searcher.record.study.sampler  # noqa: E731
+    assert sampler(product)._constant_liar and sampler(product)._n_startup_trials == 3  # Optuna 5's default: on
+    assert sampler(grown)._n_startup_trials == 3 + 4 - 1  # one more for each trial side by side beyond the first
+    assert not sampler(make_arm("search|liar=0", space, 0, 12, 3, 4))._constant_liar
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        make_arm("search|liar=1", space, 0, 12, 3)

@@ -1,0 +1,114 @@
+"""The families of comparisons registered before their replays run (benchmarks/families.json): each names its
+tables, arms (or pairs of arms), seed set, trials side by side, trial count, the test and the correction. A verdict
+(`replay_stats`, `replay_pairs`) is reported only for a registered family whose results are the ones it names, and
+every verdict's JSON names its family and a hash of the registered entry, so an entry changed after the fact no
+longer matches the results that quote it.
+
+Entries registered after their replays ran (the defaults' families of the first evidence) say so in `registered`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from trainables.foundation.errors import UsageError
+
+REGISTRY = Path(__file__).resolve().parent / "families.json"
+KINDS = ("arms", "pairs")  # arms: every arm against the search (replay_stats); pairs: A against B (replay_pairs)
+REQUIRED = ("kind", "registered", "tables", "seeds", "concurrency", "trials", "test", "correction")
+
+
+def families(registry: Path | None = None) -> dict[str, dict]:
+    return json.loads((registry or REGISTRY).read_text())["families"]
+
+
+def registration(name: str | None, kind: str | None, registry: Path | None = None) -> dict:
+    """The registered entry of family `name` for a verdict of `kind` (None: any); refused in one line where there is
+    none."""
+    known, where = families(registry), (registry or REGISTRY).name
+    if not name:
+        raise UsageError(f"--family: a verdict needs a family registered in {where} ({', '.join(known)})")
+    if name not in known:
+        raise UsageError(f"--family {name}: not registered in {where} (registered: {', '.join(known)})")
+    entry = known[name]
+    missing = [key for key in REQUIRED if key not in entry]
+    if missing or entry["kind"] not in KINDS:
+        raise UsageError(f"--family {name}: its entry lacks {', '.join(missing) or 'a kind of ' + ', '.join(KINDS)}")
+    if kind and entry["kind"] != kind:
+        raise UsageError(f"--family {name}: a family of {entry['kind']}, not of {kind}")
+    return entry
+
+
+def entry_hash(entry: dict) -> str:
+    """The first 12 hex digits of the SHA-256 of the entry as canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def named(name: str, entry: dict) -> dict:
+    """What a results JSON records of its registration."""
+    return {"name": name, "hash": entry_hash(entry), "registered": entry["registered"]}
+
+
+def check_results(name: str, entry: dict, results: list[dict]) -> None:
+    """The results are the family's: its tables, each replayed on its seeds, at its trial count and concurrencies,
+    with its arms (every arm of an `arms` family, both arms of each pair); refused in one line naming the first
+    difference."""
+    tables = sorted({result["table"] for result in results})
+    if tables != sorted(entry["tables"]):
+        raise UsageError(f"--family {name}: results on {', '.join(tables)}; registered: {', '.join(entry['tables'])}")
+    wanted = arms_of(entry)
+    for result in results:
+        recorded = result.get("family")
+        if recorded and (recorded["name"], recorded["hash"]) != (name, entry_hash(entry)):
+            raise UsageError(
+                f"--family {name}: {result['table']} was replayed under {recorded['name']} {recorded['hash']}, the "
+                f"entry now hashes {entry_hash(entry)}: a family is not edited once its replays ran"
+            )
+        if not recorded and entry["registered"].startswith("in advance"):
+            raise UsageError(f"--family {name}: {result['table']} was not replayed with --family {name}")
+        seeds = seeds_of(result)
+        if seeds not in entry["seeds"]:
+            raise UsageError(f"--family {name}: {result['table']} replayed seeds {seeds}; registered: {entry['seeds']}")
+        if result["trials"] not in (entry["trials"] if isinstance(entry["trials"], list) else [entry["trials"]]):
+            raise UsageError(f"--family {name}: {result['table']} at trials={result['trials']}, not {entry['trials']}")
+        for k in entry["concurrency"]:
+            arms = result["concurrency"].get(str(k), {}).get("arms", {})
+            if entry["kind"] == "arms" and list(arms) != entry["arms"] or not set(wanted) <= arms.keys():
+                raise UsageError(
+                    f"--family {name}: {result['table']} at {k} side by side has arms {', '.join(arms) or 'none'}; "
+                    f"registered: {', '.join(wanted)}"
+                )
+
+
+def seeds_of(result: dict) -> str:
+    """A result's replayed seeds as a registration writes them: `first-last`."""
+    first = result.get("first_seed", 0)
+    return f"{first}-{first + result['seeds'] - 1}"
+
+
+def arms_of(entry: dict) -> list[str]:
+    """The arms a family's replays run: its `arms`, else both arms of each pair in the order first named."""
+    return entry.get("arms") or list(dict.fromkeys(arm for pair in entry["pairs"] for arm in pair.split(">")))
+
+
+def replay_settings(name: str, table: str, seeds: str, registry: Path | None = None) -> dict:
+    """What `replay_cli --family` replays on `table` and `seeds` (first-last): the family's arms, concurrencies and
+    trial count, and its name for the results JSON; refused in one line where the table or seeds are not its."""
+    entry = registration(name, None, registry)
+    if table not in entry["tables"]:
+        raise UsageError(f"--family {name}: {table} is not one of its tables ({', '.join(entry['tables'])})")
+    if seeds not in entry["seeds"]:
+        raise UsageError(f"--family {name}: seeds {seeds} are not its ({', '.join(entry['seeds'])})")
+    trials = entry["trials"] if isinstance(entry["trials"], int) else None
+    concurrency = [int(k) for k in entry["concurrency"]]
+    return {"arms": tuple(arms_of(entry)), "concurrency": concurrency, "trials": trials, "family": named(name, entry)}
+
+
+def refuse(error: Exception) -> None:
+    """A refused command line: its one line on stderr, exit 2."""
+    print(error, file=sys.stderr)
+    raise SystemExit(2)

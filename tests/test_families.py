@@ -1,0 +1,167 @@
+"""A verdict comes only from a family registered before its replays (benchmarks/families.py): replay_stats and
+replay_pairs refuse any other in one line with exit 2 and write nothing, a registered one gets its verdict with the
+family's name and hash in the JSON, an entry edited after its replays is refused; and the figures beside each
+p-value (effects in points with intervals, time to quality). Hand-made results, no Ray, milliseconds."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from benchmarks import families, replay_pairs, replay_stats
+from benchmarks.families import entry_hash, registration, replay_settings
+from benchmarks.replay_figures import time_to_within, to_within
+from benchmarks.statistics import median_ratio, paired_effect
+from trainables.foundation.errors import UsageError
+
+TABLES = ("t/one.jsonl.gz", "t/two.jsonl.gz")
+ARMS = ["search", "random_asha", "random"]
+
+
+def result(table: str, offset: int, family=None) -> dict:
+    """A replay_cli result: the search lower than random + ASHA on every seed, each run's epochs to quality."""
+    rng = np.random.default_rng(offset)
+    regrets = {"search": rng.uniform(0, 1, 40), "random_asha": rng.uniform(1, 2, 40), "random": rng.uniform(1, 3, 40)}
+    arms = {}
+    for arm, values in regrets.items():
+        epochs = [4 if arm == "search" else 8] * 30 + [None] * 10
+        within = {"reached": 0.75, "median_epochs": 4.0, "median_wall_s": 40.0, "epochs": epochs, "wall_s": epochs}
+        arms[arm] = {
+            "final_regret_pt": values.tolist(),
+            "median_wall_s": 10.0,
+            "median_epochs": 24.0,
+            "anytime_quartiles_pt": [[2.0, 1.0, 0.5]] * 3,
+            "to_within_pt": {"0.5": within, "0.2": within},
+        }
+    at_k = {"arms": arms, "anytime_wall_s": [0.0, 5.0, 10.0]}
+    figures = {"space": table.split("/")[1].split(".")[0], "table": table, "trials": 12, "epoch_budget": 0}
+    figures.update(seeds=40, first_seed=7000, seed_set="heldout", concurrency={"2": at_k})
+    return {**figures, "family": family} if family else figures
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    entry = {
+        "kind": "arms",
+        "registered": "in advance",
+        "tables": list(TABLES),
+        "arms": ARMS,
+        "seeds": ["7000-7039"],
+        "concurrency": [2],
+        "trials": 12,
+        "test": "Wilcoxon",
+        "correction": "Holm",
+    }
+    pairs = {**entry, "kind": "pairs", "pairs": ["search>random_asha"], "correction": "Holm over every comparison"}
+    path = tmp_path / "families.json"
+    path.write_text(json.dumps({"families": {"fixed": entry, "fixed-pairs": pairs}}))
+    monkeypatch.setattr(families, "REGISTRY", path)
+    return {"fixed": entry, "fixed-pairs": pairs}
+
+
+def run(module, tmp_path, monkeypatch, family: str | None, results: list[dict]) -> tuple[int, dict | None]:
+    """`module`'s command line on `results` written to files: its exit code and the JSON it wrote (None: none)."""
+    paths = []
+    for index, figures in enumerate(results):
+        paths.append(str(tmp_path / f"r{index}.json"))
+        (tmp_path / f"r{index}.json").write_text(json.dumps(figures))
+    out = tmp_path / "verdict.json"
+    argv = [module.__name__, *paths, "--out", str(out), *(["--family", family] if family else [])]
+    if module is replay_stats:
+        argv += ["--figures", str(tmp_path / "figures")]
+    monkeypatch.setattr(sys, "argv", argv)
+    try:
+        module.main()
+        code = 0
+    except SystemExit as exit:
+        code = exit.code
+    return code, json.loads(out.read_text()) if out.exists() else None
+
+
+@pytest.mark.parametrize("family", [None, "unregistered"])
+def test_an_unregistered_family_gets_no_verdict(registry, tmp_path, monkeypatch, capsys, family):
+    named = {"name": "fixed", "hash": entry_hash(registry["fixed"])}
+    for module in (replay_stats, replay_pairs):
+        code, verdict = run(module, tmp_path, monkeypatch, family, [result(t, i, named) for i, t in enumerate(TABLES)])
+        assert (code, verdict) == (2, None)
+        error = capsys.readouterr().err.strip()
+        assert error.startswith("--family") and "\n" not in error and "fixed" in error  # one line, naming the known
+
+
+def test_a_registered_family_gets_its_verdict_and_the_json_names_it(registry, tmp_path, monkeypatch):
+    named = {"name": "fixed", "hash": entry_hash(registry["fixed"])}
+    code, verdict = run(
+        replay_stats, tmp_path, monkeypatch, "fixed", [result(t, i, named) for i, t in enumerate(TABLES)]
+    )
+    assert code == 0
+    assert verdict["family"] == {"name": "fixed", "hash": entry_hash(registry["fixed"]), "registered": "in advance"}
+    table = verdict["concurrency"]["2"]["tables"]["one"]
+    assert table["p_search_lower_holm"]["random_asha"] < 0.05 and table["target"]["below_random_asha"]
+    points = table["effect_vs_search"]["random_asha"]["points"]
+    low, high = points["mean_interval"]
+    assert 0 < low < points["mean"] < high  # random + ASHA's regret higher, in points, with its interval
+    assert table["to_within_pt"]["0.5"]["epochs_ratio"]["ratio"] == pytest.approx(0.5)
+    assert table["target"]["within_half_point_in_two_thirds_epochs"]
+    pairs_named = {"name": "fixed-pairs", "hash": entry_hash(registry["fixed-pairs"])}
+    results = [result(t, i, pairs_named) for i, t in enumerate(TABLES)]
+    code, verdict = run(replay_pairs, tmp_path, monkeypatch, "fixed-pairs", results)
+    assert code == 0 and verdict["family"]["name"] == "fixed-pairs"
+    assert verdict["decisions"]["search"]["adopt"] and len(verdict["decisions"]["search"]["lower_on"]) == 2
+
+
+def test_results_that_are_not_the_familys_or_an_entry_edited_after_its_replays_are_refused(
+    registry, tmp_path, monkeypatch, capsys
+):
+    named = {"name": "fixed", "hash": entry_hash(registry["fixed"])}
+    cases = {
+        "results on t/one.jsonl.gz;": [result(TABLES[0], 0, named)],  # a table left out
+        "replayed seeds 7000-7039": [{**result(t, i, named), "seeds": 30} for i, t in enumerate(TABLES)],
+        "was replayed under fixed 000000000000": [
+            result(t, i, {**named, "hash": "0" * 12}) for i, t in enumerate(TABLES)
+        ],
+        "was not replayed with --family fixed": [result(t, i) for i, t in enumerate(TABLES)],
+    }
+    for message, results in cases.items():
+        code, verdict = run(replay_stats, tmp_path, monkeypatch, "fixed", results)
+        error = capsys.readouterr().err
+        assert (code, verdict) == (2, None) and message.split(" 7000")[0] in error, error
+    with pytest.raises(UsageError, match="a family of pairs, not of arms"):
+        registration("fixed-pairs", "arms")
+
+
+def test_replay_cli_takes_what_it_replays_from_the_family(registry):
+    settings = replay_settings("fixed", TABLES[1], "7000-7039")
+    assert settings["arms"] == tuple(ARMS) and settings["concurrency"] == [2] and settings["trials"] == 12
+    assert settings["family"]["hash"] == entry_hash(registry["fixed"])
+    with pytest.raises(UsageError, match="is not one of its tables"):
+        replay_settings("fixed", "t/three.jsonl.gz", "7000-7039")
+    with pytest.raises(UsageError, match="seeds 100-399 are not its"):
+        replay_settings("fixed", TABLES[0], "100-399")
+
+
+def test_every_committed_verdict_names_its_registered_family_unchanged():
+    for name, entry in families.families().items():
+        for key in families.REQUIRED:
+            assert key in entry, (name, key)
+        path = families.REGISTRY.parent.parent / entry["verdict"]
+        if path.exists():  # a family registered in advance has no verdict until its replays ran
+            assert json.loads(path.read_text())["family"] == families.named(name, entry), name
+
+
+def test_time_to_quality_counts_epochs_until_the_incumbent_is_within_the_points():
+    trace = [(10.0, 0.02), (20.0, 0.004), (30.0, 0.001)]  # regret as a fraction: 2, 0.4, 0.1 points
+    assert time_to_within(trace, 0.5) == (2, 20.0) and time_to_within(trace, 0.2) == (3, 30.0)
+    assert time_to_within(trace[:1], 0.5) == (None, None)
+    figures = to_within([{"trace": trace}, {"trace": trace[:1]}, {"trace": trace[:2]}])
+    assert figures["0.5"]["epochs"] == [2, None, 2] and figures["0.5"]["median_epochs"] == 2
+    assert figures["0.2"]["median_epochs"] is None and figures["0.2"]["reached"] == pytest.approx(1 / 3)
+
+
+def test_effects_in_points_and_ratios_of_medians_with_their_intervals():
+    effect = paired_effect([1.0, 1.0, 1.0, 1.0], [1.5, 1.5, 2.0, 1.0])
+    assert effect["median"] == 0.5 and effect["mean"] == 0.5
+    assert effect["mean_interval"][0] <= 0.5 <= effect["mean_interval"][1]
+    assert median_ratio([2, 4, 6], [4, 8, 12])["ratio"] == pytest.approx(0.5)
+    endless = median_ratio([None, None, 1], [1, 2, 3])  # the search's median never got there
+    assert endless["ratio"] is None and endless["interval"][1] is None

@@ -1,0 +1,70 @@
+"""Held-out workloads (spaces/heldout/, benchmarks/README.md): their learning-curve tables say so in their header, a
+tuning path cannot read one (benchmarks/replay.py refuses it), and the reporting path can. Tiny hand-made tables."""
+
+import gzip
+import json
+import sys
+
+import pytest
+
+from benchmarks import replay_cli
+from benchmarks.curve_table import held_out
+from benchmarks.replay import CurveTable, _table
+from trainables.foundation.errors import UsageError
+from trainables.foundation.space import builtin_space_names, load_space
+
+GRID = {"batch_size": [64], "dropout": [0.0], "hidden": [128, 256], "layers": [1], "lr": [0.001]}
+
+
+def write_table(path, flag: bool = True) -> str:
+    """A 2-configuration, 2-seed, 3-epoch table of mlp_mnist's keys, held out when `flag`."""
+    header = {"space": "mlp_mnist", "epochs": 3, "seeds": [0, 1], "grid": GRID, "command": "test"}
+    if flag:
+        header.update(held_out=True, workload="digits_mlp")
+    with gzip.open(path, "wt") as stream:
+        stream.write(json.dumps(header) + "\n")
+        for hidden, val in ((128, [0.5, 0.6, 0.7]), (256, [0.6, 0.8, 0.9])):
+            config = {name: values[0] for name, values in GRID.items()} | {"hidden": hidden}
+            for seed in (0, 1):
+                row = {"config": config, "seed": seed, "val": val, "test": val, "s": [1.0, 2.0, 3.0]}
+                stream.write(json.dumps(row) + "\n")
+    return str(path)
+
+
+def cli(monkeypatch, *args: str) -> None:
+    monkeypatch.setattr(sys, "argv", ["replay_cli", *args])
+    replay_cli.main()
+
+
+def test_a_tuning_path_cannot_read_a_held_out_table(tmp_path, monkeypatch, capsys):
+    path = write_table(tmp_path / "heldout.jsonl.gz")
+    for read in (CurveTable.load, _table):  # every reader: the table itself, the replays' cached one
+        with pytest.raises(UsageError, match="held-out table .workload digits_mlp.: no default may be chosen on it"):
+            read(path)
+    for seeds in (["--seed-set", "tuning"], ["--seeds", "3", "--first-seed", "398"]):  # tuning seeds, or some of them
+        with pytest.raises(SystemExit) as exit_:
+            cli(monkeypatch, path, *seeds, "--concurrency", "2", "--arms", "search,random_asha", "--jobs", "1")
+        assert exit_.value.code == 2 and "held-out table" in capsys.readouterr().err
+    plain = CurveTable.load(write_table(tmp_path / "plain.jsonl.gz", flag=False))
+    assert not plain.held_out and len(plain.val) == 2
+
+
+def test_the_reporting_path_reads_a_held_out_table_and_its_results_say_so(tmp_path, monkeypatch):
+    path = write_table(tmp_path / "heldout.jsonl.gz")
+    out = tmp_path / "report.json"
+    arms = ["--arms", "search,random_asha", "--jobs", "1", "--out", str(out)]
+    cli(monkeypatch, path, "--seeds", "2", "--first-seed", "9000", "--concurrency", "2", *arms)
+    figures = json.loads(out.read_text())
+    assert figures["held_out"] is True and set(figures["concurrency"]["2"]["arms"]) == {"search", "random_asha"}
+    assert _table(path).held_out  # this process opened it for a report: its forked workers read it too
+
+
+def test_the_held_out_spaces_search_the_built_in_ranges_on_their_own_data_and_are_no_built_in_ones():
+    names = builtin_space_names()
+    for workload, source in (("digits_mlp", "mlp_mnist"), ("digits_cnn", "cnn_mnist")):
+        space = load_space(f"spaces.heldout.{workload}")
+        assert space.name == workload and workload not in names
+        assert space.hyperparameters == load_space(source).hyperparameters
+        assert space.dataset == "spaces.examples.digits8x8:digits"
+        assert held_out(f"spaces.heldout.{workload}") and held_out(f"spaces/heldout/{workload}.py")
+    assert not held_out("mlp_mnist") and not held_out("spaces.examples.digits8x8")
