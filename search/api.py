@@ -14,6 +14,8 @@ the line the CLI prints, before Ray starts.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,8 +129,11 @@ def start(config: RunConfig, space: Space, words: list[str]) -> SearchResult:
     from search.plan import warn_pins
     from search.running.preflight import preflight
 
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):  # what the checks say is said once they all passed: a refusal is one line
+        preflight(config, space)
+    print(said.getvalue(), end="", flush=True)
     warn_pins(config, space)  # a pin outside the searched range: one line, kept
-    preflight(config, space)
     from search.running.study_setup import enqueued_configurations
 
     enqueued = enqueued_configurations(config, space)

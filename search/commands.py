@@ -167,6 +167,9 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     from search.running.mlflow_store import refuse_unusable
 
     refuse_unusable(config)
+    from search.running.preflight import refuse_missing_data
+
+    refuse_missing_data(config, space)  # before Ray: no trial starts only to fail on data that is gone
     if finished:  # a continued search is unfinished until its trials end: no summary may look complete
         if experiment.remote:
             delete_file(experiment.join(SUMMARY_FILE))

@@ -21,12 +21,12 @@ def dry_run(config: RunConfig, space: Space) -> int:
     """Print what `run` would do with these words, having refused what it would refuse before Ray starts."""
     from search.running.preflight import fetched_since, preflight
 
-    warn_pins(config, space)
     started = time.time()
     said = io.StringIO()
     with contextlib.redirect_stdout(said):
         preflight(config, space)  # the same checks as `run`: keys' values, data, shape, weights, tracking
     print(said.getvalue(), end="")
+    warn_pins(config, space)  # after every refusal: a refused run says one line
     print(f"search: {shape_words(config, space)}")
     print(f"stop rule: {stop_rule_words(config, space)}")
     if LONG_LINE not in said.getvalue():
@@ -40,7 +40,7 @@ def dry_run(config: RunConfig, space: Space) -> int:
 
 def warn_pins(config: RunConfig, space: Space) -> None:
     """One `warning:` line (stderr) per pin outside the range the space searches: said by `run` and the dry run
-    before Ray starts; the pin is kept (trainables.foundation.pins)."""
+    once the input is accepted, before Ray starts; the pin is kept (trainables.foundation.pins)."""
     for line in pin_warnings(space.hyperparameters, config.fixed):
         print(line, file=sys.stderr)
 

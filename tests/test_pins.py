@@ -16,6 +16,10 @@ from trainables.foundation.space import load_space
     "words, line",
     [
         (["space=mlp_mnist", "lr=0"], "lr=0: must be > 0"),  # searched, float
+        (["space=mlp_mnist", "lr=inf"], "lr=inf: must be a finite number"),
+        (["space=mlp_mnist", "lr=1e400"], "lr=1e400: must be a finite number"),  # parses to inf
+        (["space=mlp_mnist", "weight_decay=inf"], "weight_decay=inf: must be a finite number"),
+        (["space=resnet_mnist", "rotate=nan"], "rotate=nan: must be a finite number"),
         (["space=mlp_mnist", "dropout=1"], "dropout=1: must be in [0, 1)"),
         (["space=mlp_mnist", "hidden=0"], "hidden=0: must be a positive integer"),  # searched among numbers
         (["space=mlp_mnist", "layers=-1"], "layers=-1: must be a positive integer"),  # searched, int
@@ -73,3 +77,23 @@ def test_a_name_the_loop_builds_is_kept_though_the_space_searches_other_names():
     ]
     with pytest.raises(UsageError, match="optimizer=rmsprop: allowed values are sgd, adam"):
         coerce_hyperparameter(space, "optimizer", "rmsprop")
+
+
+def test_a_rule_of_a_built_in_name_never_refuses_a_user_spaces_own_knob_inside_its_range(capsys, tmp_path):
+    """A user space's `width` may be a float multiplier: the integer rule of the built-in models' `width` does not bind
+    it, and a value inside the space's own range is never refused."""
+    space = tmp_path / "multiplier.py"
+    space.write_text(
+        "from optuna.distributions import FloatDistribution\n"
+        "from spaces import Space\n"
+        "SPACE = Space(name='multiplier', description='a width multiplier', architecture='mlp', dataset='mnist',\n"
+        "              hyperparameters={'lr': FloatDistribution(1e-4, 1e-2, log=True),\n"
+        "                               'width': FloatDistribution(0.25, 1.0)},\n"
+        "              constants={'optimizer': 'adam', 'batch_size': 64})\n"
+    )
+    config, _ = parse_run([f"space={space}", "width=0.5"])
+    assert config.fixed == {"width": 0.5}
+    config, space_object = parse_run([f"space={space}", "width=2"])  # outside its range: kept, and warned about
+    assert pin_warnings(space_object.hyperparameters, config.fixed) == [
+        "warning: width=2 is outside the searched range (float, 0.25 .. 1)"
+    ]

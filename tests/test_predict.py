@@ -120,6 +120,13 @@ def test_an_image_of_the_other_polarity_gets_a_hint_and_one_of_the_same_none(tmp
     ]
 
 
+def test_an_idx_file_of_no_images_predicts_nothing_and_hints_nothing(tmp_path):
+    empty = tmp_path / "empty-idx"
+    empty.write_bytes(b"\x00\x00\x08\x03" + struct.pack(">3I", 0, 28, 28))
+    model = mnist_model({"training_images": look_of(digits_of(2))})
+    assert predict_files(model, [str(empty)]) == ([], [])
+
+
 def test_an_export_without_the_record_or_of_photos_gives_no_hint(tmp_path):
     from PIL import Image
 

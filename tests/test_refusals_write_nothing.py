@@ -50,10 +50,10 @@ def refused(root: Path, capsys, *words: str) -> str:
     code = main(list(words))
     out, err = capsys.readouterr()
     assert code == 2, (out, err)
-    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and not out, (out, err)
     after = tree(root)
     changed = sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
-    assert not changed, f"written by a refused `{' '.join(words)}`: {changed}"
+    assert not changed, f"written by a refused `{' '.join(words)}`: {changed[:8]}"
     return err.strip()
 
 
@@ -168,3 +168,46 @@ def test_a_dry_run_on_the_shipped_sample_writes_only_the_sample_and_says_where(r
     written = [root / path for path in sorted(tree(root).keys() - before.keys())]
     assert sample / "MNIST" / "raw" / "train-images-idx3-ubyte" in written
     assert all(path.is_relative_to(sample) or sample.is_relative_to(path) for path in written), written
+
+
+def test_a_refusal_after_the_sample_was_unpacked_takes_back_the_sample_and_the_weights_folder(
+    root, capsys, monkeypatch
+):
+    """resnet50_transfer offline: the shipped sample is unpacked into the cache, then the pretrained weights cannot be
+    fetched (torch's hub folder made first, as torch makes it): both are taken back, and the refusal is one line (no
+    `data:` line, no torch 'Downloading:' line before it)."""
+    import torch.hub
+
+    import trainables.models
+
+    def offline(architecture: str) -> str:
+        checkpoints = Path(torch.hub.get_dir()) / "checkpoints"
+        checkpoints.mkdir(parents=True, exist_ok=True)
+        print(f'Downloading: "https://download.pytorch.org/models/{architecture}.pth" to {checkpoints}')
+        raise OSError("no network")
+
+    monkeypatch.setattr(trainables.models, "download_pretrained", offline)
+    line = refused(root, capsys, "run", "space=resnet50_transfer", f"storage={root / 'runs'}")
+    assert line.startswith("error: pretrained=true: give model.weights=PATH"), line
+
+
+def test_a_warned_pin_with_a_refused_run_says_only_the_refusal(root, capsys):
+    data = root / "no-data"
+    line = refused(root, capsys, "run", "space=mlp_mnist", "lr=5", f"data.root={data}", DATA_MISSING)
+    assert line.startswith(f"error: data.root={data}: mnist is missing"), line
+
+
+def test_resume_refuses_data_that_is_gone_before_ray_starts(root, capsys, mnist_root):
+    """A search whose data.root has gone: `resume` says so in one line and starts no trial (before, Ray started and
+    every trial failed on the missing files)."""
+    gone = root / "moved-away"
+    config, _ = parse_run(["space=mlp_mnist", f"storage={root / 'runs'}", "name=old", f"data.root={gone}"])
+    config.data.download = False
+    experiment = root / "runs" / "old"
+    experiment.mkdir(parents=True)
+    (experiment / "search.json").write_text(json.dumps({"run": config.to_dict()}))
+    code = main(["resume", str(experiment)])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith(f"error: data.root={gone}: mnist is missing"), (out, err)
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in experiment.iterdir()) == ["driver.lock", "search.json"]  # no trial, no study

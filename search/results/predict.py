@@ -128,6 +128,8 @@ def predict_files(model, paths: list[str]) -> tuple[list[Prediction], list[str]]
             predictions.append(Prediction(input=path, error=str(exc)))
             continue
         predictions.extend(classify(model, items))
+        if not items:  # an IDX file of no images: nothing predicted, nothing to hint at
+            continue
         hint = polarity_hint(model.meta.get("training_images"), path, np.stack([array for _, array in items]))
         hints += [hint] if hint else []
     return predictions, hints

@@ -4,6 +4,8 @@ none), pretrained weights, an experiment tracker that cannot be used, and a word
 
 from __future__ import annotations
 
+import contextlib
+import io
 import struct
 from pathlib import Path
 
@@ -20,6 +22,7 @@ def preflight(config: RunConfig, space: Space) -> None:
     may write, each only what it fetched whole: the data (downloaded into data.root, or the shipped sample unpacked
     into the cache) and the pretrained weights (torch's hub cache). A refused run leaves no folder behind."""
     from search.running.estimate import typical_hyperparameters
+    from search.running.taken_back import fetch_targets, taken_back_on_refusal
     from trainables.data import get_dataset
     from trainables.own_step import check_training_step
 
@@ -45,14 +48,17 @@ def preflight(config: RunConfig, space: Space) -> None:
 
     refuse_unusable(config)
     dataset = get_dataset(space.dataset, config)  # a space's own: its function is called and checked
-    try:
-        config.data.skip = dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
-    except UsageError as missing:
-        if not use_the_sample(config, space.dataset):
-            raise missing from None
-        config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
-    config.model.weights = resolve_weights(config.model.weights, space, hp)
-    check_training_step(space, config, dataset, typical_hyperparameters(space) | hp)  # a space's own loss or step
+    with taken_back_on_refusal(fetch_targets(config, dataset)):  # a later refusal takes back what was fetched
+        try:
+            config.data.skip = dataset.check(
+                config.data.root, hp, config.data.download, config.data.strict, config.seed
+            )
+        except UsageError as missing:
+            if not use_the_sample(config, space.dataset):
+                raise missing from None
+            config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
+        config.model.weights = resolve_weights(config.model.weights, space, hp)
+        check_training_step(space, config, dataset, typical_hyperparameters(space) | hp)  # a space's own loss or step
     say_when_long(config, space, dataset, hp)
 
 
@@ -132,7 +138,8 @@ def resolve_weights(weights: str, space: Space, hp: dict) -> str:
     from trainables.models import download_pretrained
 
     try:
-        return download_pretrained(space.architecture)
+        with contextlib.redirect_stdout(io.StringIO()):  # torch's own 'Downloading: ...' line: the refusal says it
+            return download_pretrained(space.architecture)
     except Exception as exc:  # offline, or no pretrained weights for this architecture
         raise UsageError(
             f"pretrained=true: give model.weights=PATH (a state_dict file), or run online for torchvision's "
@@ -163,3 +170,15 @@ def fetched_since(config: RunConfig, space: Space, started: float) -> list[str]:
     if config.model.weights and new(Path(config.model.weights)):
         fetched.append(f"the pretrained weights, fetched into {Path(config.model.weights).parent}")
     return fetched
+
+
+def refuse_missing_data(config: RunConfig, space: Space) -> None:
+    """`resume`, before Ray: the data the search trains on is still whole where its settings say (downloaded again
+    when allowed, taken back if the check refuses), so that no trial starts only to fail on it."""
+    from search.running.taken_back import fetch_targets, taken_back_on_refusal
+    from trainables.data import get_dataset
+
+    dataset = get_dataset(space.dataset, config)
+    hp = {**space.constants, **config.fixed}
+    with taken_back_on_refusal(fetch_targets(config, dataset)):
+        dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)

@@ -19,6 +19,7 @@ VERSION = "1"  # a new sample gets a new folder
 TRAIN_DIGITS, TEST_DIGITS = 6000, 2000
 RAW_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 PNGS_PER_CLASS = {"train": 40, "val": 10, "test": 10}  # the image-folder sample: a handful per digit
+SAMPLE_FOLDERS = (f"mnist-{VERSION}", f"digit-folders-pooled-{VERSION}", f"digit-folders-split-{VERSION}")
 
 
 def samples_root() -> Path:

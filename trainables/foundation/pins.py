@@ -5,6 +5,7 @@ proposes, not a limit on what a user may try. One place for every name's rule; n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution
@@ -17,7 +18,8 @@ def _positive_int(value) -> bool:
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite int or float: inf and nan build no model and train nothing."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _at_least_zero(value) -> bool:
@@ -50,12 +52,33 @@ RULES: dict[str, tuple[str, Callable[[object], bool]]] = {
 }
 
 
-def refuse_unbuildable(key: str, text: str, value) -> None:
+def refuse_unbuildable(key: str, text: str, value, own: BaseDistribution | object | None = None) -> None:
     """Refuse `key=text` (parsed as `value`) when the model or the training loop cannot build it: one line naming
-    what the name accepts. A name without a rule (a user space's own) is accepted as its type parses."""
+    what the name accepts. `own`: the space's own distribution or constant of that name. A value inside the space's
+    own searched range is never refused, and an integer rule binds only where the space's own knob is an integer (a
+    user space's `width` may be a float multiplier). A name without a rule is accepted as its type parses, finite
+    when it is a number."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"{key}={text}: must be a finite number")
     rule = RULES.get(key)
-    if rule and not rule[1](value):
-        raise UsageError(f"{key}={text}: must be {rule[0]}")
+    if rule is None or rule[1](value):
+        return
+    if isinstance(own, BaseDistribution) and _within(own, value) and _number(value):
+        return
+    if rule is POSITIVE_INT and not _integer_knob(own):
+        return
+    raise UsageError(f"{key}={text}: must be {rule[0]}")
+
+
+def _integer_knob(own) -> bool:
+    """Whether the space's own knob of a name is an integer one (or unknown: a built-in loop key)."""
+    if own is None:
+        return True
+    if isinstance(own, CategoricalDistribution):
+        return numeric_choices(own) is int
+    if isinstance(own, BaseDistribution):
+        return type(own).__name__ == "IntDistribution"
+    return isinstance(own, int) and not isinstance(own, bool)
 
 
 def numeric_choices(dist: CategoricalDistribution) -> type | None:

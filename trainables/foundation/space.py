@@ -108,7 +108,8 @@ def coerce_hyperparameter(space: Space, key: str, text: str) -> Any:
     the loop cannot build (trainables.foundation.pins). A number outside the searched range or between the searched
     choices is accepted (`pin_warnings` says so); a choice among names must be one of the space's."""
     value = _parsed_pin(space, key, text)
-    refuse_unbuildable(key, text, value)
+    own = space.constants.get(key, space.cost_hyperparameters.get(key) or space.hyperparameters.get(key))
+    refuse_unbuildable(key, text, value, own)
     return value
 
 
