@@ -147,12 +147,18 @@ def test_a_second_export_to_the_same_folder_is_refused_and_leaves_the_first(expo
     from tests.e2e_helpers import run_cli
 
     before = (exported / "model.json").read_bytes()
+    written_at = (exported / "model.json").stat().st_mtime_ns
     result = run_cli("export", str(search["experiment"]))
     assert result.returncode == 2 and result.stderr.strip() == (
         f"error: {exported.resolve()}: an export is already there; export to another folder with out=PATH, or "
         "replace it with --replace"
     )
     assert (exported / "model.json").read_bytes() == before
+    replaced = run_cli("export", str(search["experiment"]), "--replace")  # asked: the export is made anew
+    assert replaced.returncode == 0, replaced.stdout[-2000:] + replaced.stderr[-2000:]
+    assert (exported / "model.json").stat().st_mtime_ns != written_at  # written anew, the same model again
+    assert json.loads((exported / "model.json").read_text())["input"] == json.loads(before)["input"]
+    assert (exported / "model.pt2").is_file() and (exported / "model.safetensors").is_file()
 
 
 def test_export_refuses_what_is_not_an_experiment(tmp_path):

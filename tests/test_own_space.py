@@ -208,3 +208,46 @@ def test_an_epoch_trains_on_the_own_step_and_reports_its_loss():
     )
     assert stats["loss_sum"].item() / stats["count"] == pytest.approx(7.0)
     assert torch.equal(model[1].weight, before)  # a loss with zero gradient moves nothing: the step was the own one
+
+
+def test_own_data_is_sharded_across_ddp_ranks_as_the_built_in_data(tmp_path):
+    """Two ranks of a DDP trial on a space's own data: disjoint training shards of equal length that together cover
+    the split but for the remainder, each rank's validation shard disjoint, every image validated once."""
+    from trainables.feeds import MemoryFeed
+    from trainables.foundation.config import RunConfig
+
+    (tmp_path / "d.py").write_text(
+        "import numpy as np\nfrom spaces import OwnData\n"
+        "def data(root, seed):\n"
+        "    images = np.arange(61 * 4, dtype=np.uint8).reshape(61, 1, 2, 2)\n"
+        "    return OwnData(train=(images, np.arange(61) % 2), class_names=['a', 'b'])\n"
+    )
+    run = RunConfig.from_dict({**RunConfig().to_dict(), "space": str(tmp_path / "space.py")})
+    dataset = OwnDataset("d.py:data", run)
+    feeds = [MemoryFeed(dataset, run, {"batch_size": 8}, rank, 2, torch.device("cpu")) for rank in (0, 1)]
+    train = [torch.cat([images[:, 0, 0, 0] for images, _ in feed.train_batches(1)]) for feed in feeds]
+    val = [torch.cat([images[:, 0, 0, 0] for images, _ in feed.val_batches()]) for feed in feeds]
+    train_count = len(feeds[0].splits["train"])
+    assert len(train[0]) == len(train[1]) == train_count // 2
+    assert not set(train[0].tolist()) & set(train[1].tolist())
+    assert not set(val[0].tolist()) & set(val[1].tolist())
+    assert len(val[0]) + len(val[1]) == len(feeds[0].splits["val"])
+
+
+def test_a_relative_model_builder_is_read_from_the_space_folder_whatever_the_working_directory(tmp_path, monkeypatch):
+    from trainables.foundation.space import load_space
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "net.py").write_text(
+        "from torch import nn\ndef net(in_channels, num_classes):\n    return nn.Flatten()\n"
+    )
+    (folder / "sp.py").write_text(
+        "from optuna.distributions import FloatDistribution\nfrom spaces import Space\n"
+        "SPACE = Space(name='sp', description='d', architecture='net.py:net', dataset='mnist',\n"
+        "              hyperparameters={'lr': FloatDistribution(1e-3, 1e-1, log=True)})\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_space(str(folder / "sp.py")).architecture == f"{folder / 'net.py'}:net"

@@ -14,7 +14,8 @@ from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.resources import local_cpu_count, plan_concurrency, settle_shape
 from trainables.foundation.space import Space
-from trainables.foundation.storage import exists, experiment_of, refuse_unwritable
+from trainables.foundation.storage import exists, experiment_of
+from trainables.foundation.write_probe import refuse_unwritable
 
 
 def preflight(config: RunConfig, space: Space) -> None:

@@ -192,4 +192,16 @@ def _space_of(module, ref: str) -> Space:
     for key, dist in space.hyperparameters.items():
         if not isinstance(dist, BaseDistribution):
             raise UsageError(f"space={ref}: hyperparameter {key} must be an optuna distribution, not {dist!r}")
-    return space
+    return _builder_beside(space, getattr(module, "__file__", None))
+
+
+def _builder_beside(space: Space, module_file: str | None) -> Space:
+    """A model builder named by a relative file path ("net.py:net") is read from the space module's folder, as its
+    own data, loss and step are (trainables.own_refs): the trials run in another working directory."""
+    location, _, function = space.architecture.rpartition(":")
+    if not module_file or not location.endswith(".py") or Path(location).is_absolute():
+        return space
+    beside = Path(module_file).resolve().parent / location
+    if not beside.is_file():
+        return space
+    return dataclasses.replace(space, architecture=f"{beside}:{function}")
