@@ -113,6 +113,18 @@ def test_each_repeat_carries_its_seed_into_its_configuration_the_study_and_the_s
     assert StudySearcher(record, [], "val_acc", "max", config.seed).suggest("t3")[SEED_KEY] == 7
 
 
+def test_a_repeat_a_crash_left_without_its_seed_gets_the_seed_its_place_gives(tmp_path):
+    """The study trial is created before its seed is written: a kill between the two leaves a repeat without one,
+    which `resume` runs with the seed its place among the trials gives, not the run's (a copy of the first)."""
+    config, space = parse_run([*MLP_PINS, "trials=3", "seed=4", f"storage={tmp_path}"])
+    record = record_of(config, space)
+    searcher = StudySearcher(record, [], "val_acc", "max", config.seed)
+    searcher.suggest("t0")
+    record.create("t1")  # killed here: no seed written
+    again = StudySearcher(record, [record.frozen("t1")], "val_acc", "max", config.seed)
+    assert again.suggest("other")[SEED_KEY] == 5
+
+
 def test_a_search_proposes_no_seed(tmp_path):
     config, space = parse_run([*MLP_PINS[:-1], f"storage={tmp_path}"])
     record = record_of(config, space)

@@ -28,9 +28,12 @@ class StudySearcher(Searcher):
         configuration with its own seed, kept in the study (trainables.foundation.repeats)."""
         super().__init__(metric=metric, mode=mode)
         self.record = record
-        self.unended = [(trial_id_of(trial), dict(trial.params), seed_of(trial)) for trial in unended]  # first
         self.live: dict[str, str] = {}  # Tune's id of a running trial -> the search's
         self.repeats_from = None if record.coding.space else seed
+        self.unended = [  # proposed first; a repeat whose seed was not yet written gets the one its number gives
+            (trial_id_of(trial), dict(trial.params), seed_of(trial) or self.repeat_seed(trial_id_of(trial)))
+            for trial in unended
+        ]
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
         return {**self.__dict__, "record": None}
@@ -39,7 +42,7 @@ class StudySearcher(Searcher):
         if self.unended:
             trial_id, params, seed = self.unended.pop(0)
         else:
-            trial_id, seed = tune_id, self.repeat_seed()
+            trial_id, seed = tune_id, self.repeat_seed(tune_id)
             trial = self.record.create(tune_id)
             params = trial.params
             if seed:
@@ -48,12 +51,13 @@ class StudySearcher(Searcher):
         self.live[tune_id] = trial_id
         return {TRIAL_KEY: trial_id, **self.record.coding.to_config(params), **seed}
 
-    def repeat_seed(self) -> dict:
-        """{"seed": N} for the next repeat of a search with nothing to search (the run's seed plus the trials
-        proposed before it), else {}."""
+    def repeat_seed(self, trial_id: str) -> dict:
+        """{"seed": N} for a repeat of a search with nothing to search, else {}: the run's seed plus the trials
+        proposed before it, for a new trial and for one a crash left without its seed written alike."""
         if self.repeats_from is None:
             return {}
-        return {SEED_KEY: self.repeats_from + len(self.record.proposed())}
+        before = [trial_id_of(trial) for trial in self.record.proposed()]
+        return {SEED_KEY: self.repeats_from + (before.index(trial_id) if trial_id in before else len(before))}
 
     def on_trial_result(self, tune_id: str, result: dict) -> None:
         self._report(self.live.get(tune_id), result)
