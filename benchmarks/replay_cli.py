@@ -252,10 +252,6 @@ def main() -> None:
         except ValueError as error:
             parser.error(str(error))
     replayed = SEED_SETS[args.seed_set] if args.seeds is None else range(args.first_seed, args.first_seed + args.seeds)
-    try:  # a held-out table is replayed for a report only: on seeds that tune nothing
-        table = _table(args.table, held_out_ok=not set(replayed) & set(SEED_SETS["tuning"]))
-    except UsageError as error:
-        parser.error(str(error))
     family = None
     if args.family:  # the registered family fixes what is replayed
         try:
@@ -265,6 +261,10 @@ def main() -> None:
         arms, concurrencies, args.trials, family = (
             settings[key] for key in ("arms", "concurrency", "trials", "family")
         )
+    try:  # a held-out table is replayed only to report a registered family that names it, never to tune
+        table = _table(args.table, held_out_ok=family is not None)
+    except UsageError as error:
+        parser.error(f"{error}; it is replayed only with --family, a registered family that names it")
     trials, epoch_budget = product_stop_rule(table.epochs, args.trials, args.epoch_budget)
     figures = measure(args.table, len(replayed), trials, concurrencies, args.jobs, epoch_budget, replayed.start, arms)
     if family:

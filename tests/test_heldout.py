@@ -41,7 +41,11 @@ def test_a_tuning_path_cannot_read_a_held_out_table(tmp_path, monkeypatch, capsy
     for read in (CurveTable.load, _table):  # every reader: the table itself, the replays' cached one
         with pytest.raises(UsageError, match="held-out table .workload digits_mlp.: no default may be chosen on it"):
             read(path)
-    for seeds in (["--seed-set", "tuning"], ["--seeds", "3", "--first-seed", "398"]):  # tuning seeds, or some of them
+    for seeds in (
+        ["--seed-set", "tuning"],
+        ["--seeds", "3", "--first-seed", "398"],
+        ["--seeds", "2", "--first-seed", "9000"],
+    ):
         with pytest.raises(SystemExit) as exit_:
             cli(monkeypatch, path, *seeds, "--concurrency", "2", "--arms", "search,random_asha", "--jobs", "1")
         assert exit_.value.code == 2 and "held-out table" in capsys.readouterr().err
@@ -50,10 +54,19 @@ def test_a_tuning_path_cannot_read_a_held_out_table(tmp_path, monkeypatch, capsy
 
 
 def test_the_reporting_path_reads_a_held_out_table_and_its_results_say_so(tmp_path, monkeypatch):
+    """Only a registered family that names the table opens it: whatever the seeds, a comparison of one's own (a
+    tuning one) is refused above."""
+    from benchmarks import families
+
     path = write_table(tmp_path / "heldout.jsonl.gz")
+    registry = tmp_path / "families.json"
+    entry = {"kind": "arms", "registered": "in advance", "tables": [path], "arms": ["search", "random_asha"]}
+    entry |= {"seeds": ["9000-9001"], "concurrency": [2], "trials": 12, "test": "Wilcoxon", "correction": "Holm"}
+    registry.write_text(json.dumps({"families": {"held-out-test": entry}}))
+    monkeypatch.setattr(families, "REGISTRY", registry)
     out = tmp_path / "report.json"
-    arms = ["--arms", "search,random_asha", "--jobs", "1", "--out", str(out)]
-    cli(monkeypatch, path, "--seeds", "2", "--first-seed", "9000", "--concurrency", "2", *arms)
+    arms = ["--family", "held-out-test", "--jobs", "1", "--out", str(out)]
+    cli(monkeypatch, path, "--seeds", "2", "--first-seed", "9000", *arms)
     figures = json.loads(out.read_text())
     assert figures["held_out"] is True and set(figures["concurrency"]["2"]["arms"]) == {"search", "random_asha"}
     assert _table(path).held_out  # this process opened it for a report: its forked workers read it too
