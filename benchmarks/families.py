@@ -57,7 +57,7 @@ def check_results(name: str, entry: dict, results: list[dict]) -> None:
     """The results are the family's: its tables, each replayed on its seeds, at its trial count and concurrencies,
     with its arms (every arm of an `arms` family, both arms of each pair); refused in one line naming the first
     difference."""
-    tables = sorted({result["table"] for result in results})
+    tables = sorted(result["table"] for result in results)  # each once: a table twice would count twice
     if tables != sorted(entry["tables"]):
         raise UsageError(f"--family {name}: results on {', '.join(tables)}; registered: {', '.join(entry['tables'])}")
     wanted = arms_of(entry)
@@ -75,6 +75,12 @@ def check_results(name: str, entry: dict, results: list[dict]) -> None:
             raise UsageError(f"--family {name}: {result['table']} replayed seeds {seeds}; registered: {entry['seeds']}")
         if result["trials"] not in (entry["trials"] if isinstance(entry["trials"], list) else [entry["trials"]]):
             raise UsageError(f"--family {name}: {result['table']} at trials={result['trials']}, not {entry['trials']}")
+        budgets = registered_budgets(entry)
+        if result.get("epoch_budget", 0) not in budgets:
+            raise UsageError(
+                f"--family {name}: {result['table']} under epoch_budget={result.get('epoch_budget', 0)}, "
+                f"registered: {', '.join(map(str, budgets))}"
+            )
         for k in entry["concurrency"]:
             arms = result["concurrency"].get(str(k), {}).get("arms", {})
             if entry["kind"] == "arms" and list(arms) != entry["arms"] or not set(wanted) <= arms.keys():
@@ -82,6 +88,15 @@ def check_results(name: str, entry: dict, results: list[dict]) -> None:
                     f"--family {name}: {result['table']} at {k} side by side has arms {', '.join(arms) or 'none'}; "
                     f"registered: {', '.join(wanted)}"
                 )
+
+
+def registered_budgets(entry: dict) -> list[int]:
+    """The epoch budgets a family's replays ran under: its `epoch_budget`, else the budgets its list of `trials`
+    names (a family of budgets), else none (0: a trial count)."""
+    if "epoch_budget" in entry:
+        budget = entry["epoch_budget"]
+        return budget if isinstance(budget, list) else [budget]
+    return entry["trials"] if isinstance(entry["trials"], list) else [0]
 
 
 def seeds_of(result: dict) -> str:

@@ -121,6 +121,8 @@ def test_results_that_are_not_the_familys_or_an_entry_edited_after_its_replays_a
             result(t, i, {**named, "hash": "0" * 12}) for i, t in enumerate(TABLES)
         ],
         "was not replayed with --family fixed": [result(t, i) for i, t in enumerate(TABLES)],
+        "under epoch_budget=24": [{**result(t, i, named), "epoch_budget": 24} for i, t in enumerate(TABLES)],
+        "results on t/one.jsonl.gz, t/one.jsonl.gz, t/two": [result(t, i, named) for i, t in enumerate(TABLES * 2)],
     }
     for message, results in cases.items():
         code, verdict = run(replay_stats, tmp_path, monkeypatch, "fixed", results)
@@ -165,3 +167,22 @@ def test_effects_in_points_and_ratios_of_medians_with_their_intervals():
     assert median_ratio([2, 4, 6], [4, 8, 12])["ratio"] == pytest.approx(0.5)
     endless = median_ratio([None, None, 1], [1, 2, 3])  # the search's median never got there
     assert endless["ratio"] is None and endless["interval"][1] is None
+
+
+def test_a_family_corrected_over_all_its_concurrencies_adjusts_each_p_over_every_comparison(
+    registry, tmp_path, monkeypatch
+):
+    """`"holm_over": "family"`: Holm over every (table, arm, concurrency) comparison, not over one concurrency's."""
+    both = {**registry["fixed"], "concurrency": [2, 4]}
+    entries = {"apart": both, "together": {**both, "holm_over": "family"}}
+    (tmp_path / "families.json").write_text(json.dumps({"families": entries}))
+    holm = {}
+    for name, entry in entries.items():
+        named = {"name": name, "hash": entry_hash(entry)}
+        results = [result(t, i, named) for i, t in enumerate(TABLES)]
+        for figures in results:
+            figures["concurrency"]["4"] = figures["concurrency"]["2"]
+        code, verdict = run(replay_stats, tmp_path, monkeypatch, name, results)
+        assert code == 0
+        holm[name] = verdict["concurrency"]["2"]["tables"]["one"]["p_search_lower_holm"]["random_asha"]
+    assert holm["together"] > holm["apart"]  # twice the comparisons: a larger adjusted p
