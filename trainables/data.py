@@ -13,7 +13,7 @@ import numpy as np
 
 from trainables.data_info import DataInfo
 from trainables.foundation.errors import UsageError
-from trainables.idx_files import holdout, idx_header, read_idx
+from trainables.idx_files import carved, idx_header, read_idx
 from trainables.image_folders import IMAGEFOLDER, IMAGEFOLDER_SPLIT, FolderDataset
 
 
@@ -104,13 +104,7 @@ class IdxDataset:
         if split not in SPLITS:
             raise ValueError(f"split={split}: one of {', '.join(SPLITS)}")
         images, labels = self.load(root, train=split != "test")
-        if split != "test":
-            train_index, val_index = holdout(labels, val_fraction, seed)
-            pick = train_index if split == "train" else val_index
-            images, labels = images[pick], labels[pick]
-        if limit:
-            images, labels = images[:limit], labels[:limit]
-        return images, labels
+        return carved(images, labels, split, val_fraction, seed, limit)
 
     def load(self, root: str | Path, train: bool, limit: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(images uint8 [N, C, H, W], labels int64 [N]) of one split, the first `limit` if > 0."""

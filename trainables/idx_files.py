@@ -65,3 +65,15 @@ def holdout(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray,
         held.append(members[: max(1, round(fraction * len(members)))])
     val_index = np.sort(np.concatenate(held)) if held else np.array([], dtype=np.int64)
     return np.setdiff1d(np.arange(len(labels)), val_index), val_index
+
+
+def carved(images: np.ndarray, labels: np.ndarray, split: str, val_fraction: float, seed: int, limit: int = 0):
+    """`train` or `val` carved from a labelled training split (`holdout`), any other split as it is; the first
+    `limit` if > 0. The one rule of the built-in datasets and of a space's own."""
+    if split in ("train", "val"):
+        train_index, val_index = holdout(labels, val_fraction, seed)
+        pick = train_index if split == "train" else val_index
+        images, labels = images[pick], labels[pick]
+    if limit:
+        images, labels = images[:limit], labels[:limit]
+    return images, labels

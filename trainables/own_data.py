@@ -19,7 +19,7 @@ import numpy as np
 
 from trainables.data_info import DataInfo
 from trainables.foundation.errors import UsageError
-from trainables.idx_files import holdout
+from trainables.idx_files import carved
 from trainables.own_refs import own_function
 
 SPLITS = ("train", "val", "test")
@@ -95,16 +95,10 @@ class OwnDataset:
         if split not in SPLITS:
             raise ValueError(f"split={split}: one of {', '.join(SPLITS)}")
         splits = self.loaded(root, seed).splits
-        if split == "test" or "val" in splits:
+        if split == "test" or "val" in splits:  # given by the function: as it is
             images, labels = splits[split]
-        else:
-            images, labels = splits["train"]
-            train_index, val_index = holdout(labels, val_fraction, seed)
-            pick = train_index if split == "train" else val_index
-            images, labels = images[pick], labels[pick]
-        if limit:
-            images, labels = images[:limit], labels[:limit]
-        return images, labels
+            return images[:limit] if limit else images, labels[:limit] if limit else labels
+        return carved(*splits["train"], split, val_fraction, seed, limit)
 
 
 _LOADED: dict[tuple, Loaded] = {}
