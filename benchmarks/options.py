@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 DEFAULT_ROOT = ""  # the package's MNIST sample (search.samples), unpacked when a part runs
-PARTS = ("peer", "overhead", "ddp", "data", "asha", "memory", "gpu", "replay", "hpo_tables")
+PARTS = ("peer", "warm", "overhead", "ddp", "data", "asha", "memory", "gpu", "replay", "hpo_tables")
 DEFAULT_PARTS = PARTS[:-2]  # replay and hpo_tables measure the method, not this machine
 REPLAY_TABLE = str(Path(__file__).parent / "results" / "tables" / "mlp_mnist-3ep-4seeds.jsonl.gz")
 SHAPES = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,12 +27,23 @@ FIXED_HP = (
 )
 
 
-def run_search(storage: Path, name: str, overrides: list[str], sample_processes: bool = False) -> dict:
+def run_search(
+    storage: Path,
+    name: str,
+    overrides: list[str],
+    sample_processes: bool = False,
+    module: str = "search",
+    env: dict | None = None,
+) -> dict:
     """Run one search to completion; returns its experiment folder, wall time and (optionally) its processes'
-    samples."""
-    command = [sys.executable, "-m", "search", "run", f"storage={storage}", f"name={name}", *overrides]
+    samples. `module`: what `python -m` runs (benchmarks.reuse_off: the search with Tune's default reuse_actors);
+    `env`: variables added to its environment."""
+    command = [sys.executable, "-m", module, "run", f"storage={storage}", f"name={name}", *overrides]
     start, started_at = time.perf_counter(), time.time()
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    environ = {**os.environ, **(env or {})}
+    process = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ
+    )
     sampler = ProcessSampler(process.pid) if sample_processes else None
     if sampler:
         sampler.start()

@@ -11,12 +11,15 @@ import time
 from pathlib import Path
 
 from tests.conftest import MNIST_MINI, REPO
+from trainables.foundation.warm import PRELOAD_ENV
 
 VAL_LIMIT = 400
 
+PRELOADED = "torch"  # what the shared search preloads in every Ray worker
 
-def run_search(log_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """Run `python -m search run ...`, with everything it prints in a log file."""
+
+def run_search(log_path: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m search run ...`, with everything it prints in a log file (`env`: variables added)."""
     with open(log_path, "w") as log:
         return subprocess.run(
             [sys.executable, "-m", "search", "run", *args],
@@ -25,6 +28,7 @@ def run_search(log_path: Path, *args: str) -> subprocess.CompletedProcess:
             stderr=subprocess.STDOUT,
             text=True,
             timeout=900,
+            env={**os.environ, **(env or {})},
         )
 
 
@@ -67,7 +71,8 @@ def another_ray_instance():
 
 def main_search(tmp_path_factory) -> dict:
     """The shared search of the end-to-end tests: 6 trials, 4 epochs, ASHA grace 1, the shape chosen for this
-    machine (on 2 cores: one-worker trials in reused trial processes, 2 at a time), tracked in MLflow. Another
+    machine (on 2 cores: one-worker trials in reused trial processes, 2 at a time), tracked in MLflow, with torch
+    preloaded in every Ray worker (`RAY_preload_python_modules`). Another
     Ray instance runs on the machine meanwhile: Ray's State API would then look up the wrong one, and the search
     hung after its first early-stopped trial (its workers' placement group was never freed)."""
     storage = tmp_path_factory.mktemp("runs")
@@ -87,6 +92,7 @@ def main_search(tmp_path_factory) -> dict:
             "seed=1",
             "rung_cycles=true",
             "tracking=mlflow",
+            env={PRELOAD_ENV: PRELOADED},  # Ray's door to warm workers: each trial reports the imports it found
         )
         assert not bystander.head_node.dead_processes(), "the search stopped another Ray instance's processes"
     output = log.read_text()

@@ -10,6 +10,7 @@ from tests.conftest import MNIST_MINI
 from tests.e2e_helpers import VAL_LIMIT, event_data, ray_processes_of, session_dir_of
 from trainables.data import MNIST
 from trainables.foundation.space import load_space
+from trainables.foundation.warm import TRIAL_MODULES
 from trainables.models import model_for
 from trainables.training import Split, evaluate, load_model_weights, shard_indices
 
@@ -56,6 +57,26 @@ def test_every_epoch_reports_the_required_metrics(search):
             for key in ("epoch", "train_loss", "val_loss", "val_acc", "lr", "images_per_s", "epoch_s"):
                 assert isinstance(row[key], (int, float)), (key, row)
             assert row["val_samples"] == VAL_LIMIT and row["train_samples"] == 256
+
+
+def test_a_trial_reports_how_warm_it_started_and_a_slots_later_trials_start_warm(search):
+    """The shared search runs one-worker trials 2 at a time in reused trial processes, with torch preloaded in every
+    Ray worker: a process's first trial found torch imported before it began (Ray's preload) but not the rest of
+    its modules; every later trial in that process found all of them (Tune's reuse_actors)."""
+    firsts = []
+    for trial in search["summary"]["trials"]:
+        rows = (search["experiment"] / f"trial_{trial['trial_id']}" / "result.json").read_text().splitlines()
+        firsts.append(json.loads(rows[0]))
+    by_place = {row["trial_of_process"] for row in firsts}
+    assert 1 in by_place and max(by_place) >= 2, by_place  # 6 trials, 2 at a time: some process ran several
+    for row in firsts:
+        if row["trial_of_process"] == 1:
+            assert row["torch_found"] == 1, row  # preloaded: imported before the trial began
+            assert row["warm_imports"] < len(TRIAL_MODULES), row  # the rest still to import
+            assert row["process_s"] > 0, row  # a process's first trial: when Ray started it
+        else:
+            assert row["warm_imports"] == len(TRIAL_MODULES) and row["torch_found"] == 1, row
+            assert "process_s" not in row, row
 
 
 def test_rung_cycles_anneal_the_learning_rate_at_every_rung(search):
@@ -233,7 +254,7 @@ def test_the_study_holds_every_trial_with_every_epoch_its_end_and_the_summarys_s
         assert frozen.intermediate_values == {row["epoch"]: row["val_acc"] for row in rows}
         assert frozen.state.name == states[trial["status"]]
         assert frozen.user_attrs["score"] == trial["val_acc"]
-        assert frozen.state.name != "COMPLETE" or frozen.value == trial["val_acc"]
+        assert frozen.value == trial["val_acc"]  # a stopped trial's too: its standing epoch's, not its last's
         assert frozen.params["lr"] == trial["config"]["lr"]
 
 

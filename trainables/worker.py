@@ -40,6 +40,9 @@ from trainables.training import (
 def train_fn_per_worker(config: dict) -> dict:
     """Train one trial's model on this rank; returns the last epoch's metrics."""
     clock = SetupClock(config.get("driver_started_at"), config.get("process_started_at"))
+    for figure in WARM_FIGURES:  # how warm the trial's process (and this rank's) found its imports
+        if figure in config:
+            clock.note(figure, config[figure])
     run = RunConfig.from_dict(config["run"])
     hp = config["hp"]
     space = load_run_space(run)
@@ -140,6 +143,9 @@ def named_out_of_memory(device: torch.device, hp: dict):
             f"batch_size=N), {share}or train fewer trials at once (concurrency=); "
             f"{type(exc).__name__}: {text.strip().splitlines()[0] if text.strip() else ''}"[:600]
         ) from exc
+
+
+WARM_FIGURES = ("warm_imports", "torch_found", "trial_of_process", "rank_warm_imports")
 
 
 class SetupClock:

@@ -3,6 +3,7 @@ and, on a cluster, whether every node sees the experiment's storage and the file
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -23,6 +24,7 @@ from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, UsageError
 from trainables.foundation.resources import local_cpu_count
 from trainables.foundation.storage import Experiment, delete_file, read_text, write_text
+from trainables.foundation.warm import raylet_environment
 from trainables.ray_private import canonical_bootstrap_address  # checks every Ray internal this project uses
 from trainables.room import alive_nodes
 
@@ -52,19 +54,38 @@ def connect(config: RunConfig) -> bool:
     bound_gcs_history(os.environ)
     logging.getLogger("ray").info("search is starting a local Ray instance")  # its start is timed from here
     print(f"{clock_prefix()}search: starting a local Ray instance (about 20 s)", flush=True)
-    context = ray.init(
-        address="local",
-        num_cpus=local_cpu_count(),
-        include_dashboard=True,
-        dashboard_host="127.0.0.1",
-        dashboard_port=dashboard_port,
-        runtime_env={"env_vars": {STATE_API_ADDRESS: f"http://127.0.0.1:{dashboard_port}"}},
-        **common,
-    )
+    # The job asks for no runtime environment, so that Tune's trial processes fit the idle workers Ray prestarts
+    # (trainables.foundation.warm); what every worker must know travels in the raylet's environment.
+    raylet_env = {STATE_API_ADDRESS: f"http://127.0.0.1:{dashboard_port}", **raylet_environment(os.environ)}
+    with environment(raylet_env):
+        context = ray.init(
+            address="local",
+            num_cpus=local_cpu_count(),
+            include_dashboard=True,
+            dashboard_host="127.0.0.1",
+            dashboard_port=dashboard_port,
+            **common,
+        )
     logging.getLogger("ray").info(
         "search started a local Ray instance, session %s", context.address_info["session_dir"]
     )
     return True
+
+
+@contextlib.contextmanager
+def environment(variables: dict[str, str]):
+    """`variables` set in this process's environment while Ray starts its processes (which inherit it), then
+    restored: a later search from the same process starts from the environment it had."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def bootstrap_address(address: str) -> str:

@@ -48,6 +48,10 @@ from trainables.room import alive_node_resources
 
 LOG_FILE = "search.log"
 
+# Tune hands a finished (or stopped) trial's process to the next trial: torch imported, the data decoded, the CUDA
+# context made. Kept against Tune's default (False) by measurement: benchmarks/warm_start.py, docs/design.md.
+REUSE_ACTORS = True
+
 
 def run_search(config: RunConfig, space: Space, experiment: Experiment, enqueued: list[dict] = ()) -> dict:
     """Run the whole search in `experiment` (claimed: an empty folder) and write `summary.json`; returns the summary.
@@ -242,7 +246,7 @@ def build_tuner(
             scheduler=scheduler,
             num_samples=to_run,
             max_concurrent_trials=placement.max_concurrent,
-            reuse_actors=True,  # see trainables.foundation.scheduling
+            reuse_actors=REUSE_ACTORS,
             trial_name_creator=lambda trial: trial.config[TRIAL_KEY],
             trial_dirname_creator=lambda trial: f"{TRIAL_DIR_PREFIX}{trial.config[TRIAL_KEY]}",
         ),

@@ -1,0 +1,108 @@
+"""How warm a trial starts, each figure beside a fresh import measured in the same run. Part of
+`python -m benchmarks` (`--only warm`).
+
+- fresh import: a new interpreter that imports torch, torchvision, ray and ray.train.torch (the median of three);
+- the smallest search: one trial, one epoch of 256 digits, the whole command;
+- one-worker trials, 2 at a time in their own processes: the search as it is (`reuse_actors=True`), with Tune's
+  default `reuse_actors=False`, and with the trial's modules preloaded in every Ray worker
+  (`RAY_preload_python_modules`): how many of its modules each trial found imported, the process's start (for a
+  worker Ray started ahead, also its wait), driver to first step, and the search's wall;
+- DDP trials (2 workers x 1 CPU) one after another: the previous trial's last report to the next trial's first step.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.overhead import breakdown, driver_to_first_step_s
+from benchmarks.search_runs import FIXED_HP, run_search, trial_rows
+from trainables.foundation.warm import PRELOAD_ENV, TRIAL_MODULES
+
+FRESH_IMPORT = "import torch, torchvision, ray, ray.train.torch"
+
+
+def fresh_import_s(repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", FRESH_IMPORT], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def trials_figures(run: dict) -> dict:
+    trials = trial_rows(run["experiment"])
+    firsts = [rows[0] for rows in trials]
+    return {
+        "wall_s": run["wall_s"],
+        "trials": len(trials),
+        "warm_imports": [row.get("warm_imports") for row in firsts],
+        "trial_of_process": [row.get("trial_of_process") for row in firsts],
+        "driver_to_first_step_s": [driver_to_first_step_s(row) for row in firsts],
+        "process_s": [row.get("process_s", 0.0) for row in firsts],
+    }
+
+
+def measure(root: str, storage: Path, trials: int = 6) -> dict:
+    common = [f"data.root={root}", "data.val_limit=256", "epochs=1", "grace=1", *FIXED_HP]
+    before = fresh_import_s()
+    smallest = run_search(storage, "smallest", ["space=resnet_mnist", "trials=1", "data.limit=256", *common])
+    one_worker = [
+        "space=resnet_mnist",
+        f"trials={trials}",
+        "data.limit=512",
+        "workers=1",
+        "cpus=1",
+        "concurrency=2",
+        *common,
+    ]
+    reused = trials_figures(run_search(storage, "reuse", one_worker))
+    fresh = trials_figures(run_search(storage, "no-reuse", one_worker, module="benchmarks.reuse_off"))
+    preload = {PRELOAD_ENV: ",".join(TRIAL_MODULES)}
+    preloaded = trials_figures(run_search(storage, "preload", one_worker, env=preload))
+    ddp = [
+        "space=resnet_mnist",
+        "trials=3",
+        "data.limit=512",
+        "workers=2",
+        "cpus=1",
+        "concurrency=1",
+        *common,
+    ]
+    ddp_run = run_search(storage, "ddp", ddp)
+    ddp_gap = breakdown(trial_rows(ddp_run["experiment"]))["mean_after_first"]
+    after = fresh_import_s()
+    fresh_import = (before + after) / 2
+    return {
+        "fresh_import": FRESH_IMPORT,
+        "fresh_import_s": {"before": before, "after": after},
+        "smallest_search_s": smallest["wall_s"],
+        "smallest_vs_fresh_import": smallest["wall_s"] / fresh_import,
+        "one_worker": {"reuse_actors": reused, "reuse_actors=False": fresh, "preloaded": preloaded},
+        "reuse_true_vs_false_wall": reused["wall_s"] / fresh["wall_s"],
+        "preloaded_vs_not_wall": preloaded["wall_s"] / reused["wall_s"],
+        "ddp_trials": 3,
+        "ddp_start_gap_s": ddp_gap["fixed_overhead_s"],
+        "ddp_start_gap_vs_fresh_import": ddp_gap["fixed_overhead_s"] / fresh_import,
+        "ddp_mean_after_first": ddp_gap,
+    }
+
+
+def print_table(figures: dict) -> None:
+    fresh = sum(figures["fresh_import_s"].values()) / 2
+    print(f"\nwarm starts (fresh `{figures['fresh_import']}`: {fresh:.1f} s)")
+    print(f"  smallest search: {figures['smallest_search_s']:.1f} s, {figures['smallest_vs_fresh_import']:.2f}x")
+    for label, run in figures["one_worker"].items():
+        starts = ", ".join(f"{s:.1f}" for s in run["driver_to_first_step_s"])
+        print(
+            f"  {label}: {run['wall_s']:.1f} s; imports found {run['warm_imports']} of {len(TRIAL_MODULES)}; "
+            f"driver to first step {starts} s"
+        )
+    print(
+        f"  DDP trials start {figures['ddp_start_gap_s']:.1f} s apart, "
+        f"{figures['ddp_start_gap_vs_fresh_import']:.2f}x a fresh import"
+    )
