@@ -263,7 +263,7 @@ def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named()
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
-    assert variant_asha(space, 9, {"grace": "2", "reduction": "2"})._reduction_factor == 2
+    assert variant_asha(space, 9, {"grace": "2", "reduction": "2"}).reduction == 2
     table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     assert replay_cli((table, "search|budget=8", 0, 8, 2))["epochs"] == 24  # the budget is spent, trials lifted
 

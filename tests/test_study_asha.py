@@ -1,5 +1,6 @@
-"""ASHA as the search runs it (search.running.scheduler): Tune's own ASHAScheduler, rebuilt from the study when a
-search resumes. Real Optuna trials, Tune's real scheduler code; Ray is imported, never started."""
+"""ASHA as the search runs it (search.running.scheduler, our own on Tune's public FIFOScheduler), rebuilt from the
+study when a search resumes, against Tune's own ASHAScheduler, live, as the oracle. Real Optuna trials, Tune's real
+scheduler code; Ray is imported, never started."""
 
 import random
 from types import SimpleNamespace

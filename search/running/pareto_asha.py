@@ -1,8 +1,9 @@
 """ASHA on several objectives: at each rung a trial goes on when it is among the best 1/reduction of the trials
 recorded at that rung, ranked by non-dominated sorting (its Pareto front first, then crowding distance), as Syne
 Tune's MOASHA ranks them, or when none of them is better in every objective (as ASHA always lets the best go on).
-A Tune scheduler, keyed by the search's trial ids like `StudyASHA` (search.running.scheduler); its rungs are met,
-written and rebuilt from the study as that one's (search.running.rungs).
+A scheduler on Tune's public `FIFOScheduler`, keyed by the search's trial ids like `StudyASHA`
+(search.running.scheduler); its rungs are met, decided at (`RungStops.decide`), written and rebuilt from the study as
+that one's (search.running.rungs).
 
 An objective that training does not change (`params`, `macs`) is known from a trial's first epoch, so a rung
 compares the accuracy a trial reached there with what it costs. A row missing an objective passes its rung.
@@ -16,7 +17,7 @@ from optuna.trial import FrozenTrial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from search.results.pareto import as_minimised, nondominated_ranks, pareto_order
-from search.running.rungs import RungStops, milestones, note_decision, rebuild, rung_met
+from search.running.rungs import RungStops, milestones, rebuild
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import trial_key
@@ -78,20 +79,6 @@ class ParetoASHA(FIFOScheduler, RungStops):
             return TrialScheduler.CONTINUE
         return TrialScheduler.STOP
 
-    def decide(self, trial_id: str, epoch: int, values: dict) -> str:
-        """Records the trial's point at the rung `epoch` meets, if any, and decides there against what the rung
-        holds (search.running.rungs); an epoch that meets no new rung (one replayed after a kill) goes on."""
-        point = self.point_of(values)
-        milestone = None if point is None or epoch >= self.max_t else rung_met(self.rungs, trial_id, epoch)
-        if milestone is None:
-            return TrialScheduler.CONTINUE
-        dict(self.rungs)[milestone][trial_id] = point
-        decision = self.verdict(trial_id, milestone)
-        note_decision(self.record, trial_id, epoch, decision)
-        if decision == TrialScheduler.STOP:
-            self.stopped.add(trial_id)
-        return decision
-
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
         trial_id, epoch = trial_key(trial), int(result.get(self.time_attr) or 0)
         if self.carry_out_owed_stop(trial_id, epoch):
@@ -99,8 +86,7 @@ class ParetoASHA(FIFOScheduler, RungStops):
         return self.decide(trial_id, epoch, result)
 
     def debug_string(self) -> str:
-        sizes = ", ".join(f"epoch {milestone:g}: {len(points)}" for milestone, points in reversed(self.rungs))
-        return f"ParetoASHA: trials recorded at each rung: {sizes}"
+        return f"ParetoASHA: trials recorded at each rung: {self.rung_sizes()}"
 
 
 def pareto_asha(

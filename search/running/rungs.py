@@ -1,9 +1,10 @@
-"""ASHA's rungs, as both of the search's schedulers meet them and rebuild them from the study.
+"""ASHA's rungs, as both of the search's schedulers meet them, decide at them and rebuild them from the study.
 
 A rung is met as Tune's `AsyncHyperBandScheduler` meets it: milestones at grace x reduction^k (a non-integer
 reduction gives non-integer milestones), and an epoch meets the highest milestone at or below it that the trial has
 no value at yet. The value is recorded there, and the scheduler decides (`CONTINUE` or `STOP`) against what the rung
-held when it arrived. Each decision is written into the study before Tune acts on it (`StudyRecord.note_rung`).
+held when it arrived (`StudyASHA`: Tune's cutoff, `asha_cutoff`; `ParetoASHA`: its rank among several objectives).
+Each decision is written into the study before Tune acts on it (`StudyRecord.note_rung`).
 
 When a search resumes or grows, its schedulers are rebuilt from the study (`rebuild`): every trial's history first,
 so every rung holds every value it had; then, for each trial still running, each rung it met: the decision written
@@ -37,6 +38,13 @@ def milestones(grace: float, reduction: float, max_t: float) -> list[float]:
     a trial ends rather than being decided)."""
     count = int(np.log(max_t / grace) / np.log(reduction) + 1)
     return [grace * reduction**k for k in reversed(range(count))]
+
+
+def asha_cutoff(values, reduction: float) -> float | None:
+    """Tune's ASHA cutoff at a rung: the (1 - 1/reduction) quantile of the values recorded there before (numpy's
+    `nanpercentile`, linear between neighbours, NaN left out); a value below it stops. None for an empty rung."""
+    values = list(values)
+    return None if not values else np.nanpercentile(values, (1 - 1 / reduction) * 100)
 
 
 def rung_met(rungs: list[tuple[float, dict]], trial_id: str, epoch: float) -> float | None:
@@ -80,9 +88,10 @@ def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> 
 
 
 class RungStops:
-    """What both schedulers keep of their stops: those a kill left owed (`owed_stops`: trial id -> the epoch to stop
-    at, from `rebuild`) and those they made (`stopped`, for the decider: a trial that ended before its last epoch
-    without one of them returned on its own)."""
+    """What both schedulers share: their decisions at the rungs (`decide`), the stops a kill left owed (`owed_stops`:
+    trial id -> the epoch to stop at, from `rebuild`) and those they made (`stopped`, for the decider: a trial that
+    ended before its last epoch without one of them returned on its own). A scheduler offers `rungs`, `max_t`,
+    `record` (the study's `StudyRecord`, or None), `point_of(values)` and `verdict(trial_id, milestone)`."""
 
     def __init__(self):
         self.owed_stops: dict[str, int] = {}
@@ -99,6 +108,32 @@ class RungStops:
         del self.owed_stops[trial_id]
         self.stopped.add(trial_id)
         return True
+
+    def decide(self, trial_id: str, epoch, values: dict) -> str:
+        """Records the trial's point at the rung `epoch` meets, if any, decides there against what the rung holds,
+        and writes the decision into the study before returning it to Tune. An epoch that meets no new rung (one
+        replayed after a kill, or `max_t`, where a trial has trained its epochs) goes on."""
+        point = self.point_of(values)
+        milestone = None if point is None or epoch >= self.max_t else rung_met(self.rungs, trial_id, epoch)
+        if milestone is None:
+            return CONTINUE
+        dict(self.rungs)[milestone][trial_id] = point
+        decision = self.verdict(trial_id, milestone)
+        note_decision(self.record, trial_id, epoch, decision)
+        if decision == STOP:
+            self.stopped.add(trial_id)
+        return decision
+
+    def record_value(self, trial_id: str, epoch, values: dict) -> None:
+        """Records the trial's point at the rung `epoch` meets, deciding nothing (Tune's ASHA does so with a trial's
+        last result when it completes: at `max_t`, a rung a decision never met)."""
+        point = self.point_of(values)
+        milestone = None if point is None else rung_met(self.rungs, trial_id, epoch)
+        if milestone is not None:
+            dict(self.rungs)[milestone][trial_id] = point
+
+    def rung_sizes(self) -> str:
+        return ", ".join(f"epoch {milestone:g}: {len(points)}" for milestone, points in reversed(self.rungs))
 
 
 def note_decision(record, trial_id: str, epoch: float, decision: str) -> None:

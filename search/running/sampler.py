@@ -13,14 +13,17 @@ from __future__ import annotations
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.samplers import RandomSampler, TPESampler
 
+from search.running.optuna_private import PastParamsHook
 
-class OrderedTPESampler(TPESampler):
+
+class OrderedTPESampler(PastParamsHook, TPESampler):
     """Optuna's TPE over a study that holds a choice among numbers as its value (`batch_size` 128, as trained, what
     optuna-dashboard and `optuna.load_study` show), modelled as its position among the sorted choices, so that TPE
     sees their order (on the resnet_mnist table the values, unordered, fell far behind). It proposes exactly what TPE
     proposes over positions with the same seed (tests/test_space_coding.py). `ordered`: name -> sorted choices.
-    Optuna 5's TPE is multivariate for one objective and independent for several: both paths are mapped. Reaches
-    into one private hook of its TPE (`_get_params`, the past trials' parameters it models)."""
+    Optuna 5's TPE is multivariate for one objective and independent for several: both paths are mapped. The past
+    trials' parameters TPE models are mapped through the one private hook of its TPE (`PastParamsHook`, behind
+    search.running.optuna_private)."""
 
     def __init__(self, ordered: dict[str, list], **tpe):
         super().__init__(**tpe)
@@ -48,8 +51,7 @@ class OrderedTPESampler(TPESampler):
         position = super().sample_independent(study, trial, param_name, IntDistribution(0, len(choices) - 1))
         return choices[position]
 
-    def _get_params(self, trial, study) -> dict:
-        params = super()._get_params(trial, study)
+    def past_params(self, params: dict) -> dict:
         return {name: self._position(name, value) for name, value in params.items()}
 
     def _position(self, name: str, value):

@@ -1,4 +1,11 @@
-"""ASHA as the search runs it: Tune's `ASHAScheduler`, keyed by the search's trial ids and taught by the study.
+"""ASHA as the search runs it: Tune's asynchronous successive halving, a scheduler of our own on Tune's public
+`FIFOScheduler`, keyed by the search's trial ids and taught by the study.
+
+It decides as Tune's `ASHAScheduler` (one bracket) does: the same milestones and rungs (search.running.rungs), and
+at a rung a trial stops when its value is below the (1 - 1/reduction) quantile of the values recorded there before
+it (`asha_cutoff`); at `max_t` a trial has trained its epochs and is stopped without a decision; a trial's last
+result is recorded at its rung when it completes. tests/test_study_asha.py holds it to Tune's own `ASHAScheduler`,
+live, event by event.
 
 Tune names a trial anew in every session, and a trial that `resume` runs again must meet the rungs it already
 passed as passed, so the scheduler keys its rungs by the search's id (`trial_key`). Each decision at a rung is
@@ -9,78 +16,100 @@ is carried out: the trial, run again, is stopped when it reports that epoch (`ow
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from optuna.trial import FrozenTrial
-from ray.tune.schedulers import ASHAScheduler
+from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
-from search.running.rungs import STOP, RungStops, note_decision, rebuild, rung_met
+from search.running.rungs import RungStops, asha_cutoff, milestones, rebuild
 from trainables.foundation.config import RunConfig
 from trainables.foundation.trial_files import trial_key
 
-
-@dataclass(frozen=True)
-class _Named:
-    """What ASHA reads of a trial: its id."""
-
-    trial_id: str
+SIGN = {"max": 1.0, "min": -1.0}  # a point is the metric signed so that higher is better, as in Tune's ASHA
 
 
-class StudyASHA(ASHAScheduler, RungStops):
-    def __init__(self, *, history: list[FrozenTrial] = (), record=None, **asha):
-        """`history`: the study's trials, to rebuild the rungs from; `record`: the study's `StudyRecord`, told of
-        each rung decision (None: decisions are not written, as in the replays)."""
-        ASHAScheduler.__init__(self, **asha)
+class StudyASHA(FIFOScheduler, RungStops):
+    def __init__(
+        self,
+        *,
+        time_attr: str = "training_iteration",
+        metric: str | None = None,
+        mode: str | None = None,
+        max_t: float = 100,
+        grace_period: float = 1,
+        reduction_factor: float = 4,
+        history: list[FrozenTrial] = (),
+        record=None,
+    ):
+        """Tune's `ASHAScheduler` settings (one bracket, trials stopped at `max_t`). `history`: the study's trials,
+        to rebuild the rungs from once metric and mode are known; `record`: the study's `StudyRecord`, told of each
+        rung decision (None: decisions are not written, as in the replays)."""
+        if not 0 < grace_period <= max_t or reduction_factor <= 1 or mode not in (None, *SIGN):
+            raise ValueError(
+                f"ASHA needs 0 < grace_period <= max_t, reduction_factor > 1 and mode min or max; got {grace_period}, "
+                f"{max_t}, {reduction_factor}, {mode}"
+            )
+        FIFOScheduler.__init__(self)
         RungStops.__init__(self)
-        self._history, self.record = list(history), record
+        self.time_attr, self.max_t, self.reduction = time_attr, max_t, reduction_factor
+        self.rungs = [(milestone, {}) for milestone in milestones(grace_period, reduction_factor, max_t)]
+        self.metric_name, self.mode, self.record = metric, mode, record
+        self._history = list(history)
+        self._rebuild_when_settled()
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
         return {**self.__dict__, "record": None, "_history": []}
 
     @property
-    def rungs(self) -> list[tuple[float, dict]]:
-        return self._brackets[0]._rungs
+    def metric(self) -> str | None:  # what Tune checks every result for (TrialScheduler.metric)
+        return self.metric_name
+
+    def set_search_properties(self, metric, mode, **spec) -> bool:
+        """The Tuner's metric and mode; refused (False) for one the scheduler was given already, as Tune's ASHA."""
+        if (self.metric_name and metric) or (self.mode and mode):
+            return False
+        self.metric_name, self.mode = metric or self.metric_name, mode or self.mode
+        self._rebuild_when_settled()
+        return True
+
+    def _rebuild_when_settled(self) -> None:
+        if self.metric_name and self.mode in SIGN and self._history:
+            self.owed_stops = rebuild(self, self._history, self.metric_name, self.max_t)
+            self._history = []
 
     def point_of(self, values: dict) -> float | None:
-        value = values.get(self._metric)
-        return None if value is None else self._metric_op * value
+        value = values.get(self.metric_name)
+        return None if value is None else SIGN[self.mode] * value
 
     def verdict(self, trial_id: str, milestone: float) -> str:
         """Tune's decision for the trial's value at `milestone` against every other value recorded there."""
         recorded = dict(self.rungs)[milestone]
-        others = {other: value for other, value in recorded.items() if other != trial_id}
-        cutoff = self._brackets[0].cutoff(others)
-        return STOP if cutoff is not None and recorded[trial_id] < cutoff else self.CONTINUE
-
-    def set_search_properties(self, metric, mode, **spec) -> bool:
-        settled = super().set_search_properties(metric, mode, **spec)
-        if settled and self._metric and self._history:
-            self.owed_stops = rebuild(self, self._history, self._metric, self._max_t)
-            self._history = []
-        return settled
+        cutoff = asha_cutoff((value for other, value in recorded.items() if other != trial_id), self.reduction)
+        return TrialScheduler.STOP if cutoff is not None and recorded[trial_id] < cutoff else TrialScheduler.CONTINUE
 
     def on_trial_add(self, tune_controller, trial):
-        super().on_trial_add(tune_controller, _Named(trial_key(trial)))
+        if not self.metric_name or self.mode not in SIGN:
+            raise ValueError(
+                f"StudyASHA has no metric ({self.metric_name}) or mode ({self.mode}): give them to the scheduler or "
+                "to tune.TuneConfig()"
+            )
 
-    def on_trial_result(self, tune_controller, trial, result):
-        trial_id, epoch = trial_key(trial), result.get(self._time_attr)
+    def on_trial_result(self, tune_controller, trial, result: dict) -> str:
+        trial_id, epoch = trial_key(trial), result.get(self.time_attr)
         if self.carry_out_owed_stop(trial_id, epoch):
-            return self.STOP
-        met = None
-        if epoch is not None and result.get(self._metric) is not None and epoch < self._max_t:
-            met = rung_met(self.rungs, trial_id, epoch)
-        decision = super().on_trial_result(tune_controller, _Named(trial_id), result)
-        if met is not None:
-            note_decision(self.record, trial_id, epoch, decision)
-            if decision == self.STOP:
-                self.stopped.add(trial_id)
-        return decision
+            return TrialScheduler.STOP
+        if epoch is None or self.metric_name not in result:
+            return TrialScheduler.CONTINUE
+        if epoch >= self.max_t:
+            return TrialScheduler.STOP  # it has trained its epochs (Tune's stop_last_trials): no decision
+        return self.decide(trial_id, epoch, result)
 
-    def on_trial_complete(self, tune_controller, trial, result):
-        super().on_trial_complete(tune_controller, _Named(trial_key(trial)), result)
+    def on_trial_complete(self, tune_controller, trial, result: dict | None):
+        result = result or {}
+        epoch = result.get(self.time_attr)
+        if epoch is not None and self.metric_name in result:
+            self.record_value(trial_key(trial), epoch, result)
 
-    def on_trial_remove(self, tune_controller, trial):
-        super().on_trial_remove(tune_controller, _Named(trial_key(trial)))
+    def debug_string(self) -> str:
+        return f"StudyASHA: trials recorded at each rung: {self.rung_sizes()}"
 
 
 def study_asha(config: RunConfig, history: list[FrozenTrial] = (), record=None) -> StudyASHA:

@@ -32,6 +32,7 @@ from optuna.trial import FrozenTrial, TrialState
 from search.results.score import is_finite_number, standing_row
 from search.running.endings import EndFacts, Ending, decide
 from search.running.journal import open_study
+from search.running.optuna_private import prune_with_value, running_trial
 from search.running.space_coding import SpaceCoding
 from search.running.study_trials import (  # noqa: F401 - the names other modules read the study by
     CONTINUES_ATTR,
@@ -90,10 +91,10 @@ class StudyRecord(StudyQueries):
         constants: dict,
         objectives: list[Objective] | None = None,
     ):
-        """`storage`: the study's, through whose public API a running trial is found again by its number.
-        `objectives`: the primary (`metric`) first; the others come from the rows a trial reports."""
+        """`storage`: the study's, which sets a stopped trial PRUNED with the value of the epoch that stands for it
+        (search.running.optuna_private). `objectives`: the primary (`metric`) first; the others come from the rows a
+        trial reports."""
         self.study, self.storage, self.coding, self.constants = study, storage, coding, constants
-        self.study_id = storage.get_study_id_from_name(study.study_name)
         self.metric, self.mode, self.epochs = metric, mode, epochs
         self.objectives = objectives or [Objective(metric, mode)]
         self.other_names = [o.name for o in self.objectives[1:]]
@@ -157,10 +158,9 @@ class StudyRecord(StudyQueries):
         self.numbers[trial_id] = trial.number
         return trial
 
-    def live_trial(self, number: int) -> optuna.Trial:
-        """The running trial `number` of the study, to report to, through Optuna's public storage API."""
-        trial_id = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
-        return optuna.trial.Trial(self.study, trial_id)
+    def live_trial(self, frozen: FrozenTrial) -> optuna.Trial:
+        """The running trial `frozen`, to report to (also one an earlier session proposed: optuna_private)."""
+        return running_trial(self.study, frozen)
 
     def report(self, trial_id: str, epoch, value, others: dict | None = None) -> None:
         """One epoch's metric as the trial's intermediate value; an epoch already recorded is kept as it was.
@@ -174,7 +174,7 @@ class StudyRecord(StudyQueries):
         if epoch in recorded:
             return
         with self.writing(f"epoch {epoch} of trial {trial_id}"):
-            trial = self.live_trial(frozen.number)
+            trial = self.live_trial(frozen)
             if others:
                 kept = {str(e): o for e, o in sorted({**other_objectives_by_epoch(frozen), epoch: others}.items())}
                 trial.set_user_attr(EPOCH_OTHERS_ATTR, kept)
@@ -191,7 +191,7 @@ class StudyRecord(StudyQueries):
             return
         noted = {str(e): d for e, d in sorted({**rung_decisions(frozen), int(epoch): decision}.items())}
         with self.writing(f"the rung decision at epoch {epoch} of trial {trial_id}"):
-            self.live_trial(frozen.number).set_user_attr(RUNGS_ATTR, noted)
+            self.live_trial(frozen).set_user_attr(RUNGS_ATTR, noted)
 
     def standing(self, frozen: FrozenTrial) -> tuple[float | None, dict]:
         """The trial's score and the other objectives' values at the same epoch, the one that stands for it
@@ -219,7 +219,7 @@ class StudyRecord(StudyQueries):
         state = STATE_OF[ending.status]
         values = [score, *(others.get(name) for name in self.other_names)]
         with self.writing(f"the end of trial {trial_id}"):
-            trial = self.live_trial(frozen.number)
+            trial = self.live_trial(frozen)
             if score is not None:
                 trial.set_user_attr(SCORE_ATTR, score)
             trial.set_user_attr(STATUS_ATTR, ending.status)
@@ -228,9 +228,8 @@ class StudyRecord(StudyQueries):
             if self.multi_objective:
                 trial.set_user_attr(OBJECTIVES_ATTR, dict(zip([o.name for o in self.objectives], values)))
             if state == TrialState.PRUNED:  # Optuna's tell would give it its last epoch's value, not its standing one's
-                handle = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, frozen.number)
                 one_value = None if self.multi_objective or score is None else [score]  # one value for several: none
-                self.storage.set_trial_state_values(handle, TrialState.PRUNED, one_value)
+                prune_with_value(self.study, self.storage, frozen, one_value)
             else:
                 self.study.tell(frozen.number, values if state == TrialState.COMPLETE else None, state=state)
 
@@ -247,7 +246,7 @@ class StudyRecord(StudyQueries):
     def fail_unnamed(self, number: int, reason: str) -> None:
         """A proposal a kill cut short before it was named (no trial id, never handed to Tune): failed with `reason`."""
         with self.writing(f"trial number {number}"):
-            self.live_trial(number).set_user_attr(REASON_ATTR, reason)
+            self.live_trial(self.study.get_trials(deepcopy=False)[number]).set_user_attr(REASON_ATTR, reason)
             self.study.tell(number, state=TrialState.FAIL)
 
 

@@ -1,0 +1,92 @@
+"""Every use of Optuna's private internals, behind one door, for the Optuna version the suite ran on.
+
+Each one says why no public API serves and what breaks without it. Importing this module (the sampler and the
+study's writer do, so `run` and `resume` do before the experiment is claimed) checks them all: with an Optuna whose
+internals moved, the command stops at once with one line naming that Optuna version, instead of failing (or
+proposing otherwise) in the middle of a search. Optuna only: no Ray.
+
+What has a public door does not come here: a new trial is `Study.ask` (with the space's distributions), a trial
+that completes or fails is `Study.tell` by its number, a configuration given first is `Study.enqueue_trial`.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import optuna
+from optuna.samplers import TPESampler
+from optuna.storages import BaseStorage
+from optuna.trial import FrozenTrial, Trial, TrialState, create_trial
+
+from trainables.foundation.errors import UsageError
+
+TESTED_OPTUNA = "5.0.0"
+
+__all__ = ["TESTED_OPTUNA", "OptunaInternalsMoved", "PastParamsHook", "running_trial", "prune_with_value"]
+
+
+class OptunaInternalsMoved(UsageError):
+    """This Optuna's internals are not where the tested Optuna keeps them."""
+
+
+class PastParamsHook:
+    """A `TPESampler` that models the past trials' parameters otherwise than the study holds them: TPE reads them
+    through its private `_get_params(trial, study)`. No public hook serves: a sampler sees the past trials only
+    through the study it is handed (a stand-in study would have to copy every trial at every proposal and answer
+    TPE's own private calls on it). Without it `OrderedTPESampler` (search.running.sampler) would model a choice among
+    numbers by its value (128) where it proposes positions (2): TPE would model nothing it proposed."""
+
+    def _get_params(self, trial: FrozenTrial, study: optuna.Study) -> dict:
+        return self.past_params(super()._get_params(trial, study))
+
+    def past_params(self, params: dict) -> dict:
+        return params
+
+
+def running_trial(study: optuna.Study, frozen: FrozenTrial) -> Trial:
+    """The running trial `frozen`, to report to and set attributes on: its storage id (`FrozenTrial._trial_id`) and
+    `Trial(study, trial_id)`, which Optuna's docs leave to `optimize`. Public Optuna hands a `Trial` out only from
+    `ask`, in the process that asked: a trial `resume` runs again was asked by an earlier session. Without it a
+    resumed search could write none of its running trials' epochs, rung decisions or ends."""
+    return Trial(study, frozen._trial_id)
+
+
+def prune_with_value(study: optuna.Study, storage: BaseStorage, frozen: FrozenTrial, values: list[float] | None):
+    """Sets the running trial `frozen` PRUNED with `values` (the epoch that stands for it; None: no value), as
+    `Study.tell` does (the sampler's `after_trial`, then the storage's `set_trial_state_values`) but for the value:
+    `tell` refuses values for a pruned trial and gives it its last epoch's instead. Without it a stopped trial's
+    value in the study (optuna-dashboard, `optuna.load_study`) would not be the one the summary and `export` rank it
+    by; `BaseStorage` is "not supposed to be directly accessed by library users"."""
+    try:
+        study.sampler.after_trial(study, frozen, TrialState.PRUNED, values)
+    finally:
+        storage.set_trial_state_values(frozen._trial_id, TrialState.PRUNED, values)
+
+
+def _parameters(function) -> list[str]:
+    return list(inspect.signature(function).parameters)
+
+
+def internals_moved() -> str | None:
+    """What of the internals above this Optuna lacks (None: all are where the tested Optuna keeps them)."""
+    expected = {
+        "TPESampler._get_params(self, trial, study)": (getattr(TPESampler, "_get_params", None), "self trial study"),
+        "Trial(study, trial_id)": (Trial.__init__, "self study trial_id"),
+        "BaseStorage.set_trial_state_values(self, trial_id, state, values)": (
+            getattr(BaseStorage, "set_trial_state_values", None),
+            "self trial_id state values",
+        ),
+    }
+    for name, (function, parameters) in expected.items():
+        if function is None or _parameters(function) != parameters.split():
+            return name
+    if not isinstance(getattr(create_trial(state=TrialState.RUNNING), "_trial_id", None), int):
+        return "FrozenTrial._trial_id"
+    return None
+
+
+if moved := internals_moved():
+    raise OptunaInternalsMoved(
+        f"Optuna {optuna.__version__} keeps its internals elsewhere than Optuna {TESTED_OPTUNA}, which search was "
+        f"tested with ({moved}); install optuna=={TESTED_OPTUNA}"
+    )
