@@ -6,8 +6,8 @@ place among its process's trials (`trial_of_process`): Tune hands a finished tri
 decoded and, on a GPU, its CUDA context made.
 
 A slot's first trial: when a local Ray instance starts, Ray prestarts one idle worker process per CPU, and a Tune
-trial actor lands in one when it asks for the job's own runtime environment, so the job gives none (what every
-worker must know reaches it through the raylet's environment). `RAY_preload_python_modules`, Ray's door, makes
+trial actor can land in one (once it is up) only when it asks for the job's own runtime environment, so the job
+gives none (what every worker must know reaches it through the raylet's environment). `RAY_preload_python_modules`, Ray's door, makes
 every worker process Ray starts import the listed modules before it takes work; the search leaves it to the user:
 measured on 2 cores and on an H100 (benchmarks/README.md, `warm`), the search started later with the trial's
 modules preloaded, since every prestarted worker (one per CPU) imports them at once while Ray and Tune start, and
