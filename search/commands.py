@@ -10,7 +10,7 @@ from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, format_front, format_table
 from search.running.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
-from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override
+from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override, trials_given
 from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
 from trainables.foundation.loop_keys import LOOP_KEYS, parse_loop_key
@@ -211,8 +211,9 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
         *_, section, name = config_keys()[key]
         source, target = (getattr(changed, section), getattr(config, section)) if section else (changed, config)
         setattr(target, name, getattr(source, name))
-    capped = bool(before.get("epoch_budget")) and before["trials"] != before["epoch_budget"]  # trials= with a budget
-    if "epoch_budget" in options and "trials" not in options and not capped:
+    if "trials" in options:
+        config.trials_given = True
+    if "epoch_budget" in options and "trials" not in options and not trials_given(before):  # trials= caps
         if searched_names(load_run_space(config), config.fixed):  # with nothing to search: its trials, as on `run`
             config.trials = max(config.epoch_budget, before["trials"])  # trials follow from the budget, as on `run`
     RunConfig.from_dict(config.to_dict())  # the cross-field checks
@@ -246,6 +247,7 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     parsers |= {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
     config = parse_overrides(args, parsers)
     given = {split_override(arg)[0] for arg in args}
+    config.trials_given = "trials" in given  # kept in the settings: an epoch budget `resume` grows lifts no cap given
     if config.epoch_budget and "trials" not in given:
         config.trials = config.epoch_budget  # the budget decides how many trials: each spends one epoch at least
     space = space.for_objectives(len(objectives_of(config, space)))  # refuses an unknown objective, naming it

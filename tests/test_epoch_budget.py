@@ -164,3 +164,22 @@ def test_a_finished_search_that_resume_would_not_train_is_refused_naming_why(tmp
     with pytest.raises(UsageError, match="time_budget=60: this search already finished, with all of its 4 trials"):
         refuse_idle(resumed_config(counted.to_dict(), timed), timed, SoFar(4, 6, 0))
     refuse_idle(resumed_config(counted.to_dict(), timed), timed, SoFar(4, 6, 1))  # one to continue: it goes on
+
+
+def test_the_settings_record_whether_trials_was_given_and_resume_keeps_the_cap_it_gave(tmp_path):
+    """`run trials=12 epoch_budget=12`, then `resume epoch_budget=24`: trials= was given, so it still caps (12), though
+    it equals the budget; `resume trials=30` of a search given trials=24 epoch_budget=24 at 3 epochs (the former
+    default's figures) keeps its budget. Settings written before the record keep the guess (trials != budget)."""
+    from search.running.growth import SoFar, grow
+
+    given = parse_run(["space=mlp_mnist", "trials=12", "epoch_budget=12", f"storage={tmp_path}", "name=g"])[0]
+    assert given.to_dict()["trials_given"] is True
+    assert resumed_config(given.to_dict(), {"epoch_budget": "24"}).trials == 12
+    lifted = parse_run(["space=mlp_mnist", "epoch_budget=12", f"storage={tmp_path}", "name=l"])[0].to_dict()
+    assert lifted["trials_given"] is False and resumed_config(lifted, {"epoch_budget": "24"}).trials == 24
+    old = {key: value for key, value in given.to_dict().items() if key != "trials_given"}  # written before the record
+    assert resumed_config(old, {"epoch_budget": "24"}).trials == 24
+    like_former = parse_run(["space=mlp_mnist", "trials=24", "epoch_budget=24", f"storage={tmp_path}", "name=f"])[0]
+    before = like_former.to_dict()
+    with pytest.raises(UsageError, match="epoch budget of 24 trial-epochs is spent"):
+        grow(before, resumed_config(before, {"trials": "30"}), {"trials": "30"}, SoFar(20, 25, 0))

@@ -27,7 +27,7 @@ from search.running.study_trials import (
     epoch_values,
     trial_id_of,
 )
-from trainables.foundation.config import RunConfig
+from trainables.foundation.config import RunConfig, trials_given
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import STUDY_FILE
 
@@ -80,7 +80,7 @@ def under_former_default_budget(before: dict, so_far: SoFar) -> bool:
     trials lifted to the budget): its settings say so and its study was created before the default became a count
     (a budget of 8 x epochs given since is the user's and stands)."""
     budget = before.get("epoch_budget", 0)
-    former = bool(budget) and budget == FORMER_DEFAULT_FULL_TRIALS * before["epochs"] and before["trials"] == budget
+    former = bool(budget) and budget == FORMER_DEFAULT_FULL_TRIALS * before["epochs"] and not trials_given(before)
     return former and not so_far.under_count_default
 
 

@@ -99,6 +99,8 @@ class RunConfig:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     fixed: dict = field(default_factory=dict, metadata={"cli": False})
     """Hyperparameters of the space fixed with key=value (removed from the search)."""
+    trials_given: bool | None = field(default=None, metadata={"cli": False})
+    """Whether the user gave trials= (it then caps an epoch budget); None: settings written before it was recorded."""
 
     def __post_init__(self):
         _require(self.trials >= 1, f"trials={self.trials}: must be >= 1")
@@ -147,6 +149,14 @@ class RunConfig:
         values["model"] = ModelConfig(**values.get("model", {}))
         values["tracking"] = TrackingConfig(**values.get("tracking", {}))
         return cls(**values)
+
+
+def trials_given(run: dict) -> bool:
+    """Whether a search's settings (`search.json`'s "run") had trials= given: as recorded, or for settings written
+    before the record, guessed as before it: a budget with a trial count other than the budget's own."""
+    if run.get("trials_given") is not None:
+        return bool(run["trials_given"])
+    return bool(run.get("epoch_budget")) and run["trials"] != run["epoch_budget"]
 
 
 def _require(condition: bool, message: str) -> None:
