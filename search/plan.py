@@ -49,8 +49,7 @@ def local_shape(config: RunConfig):
     """(trial shape, trials side by side) on this machine, or None on a cluster (decided when it answers)."""
     if config.address:
         return None
-    from search.running.preflight import local_gpu_count
-    from trainables.foundation.resources import local_cpu_count, plan_concurrency, settle_shape
+    from trainables.foundation.resources import local_cpu_count, local_gpu_count, plan_concurrency, settle_shape
 
     node = {"CPU": local_cpu_count(), "GPU": local_gpu_count()}
     shape = settle_shape(config, [node])

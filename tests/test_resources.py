@@ -123,3 +123,44 @@ def test_a_gpu_share_given_on_a_two_gpu_node_packs_one_worker_trials_instead_of_
     assert (shape.workers, shape.gpus_per_worker) == (1, 0.5)
     check_shape(two_gpus, shape, 8)  # fits: no refusal naming a workers= the user never gave
     assert choose_shape(two_gpus, trials=8).workers == 2  # left to auto: DDP over the two GPUs, as before
+
+
+@pytest.mark.parametrize(
+    "visible, expected",
+    [(None, 2), ("0", 1), ("1,0", 2), ("0,1,2", 2), ("", 0), ("-1", 0), ("NoDevFiles", 0)],
+)
+def test_the_local_gpu_count_is_rays_without_importing_torch(tmp_path, monkeypatch, visible, expected):
+    """The driver's GPUs (one folder each, as the NVIDIA driver lists them), narrowed by CUDA_VISIBLE_DEVICES as Ray
+    narrows them; a torch built without CUDA counts none."""
+    from trainables.foundation import resources
+
+    for bus in ("0000:01:00.0", "0000:02:00.0"):
+        (tmp_path / bus).mkdir()
+    monkeypatch.setattr(resources, "NVIDIA_GPUS", tmp_path)
+    monkeypatch.setattr(resources, "torch_build", lambda: "2.11.0+cu130")
+    environ = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    assert resources.local_gpu_count(environ) == expected
+    monkeypatch.setattr(resources, "torch_build", lambda: "2.11.0+cpu")
+    assert resources.local_gpu_count(environ) == 0
+    monkeypatch.setattr(resources, "NVIDIA_GPUS", tmp_path / "absent")
+    monkeypatch.setattr(resources, "torch_build", lambda: "2.11.0+cu130")
+    assert resources.local_gpu_count({}) == 0
+
+
+def test_the_search_commands_checks_leave_torch_unimported(tmp_path):
+    """`run`'s checks before Ray starts (the shape from this machine's GPUs, the data, the plan) import no torch for
+    a search too short to time: the search's own process never trains, and torch's import is 1.4 s of its start."""
+    import subprocess
+    import sys
+
+    from tests.conftest import MNIST_MINI, REPO
+
+    code = (
+        "import sys; from search.commands import parse_run; from search.running.preflight import preflight; "
+        f"config, space = parse_run(['space=resnet_mnist', 'data.root={MNIST_MINI}', 'data.limit=256', "
+        f"'storage={tmp_path}', 'trials=1', 'epochs=1']); "
+        "preflight(config, space); print('torch' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "False", result.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 from trainables.foundation.choices import CHOICES
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
-from trainables.foundation.resources import local_cpu_count, plan_concurrency, settle_shape
+from trainables.foundation.resources import local_cpu_count, local_gpu_count, plan_concurrency, settle_shape
 from trainables.foundation.space import Space
 from trainables.foundation.storage import exists, experiment_of
 from trainables.foundation.write_probe import refuse_unwritable
@@ -49,7 +49,9 @@ def preflight(config: RunConfig, space: Space) -> None:
 
     refuse_unusable(config)
     dataset = get_dataset(space.dataset, config)  # a space's own: its function is called and checked
-    with taken_back_on_refusal(fetch_targets(config, dataset)):  # a later refusal takes back what was fetched
+    pretrained = bool(hp.get("pretrained")) and not config.model.weights
+    # A later refusal takes back what was fetched.
+    with taken_back_on_refusal(fetch_targets(config, dataset, pretrained)):
         try:
             config.data.skip = dataset.check(
                 config.data.root, hp, config.data.download, config.data.strict, config.seed
@@ -148,12 +150,6 @@ def resolve_weights(weights: str, space: Space, hp: dict) -> str:
         ) from None
 
 
-def local_gpu_count() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
 def fetched_since(config: RunConfig, space: Space, started: float) -> list[str]:
     """What the checks wrote since `started` (a dry run names it): the data downloaded into data.root or the shipped
     sample unpacked into the cache, and pretrained weights downloaded into torch's hub cache."""
@@ -181,5 +177,5 @@ def refuse_missing_data(config: RunConfig, space: Space) -> None:
 
     dataset = get_dataset(space.dataset, config)
     hp = {**space.constants, **config.fixed}
-    with taken_back_on_refusal(fetch_targets(config, dataset)):
+    with taken_back_on_refusal(fetch_targets(config, dataset, pretrained=False)):  # no weights are fetched here
         dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)

@@ -38,15 +38,17 @@ def taken_back_on_refusal(paths: list[Path]):
         raise
 
 
-def fetch_targets(config, dataset) -> list[Path]:
+def fetch_targets(config, dataset, pretrained: bool) -> list[Path]:
     """Where the checks of a run may fetch into: its dataset's folder under data.root, the shipped samples' folders,
-    torch's hub cache."""
+    and torch's hub cache where pretrained weights may be downloaded (only then is torch imported)."""
     from search import samples
     from trainables.data import IdxDataset
 
     targets = [samples.samples_root() / name for name in samples.SAMPLE_FOLDERS]
     if isinstance(dataset, IdxDataset):
         targets.append(dataset.raw_dir(config.data.root))
+    if not pretrained:
+        return targets
     import torch
 
     targets.append(Path(torch.hub.get_dir()) / "checkpoints")

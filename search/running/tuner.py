@@ -17,7 +17,7 @@ import ray.tune
 from search.results.files import write_json_atomically
 from search.results.summary import SUMMARY_FILE, summarize
 from search.results.tensorboard import EVENT_FILES
-from search.results.testset import test_accuracy
+from search.results.testset import import_ahead, test_accuracy
 from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
 from search.running.clock import clock_prefix, command_began
 from search.running.connect import check_paths_on_every_node, connect
@@ -136,6 +136,7 @@ def fit(
     try:
         if started_here:
             print(f"{clock_prefix()}search: Ray is up; the trials start", flush=True)
+        import_ahead()  # what the best checkpoint's test needs at the end
         nodes = alive_node_resources()
         shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
         concurrency = plan_concurrency(nodes, shape, config.concurrency)

@@ -7,12 +7,12 @@ decoded and, on a GPU, its CUDA context made.
 
 A slot's first trial: when a local Ray instance starts, Ray prestarts one idle worker process per CPU, and a Tune
 trial actor can land in one (once it is up) only when it asks for the job's own runtime environment, so the job
-gives none (what every worker must know reaches it through the raylet's environment). `RAY_preload_python_modules`, Ray's door, makes
-every worker process Ray starts import the listed modules before it takes work; the search leaves it to the user:
-measured on 2 cores and on an H100 (benchmarks/README.md, `warm`), the search started later with the trial's
-modules preloaded, since every prestarted worker (one per CPU) imports them at once while Ray and Tune start, and
-Ray starts no more ahead once those are taken. Where a user sets it, the workers Ray starts ahead find this
-project on their import path.
+gives none (what every worker must know reaches it through the raylet's environment). `RAY_preload_python_modules`,
+Ray's door, makes every worker process Ray starts import the listed modules before it takes work; the search leaves
+it to the user: measured on 2 cores and on an H100 (docs/design.md, "A warm trial start"), the search started later
+with the trial's modules preloaded, since every prestarted worker (one per CPU) imports them at once while Ray and
+Tune start, and Ray starts no more ahead once those are taken. Where a user sets it, the workers Ray starts ahead
+find this project on their import path.
 
 Pure logic; no Ray, no torch.
 """
