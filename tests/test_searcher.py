@@ -173,3 +173,27 @@ def test_a_trial_only_its_files_know_is_added_to_the_study_with_its_epochs_and_e
     added = record.frozen("fromfile")
     assert added.params == {"lr": 0.01, "wd": 0.001} and added.intermediate_values == {1: 0.6, 2: 0.7}
     assert added.state == TrialState.PRUNED and added.user_attrs["score"] == 0.7
+
+
+def test_a_study_write_that_fails_in_suggest_finishes_the_searcher_and_stops_the_search_not_tune(monkeypatch):
+    """The study cannot be written as Tune asks for a trial (a full disk): `suggest` raises nothing into Tune; it
+    answers FINISHED, the record keeps the failure (the driver's one-line error, exit 1) and the stopper stops the
+    trials still running."""
+    from ray.tune.search import Searcher
+
+    from search.running.stopping import SessionStop
+    from search.running.study import StudyWriteFailed
+
+    search = searcher(4)
+    search.suggest("first")
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(search.record.study, "ask", full)
+    assert search.suggest("second") == Searcher.FINISHED
+    failure = search.record.failure
+    assert isinstance(failure, StudyWriteFailed) and failure.exit_code == 1
+    assert "proposing trial second: OSError: [Errno 28] No space left on device" in str(failure)
+    assert SessionStop(failure=lambda: search.record.failure).stop_all()
+    assert search.suggest("third") == Searcher.FINISHED and len(search.record.study.trials) == 1

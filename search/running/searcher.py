@@ -38,7 +38,15 @@ class StudySearcher(Searcher):
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
         return {**self.__dict__, "record": None}
 
-    def suggest(self, tune_id: str) -> dict:
+    def suggest(self, tune_id: str) -> dict | str:
+        """The next trial's configuration; `Searcher.FINISHED` once the study cannot be written (the record keeps the
+        failure, which stops the search with its one line: it never reaches Tune as a traceback)."""
+        try:
+            return self._suggest(tune_id)
+        except StudyWriteFailed:
+            return Searcher.FINISHED
+
+    def _suggest(self, tune_id: str) -> dict:
         if self.unended:
             trial_id, params, seed = self.unended.pop(0)
         else:
