@@ -6,19 +6,21 @@ holder is gone. The file names the holder (pid, host, command, since when); a se
 name, and one that finds the name of a holder that is gone says that it takes the lock over.
 
 URI (object store): the driver's working folder on this machine is locked as above, and a lease object,
-`driver.lease`, is written to the URI and renewed every `RENEW_S`. A lease not renewed for `STALE_S` is stale and
-is taken over; its age is judged by the store's clock (the lease's modification time against a probe's the store
-stamps now), never by comparing two machines' clocks. How the lease is written depends on the store
-(search.running.lease_store): on S3 with boto3, every write is conditional (created if none, replaced or renewed
-only if it is still the version this driver saw), so the store itself decides between two drivers, and a holder
-whose lease another driver took learns it at its next renewal. Other stores offer no conditional write: the lease
-is read back after `READ_BACK_S` (the last writer wins; a driver that reads back another's lease gives way) and
-read back before each renewal; two drivers that take a stale lease within that pause of each other could both
-pass, and a holder could renew in the instant between its read-back and its write: docs/one-writer.md says so.
-On every store the holder is fenced: before each write this process makes to the experiment (uploads,
-`end.json`, deletions: search.foundation.storage's fence), it reads the lease back; finding it is no longer its
-own (it stalled past `STALE_S`, a suspended machine, a partition), it stops at once without another write, saying
-who holds it now (`LeaseLost`, exit 1).
+`driver.lease`, is written to the URI and renewed every `RENEW_S`. A lease not renewed for `STALE_S` is stale and is
+taken over; its age is judged by the store's clock (the lease's modification time against a probe's the store stamps
+now), never by comparing two machines' clocks. A store that keeps no times cannot tell the age: the lease is read
+again after `STALE_S` and taken only if its holder did not renew it meanwhile. How the lease is written depends on
+the store (search.running.lease_store): on S3 with boto3, every write is conditional (created if none, replaced or
+renewed only if it is still the version this driver saw), so the store itself decides between two drivers, and a
+holder whose lease another driver took learns it at its next renewal. Other stores offer no conditional write: the
+lease is read back after `READ_BACK_S` (the last writer wins; a driver that reads back another's lease gives way)
+and read back before each renewal; two drivers that take a stale lease within that pause of each other could both
+pass, and a holder could renew in the instant between its read-back and its write: docs/one-writer.md says so. On
+every store the holder is fenced: before each write this process makes to the experiment (uploads, `end.json`,
+deletions: search.foundation.storage's fence), it reads the lease back; finding it is no longer its own (it stalled
+past `STALE_S`, a suspended machine, a partition), it stops at once without another write, saying who holds it now
+and how long ago it last wrote its own (`LeaseLost`, exit 1). The fence fails closed: a lease that cannot be read is
+read again until this driver's last write of it is `STALE_S` old, and then counts as lost.
 
 No Ray, no torch: pyarrow, and boto3 where it is installed.
 """
@@ -71,6 +73,7 @@ class WriterLock:
         self.renewing: threading.Thread | None = None
         self.released = threading.Event()
         self.lost: LeaseLost | None = None
+        self.written_at = time.monotonic()  # when this driver began its last write of the lease the store took
 
     def acquire(self) -> WriterLock:
         self._lock_folder(self.experiment.local)
@@ -105,8 +108,11 @@ class WriterLock:
             age = age_by_store(seen, self.store.now())
             if age is not None and age < STALE_S:
                 raise UsageError(self._refusal(seen.holder))
-            not_renewed = f"not renewed in {age:.0f} s" if age is not None else "the store keeps no times"
+            if age is None:
+                seen = self._unrenewed_after_staleness(seen)
+            not_renewed = f"not renewed in {age:.0f} s" if age is not None else f"not renewed in {STALE_S:.0f} s"
             _say(f"the experiment's lease of {holder_words(seen.holder)} is stale ({not_renewed}); taking it")
+        writing = time.monotonic()
         try:
             self.tag = self.store.write(self._lease_text(), replacing=seen)
         except LeaseChanged:  # another driver created or took it first: the store refused this write
@@ -117,9 +123,23 @@ class WriterLock:
             winner = self.store.read().holder
             if winner.get("token") != self.me["token"]:
                 raise UsageError(self._refusal(winner))
+        self.written_at = writing
         set_fence(self.experiment.location, self)
         self.renewing = threading.Thread(target=self._renew, name="lease-renewal", daemon=True)
         self.renewing.start()
+
+    def _unrenewed_after_staleness(self, seen: Lease) -> Lease:
+        """A lease whose age the store cannot tell (it keeps no times): read again after `STALE_S`; the lease as it
+        is then when its holder did not renew it meanwhile (every renewal rewrites it), else a refusal."""
+        _say(
+            f"the experiment's lease of {holder_words(seen.holder)} has no age the store can tell; reading it again "
+            f"in {STALE_S:.0f} s"
+        )
+        time.sleep(STALE_S)
+        again = self.store.read()
+        if again.holder != seen.holder or again.tag != seen.tag:
+            raise UsageError(self._refusal(again.holder))
+        return again
 
     def _lease_text(self) -> str:
         return json.dumps({**self.me, "renewed": time.time()})
@@ -137,18 +157,33 @@ class WriterLock:
         """The fence: reads the lease back; raises `LeaseLost` (and writes nothing more) when it is not ours."""
         if self.lost is not None:
             raise self.lost
-        try:
-            holder = self.store.read().holder
-        except OSError:
-            return  # unreadable for a moment: the next check reads it again
+        holder = self._read_holder()
         if holder.get("token") != self.me["token"]:
             self._lose(holder)
 
-    def _lose(self, holder: dict) -> None:
+    def _read_holder(self) -> dict:
+        """The lease's holder, failing closed: a lease that cannot be read is read again until this driver's last
+        write of it is `STALE_S` old (until then no other driver can have taken it), and is then lost."""
+        while True:
+            try:
+                return self.store.read().holder
+            except OSError as exc:
+                unconfirmed = time.monotonic() - self.written_at
+                if unconfirmed >= STALE_S:
+                    self._lose(None, f"{type(exc).__name__}: {exc}")
+                time.sleep(min(READ_BACK_S, STALE_S - unconfirmed))
+
+    def _lose(self, holder: dict | None, unreadable: str = "") -> None:
+        """Stops this driver's writes, saying what it saw: the lease held by another, removed, or unreadable."""
+        if holder is None:
+            seen = f"its lease could not be read ({unreadable}), so another driver may have taken this search over"
+        elif holder:
+            seen = f"another driver took this search over: {holder_words(holder)}"
+        else:
+            seen = "its lease was removed"
         self.lost = LeaseLost(
-            f"{self.experiment.location}: another driver took this search over: "
-            f"{holder_words(holder) if holder else 'its lease was removed'}; this driver "
-            f"had not renewed its lease in {STALE_S:.0f} s (a stall, a suspended machine, a network partition) and "
+            f"{self.experiment.location}: {seen}; this driver last wrote its lease "
+            f"{time.monotonic() - self.written_at:.0f} s ago (a stall, a suspended machine, a network partition) and "
             "stopped without another write to the experiment"
         )
         self.released.set()
@@ -173,8 +208,10 @@ class WriterLock:
         return True
 
     def _write_renewal(self) -> None:
+        writing = time.monotonic()
         try:
             self.tag = self.store.write(self._lease_text(), replacing=Lease(self.me, self.tag))
+            self.written_at = writing
         except LeaseChanged:  # the store holds a version this driver did not write
             if not self._still_mine():
                 self._lose(self.store.read().holder)
