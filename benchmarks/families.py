@@ -5,6 +5,8 @@ every verdict's JSON names its family and a hash of the registered entry, so an 
 longer matches the results that quote it.
 
 Entries registered after their replays ran (the defaults' families of the first evidence) say so in `registered`.
+An entry may name `replays_of`, an earlier family whose replays it reads unchanged under another analysis (a
+stricter correction): its results are the ones replayed under that family's registered entry.
 """
 
 from __future__ import annotations
@@ -53,23 +55,29 @@ def named(name: str, entry: dict) -> dict:
     return {"name": name, "hash": entry_hash(entry), "registered": entry["registered"]}
 
 
-def check_results(name: str, entry: dict, results: list[dict]) -> None:
+def check_results(name: str, entry: dict, results: list[dict], registry: Path | None = None) -> None:
     """The results are the family's: its tables, each replayed on its seeds, at its trial count and concurrencies,
     with its arms (every arm of an `arms` family, both arms of each pair); refused in one line naming the first
     difference."""
-    tables = sorted(result["table"] for result in results)  # each once: a table twice would count twice
-    if tables != sorted(entry["tables"]):
-        raise UsageError(f"--family {name}: results on {', '.join(tables)}; registered: {', '.join(entry['tables'])}")
+    tables = sorted(result["table"] for result in results)  # each once a seed set: a table twice would count twice
+    replayed = [(result["table"], seeds_of(result)) for result in results]
+    if tables != sorted(entry["tables"] * len(entry["seeds"])) or len(set(replayed)) < len(replayed):
+        each = f" on each of the seeds {', '.join(entry['seeds'])}" if len(entry["seeds"]) > 1 else ""
+        raise UsageError(
+            f"--family {name}: results on {', '.join(tables)}; registered: {', '.join(entry['tables'])}{each}"
+        )
     wanted = arms_of(entry)
+    source = entry.get("replays_of", name)  # whose replays these are: the family's own, or an earlier family's
+    source_entry = entry if source == name else registration(source, None, registry)
     for result in results:
         recorded = result.get("family")
-        if recorded and (recorded["name"], recorded["hash"]) != (name, entry_hash(entry)):
+        if recorded and (recorded["name"], recorded["hash"]) != (source, entry_hash(source_entry)):
             raise UsageError(
-                f"--family {name}: {result['table']} was replayed under {recorded['name']} {recorded['hash']}, the "
-                f"entry now hashes {entry_hash(entry)}: a family is not edited once its replays ran"
+                f"--family {name}: {result['table']} was replayed under {recorded['name']} {recorded['hash']}, "
+                f"{source}'s entry now hashes {entry_hash(source_entry)}: a family is not edited once its replays ran"
             )
-        if not recorded and entry["registered"].startswith("in advance"):
-            raise UsageError(f"--family {name}: {result['table']} was not replayed with --family {name}")
+        if not recorded and source_entry["registered"].startswith("in advance"):
+            raise UsageError(f"--family {name}: {result['table']} was not replayed with --family {source}")
         seeds = seeds_of(result)
         if seeds not in entry["seeds"]:
             raise UsageError(f"--family {name}: {result['table']} replayed seeds {seeds}; registered: {entry['seeds']}")

@@ -9,7 +9,9 @@ best. No training and no Ray.
         [--concurrency 1,2,4] [--arms search,random_asha,...] [--out results.json]
 
 Wall time: an epoch takes the seconds the table holds for it (one job a core), slowed by trials sharing the cores
-(concurrency / CORES when above 1); a trial starts START_S after its slot frees (a trial process that Tune reuses),
+(concurrency / CORES when above 1; CORES is the 2-core VM at every concurrency unless `--cores N`: at 4 side by side
+4 trials share 2 cores, not the 4 cores or GPU on which `run` puts 4, and the results JSON says so); a trial starts
+START_S after its slot frees (a trial process that Tune reuses),
 the first in each slot FIRST_START_S after the search starts: the `overhead` benchmark's one-worker figures on the
 2-core VM. The incumbent is the trial the product's summary ranks first (search.results.summary.best_rank; the
 earlier trial among equal ranks), chosen on validation scores alone; its regret is the table's best mean test
@@ -39,7 +41,7 @@ from benchmarks.replay_figures import anytime_quartiles, bootstrap_interval, iqm
 from benchmarks.statistics import wilcoxon
 from trainables.foundation.errors import UsageError
 
-CORES = 2
+CORES = 2  # the machine every concurrency is replayed on (--cores); the results JSON names it
 SEED_SETS = {
     "tuning": range(100, 400),
     "evidence": range(2000, 2300),
@@ -148,6 +150,7 @@ def measure(
     if table.held_out:
         figures["held_out"] = True  # a workload no default was chosen on (benchmarks.replay)
     figures["seeds"] = seeds
+    figures["replayed_seconds"] = {"cores": CORES, "slowdown": {str(k): max(1.0, k / CORES) for k in concurrencies}}
     figures.update(first_seed=first_seed, seed_set=seed_set_of(replayed), **seed_sets())
     figures.update(trials=trials, epoch_budget=epoch_budget, concurrency={})
     for k in concurrencies:
@@ -221,6 +224,7 @@ def print_table(figures: dict) -> None:
 
 
 def main() -> None:
+    global CORES
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("table")
     parser.add_argument("--seed-set", choices=list(SEED_SETS), default="evidence", help=seed_help())
@@ -241,9 +245,13 @@ def main() -> None:
     parser.add_argument(
         "--family", help="a family registered in benchmarks/families.json: its arms, concurrency, trials"
     )
+    parser.add_argument(
+        "--cores", type=int, default=CORES, help=f"the cores the trials side by side share (default {CORES})"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
+    CORES = args.cores  # before the workers fork
     concurrencies = [int(k) for k in args.concurrency.split(",")]
     arms = tuple(args.arms.split(","))
     for arm in arms:

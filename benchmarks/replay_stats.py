@@ -28,6 +28,7 @@ from scipy.stats import rankdata
 
 from benchmarks import portable
 from benchmarks.families import check_results, named, refuse, registration
+from benchmarks.replay_cli import CORES
 from benchmarks.replay_figures import WITHIN_PT, iqm
 from benchmarks.replay_plots import plot_anytime, plot_critical_difference
 from benchmarks.replay_tables import points_text
@@ -96,16 +97,55 @@ def by_table(tables: dict, arms: list[str]) -> dict:
     }
 
 
-def targets(tables: dict) -> dict:
-    """The evidence issue's targets at the product's defaults: ahead of random + ASHA (Holm) on at least two tables,
-    behind no alternative on any."""
+def targets(tables: dict, entry: dict | None = None) -> dict:
+    """The target at one concurrency. A family that registers a `target` (the held-out one) is judged by the
+    held-out evidence's target as written: the search within 0.5 points of the table's best in at most 1/1.5 of
+    random + ASHA's epochs (medians over seeds) on every table, ahead of random + ASHA after Holm on at least one,
+    behind no registered arm after Holm on any. A family without one keeps the first evidence's target: ahead on at
+    least two tables, behind no arm."""
     ahead = [name for name, table in tables.items() if table["target"]["below_random_asha"]]
     behind = {name: [arm for arm, p in t["p_search_higher_holm"].items() if p < ALPHA] for name, t in tables.items()}
-    return {
-        "ahead_of_random_asha_on": ahead,
-        "behind_on": {name: arms for name, arms in behind.items() if arms},
-        "met": len(ahead) >= min(2, len(tables)) and not any(behind.values()),
+    figures = {"ahead_of_random_asha_on": ahead, "behind_on": {name: arms for name, arms in behind.items() if arms}}
+    if not (entry and "target" in entry):
+        return {**figures, "met": len(ahead) >= min(2, len(tables)) and not any(behind.values())}
+    slower = [n for n, t in tables.items() if not t["target"].get("within_half_point_in_two_thirds_epochs", False)]
+    figures["not_within_half_point_in_two_thirds_epochs_on"] = slower
+    return {**figures, "met": bool(ahead) and not any(behind.values()) and not slower}
+
+
+def family_target(every: dict) -> dict:
+    """The registered target over the family's every concurrency (the product runs 2 side by side on 2 cores, 4 on
+    one GPU or 4 cores): met where it is met at each; what is missed, in words, with its figures."""
+    missed = []
+    for k, figures in every["concurrency"].items():
+        goal = figures["targets"]
+        for name in goal["not_within_half_point_in_two_thirds_epochs_on"]:
+            within = figures["tables"][name]["to_within_pt"]["0.5"]
+            median = {arm: within[arm]["median_epochs"] for arm in (OURS, RANDOM_ASHA)}
+            ratio = within["epochs_ratio"]["ratio"]
+            missed.append(
+                f"{k} side by side, {short(name)}: within 0.5 points not in 1/1.5 of random + ASHA's epochs (median "
+                f"epochs, search {median[OURS] or 'never'}, random + ASHA {median[RANDOM_ASHA] or 'never'}"
+                + ("" if ratio is None else f", ratio {ratio:.2f}")
+                + f"; seeds that get there {within[OURS]['reached']:.0%} / {within[RANDOM_ASHA]['reached']:.0%})"
+            )
+        if not goal["ahead_of_random_asha_on"]:
+            missed.append(f"{k} side by side: ahead of random + ASHA after Holm on no table")
+        for name, arms in goal["behind_on"].items():
+            missed.append(f"{k} side by side, {short(name)}: behind {', '.join(arms)} after Holm")
+    goals = [figures["targets"] for figures in every["concurrency"].values()]
+    clauses = {
+        "within_half_point_in_two_thirds_epochs_on_every_table": not any(
+            g["not_within_half_point_in_two_thirds_epochs_on"] for g in goals
+        ),
+        "ahead_of_random_asha_after_holm_on_a_table": all(g["ahead_of_random_asha_on"] for g in goals),
+        "behind_no_arm_after_holm": not any(g["behind_on"] for g in goals),
     }
+    return {"met": not missed, "clauses": clauses, "missed": missed}
+
+
+def short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
 
 
 def reach_share(at_k: dict) -> float | None:
@@ -117,16 +157,25 @@ def reach_share(at_k: dict) -> float | None:
     return reached[0] / at_k["arms"][RANDOM_ASHA]["median_wall_s"] if reached else None
 
 
-def adjust(comparisons: list[dict]) -> None:
+def adjust(comparisons: list[dict], entry: dict | None = None) -> None:
     """Holm over every (table, arm) of the comparisons given together (one concurrency, or a family's every
-    concurrency), the search lower and higher apart; then each table's verdicts and the targets."""
+    concurrency): over both directions as one family where the registration says `"holm_directions": "together"`
+    (every one-sided test of the search lower and of it higher is one of the family's tests), else the search lower
+    and higher apart, as the earlier registrations say; then each table's verdicts and the targets."""
     lower, higher = ({}, {})
     for figures in comparisons:
         for name, table in figures["tables"].items():
             for arm, p in table["p_search_lower"].items():
                 lower[(figures["concurrency"], name, arm)] = p
                 higher[(figures["concurrency"], name, arm)] = table["p_search_higher"][arm]
-    lower, higher = holm(lower), holm(higher)
+    if entry and entry.get("holm_directions") == "together":
+        adjusted = holm(
+            {**{("lower", *key): p for key, p in lower.items()}, **{("higher", *k): p for k, p in higher.items()}}
+        )
+        lower = {key: adjusted[("lower", *key)] for key in lower}
+        higher = {key: adjusted[("higher", *key)] for key in higher}
+    else:
+        lower, higher = holm(lower), holm(higher)
     for figures in comparisons:
         for name, table in figures["tables"].items():
             keys = [(figures["concurrency"], name, arm) for arm in table["p_search_lower"]]
@@ -142,10 +191,10 @@ def adjust(comparisons: list[dict]) -> None:
                 ratio = table["to_within_pt"]["0.5"]["epochs_ratio"]["ratio"]
                 table["target"]["within_half_point_in_two_thirds_epochs"] = ratio is not None and ratio <= 1 / 1.5
         if "by_table" in figures:
-            figures["targets"] = targets(figures["tables"])
+            figures["targets"] = targets(figures["tables"], entry)
 
 
-def compare(results: list[dict], concurrency: str) -> dict:
+def compare(results: list[dict], concurrency: str, entry: dict | None = None) -> dict:
     tables, blocks = {}, []
     raw_lower, raw_higher = {}, {}
     for result in results:
@@ -181,16 +230,30 @@ def compare(results: list[dict], concurrency: str) -> dict:
     ranks = average_ranks(scores, arms)
     adjusted = pairwise_holm(scores, arms)
     figures = {"concurrency": int(concurrency), "tables": tables}
-    adjust([figures])
+    adjust([figures], entry)
     return {
         **figures,
         "by_table": by_table(tables, arms),
-        "targets": targets(tables),
+        "targets": targets(tables, entry),
         "blocks": len(scores),
         "mean_rank": ranks,
         "friedman_p": friedman(scores),
         "pairs_holm": {f"{a} vs {b}": p for (a, b), p in adjusted.items()},
         "cliques": cliques(ranks, adjusted),
+    }
+
+
+def seconds_assumption(concurrencies: list) -> dict:
+    """How the replays turned the table's seconds into wall time (benchmarks.replay_cli): each epoch the seconds the
+    table holds (one job a core), slowed by concurrency / CORES above CORES trials side by side. CORES is the 2-core
+    VM at every concurrency: at 4 side by side that is 4 trials sharing 2 cores (each epoch 2x), not the machine on
+    which `run` puts 4 side by side (one GPU or 4 cores, where each would take about the table's seconds); every
+    trial is slowed alike, so only the trial starts move against the epochs."""
+    return {
+        "cores": CORES,
+        "slowdown": {str(k): max(1.0, int(k) / CORES) for k in concurrencies},
+        "assumption": f"every concurrency replayed as on a {CORES}-core machine, one job a core; at 4 side by side "
+        "not the 4 cores or one GPU on which run puts 4 side by side",
     }
 
 
@@ -210,9 +273,12 @@ def main() -> None:
     args.figures.mkdir(parents=True, exist_ok=True)
     every = {"results": [portable(path) for path in args.results], "concurrency": {}}
     for k in (str(k) for k in entry["concurrency"]):
-        every["concurrency"][k] = compare(results, k)
+        every["concurrency"][k] = compare(results, k, entry)
     if entry.get("holm_over") == "family":
-        adjust(list(every["concurrency"].values()))
+        adjust(list(every["concurrency"].values()), entry)
+    if "target" in entry:
+        every["target"] = family_target(every)
+    every["replayed_seconds"] = seconds_assumption(entry["concurrency"])
     every["family"] = named(args.family, entry)
     for k, figures in every["concurrency"].items():
         for result in results:

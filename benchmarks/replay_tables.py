@@ -13,7 +13,7 @@ uncorrected p of A lower and higher, the median epochs each spent).
 random search + ASHA in regret (test-accuracy points), the difference with its 95% interval beside its Holm p, and
 the epochs and seconds until the incumbent is within 0.5 points of the table's best.
 Where a result holds it, a cell gives the difference in points (the arm's regret minus the search's, or B's minus
-A's; mean, 95% bootstrap interval) beside its p-value.
+A's; mean, 95% bootstrap interval) and the Hodges-Lehmann shift (HL, 95%) beside its p-value.
 """
 
 from __future__ import annotations
@@ -50,12 +50,22 @@ def arm_cell(table: dict, arm: str) -> str:
 
 
 def points_text(effect: dict) -> str:
-    """`, +0.12 pt [-0.01, +0.25]`: a mean paired difference in points with its 95% interval ('' where none)."""
+    """`, +0.12 pt [-0.01, +0.25], HL +0.06 [+0.00, +0.12]`: a mean paired difference in points with its 95%
+    interval, and the Hodges-Lehmann shift that goes with the Wilcoxon test with its own where the result holds it
+    ('' where none)."""
     if "points" not in effect and "effect_pt" not in effect:
         return ""
     points = effect.get("points") or effect["effect_pt"]
     low, high = points["mean_interval"]
-    return f", {points['mean']:+.2f} pt [{low:+.2f}, {high:+.2f}]"
+    return f", {points['mean']:+.2f} pt [{low:+.2f}, {high:+.2f}]{shift_text(points)}"
+
+
+def shift_text(points: dict) -> str:
+    """`, HL +0.06 [+0.00, +0.12]`: the Hodges-Lehmann shift in points, 95% ('' where the result has none)."""
+    if "hodges_lehmann" not in points:
+        return ""
+    low, high = points["hodges_lehmann_interval"]
+    return f", HL {points['hodges_lehmann']:+.2f} [{low:+.2f}, {high:+.2f}]"
 
 
 def pairs_table(pairs: dict) -> str:
@@ -98,7 +108,7 @@ def quality_table(stats: dict) -> str:
                 f"`{name.rsplit('.', 1)[-1]}`, {k}",
                 f"{table['regret_iqm_pt']['search']:.2f} / {table['regret_iqm_pt']['random_asha']:.2f}",
                 f"mean {effect['mean']:+.2f} [{low:+.2f}, {high:+.2f}], median {effect['median']:+.2f} "
-                f"[{effect['median_interval'][0]:+.2f}, {effect['median_interval'][1]:+.2f}]; "
+                f"[{effect['median_interval'][0]:+.2f}, {effect['median_interval'][1]:+.2f}]{shift_text(effect)}; "
                 f"{p_text(lower)} ({p_text(higher)})",
                 f"{both(within, 'median_epochs')}{ratio_text(within['epochs_ratio'])} "
                 f"({within['search']['reached']:.0%} / {within['random_asha']['reached']:.0%})",

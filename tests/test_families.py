@@ -186,3 +186,74 @@ def test_a_family_corrected_over_all_its_concurrencies_adjusts_each_p_over_every
         assert code == 0
         holm[name] = verdict["concurrency"]["2"]["tables"]["one"]["p_search_lower_holm"]["random_asha"]
     assert holm["together"] > holm["apart"]  # twice the comparisons: a larger adjusted p
+
+
+def test_a_family_registered_with_both_directions_as_one_corrects_over_every_one_sided_test(
+    registry, tmp_path, monkeypatch
+):
+    """`"holm_directions": "together"`: the search lower and the search higher are one family (twice the tests);
+    corrected apart, a p just under 0.05 would pass that the whole family does not let through."""
+    one = {**registry["fixed"], "tables": [TABLES[0]]}
+    entries = {"apart": one, "together": {**one, "holm_directions": "together"}}
+    (tmp_path / "families.json").write_text(json.dumps({"families": entries}))
+    holm = {}
+    for name, entry in entries.items():
+        figures = result(TABLES[0], 0, {"name": name, "hash": entry_hash(entry)})
+        search = np.asarray(figures["concurrency"]["2"]["arms"]["random_asha"]["final_regret_pt"])
+        rng = np.random.default_rng(9)  # the search a little lower than random + ASHA: p about 0.02 before Holm
+        figures["concurrency"]["2"]["arms"]["search"]["final_regret_pt"] = (search - rng.normal(0.1, 0.25, 40)).tolist()
+        code, verdict = run(replay_stats, tmp_path, monkeypatch, name, [figures])
+        assert code == 0
+        holm[name] = verdict["concurrency"]["2"]["tables"]["one"]["p_search_lower_holm"]["random_asha"]
+    table = verdict["concurrency"]["2"]["tables"]["one"]
+    lower, higher = table["p_search_lower"], table["p_search_higher"]
+    assert 0.01 < lower["random_asha"] < 0.05 and lower["random"] < lower["random_asha"] / 2
+    assert min(higher.values()) > lower["random_asha"]  # the higher tests rank after it
+    assert holm["apart"] == pytest.approx(lower["random_asha"])  # second of 2 lower tests: times 1
+    assert holm["together"] == pytest.approx(3 * lower["random_asha"])  # second of 4 one-sided tests: times 3
+    assert holm["together"] > 0.05 > holm["apart"]
+
+
+def test_the_registered_target_needs_one_table_ahead_behind_none_and_the_time_on_every_table(
+    registry, tmp_path, monkeypatch
+):
+    """A family that registers a `target` is judged by it: ahead on one of two tables is enough (the first evidence's
+    rule wanted two); the time clause missed on one table misses the target, and the JSON says where in words."""
+    entry = {**registry["fixed"], "concurrency": [2, 4], "target": "as the held-out evidence wrote it"}
+    (tmp_path / "families.json").write_text(json.dumps({"families": {"fixed": entry}}))
+    named = {"name": "fixed", "hash": entry_hash(entry)}
+    results = [result(t, i, named) for i, t in enumerate(TABLES)]
+    for figures in results:
+        figures["concurrency"]["4"] = figures["concurrency"]["2"]
+    arms = results[1]["concurrency"]["2"]["arms"]
+    arms["search"]["final_regret_pt"] = arms["random_asha"]["final_regret_pt"]  # level on the second table
+    code, verdict = run(replay_stats, tmp_path, monkeypatch, "fixed", results)
+    assert code == 0 and verdict["concurrency"]["2"]["targets"]["ahead_of_random_asha_on"] == ["one"]
+    assert verdict["target"] == {
+        "met": True,
+        "clauses": {
+            "within_half_point_in_two_thirds_epochs_on_every_table": True,
+            "ahead_of_random_asha_after_holm_on_a_table": True,
+            "behind_no_arm_after_holm": True,
+        },
+        "missed": [],
+    }
+    arms["search"]["to_within_pt"]["0.5"] = {**arms["random_asha"]["to_within_pt"]["0.5"]}  # as slow as random + ASHA
+    code, verdict = run(replay_stats, tmp_path, monkeypatch, "fixed", results)
+    assert not verdict["target"]["met"]
+    assert not verdict["target"]["clauses"]["within_half_point_in_two_thirds_epochs_on_every_table"]
+    assert [line.split(":")[0] for line in verdict["target"]["missed"]] == [
+        "2 side by side, two",
+        "4 side by side, two",
+    ]
+    assert verdict["replayed_seconds"]["cores"] == 2 and verdict["replayed_seconds"]["slowdown"] == {"2": 1.0, "4": 2.0}
+
+
+def test_the_hodges_lehmann_shift_is_the_median_of_walsh_averages_with_the_signed_rank_interval():
+    from benchmarks.statistics import hodges_lehmann
+
+    assert hodges_lehmann([1.0, 2.0, 6.0])["hodges_lehmann"] == 2.75  # Walsh: 1, 1.5, 3.5, 2, 4, 6
+    shifted = hodges_lehmann(np.random.default_rng(0).normal(1.0, 1.0, 300))
+    low, high = shifted["hodges_lehmann_interval"]
+    assert low < 1.0 < high and high - low < 0.4
+    assert "hodges_lehmann" in paired_effect([0.0, 0.0, 0.0], [1.0, 2.0, 6.0])
