@@ -9,7 +9,7 @@ Rows are appended to OUT's `.partial` file as each configuration and seed ends (
 is stopped resumes where it stopped; once every row is there the table is written to OUT, compressed, header first:
 {"space", "epochs", "seeds", "grid", "command"}, then per configuration and seed {"config", "seed", "val", "test",
 "s"} (lists by epoch). The seed sets what `python -m search run seed=S` sets: the validation split, the initial
-weights and the batch order (benchmarks.epoch_curve). One intra-op thread per job.
+weights and the batch order. One intra-op thread per job.
 
 The data is the space's: MNIST's IDX files under ROOT, or a space's own (`dataset="file.py:function"`), where ROOT
 may be left out. A space in spaces/heldout/ is a held-out workload: its table's header says `"held_out": true` and
@@ -132,22 +132,49 @@ def table_rows(partial: Path, grid: dict, seeds: list[int]) -> list[dict]:
 
 
 def train_row(job: tuple) -> dict:
+    """One configuration and seed trained bare (no Ray), scored on the validation and test splits after every epoch,
+    with the seconds since it started; on `device` (the data held there too); `limit`: the first that many training
+    digits (`data.limit`; 0: all). One intra-op thread, as a trial of the default shape on 2 cores has."""
     root, space_name, config, seed, epochs, device, *rest = job
     fixed = rest[0] if rest else {}
     limit = rest[1] if len(rest) > 1 else 0
+    import time
+
     import torch
 
-    from benchmarks.epoch_curve import curve
+    from trainables.data import get_dataset
+    from trainables.feeds import MemoryFeed
+    from trainables.foundation.config import RunConfig
+    from trainables.foundation.space import load_space
+    from trainables.models import model_for
+    from trainables.training import LearningRate, StepOptions, evaluate, make_optimizer, train_one_epoch
 
-    hp = {**fixed, **config}
-    rows = list(curve(root, hp, epochs, [], seed=seed, space_name=space_name, device=torch.device(device), limit=limit))
-    return {
-        "config": config,
-        "seed": seed,
-        "val": [row["raw"][0] for row in rows],
-        "test": [row["raw"][1] for row in rows],
-        "s": [row["s"] for row in rows],
-    }
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    device = torch.device(device)
+    space = load_space(space_name)
+    hp = {**space.constants, **fixed, **config}
+    defaults = RunConfig().to_dict()
+    data = {**defaults["data"], "root": root, "limit": limit}
+    run = RunConfig.from_dict({**defaults, "space": space_name, "epochs": epochs, "seed": seed, "data": data})
+    dataset = get_dataset(space.dataset, run)
+    feed = MemoryFeed(dataset, run, hp, rank=0, world_size=1, device=device)
+    model = model_for(space, hp, dataset.info(root, hp)).to(device)
+    optimizer = make_optimizer(hp, model)
+    schedule = LearningRate(hp, optimizer, epochs, feed.steps_per_epoch())
+    options = StepOptions(label_smoothing=float(hp.get("label_smoothing", 0.0)))
+
+    def accuracy(batches) -> float:
+        stats = evaluate(model, batches, device)
+        return round(stats["correct"].item() / stats["count"], 4)
+
+    row, started = {"config": config, "seed": seed, "val": [], "test": [], "s": []}, time.time()
+    for epoch in range(1, epochs + 1):
+        train_one_epoch(model, optimizer, feed.train_batches(epoch), device, options, schedule.after_step)
+        row["val"].append(accuracy(feed.val_batches()))
+        row["test"].append(accuracy(feed.test_batches()))
+        row["s"].append(round(time.time() - started, 2))
+    return row
 
 
 def main() -> None:
