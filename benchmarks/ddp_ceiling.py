@@ -13,14 +13,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from benchmarks import throughput
-from benchmarks.throughput import TUTORIAL_MODEL
 from search.results.tensorboard import free_port
-from trainables.data import MNIST
-from trainables.feeds import MemoryFeed
-from trainables.foundation.config import RunConfig
-from trainables.foundation.space import load_space
-from trainables.models import model_for
-from trainables.training import make_optimizer, train_one_epoch
 
 
 def _rank_rate(
@@ -28,19 +21,8 @@ def _rank_rate(
 ) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root, "limit": limit}})
-    feed = MemoryFeed(MNIST, run, {"batch_size": batch}, rank=rank, world_size=world_size, device=torch.device("cpu"))
-    model = model_for(load_space("resnet_mnist"), TUTORIAL_MODEL, MNIST.info(root, {}))
-    if ddp:
-        model = torch.nn.parallel.DistributedDataParallel(model)
-    optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
-    rates = []
-    for epoch in range(1, epochs + 1):
-        stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), torch.device("cpu"))
-        rates.append(stats["count"] / stats["seconds"])
-    rate = torch.tensor([sum(rates[2:]) / len(rates[2:])])
+    wrap = torch.nn.parallel.DistributedDataParallel if ddp else None
+    rate = torch.tensor([throughput.bare_loop(root, limit, epochs, batch, 1, rank, world_size, wrap)])
     dist.all_reduce(rate)  # images/s of the pair
     if rank == 0:
         results.put(rate.item())

@@ -131,6 +131,18 @@ def replay_settings(name: str, table: str, seeds: str, registry: Path | None = N
     return {"arms": tuple(arms_of(entry)), "concurrency": concurrency, "trials": trials, "family": named(name, entry)}
 
 
+def registered_results(name: str | None, kind: str, paths: list[str]) -> tuple[dict, list[dict]]:
+    """Family `name`'s entry for a verdict of `kind` and the results JSON at `paths`, checked to be its replays before
+    anything is written; refused in one line, exit 2."""
+    results = [json.loads(Path(path).read_text()) for path in paths]
+    try:
+        entry = registration(name, kind)
+        check_results(name, entry, results)
+    except UsageError as error:
+        refuse(error)
+    return entry, results
+
+
 def refuse(error: Exception) -> None:
     """A refused command line: its one line on stderr, exit 2."""
     print(error, file=sys.stderr)

@@ -21,10 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import portable
-from benchmarks.families import check_results, named, refuse, registration
+from benchmarks.families import named, registered_results
 from benchmarks.replay_figures import iqm
 from benchmarks.statistics import holm, paired_effect, rank_biserial, wilcoxon
-from trainables.foundation.errors import UsageError
 
 ALPHA = 0.05
 
@@ -81,12 +80,7 @@ def main() -> None:
     parser.add_argument("--family", help="the registered family (benchmarks/families.json) the results answer")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    results = [json.loads(Path(path).read_text()) for path in args.results]
-    try:  # before anything is written
-        entry = registration(args.family, "pairs")
-        check_results(args.family, entry, results)
-    except UsageError as error:
-        refuse(error)
+    entry, results = registered_results(args.family, "pairs", args.results)
     pairs = [tuple(text.split(">")) for text in entry["pairs"]]
     several, compared = len(entry["concurrency"]) > 1, {}
     for path, result in zip(args.results, results):

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from benchmarks import portable
-from benchmarks.families import check_results, named, refuse, registration
+from benchmarks.families import named, registered_results
 from benchmarks.replay_cli import CORES
 from benchmarks.replay_figures import WITHIN_PT, iqm
 from benchmarks.replay_plots import plot_anytime, plot_critical_difference
@@ -43,7 +43,6 @@ from benchmarks.statistics import (
     rank_biserial,
     wilcoxon,
 )
-from trainables.foundation.errors import UsageError
 
 OURS, RANDOM, RANDOM_ASHA = "search", "random", "random_asha"
 ALPHA = 0.05
@@ -264,12 +263,7 @@ def main() -> None:
     parser.add_argument("--figures", type=Path, default=Path("benchmarks/results/figures"))
     parser.add_argument("--out")
     args = parser.parse_args()
-    results = [json.loads(Path(path).read_text()) for path in args.results]
-    try:  # before anything is written
-        entry = registration(args.family, "arms")
-        check_results(args.family, entry, results)
-    except UsageError as error:
-        refuse(error)
+    entry, results = registered_results(args.family, "arms", args.results)
     args.figures.mkdir(parents=True, exist_ok=True)
     every = {"results": [portable(path) for path in args.results], "concurrency": {}}
     for k in (str(k) for k in entry["concurrency"]):

@@ -17,13 +17,15 @@ from trainables.training import make_optimizer, train_one_epoch
 TUTORIAL_MODEL = {"stem": "imagenet"}
 
 
-def bare_loop(root: str, limit: int, epochs: int, batch: int, threads: int) -> float:
-    """Images/s of a plain loop over the in-memory feed (epochs after the first two), `threads` intra-op threads."""
+def bare_loop(root: str, limit: int, epochs: int, batch: int, threads: int, rank=0, world_size=1, wrap=None) -> float:
+    """Images/s of a plain loop over the in-memory feed (epochs after the first two), `threads` intra-op threads;
+    `rank` of `world_size` processes (its share of each batch), the model wrapped by `wrap` (DDP) where given."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root, "limit": limit}})
-    feed = MemoryFeed(MNIST, run, {"batch_size": batch}, rank=0, world_size=1, device=torch.device("cpu"))
+    feed = MemoryFeed(MNIST, run, {"batch_size": batch}, rank=rank, world_size=world_size, device=torch.device("cpu"))
     model = model_for(load_space("resnet_mnist"), TUTORIAL_MODEL, MNIST.info(root, {}))
+    model = wrap(model) if wrap else model
     optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
     rates = []
     for epoch in range(1, epochs + 1):
