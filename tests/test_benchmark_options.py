@@ -31,7 +31,7 @@ def test_parts_and_shapes_are_read_from_comma_lists(good):
 @pytest.mark.parametrize(
     "option, value, named",
     [
-        ("--only", "overhed", "--only=overhed: allowed parts are peer, overhead, ddp"),
+        ("--only", "overhed", "--only=overhed: allowed parts are peer, warm, overhead, ddp"),
         ("--peer-trials", "0", "--peer-trials=0: must be >= 1"),
         ("--only", ",", "--only=,: allowed parts"),
         ("--shapes", "workers=3", "--shapes=workers=3: allowed shapes are"),
