@@ -1,7 +1,13 @@
-"""The lease's seams (search.running.writer_lock): a lease whose age the store cannot tell, a lease that cannot be
-read, what a driver that lost its lease says. A file:// URI for the lease (read back); no Ray."""
+"""The lease's seams (search.running.writer_lock, trainables.foundation.trial_lease): a lease whose age the store
+cannot tell, a lease that cannot be read, what a driver that lost its lease says, and the writes of a stalled
+driver's trial process after another driver took the search over. Real processes and a file:// URI for the lease
+(read back); no Ray instance."""
 
 import json
+import multiprocessing
+import os
+import signal
+import socket
 import threading
 import time
 
@@ -12,6 +18,7 @@ from search.running.lease_store import ReadBackStore
 from search.running.writer_lock import LEASE_FILE, LeaseLost, WriterLock
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment
+from trainables.foundation.trial_files import TrialFiles
 
 OTHER = {"pid": 4242, "host": "node-2", "command": "python -m search run", "since": 0.0, "token": "x"}
 
@@ -98,3 +105,94 @@ def test_a_driver_that_lost_its_lease_names_what_it_saw(uri, tmp_path, monkeypat
             assert "another driver took this search over: pid 4242 on node-2" in words, words
         else:
             assert "its lease was removed" in words, words
+
+
+def hold_the_lease(uri: str, ready) -> None:
+    """Driver A: holds the experiment's lease, renewing it, until it is stopped."""
+    WriterLock(Experiment.at(uri), "python -m search run space=mlp_mnist").acquire()
+    ready.set()
+    time.sleep(600)
+
+
+def write_a_trials_epochs(uri: str, wrote, go, outcome) -> None:
+    """Driver A's trial process: rows 1 and 2 (no checkpoints), then, once thawed, its row 3 from what it knew."""
+    from trainables.foundation.trial_lease import TrialFenced
+    from trainables.session import EpochWriter
+
+    output = {"experiment_dir": uri, "trial_id": "t", "run_name": "train_t", "metric": "val_acc", "mode": "max"}
+    writer = EpochWriter({**output, "keep": 2, "hp": {"lr": 0.1}})
+    for epoch in (1, 2):
+        writer.keep({"epoch": epoch, "val_acc": epoch / 10, "by": "A"}, None, epoch)
+    wrote.set()
+    go.wait(120)
+    try:
+        writer.keep({"epoch": 3, "val_acc": 0.3, "by": "A"}, None, 3)
+        outcome.put("wrote epoch 3")
+    except TrialFenced as fenced:
+        outcome.put(str(fenced))
+
+
+def test_after_a_takeover_the_stalled_drivers_trial_writes_nothing_and_no_row_is_lost(uri, tmp_path, monkeypatch):
+    """Driver A and its trial process write rows 1 and 2 of trial t; the machine stalls (SIGSTOP) past the lease's
+    staleness; driver B takes the lease and runs t on: rows 3 and 4. A's trial process is thawed and goes to write
+    its row 3 (from the rows it knew, 1 and 2): it stops, naming what it saw, and every row B wrote stands."""
+    monkeypatch.setenv("SEARCH_LEASE_STALE_S", "1")  # A's process reads it when it starts: renewals every 0.25 s
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-home"))
+    monkeypatch.setattr(writer_lock, "STALE_S", 1.0)
+    context = multiprocessing.get_context("spawn")
+    ready, wrote, go, outcome = context.Event(), context.Event(), context.Event(), context.Queue()
+    driver = context.Process(target=hold_the_lease, args=(uri, ready))
+    trial = context.Process(target=write_a_trials_epochs, args=(uri, wrote, go, outcome))
+    driver.start()
+    try:
+        assert ready.wait(60)
+        trial.start()
+        assert wrote.wait(120)
+        for process in (driver, trial):
+            os.kill(process.pid, signal.SIGSTOP)  # the machine of A stalls
+        time.sleep(1.5)  # past the lease's staleness, by the store's clock
+        with WriterLock(Experiment(uri, tmp_path / "b-home"), "python -m search resume"):  # B takes the search over
+            files = TrialFiles(uri, "t")
+            rows = files.rows()
+            for epoch in (3, 4):
+                rows = files.append(rows, {"epoch": epoch, "val_acc": epoch / 10, "by": "B"})
+            for process in (trial, driver):  # thawed first: a process stopped inside the event's lock would hold it
+                os.kill(process.pid, signal.SIGCONT)
+            go.set()
+            said = outcome.get(timeout=60)
+        assert [(row["epoch"], row["by"]) for row in TrialFiles(uri, "t").rows()] == [
+            (1, "A"),
+            (2, "A"),
+            (3, "B"),
+            (4, "B"),
+        ]
+        assert "the lease of the driver that started this trial" in said and "is no longer its own" in said, said
+        assert f"pid {os.getpid()} on {socket.gethostname()} holds it now" in said, said
+    finally:
+        for process in (driver, trial):
+            if process.pid is not None and process.is_alive():
+                os.kill(process.pid, signal.SIGCONT)
+                process.kill()
+                process.join(10)
+
+
+def test_a_writer_that_knew_fewer_rows_keeps_the_rows_another_writer_added(tmp_path):
+    """A local experiment has no lease: a trial process its dead driver left behind writes its next row from the rows
+    it knew; the rows a newer writer added since are kept, and an epoch recorded there is not written again."""
+    stale, newer = TrialFiles(str(tmp_path), "t"), TrialFiles(str(tmp_path), "t")
+    known = []
+    for epoch in (1, 2):
+        known = stale.append(known, {"epoch": epoch, "by": "A"})
+    rows = newer.rows()
+    for epoch in (3, 4):
+        rows = newer.append(rows, {"epoch": epoch, "by": "B"})
+    stale.append(known, {"epoch": 3, "by": "A"})
+    stale.append(known, {"epoch": 5, "by": "A"})
+    text = (tmp_path / "trial_t" / "result.json").read_text()
+    assert [(row["epoch"], row["by"]) for row in map(json.loads, text.splitlines())] == [
+        (1, "A"),
+        (2, "A"),
+        (3, "B"),
+        (4, "B"),
+        (5, "A"),
+    ]

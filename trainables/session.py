@@ -7,7 +7,9 @@ not available, so results go to Tune directly.
 Both keep their checkpoints in the same `CheckpointStore` (`train_<id>/checkpoint_epoch_NNNN`, complete once marked)
 and their epochs in the trial's own `result.json`, in this order: the checkpoint, then its row, then Tune hears of the
 epoch. So a search killed at any moment leaves files that know at least what Tune, and the study, knew
-(`trainables.foundation.trial_files`).
+(`trainables.foundation.trial_files`). On a URI, each of those writes waits on the lease of the driver that started
+the trial: a trial whose driver lost it (a stall, then another driver's takeover) stops without writing
+(`trainables.foundation.trial_lease`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 
 from trainables.checkpoints import CheckpointStore, run_location
 from trainables.foundation.trial_files import CHECKPOINT_KEY, TrialFiles
+from trainables.foundation.trial_lease import trial_lease
 
 
 def checkpoint_store(output: dict) -> CheckpointStore:
@@ -37,6 +40,7 @@ class EpochWriter:
         self.experiment_dir, self.trial_id = output["experiment_dir"], output["trial_id"]
         self.store = checkpoint_store(output)
         self.files = TrialFiles(output["experiment_dir"], output["trial_id"])
+        self.lease = trial_lease(output["experiment_dir"])  # the driver's that started it, read before each write
         self.rows = self.files.rows()
         self.extra = {"trial_id": output["trial_id"], "pid": output.get("trial_pid"), "config": output.get("hp", {})}
         self.started_at, self.time_base = output.get("driver_started_at") or time.time(), output.get("time_base", 0.0)
@@ -44,12 +48,19 @@ class EpochWriter:
     def keep(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
         """The epoch's checkpoint (when `write` is given: it writes one into a folder), then its row; adds the
         checkpoint's path and the seconds it took to `metrics`."""
+        self.fence()
         if write:
             saving = time.perf_counter()
             metrics[CHECKPOINT_KEY] = self.store.save(write, epoch, metrics.get(self.store.metric))
             metrics["checkpoint_s"] = time.perf_counter() - saving
         row = {**metrics, **self.extra, "time_total_s": self.time_base + time.time() - self.started_at}
+        self.fence()
         self.rows = self.files.append(self.rows, row)
+
+    def fence(self) -> None:
+        """`TrialFenced` once the driver that started this trial no longer holds the experiment's lease."""
+        if self.lease is not None:
+            self.lease.check()
 
 
 class TrainGroupSession:

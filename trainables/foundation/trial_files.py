@@ -6,7 +6,8 @@ they can know more than the study:
 
     trial_<id>/result.json   one JSON line per epoch, written by the trial after that epoch's checkpoint is complete
                              and before Tune hears of the epoch; only ever grows (rewritten whole under a temporary
-                             name, then moved into place, so a reader never sees half a line)
+                             name, then moved into place, so a reader never sees half a line, with every row the file
+                             holds at that moment, whoever wrote it)
     trial_<id>/end.json      how the trial ended (search.running.endings: status and reason), written by the search
                              driver from its study, right after the study holds it
     train_<id>/checkpoint_epoch_NNNN/   the checkpoints, each complete once its `.complete` marker is there
@@ -78,11 +79,16 @@ class TrialFiles:
         return parse_rows(self._read(RESULT_FILE) or "", self._path(RESULT_FILE))
 
     def append(self, rows: list[dict], row: dict) -> list[dict]:
-        """`rows` (what this file holds) and `row`, written back whole; an epoch already recorded is kept as it was."""
+        """`rows` (what this writer last knew the file to hold) and `row`, written back whole with every row the file
+        holds now: a row another writer added since (a driver's rerun of this trial after a takeover) is never written
+        over, and an epoch already recorded, here or there, is kept as it was."""
         if any(r.get("epoch") == row.get("epoch") for r in rows):
             return rows
-        grown = [*rows, row]
-        self._write_whole(RESULT_FILE, "".join(json.dumps(r, default=str) + "\n" for r in grown))
+        held = self.rows()
+        known = {r.get("epoch") for r in held}
+        grown = [*held, *(r for r in [*rows, row] if r.get("epoch") not in known)]  # the file's lines, then ours
+        if row.get("epoch") not in known:
+            self._write_whole(RESULT_FILE, "".join(json.dumps(r, default=str) + "\n" for r in grown))
         return grown
 
     def ending(self) -> dict | None:

@@ -1,0 +1,85 @@
+"""A trial process's own fence: a trial writes its checkpoints and rows to a URI experiment only while the driver that
+started it holds the experiment's lease (search.running.writer_lock).
+
+The driver's fence lives in the driver's process. A trial's process (a Ray worker) is not stopped by it: after a stall
+(a suspended machine, a partition) and another driver's takeover, it could go on writing over the checkpoints and
+rows of the trial the new driver runs again. So the trial reads the lease when it starts writing (its holder is then
+the driver that started it) and again before each checkpoint and each row (trainables.session.EpochWriter): once the
+lease is another's, or removed, or cannot be read for `READ_S`, the trial stops (`TrialFenced`) without that write.
+
+Where this cannot tell: a lease missing when the trial starts (a driver that keeps none), and a trial that a stalled
+driver starts after its thaw, before it learns that its lease was taken (it reads the new holder's lease as its own);
+`TrialFiles.append` keeps the rows another writer added in any case. A local experiment has no lease: its lock is the
+kernel's (`flock`), freed only when its holder is gone.
+
+pyarrow only: no Ray, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from trainables.foundation.errors import SearchFailed
+from trainables.foundation.storage import LEASE_FILE, filesystem, is_uri, uri_join
+
+READ_S = 5.0  # seconds a lease that cannot be read is read again before the trial stops
+
+
+class TrialFenced(SearchFailed):
+    """The trial's driver no longer holds the experiment's lease: the trial stops without another write."""
+
+
+class TrialLease:
+    """The lease of the driver that started this trial, read again before each of the trial's writes."""
+
+    def __init__(self, experiment_dir: str):
+        self.experiment_dir, self.location = experiment_dir, uri_join(experiment_dir, LEASE_FILE)
+        self.holder: dict = {}
+        self.holder = self._read()
+        self.token = self.holder.get("token")  # None: no lease to go by
+
+    def check(self) -> None:
+        """Raises `TrialFenced` when the lease is no longer the one this trial started under."""
+        if self.token is None:
+            return
+        now = self._read()
+        if now.get("token") != self.token:
+            seen = f"pid {now.get('pid')} on {now.get('host')} holds it now" if now else "it was removed"
+            self._fenced(seen)
+
+    def _read(self) -> dict:
+        import pyarrow.fs
+
+        fs, path = filesystem(self.location)
+        since = time.monotonic()
+        while True:
+            try:
+                if fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
+                    return {}
+                with fs.open_input_stream(path) as stream:
+                    return _holder(stream.read())
+            except OSError as exc:
+                if time.monotonic() - since >= READ_S:
+                    self._fenced(f"it could not be read for {READ_S:.0f} s ({type(exc).__name__}: {exc})")
+                time.sleep(0.5)
+
+    def _fenced(self, seen: str) -> None:
+        started = self.holder
+        raise TrialFenced(
+            f"{self.experiment_dir}: the lease of the driver that started this trial (pid {started.get('pid')} on "
+            f"{started.get('host')}) is no longer its own: {seen}; the trial stopped without another write"
+        )
+
+
+def trial_lease(experiment_dir: str) -> TrialLease | None:
+    """The fence of a trial writing to `experiment_dir`: a URI's lease; None for a local folder (no lease)."""
+    return TrialLease(experiment_dir) if is_uri(experiment_dir) else None
+
+
+def _holder(data: bytes) -> dict:
+    try:
+        value = json.loads(data.decode() or "{}")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
