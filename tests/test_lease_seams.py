@@ -114,8 +114,9 @@ def hold_the_lease(uri: str, ready) -> None:
     time.sleep(600)
 
 
-def write_a_trials_epochs(uri: str, wrote, go, outcome) -> None:
-    """Driver A's trial process: rows 1 and 2 (no checkpoints), then, once thawed, its row 3 from what it knew."""
+def write_a_trials_epochs(uri: str, wrote, go: str, outcome) -> None:
+    """Driver A's trial process: rows 1 and 2 (no checkpoints), then, once thawed and told to go (a file: the test
+    never waits on a lock a stopped process may hold), its row 3 from what it knew."""
     from trainables.foundation.trial_lease import TrialFenced
     from trainables.session import EpochWriter
 
@@ -124,7 +125,9 @@ def write_a_trials_epochs(uri: str, wrote, go, outcome) -> None:
     for epoch in (1, 2):
         writer.keep({"epoch": epoch, "val_acc": epoch / 10, "by": "A"}, None, epoch)
     wrote.set()
-    go.wait(120)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.05)
     try:
         writer.keep({"epoch": 3, "val_acc": 0.3, "by": "A"}, None, 3)
         outcome.put("wrote epoch 3")
@@ -140,9 +143,10 @@ def test_after_a_takeover_the_stalled_drivers_trial_writes_nothing_and_no_row_is
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-home"))
     monkeypatch.setattr(writer_lock, "STALE_S", 1.0)
     context = multiprocessing.get_context("spawn")
-    ready, wrote, go, outcome = context.Event(), context.Event(), context.Event(), context.Queue()
+    ready, wrote, outcome = context.Event(), context.Event(), context.Queue()
+    go = tmp_path / "go"
     driver = context.Process(target=hold_the_lease, args=(uri, ready))
-    trial = context.Process(target=write_a_trials_epochs, args=(uri, wrote, go, outcome))
+    trial = context.Process(target=write_a_trials_epochs, args=(uri, wrote, str(go), outcome))
     driver.start()
     try:
         assert ready.wait(60)
@@ -156,9 +160,9 @@ def test_after_a_takeover_the_stalled_drivers_trial_writes_nothing_and_no_row_is
             rows = files.rows()
             for epoch in (3, 4):
                 rows = files.append(rows, {"epoch": epoch, "val_acc": epoch / 10, "by": "B"})
-            for process in (trial, driver):  # thawed first: a process stopped inside the event's lock would hold it
+            for process in (trial, driver):
                 os.kill(process.pid, signal.SIGCONT)
-            go.set()
+            go.write_text("go")
             said = outcome.get(timeout=60)
         assert [(row["epoch"], row["by"]) for row in TrialFiles(uri, "t").rows()] == [
             (1, "A"),

@@ -130,13 +130,15 @@ class WriterLock:
 
     def _unrenewed_after_staleness(self, seen: Lease) -> Lease:
         """A lease whose age the store cannot tell (it keeps no times): read again after `STALE_S`; the lease as it
-        is then when its holder did not renew it meanwhile (every renewal rewrites it), else a refusal."""
+        is then when its holder did not renew it meanwhile (every renewal rewrites it) or removed it, else a refusal."""
         _say(
             f"the experiment's lease of {holder_words(seen.holder)} has no age the store can tell; reading it again "
             f"in {STALE_S:.0f} s"
         )
         time.sleep(STALE_S)
         again = self.store.read()
+        if not again.holder:  # its holder ended meanwhile and removed it: free to take
+            return again
         if again.holder != seen.holder or again.tag != seen.tag:
             raise UsageError(self._refusal(again.holder))
         return again

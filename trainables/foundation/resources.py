@@ -151,33 +151,18 @@ def local_cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")  # one folder per GPU the NVIDIA driver holds (Linux)
+# Device files that exist where a GPU may: NVIDIA's driver, WSL2's GPU, ROCm's (AMD) kernel driver.
+GPU_DEVICE_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg", "/dev/kfd")
 
 
-def local_gpu_count(environ=os.environ) -> int:
-    """GPUs this process may use, counted as Ray counts them (CUDA_VISIBLE_DEVICES when set, else the driver's GPUs)
-    without importing torch (1.4 s of the command's start; the search's own process never trains). None with a
-    torch built without CUDA."""
-    if torch_build().endswith("+cpu") or not NVIDIA_GPUS.is_dir():
+def local_gpu_count(device_files: tuple[str, ...] = GPU_DEVICE_FILES) -> int:
+    """GPUs this process may use, as torch counts them; on a machine with none of the GPU device files, 0 without
+    importing torch (1.4 s of the command's start on 2 cores; the search's own process never trains)."""
+    if not any(Path(path).exists() for path in device_files):
         return 0
-    present = sum(1 for _ in NVIDIA_GPUS.iterdir())
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return present
-    ids = [entry.strip() for entry in visible.split(",")]
-    if not ids or ids[0] in ("", "-1", "NoDevFiles"):
-        return 0
-    return min(len(ids), present)
+    import torch
 
-
-def torch_build() -> str:
-    """torch's version as installed (`2.11.0+cu130`, `2.11.0+cpu`), read from its metadata, not by importing it."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return "+cpu"
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def refuse_crashing_gpu_options(config, shape: TrialShape) -> None:
