@@ -11,11 +11,8 @@ import time
 from pathlib import Path
 
 from tests.conftest import MNIST_MINI, REPO
-from trainables.foundation.warm import PRELOAD_ENV
 
 VAL_LIMIT = 400
-
-PRELOADED = "torch"  # what the shared search preloads in every Ray worker
 
 
 def run_search(log_path: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -32,9 +29,15 @@ def run_search(log_path: Path, *args: str, env: dict | None = None) -> subproces
         )
 
 
-def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m search ...` (`env`: variables added to its environment)."""
     return subprocess.run(
-        [sys.executable, "-m", "search", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "search", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -71,8 +74,7 @@ def another_ray_instance():
 
 def main_search(tmp_path_factory) -> dict:
     """The shared search of the end-to-end tests: 6 trials, 4 epochs, ASHA grace 1, the shape chosen for this
-    machine (on 2 cores: one-worker trials in reused trial processes, 2 at a time), tracked in MLflow, with torch
-    preloaded in every Ray worker (`RAY_preload_python_modules`). Another
+    machine (on 2 cores: one-worker trials in reused trial processes, 2 at a time), tracked in MLflow. Another
     Ray instance runs on the machine meanwhile: Ray's State API would then look up the wrong one, and the search
     hung after its first early-stopped trial (its workers' placement group was never freed)."""
     storage = tmp_path_factory.mktemp("runs")
@@ -92,7 +94,6 @@ def main_search(tmp_path_factory) -> dict:
             "seed=1",
             "rung_cycles=true",
             "tracking=mlflow",
-            env={PRELOAD_ENV: PRELOADED},  # Ray's door to warm workers: each trial reports the imports it found
         )
         assert not bystander.head_node.dead_processes(), "the search stopped another Ray instance's processes"
     output = log.read_text()

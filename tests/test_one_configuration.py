@@ -23,6 +23,7 @@ from trainables.feeds import make_feed
 from trainables.foundation.repeats import SEED_KEY, training_seed
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TRIAL_KEY
+from trainables.foundation.warm import PRELOAD_ENV, TRIAL_MODULES
 
 MLP_PINS = ["space=mlp_mnist", "lr=0.001", "hidden=128", "layers=1", "dropout=0.1", "batch_size=64"]
 CNN_PINS = ["space=cnn_mnist", "lr=0.01", "momentum=0.9", "dropout=0.2", "batch_size=64"]
@@ -155,6 +156,7 @@ def test_a_fully_pinned_search_trains_one_trial(tmp_path):
         "epochs=1",
         "data.limit=256",
         "data.val_limit=64",
+        env={PRELOAD_ENV: "torch"},  # Ray's door to warm workers, as a user sets it
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "search: 1 trial of mlp_mnist, " in result.stdout and "log in" in result.stdout
@@ -163,3 +165,7 @@ def test_a_fully_pinned_search_trains_one_trial(tmp_path):
     assert [trial["config"][SEED_KEY] for trial in summary["trials"]] == [0]
     assert summary["trials"][0]["status"] == "completed"
     assert len([path for path in (tmp_path / "one").glob("trial_*") if path.is_dir()]) == 1
+    # The trial's process had torch imported before the trial began (preloaded), not yet the rest of its modules.
+    trial_id = summary["trials"][0]["trial_id"]
+    first = json.loads((tmp_path / "one" / f"trial_{trial_id}" / "result.json").read_text().splitlines()[0])
+    assert first["torch_found"] == 1 and first["warm_imports"] < len(TRIAL_MODULES), first

@@ -54,7 +54,8 @@ class EpochWriter:
             metrics[CHECKPOINT_KEY] = self.store.save(write, epoch, metrics.get(self.store.metric))
             metrics["checkpoint_s"] = time.perf_counter() - saving
         row = {**metrics, **self.extra, "time_total_s": self.time_base + time.time() - self.started_at}
-        self.fence()
+        if write:  # read again after the checkpoint (a write that may take long)
+            self.fence()
         self.rows = self.files.append(self.rows, row)
 
     def fence(self) -> None:

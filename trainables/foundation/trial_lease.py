@@ -49,17 +49,17 @@ class TrialLease:
             self._fenced(seen)
 
     def _read(self) -> dict:
-        import pyarrow.fs
-
         fs, path = filesystem(self.location)
         since = time.monotonic()
         while True:
-            try:
-                if fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
-                    return {}
+            try:  # one request: a missing lease is pyarrow's FileNotFoundError
                 with fs.open_input_stream(path) as stream:
                     return _holder(stream.read())
+            except FileNotFoundError:
+                return {}
             except OSError as exc:
+                if _missing(fs, path):  # a store that words a missing file otherwise
+                    return {}
                 if time.monotonic() - since >= READ_S:
                     self._fenced(f"it could not be read for {READ_S:.0f} s ({type(exc).__name__}: {exc})")
                 time.sleep(0.5)
@@ -75,6 +75,15 @@ class TrialLease:
 def trial_lease(experiment_dir: str) -> TrialLease | None:
     """The fence of a trial writing to `experiment_dir`: a URI's lease; None for a local folder (no lease)."""
     return TrialLease(experiment_dir) if is_uri(experiment_dir) else None
+
+
+def _missing(fs, path: str) -> bool:
+    import pyarrow.fs
+
+    try:
+        return fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound
+    except OSError:
+        return False
 
 
 def _holder(data: bytes) -> dict:
