@@ -15,7 +15,6 @@ it is asked to write now beside it, never by comparing two machines' clocks.
 
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from pathlib import PurePosixPath
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from trainables.foundation.storage import CLOCK_FILE, filesystem
+from trainables.foundation.trial_lease import parse_holder
 
 
 @dataclass(frozen=True)
@@ -48,14 +48,6 @@ def lease_store(location: str) -> ReadBackStore | ConditionalStore:
             return ReadBackStore(location)
         return ConditionalStore(location)
     return ReadBackStore(location)
-
-
-def parse_holder(data: bytes) -> dict:
-    try:
-        value = json.loads(data.decode() or "{}")
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def age_by_store(lease: Lease, now: datetime | None) -> float | None:

@@ -54,7 +54,7 @@ class TrialLease:
         while True:
             try:  # one request: a missing lease is pyarrow's FileNotFoundError
                 with fs.open_input_stream(path) as stream:
-                    return _holder(stream.read())
+                    return parse_holder(stream.read())
             except FileNotFoundError:
                 return {}
             except OSError as exc:
@@ -86,7 +86,9 @@ def _missing(fs, path: str) -> bool:
         return False
 
 
-def _holder(data: bytes) -> dict:
+def parse_holder(data: bytes) -> dict:
+    """A lease file's holder (empty for an empty, unreadable or foreign file): the driver's lock and a trial's fence
+    read it alike."""
     try:
         value = json.loads(data.decode() or "{}")
     except (UnicodeDecodeError, json.JSONDecodeError):
