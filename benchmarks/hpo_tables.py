@@ -5,8 +5,8 @@ search sees), the incumbent is the trial with the best observed score, and it is
 recorded runs. Regret: how far that mean is from the table's best mean.
 
 Arms, one trial after another, on every seed:
-  search      the search's sampler (`search.running.sampler`) proposing through `StudySearcher` on the choices'
-              values, numeric choices modelled in order, as `python -m search run` does
+  search      the search's sampler (`search.running.proposals.sampler`) proposing through `StudySearcher` on the
+              choices' values, numeric choices modelled in order, as `python -m search run` does
   optuna_tpe  Optuna's `TPESampler()` defaults on the same choices as categoricals (ask and tell)
   random      Optuna's `RandomSampler`
 
@@ -25,11 +25,12 @@ from optuna.distributions import CategoricalDistribution
 from benchmarks.options import HPO_FAMILIES
 from benchmarks.replay_figures import summarise
 from benchmarks.statistics import average_ranks, friedman, holm, wilcoxon
-from search.running.endings import Ending
-from search.running.sampler import make_sampler, startup_trials
-from search.running.searcher import StudySearcher
-from search.running.space_coding import ordered_choices
-from search.running.study import StudyRecord
+from search.running.ends.decider import Decider
+from search.running.proposals.sampler import make_sampler, startup_trials
+from search.running.proposals.searcher import StudySearcher
+from search.running.study.coding import ordered_choices
+from search.running.study.endings import EndFacts, Ending
+from search.running.study.record import StudyRecord
 
 ARMS = ("search", "optuna_tpe", "random")
 
@@ -83,7 +84,7 @@ def proposer(task: Task, arm: str, seed: int, trials: int):
 
         def tell_search(index, value):
             searcher.on_trial_complete(str(index), {task.metric: value, "epoch": 1})
-            searcher.record.end(str(index), Ending("completed"))
+            Decider(searcher.record).end(str(index), EndFacts(0, written=Ending("completed")))
 
         return (lambda index: searcher.suggest(str(index))), tell_search
     sampler = optuna.samplers.TPESampler(seed=seed) if arm == "optuna_tpe" else optuna.samplers.RandomSampler(seed)

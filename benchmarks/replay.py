@@ -29,9 +29,9 @@ from optuna.distributions import FloatDistribution
 
 from search.results.score import standing_row
 from search.results.summary import best_rank
-from search.running.scheduler import study_asha
-from search.running.searcher import StudySearcher
-from search.running.study import StudyRecord
+from search.running.asha.study_asha import study_asha
+from search.running.proposals.searcher import StudySearcher
+from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.schedules import first_rung, schedules_of
@@ -159,7 +159,7 @@ def incumbent(standing: dict[int, tuple]) -> tuple[tuple, int]:
 
 def study_searcher(space: Space, sampler, epochs: int, objectives=None, order_numbers: bool = True) -> StudySearcher:
     """The search's proposal path: its `StudySearcher` over an in-memory study of the space, with `sampler`;
-    `order_numbers`: as search.running.space_coding.SpaceCoding takes it."""
+    `order_numbers`: as search.running.study.coding.SpaceCoding takes it."""
     record = StudyRecord.in_memory(
         space.hyperparameters,
         space.metric,

@@ -26,11 +26,12 @@ import optuna
 from ray.tune.schedulers import TrialScheduler
 
 from benchmarks.replay import DEFAULTS, _Named, search_asha, study_searcher
-from search.running.endings import Ending
-from search.running.sampler import OrderedTPESampler, make_sampler, startup_trials
-from search.running.scheduler import study_asha
-from search.running.space_coding import SpaceCoding, ordered_choices
-from search.running.study_setup import coding_for, sampler_for
+from search.running.asha.study_asha import study_asha
+from search.running.ends.decider import Decider
+from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
+from search.running.proposals.study_setup import coding_for, sampler_for
+from search.running.study.coding import SpaceCoding, ordered_choices
+from search.running.study.endings import EndFacts, Ending
 from trainables.foundation.config import RunConfig
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space
@@ -118,7 +119,7 @@ class SideBySideArm:
             self.scheduler.on_trial_remove(None, _Named(trial_id))
         self.searcher.on_trial_complete(trial_id)
         status = "completed" if completed else "stopped_early"
-        self.searcher.record.end(trial_id, Ending(status))
+        Decider(self.searcher.record).end(trial_id, EndFacts(0, written=Ending(status)))
 
 
 class OptunaArm:
@@ -234,13 +235,13 @@ TPES = ("optuna", "tuned")
 
 
 def search_sampler(sampler: str, space: Space, seed: int, startup: int):
-    """The search's sampler as `python -m search run` sets it up (search.running.study_setup.sampler_for)."""
+    """The search's sampler as `python -m search run` sets it up (search.running.proposals.study_setup.sampler_for)."""
     return sampler_for(sampler, coding_for(RunConfig(sampler=sampler), space), seed, startup)
 
 
 def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
     """Whether the study holds a numeric choice's position (ordered) rather than its value: the variant's coding,
-    else what the search's study does (search.running.study_setup.coding_for)."""
+    else what the search's study does (search.running.proposals.study_setup.coding_for)."""
     if "coding" in settings:
         return settings["coding"] == "ordered"
     return coding_for(RunConfig(sampler=sampler), space).distributions != space.hyperparameters

@@ -1,7 +1,7 @@
 """Does the replay stop trials where a real search does? A few searches through Ray Tune (a local Ray instance this
 check starts and stops) on a trainable that reports the table's validation scores epoch by epoch, under the search's
-own ASHA (`search.running.scheduler.study_asha`), one trial at a time; the same configurations in the same order are
-replayed (`benchmarks.replay.FixedArm`), and each trial's epochs are compared.
+own ASHA (`search.running.asha.study_asha.study_asha`), one trial at a time; the same configurations in the same order
+are replayed (`benchmarks.replay.FixedArm`), and each trial's epochs are compared.
 
     python -m benchmarks --only replay   (the check runs after the replay's figures)
 """

@@ -1,4 +1,4 @@
-"""ASHA on several objectives (search.running.pareto_asha), replayed on a learning-curve table against ASHA on the
+"""ASHA on several objectives (search.running.asha.pareto_asha), replayed on a learning-curve table against ASHA on the
 accuracy alone and against no early stopping: the search's multi-objective TPE proposes for every arm, and each arm
 is judged by the hypervolume of the front its completed trials make, in (mean test accuracy over the table's
 seeds at the epoch that stands for the trial, params), at the same budget in epochs.
@@ -36,9 +36,10 @@ from benchmarks.replay_figures import bootstrap_interval, iqm
 from benchmarks.statistics import wilcoxon
 from search.results.pareto import as_minimised, hypervolume
 from search.results.score import standing_row
-from search.running.endings import Ending
-from search.running.pareto_asha import ParetoASHA
-from search.running.sampler import make_sampler, startup_trials
+from search.running.asha.pareto_asha import ParetoASHA
+from search.running.ends.decider import Decider
+from search.running.proposals.sampler import make_sampler, startup_trials
+from search.running.study.endings import EndFacts, Ending
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
 from trainables.foundation.schedules import first_rung, schedules_of
@@ -111,7 +112,8 @@ class ParetoArm:
 
     def end(self, completed: bool) -> None:
         self.searcher.on_trial_complete(self.trial.trial_id)
-        self.searcher.record.end(self.trial.trial_id, Ending("completed" if completed else "stopped_early"))
+        ending = Ending("completed" if completed else "stopped_early")
+        Decider(self.searcher.record).end(self.trial.trial_id, EndFacts(0, written=ending))
 
 
 REFERENCES = {"median": 50, "tenth": 10}  # the reference accuracy: this percentile of the configurations' final

@@ -9,19 +9,20 @@ import time
 from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, format_front, format_table
-from search.running.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
+from search.running.joining.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
+from search.start import command_words, start
 from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override, trials_given
 from trainables.foundation.config_help import format_help, help_rows
 from trainables.foundation.errors import SearchInterrupted, UsageError
 from trainables.foundation.loop_keys import LOOP_KEYS, parse_loop_key
 from trainables.foundation.objectives import objectives_of
+from trainables.foundation.pins import describe_distribution
 from trainables.foundation.repeats import searched_names
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import (
     Space,
     builtin_space_names,
     coerce_hyperparameter,
-    describe_distribution,
     load_run_space,
     load_space,
 )
@@ -55,20 +56,12 @@ def cmd_run(args: list[str]) -> int:
 
         return dry_run(config, space)
     if is_ray_client(config.address):
-        from search.running.client import run_through_ray_client
+        from search.running.joining.client import run_through_ray_client
 
         return run_through_ray_client(config, args, cmd_run)
-    from search.api import start
-
     result = start(config, space, args)
     print_result(result.summary, result.experiment)
     return 0
-
-
-def command_words(name: str, args: list[str]) -> str:
-    """The command as the lock names its holder (at most 80 characters)."""
-    words = " ".join([f"python -m search {name}", *args])
-    return words if len(words) <= 80 else words[:77] + "..."
 
 
 def print_result(summary: dict, experiment: Experiment) -> None:
@@ -89,7 +82,7 @@ def print_result(summary: dict, experiment: Experiment) -> None:
     print(f"summary: {experiment.join(SUMMARY_FILE)}")
     tracking = summary["run"].get("tracking") or {}
     if tracking.get("to") == "mlflow":
-        from search.running.mlflow_store import mlflow_ui_words
+        from search.running.tracking.mlflow_store import mlflow_ui_words
 
         print(f"mlflow: {mlflow_ui_words(tracking.get('uri'), experiment)}")
 
@@ -125,7 +118,7 @@ def cmd_resume(args: list[str]) -> int:
     experiment = Experiment.at(positional[0])
     if not exists(experiment.join(SEARCH_FILE)):
         raise UsageError(f"{positional[0]}: not an experiment folder (no {SEARCH_FILE}); give the folder `run` created")
-    from search.running.writer_lock import WriterLock
+    from search.running.writer.lock import WriterLock
 
     if not experiment.remote:  # the keys, checked before the lock's file is written: a refusal writes nothing
         from search.running.settings import read_settings
@@ -164,7 +157,7 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     from trainables.checkpoints import refuse_damaged_in
 
     refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
-    from search.running.mlflow_store import refuse_unusable
+    from search.running.tracking.mlflow_store import refuse_unusable
 
     refuse_unusable(config)
     from search.running.preflight import refuse_missing_data
@@ -184,9 +177,9 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
 
 def track_finished(experiment: Experiment, config: RunConfig, before: dict, space: Space) -> None:
     """MLflow brought up to a finished search (tracked from now on when `resume` was given tracking=mlflow)."""
-    from search.running.mlflow_store import mlflow_ui_words, refuse_unusable
     from search.running.settings import write_settings
-    from search.running.tracking import bring_up_to_date
+    from search.running.tracking.mlflow_store import mlflow_ui_words, refuse_unusable
+    from search.running.tracking.tracker import bring_up_to_date
 
     refuse_unusable(config)
     if config.to_dict() != before:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from search.bounds import split_bounds
-from search.commands import command_words, split_options
+from search.commands import split_options
 from search.results.summary import SUMMARY_FILE
+from search.start import command_words
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment, open_for_reading
@@ -28,7 +29,7 @@ def cmd_export(args: list[str]) -> int:
     register = options.get("tracking.register")
     if not register:
         return export_and_register(open_for_reading(positional[0], SUMMARY_FILE), options)
-    from search.running.writer_lock import WriterLock
+    from search.running.writer.lock import WriterLock
 
     # a registration writes the search's MLflow store: as its one writer, from the driver's working folder
     with WriterLock(Experiment.at(positional[0]), command_words("export", args)):
@@ -42,7 +43,7 @@ def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
     summary, register = read_summary(experiment.local), options.get("tracking.register")
     run = RunConfig.from_dict(summary["run"])
     if register:
-        from search.running.registry import refuse_unregistrable
+        from search.running.tracking.registry import refuse_unregistrable
 
         refuse_unregistrable(run, register)  # before the export's minutes
     out = Path(options["out"]).expanduser() if "out" in options else None
@@ -57,10 +58,10 @@ def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
         f"(trial reported {verified['reported']:.4f})"
     )
     if register:
-        from search.running.registry import register_export
+        from search.running.tracking.registry import register_export
 
         version, uri = register_export(run, summary["space"], experiment, meta, register)
-        from search.running.mlflow_store import store_files
+        from search.running.tracking.mlflow_store import store_files
 
         experiment.upload(store_files(experiment.local))  # a URI experiment's store: the registration kept there
         print(f"registered: MLflow model {register} version {version} at {uri} (models:/{register}/{version})")

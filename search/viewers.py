@@ -78,7 +78,7 @@ def cmd_report(args: list[str]) -> int:
     if exists(Experiment.at(args[0]).join(SUMMARY_FILE)):
         report, unended = build_report(open_for_reading(args[0], SUMMARY_FILE).local), None
     else:  # a search still running (or interrupted): what has ended so far
-        from search.results.so_far import summary_so_far
+        from search.running.trial_results import summary_so_far
 
         experiment = open_for_reading(args[0], SEARCH_FILE, missing="not an experiment folder")
         summary, unended = summary_so_far(experiment)

@@ -9,7 +9,7 @@ import pytest
 from search.__main__ import main
 from search.bounds import split_bounds
 from search.commands import parse_run
-from search.running.study_setup import coding_for
+from search.running.proposals.study_setup import coding_for
 from tests.conftest import MNIST_MINI, REPO
 from trainables.foundation.errors import UsageError
 from trainables.foundation.objectives import Bound

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from search.commands import parse_run
-from search.running.cluster import (
+from search.running.joining.cluster import (
     client_host_port,
     is_client_server_start_failure,
     project_runtime_env,
@@ -68,7 +68,7 @@ def test_missing_data_on_a_node_names_the_key():
 
 
 def test_a_refused_cluster_check_is_a_usage_error():
-    from search.running.cluster import check_every_node_sees
+    from search.running.joining.cluster import check_every_node_sees
 
     with pytest.raises(UsageError):
         check_every_node_sees({"n": {"storage": False}}, {"storage": "/x"})
@@ -97,7 +97,7 @@ def test_a_node_that_cannot_read_a_storage_uri_is_named():
 
 def test_an_address_where_no_cluster_answers_is_refused_in_one_line():
     from search.results.tensorboard import free_port
-    from search.running.cluster import refuse_unreachable
+    from search.running.joining.cluster import refuse_unreachable
 
     port = free_port()  # nothing listens there
     with pytest.raises(UsageError, match=rf"^address=127.0.0.1:{port}: no Ray cluster answers at 127.0.0.1:{port}"):
@@ -147,7 +147,7 @@ def test_the_ports_kept_free_are_rays_own_defaults():
 
 
 def test_a_local_ray_instance_keeps_bounded_history_unless_the_user_set_it():
-    from search.running.cluster import GCS_HISTORY_CAPS, bound_gcs_history
+    from search.running.joining.cluster import GCS_HISTORY_CAPS, bound_gcs_history
 
     environ = {"RAY_task_events_max_num_task_in_gcs": "500"}
     bound_gcs_history(environ)

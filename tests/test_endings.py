@@ -1,4 +1,4 @@
-"""How a trial ended: one rule (search.running.endings), written into the study first, and every other account
+"""How a trial ended: one rule (search.running.study.endings), written into the study first, and every other account
 following it. Real studies (a journal file or memory), stand-in Tune trials; Ray is imported, never started."""
 
 import json
@@ -10,13 +10,12 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from search.running.callbacks import FollowsEnds, TrialEnds
-from search.running.continuation import continue_stopped_by_budget
-from search.running.decider import Decider
-from search.running.endings import Ending, ending_of
-from search.running.reconcile import reconcile
-from search.running.space_coding import SpaceCoding, contains
-from search.running.study import StudyRecord, trial_id_of
+from search.running.ends.callbacks import FollowsEnds, TrialEnds
+from search.running.ends.decider import Decider
+from search.running.ends.reconcile import continue_stopped_by_budget, reconcile
+from search.running.study.coding import SpaceCoding, contains
+from search.running.study.endings import EndFacts, Ending, ending_of
+from search.running.study.record import StudyRecord, trial_id_of
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
@@ -131,7 +130,7 @@ def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(t
     record.create("t")
     for epoch in (1, 2):
         record.report("t", epoch, 0.5 + epoch / 10)
-    record.end("t", ending_of(2, 3, budget="time"))
+    Decider(record).end("t", EndFacts(0, written=ending_of(2, 3, budget="time")))
     TrialFiles(str(tmp_path), "t").write_ending("stopped_by_budget", "stopped by the time budget after epoch 2")
     assert record.finished() == 1
 
@@ -142,7 +141,7 @@ def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(t
     again = record_in(tmp_path)  # a kill now: the budget's end.json is older than the continuation
     assert [trial_id_of(t) for t in reconcile(Decider(again, str(tmp_path)))] == ["t"]
     again.report("t", 3, 0.9)
-    again.end("t", ending_of(3, 3))
+    Decider(again).end("t", EndFacts(0, written=ending_of(3, 3)))
     assert again.ending("t") == Ending("completed") and again.counts()["completed"] == 1
     assert [t.state for t in again.study.trials] == [TrialState.PRUNED, TrialState.COMPLETE]  # the old one stays
 
@@ -150,7 +149,7 @@ def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(t
 def test_only_the_writer_clears_the_journals_lock_and_a_cut_tail(tmp_path):
     """A reader opening the journal (optuna-dashboard, `report`) while a writer appends must not cut the line being
     written, nor remove the writer's lock; the driver holding the experiment's lock clears both."""
-    from search.running.journal import journal_storage
+    from search.running.study.journal import journal_storage
 
     record_in(tmp_path).create("a")
     journal, lock = tmp_path / "study.log", tmp_path / "study.log.lock"
@@ -206,9 +205,9 @@ def test_a_study_write_that_fails_stops_the_search_and_resume_ends_the_trial_as_
     """ASHA stopped trial t at its rung (the decision written); the write of its end fails (a full disk): nothing
     follows (no end.json, no follower), the trial is still RUNNING for every reader, the search stops, and nothing
     more is written. `resume` carries the written decision out: the trial, run again, ends stopped_early."""
-    from search.running.scheduler import StudyASHA
+    from search.running.asha.study_asha import StudyASHA
     from search.running.stopping import SessionStop
-    from search.running.study import StudyWriteFailed
+    from search.running.study.record import StudyWriteFailed
 
     backend = FullOnce(str(tmp_path / "study.log"))
     study = optuna.create_study(storage=JournalStorage(backend), study_name="search", direction="maximize")

@@ -5,11 +5,12 @@ import optuna
 import pytest
 
 from search.commands import parse_run, resumed_config
-from search.running.continuation import continue_stopped_by_budget
-from search.running.endings import Ending, ending_of
+from search.running.ends.decider import Decider
+from search.running.ends.reconcile import continue_stopped_by_budget
+from search.running.proposals.study_setup import expected_trials
 from search.running.stopping import SessionStop
-from search.running.study import StudyRecord
-from search.running.study_setup import expected_trials
+from search.running.study.endings import EndFacts, Ending, ending_of
+from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 
@@ -53,8 +54,9 @@ def test_the_epochs_spent_count_a_continued_trial_once():
         record.create(trial_id)
         for epoch in range(1, epochs + 1):
             record.report(trial_id, epoch, 0.5 + epoch / 10)
-    record.end("a", Ending("completed"))
-    record.end("b", Ending("stopped_by_budget", "stopped by the epoch budget after epoch 1"))
+    decider = Decider(record)
+    decider.end("a", EndFacts(0, written=Ending("completed")))
+    decider.end("b", EndFacts(0, written=Ending("stopped_by_budget", "stopped by the epoch budget after epoch 1")))
     assert record.epochs_spent() == 4
     continue_stopped_by_budget(record)
     record.report("b", 2, 0.8)

@@ -14,7 +14,7 @@ from search.running.estimate import (
     trial_images_per_s,
     typical_hyperparameters,
 )
-from search.running.space_coding import contains
+from search.running.study.coding import contains
 from trainables.data import MNIST
 from trainables.foundation.config import parse_overrides
 from trainables.foundation.space import load_space

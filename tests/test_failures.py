@@ -1,6 +1,6 @@
 """A failed trial's root cause out of the texts Ray and Ray Train wrap around it (shapes seen in real error.txt)."""
 
-from search.running.failures import root_cause
+from search.running.ends.failures import root_cause
 
 WORKER_KILLED = """Failure # 1 (occurred at 2026-11-23_13-36-36)
 \x1b[36mray::ImplicitFunc.train()\x1b[39m (pid=16999, ip=192.0.2.2, actor_id=62d8, repr=train_trial)

@@ -1,4 +1,4 @@
-"""The lease's seams (search.running.writer_lock, trainables.foundation.trial_lease): a lease whose age the store
+"""The lease's seams (search.running.writer.lock, trainables.foundation.trial_lease): a lease whose age the store
 cannot tell, a lease that cannot be read, what a driver that lost its lease says, and the writes of a stalled
 driver's trial process after another driver took the search over. Real processes and a file:// URI for the lease
 (read back); no Ray instance."""
@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from search.running import writer_lock
-from search.running.lease_store import ReadBackStore
-from search.running.writer_lock import LEASE_FILE, LeaseLost, WriterLock
+from search.running.writer import lock as writer_lock
+from search.running.writer.lease_store import ReadBackStore
+from search.running.writer.lock import LEASE_FILE, LeaseLost, WriterLock
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TrialFiles

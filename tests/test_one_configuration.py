@@ -11,11 +11,11 @@ import torch
 
 from search.__main__ import main
 from search.commands import parse_run, resumed_config
-from search.running.continuation import continue_stopped_by_budget
-from search.running.endings import STOPPED_BY_BUDGET, Ending
-from search.running.searcher import StudySearcher
-from search.running.study import StudyRecord
-from search.running.study_setup import coding_for
+from search.running.ends.reconcile import continue_stopped_by_budget
+from search.running.proposals.searcher import StudySearcher
+from search.running.proposals.study_setup import coding_for
+from search.running.study.endings import STOPPED_BY_BUDGET, Ending
+from search.running.study.record import StudyRecord
 from search.running.trial_results import trial_results
 from tests.conftest import MNIST_MINI
 from tests.e2e_helpers import run_cli
@@ -92,7 +92,7 @@ def record_of(config, space) -> StudyRecord:
     storage = optuna.storages.InMemoryStorage()
     study = optuna.create_study(storage=storage, direction="maximize")
     coding = coding_for(config, space)
-    return StudyRecord(study, storage, coding, "val_acc", "max", config.epochs, {**space.constants, **config.fixed})
+    return StudyRecord(study, storage, coding, "val_acc", "max", config.epochs, config.constants(space))
 
 
 def test_each_repeat_carries_its_seed_into_its_configuration_the_study_and_the_summary(tmp_path):
@@ -136,7 +136,7 @@ def test_a_search_proposes_no_seed(tmp_path):
 
 def test_a_repeats_seed_moves_its_batch_order_not_its_validation_split(tmp_path):
     config, space = parse_run([*MLP_PINS, "data.limit=256", "data.val_limit=64", f"data.root={MNIST_MINI}"])
-    hp = {**space.constants, **config.fixed}
+    hp = config.constants(space)
     assert training_seed(config.seed, hp) == config.seed and training_seed(config.seed, {SEED_KEY: 3}) == 3
     feeds = [make_feed(space, config, {**hp, SEED_KEY: seed}, 0, 1, torch.device("cpu")) for seed in (0, 1)]
     first_batches = [next(iter(feed.train_batches(1)))[1] for feed in feeds]

@@ -1,5 +1,5 @@
-"""Optuna's private internals sit behind one door (search/running/optuna_private.py): with the tested Optuna they are
-all where it expects them; with an Optuna that moved one, `run` stops before it claims the experiment, with one line
+"""Optuna's private internals sit behind one door (search/running/study/optuna_private.py): with the tested Optuna they
+are all where it expects them; with an Optuna that moved one, `run` stops before it claims the experiment, with one line
 naming the Optuna version. No Ray."""
 
 import subprocess
@@ -7,7 +7,7 @@ import sys
 
 import optuna
 
-from search.running import optuna_private
+from search.running.study import optuna_private
 from tests.conftest import MNIST_MINI, REPO
 
 

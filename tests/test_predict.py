@@ -21,8 +21,8 @@ from search.results.export import (
     refuse_overwrite,
     write_weights,
 )
-from search.results.looks import look_of, training_look
-from search.results.predict import Prediction, predict_files, write_predictions
+from search.results.looks import look_of
+from search.results.predict import Prediction, predict_files, training_look, write_predictions
 from tests.conftest import MNIST_MINI
 from trainables.data import MNIST
 from trainables.foundation.config import RunConfig

@@ -11,9 +11,10 @@ import optuna
 
 from search.running import clock
 from search.running.clock import MOST_BEFORE_MAIN_S, clock_prefix, command_began, process_age_s, start_clock
-from search.running.endings import Ending, ending_of
+from search.running.ends.decider import Decider
 from search.running.live_view import ProgressView, event_words
-from search.running.study import StudyRecord
+from search.running.study.endings import EndFacts, Ending, ending_of
+from search.running.study.record import StudyRecord
 
 SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
 
@@ -25,7 +26,7 @@ def record_with(ends: dict, epochs: int = 4) -> StudyRecord:
         record.create(trial_id)
         for epoch in range(1, epochs_run + 1):
             record.report(trial_id, epoch, value)
-        record.end(trial_id, ending)
+        Decider(record).end(trial_id, EndFacts(0, written=ending))
     return record
 
 

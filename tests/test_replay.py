@@ -308,7 +308,8 @@ def test_the_values_coding_proposes_the_choices_themselves():
 
 def test_the_search_arm_is_the_products_sampler_values_held_numbers_modelled_in_order():
     """The `search` arm holds the values that train, as the product's study does, and proposes what TPE over the
-    choices' positions proposes (search.running.sampler.OrderedTPESampler); the unordered values propose otherwise."""
+    choices' positions proposes (search.running.proposals.sampler.OrderedTPESampler); the unordered values propose
+    otherwise."""
     from benchmarks.replay import _table, table_space
     from benchmarks.replay_arms import make_arm
 

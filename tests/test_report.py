@@ -8,10 +8,11 @@ import pytest
 
 from search.results.files import write_json_atomically
 from search.results.report import build_report, pareto_axes
-from search.results.so_far import summary_so_far
-from search.running.endings import Ending, ending_of
+from search.running.ends.decider import Decider
+from search.running.proposals.study_setup import open_search_study
 from search.running.settings import write_settings
-from search.running.study_setup import open_search_study
+from search.running.study.endings import EndFacts, Ending, ending_of
+from search.running.trial_results import summary_so_far
 from search.viewers import cmd_report
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_run_space
@@ -46,7 +47,7 @@ def a_search(tmp_path, trials=TRIALS) -> Experiment:
             rows = files.append(rows, {**row, "started_at": 1_800_000_000.0 + epoch, "epoch_s": 1.0})
             record.report(trial_id, epoch, value, {"params": params})
         if ending:
-            record.end(trial_id, ending)
+            Decider(record).end(trial_id, EndFacts(0, written=ending))
     return experiment
 
 

@@ -10,13 +10,13 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.samplers import TPESampler
 from optuna.trial import TrialState
 
-from search.running.decider import Decider
-from search.running.endings import Ending
-from search.running.reconcile import reconcile
-from search.running.sampler import make_sampler, startup_trials
-from search.running.searcher import StudySearcher
-from search.running.space_coding import SpaceCoding
-from search.running.study import StudyRecord, trial_id_of
+from search.running.ends.decider import Decider
+from search.running.ends.reconcile import reconcile
+from search.running.proposals.sampler import make_sampler, startup_trials
+from search.running.proposals.searcher import StudySearcher
+from search.running.study.coding import SpaceCoding
+from search.running.study.endings import EndFacts, Ending
+from search.running.study.record import StudyRecord, trial_id_of
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 
@@ -57,7 +57,7 @@ def run_sequentially(search: StudySearcher, trials: int, score=score) -> list[fl
         value = score(config)
         search.on_trial_result(f"t{index}", {"val_acc": value, "epoch": 3})
         search.on_trial_complete(f"t{index}", {"val_acc": value, "epoch": 3})
-        search.record.end(config[TRIAL_KEY], Ending("completed"))
+        Decider(search.record).end(config[TRIAL_KEY], EndFacts(0, written=Ending("completed")))
         scores.append(value)
     return scores
 
@@ -100,7 +100,7 @@ def test_a_stopped_trial_reaches_the_study_with_the_epoch_that_stopped_it_and_a_
         ("failed", "failed", "NonFiniteLoss: x"),
         ("done", "completed", None),
     ]:
-        search.record.end(trial_id, Ending(status, reason))
+        Decider(search.record).end(trial_id, EndFacts(0, written=Ending(status, reason)))
     stopped, failed, done = search.record.study.trials
     assert stopped.state == TrialState.PRUNED and stopped.intermediate_values == {1: 0.5, 2: 0.4}
     assert failed.state == TrialState.FAIL and failed.user_attrs["reason"] == "NonFiniteLoss: x"
@@ -115,7 +115,7 @@ def test_a_trial_is_scored_by_the_summarys_rule():
         record.create("a")
         for epoch, value in [(1, 0.5), (2, 0.9), (3, 0.8)]:
             record.report("a", epoch, value)
-        record.end("a", Ending("completed"))
+        Decider(record).end("a", EndFacts(0, written=Ending("completed")))
         assert record.study.trials[0].value == expected
 
 
@@ -146,7 +146,7 @@ def test_a_reopened_study_knows_what_the_files_know_and_proposes_unfinished_tria
 
 
 def test_tpe_holds_a_choice_among_numbers_as_its_values():
-    search = searcher(12, space=SHAPED, ordered=False)  # the search's coding (search.running.study_setup)
+    search = searcher(12, space=SHAPED, ordered=False)  # the search's coding (search.running.proposals.study_setup)
     run_sequentially(search, 4, shaped_score)  # past the random start: TPE proposes
     assert search.record.study.trials[0].distributions["batch_size"] == SHAPED["batch_size"]
     assert search.suggest("next")["batch_size"] in BATCHES
@@ -195,7 +195,7 @@ def test_a_study_write_that_fails_in_suggest_finishes_the_searcher_and_stops_the
     from ray.tune.search import Searcher
 
     from search.running.stopping import SessionStop
-    from search.running.study import StudyWriteFailed
+    from search.running.study.record import StudyWriteFailed
 
     search = searcher(4)
     search.suggest("first")

@@ -1,4 +1,4 @@
-"""The study holds the values that trained (search.running.space_coding): a study's params are the configuration's
+"""The study holds the values that trained (search.running.study.coding): a study's params are the configuration's
 values, which plain Optuna reads back. Pure Optuna, no Ray."""
 
 import math
@@ -6,8 +6,8 @@ import math
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from search.running.space_coding import SpaceCoding, ordered_choices
-from search.running.study_setup import coding_for
+from search.running.proposals.study_setup import coding_for
+from search.running.study.coding import SpaceCoding, ordered_choices
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_space
 
@@ -22,7 +22,7 @@ SPACE = {
 def test_a_studys_params_equal_the_configurations_values_and_tpe_proposes_as_over_positions():
     """The study holds batch_size 128 (what plain Optuna and optuna-dashboard show); the search's TPE models it in
     order (OrderedTPESampler), proposing exactly what TPE proposes over positions with the same seed."""
-    from search.running.sampler import make_sampler
+    from search.running.proposals.sampler import make_sampler
 
     space = load_space("resnet_mnist")
     values = coding_for(RunConfig(sampler="tpe"), space)  # what a search's study holds
@@ -61,9 +61,9 @@ def test_the_ordered_coding_the_replays_compare_holds_positions_and_maps_them_ba
 
 
 def test_a_search_goes_on_with_the_coding_its_study_began_with(tmp_path):
-    from search.running.sampler import make_sampler
-    from search.running.study import StudyRecord
-    from search.running.study_setup import open_search_study
+    from search.running.proposals.sampler import make_sampler
+    from search.running.proposals.study_setup import open_search_study
+    from search.running.study.record import StudyRecord
     from trainables.foundation.objectives import Objective
     from trainables.foundation.storage import Experiment
 

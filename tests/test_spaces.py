@@ -6,7 +6,7 @@ import sys
 import optuna
 import pytest
 
-from search.running.space_coding import contains
+from search.running.study.coding import contains
 from trainables.foundation.space import Space, builtin_space_names, load_space
 from trainables.models import model_for
 

@@ -1,4 +1,4 @@
-"""ASHA as the search runs it (search.running.scheduler, our own on Tune's public FIFOScheduler), rebuilt from the
+"""ASHA as the search runs it (search.running.asha.study_asha, our own on Tune's public FIFOScheduler), rebuilt from the
 study when a search resumes, against Tune's own ASHAScheduler, live, as the oracle. Real Optuna trials, Tune's real
 scheduler code; Ray is imported, never started."""
 
@@ -10,8 +10,8 @@ import pytest
 from optuna.trial import TrialState, create_trial
 from ray.tune.schedulers import ASHAScheduler
 
-from search.running.pareto_asha import ParetoASHA
-from search.running.scheduler import StudyASHA
+from search.running.asha.pareto_asha import ParetoASHA
+from search.running.asha.study_asha import StudyASHA
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY
 
@@ -157,7 +157,7 @@ def _study_after_kill(events, kill_at, lost, max_t):
 
 def _meets_rung(met, trial_id, epoch, max_t):
     """Whether `epoch` meets a new rung for the trial, as Tune's ASHA tests it (epoch >= milestone)."""
-    from search.running.rungs import milestones, rung_met
+    from search.running.asha.rungs import milestones, rung_met
 
     rungs = met.setdefault(trial_id, [(m, {}) for m in milestones(1, REDUCTION, max_t)])
     milestone = rung_met(rungs, trial_id, epoch)

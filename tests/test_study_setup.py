@@ -6,10 +6,11 @@ import json
 import optuna
 import pytest
 
-from search.running.endings import Ending
-from search.running.sampler import make_sampler
-from search.running.study import STARTUP_ATTR, StudyRecord
-from search.running.study_setup import enqueued_configurations, open_search_study
+from search.running.ends.decider import Decider
+from search.running.proposals.sampler import make_sampler
+from search.running.proposals.study_setup import enqueued_configurations, open_search_study
+from search.running.study.endings import EndFacts, Ending
+from search.running.study.record import STARTUP_ATTR, StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import load_space
@@ -58,7 +59,7 @@ def test_enqueued_configurations_run_first_and_count_in_the_random_start(tmp_pat
 def finish(record: StudyRecord, trial_id: str, value: float) -> None:
     record.create(trial_id)
     record.report(trial_id, 1, value)
-    record.end(trial_id, Ending("completed"))
+    Decider(record).end(trial_id, EndFacts(0, written=Ending("completed")))
 
 
 def test_a_grown_search_keeps_its_random_start_so_its_first_new_proposal_is_tpes(tmp_path):
@@ -85,7 +86,7 @@ def test_a_budget_of_eight_full_trials_given_now_stands_when_resume_gives_trials
     A study created before (no such attribute) is grown as the former default was: the budget lifted."""
     from search.commands import resumed_config
     from search.running.growth import grow, study_so_far
-    from search.running.study_trials import COUNT_DEFAULT_ATTR
+    from search.running.study.queries import COUNT_DEFAULT_ATTR
 
     config = configured(tmp_path, trials=24, epochs=3, epoch_budget=24)
     experiment = Experiment.at(str(tmp_path / "e"))
@@ -105,8 +106,8 @@ def test_a_budget_of_eight_full_trials_given_now_stands_when_resume_gives_trials
 def test_a_study_that_already_holds_trials_is_not_marked_as_started_under_the_count_default(tmp_path):
     """A study created before the record existed, reopened: it holds trials, so nothing says it began under the
     count default, and `resume trials=N` may still lift a former default budget."""
-    from search.running.study_setup import coding_for
-    from search.running.study_trials import COUNT_DEFAULT_ATTR
+    from search.running.proposals.study_setup import coding_for
+    from search.running.study.queries import COUNT_DEFAULT_ATTR
     from trainables.foundation.objectives import objectives_of
 
     config = configured(tmp_path, trials=24, epochs=3, epoch_budget=24)

@@ -89,8 +89,8 @@ def test_a_trial_stopped_mid_schedule_comes_after_the_finished_ones(tmp_path):
 
 
 def test_a_diverged_trial_is_named_alike_whether_its_driver_raised_or_tune_stopped_it_first():
-    from search.running.endings import ending_of
-    from search.running.failures import root_cause
+    from search.running.ends.failures import root_cause
+    from search.running.study.endings import ending_of
     from trainables.foundation.errors import divergence_cause, divergence_message
 
     row = {"epoch": 2, "train_loss": float("nan"), "val_loss": float("inf"), "diverged": True}

@@ -1,4 +1,4 @@
-"""One writer per experiment (search.running.writer_lock): real processes, real files, a file:// URI for the lease
+"""One writer per experiment (search.running.writer.lock): real processes, real files, a file:// URI for the lease
 (read back) and a real S3 endpoint (moto's server) for the lease written conditionally."""
 
 import json
@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from search.running import writer_lock
-from search.running.lease_store import ConditionalStore, ReadBackStore, lease_store, s3_client
-from search.running.writer_lock import LEASE_FILE, LOCK_FILE, LeaseLost, WriterLock
+from search.running.writer import lock as writer_lock
+from search.running.writer.lease_store import ConditionalStore, ReadBackStore, lease_store, s3_client
+from search.running.writer.lock import LEASE_FILE, LOCK_FILE, LeaseLost, WriterLock
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TrialFiles

@@ -1,4 +1,4 @@
-"""optuna-dashboard on a search's study (`study.log`, search.running.study), served on 127.0.0.1.
+"""optuna-dashboard on a search's study (`study.log`, search.running.study.record), served on 127.0.0.1.
 
 The dashboard reads the study as Optuna stores it: every trial with its hyperparameters, every epoch as an
 intermediate value, its state and score; its own plots (history, importance, parallel coordinates, intermediate

@@ -23,7 +23,7 @@ from torch import nn
 
 from search.results.files import publish_folder, staging_folder
 from search.results.front import pick_member
-from search.results.looks import training_look
+from search.results.predict import training_look
 from search.results.summary import SUMMARY_FILE, read_summary
 from trainables.checkpoints import refuse_damaged
 from trainables.costs import latency

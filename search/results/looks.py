@@ -9,8 +9,6 @@ photos (ants, dogs) have none, and no hint is given for them.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 SAMPLE = 512  # training images measured at export: spread over the split, enough for a share to 5%
@@ -46,28 +44,3 @@ def polarity_hint(recorded: dict | None, name: str, images: np.ndarray) -> str |
     theirs, ours = ("light on dark", "dark on light") if trained_dark else ("dark on light", "light on dark")
     what = "this image is" if len(images) == 1 else f"{1 - dark if trained_dark else dark:.0%} of its images are"
     return f"hint: {name}: {what} {ours}; the model was trained on {theirs} images: invert it"
-
-
-def training_look(space, run, config: dict, meta: dict) -> dict | None:
-    """The look of a sample of the trial's training split, read as `predict` reads an input (for image folders:
-    the recorded preprocessing; arrays, MNIST's or a space's own, as they are); None for a dataset of another
-    kind."""
-    from search.results.predict import InputError, read_image
-    from trainables.data import FolderDataset, get_dataset
-
-    dataset = get_dataset(space.dataset, run)  # a space's own data too (trainables.own_data)
-    if isinstance(dataset, FolderDataset):
-        paths = [path for path, _ in dataset.index(run.data.root, config, run.seed, skip=run.data.skip).train]
-        shape, preprocessing = meta["input"], meta.get("preprocessing", {})
-        images = []
-        for path in paths[:: max(1, len(paths) // SAMPLE)][:SAMPLE]:
-            try:
-                image = read_image(Path(path), shape["channels"], shape["height"], shape["width"], preprocessing)
-            except InputError:
-                continue  # an image the search skipped too
-            images.append(image)
-        return look_of(np.stack(images)) if images else None
-    if not hasattr(dataset, "load_split"):
-        return None
-    images, _ = dataset.load_split(run.data.root, "train", run.data.val_fraction, run.seed)
-    return look_of(images[:: max(1, len(images) // SAMPLE)][:SAMPLE])

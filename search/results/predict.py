@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from search.results.looks import polarity_hint
+from search.results.looks import SAMPLE, look_of, polarity_hint
 from trainables.idx_files import read_idx
 
 
@@ -146,3 +146,27 @@ def classify(model, items: list[tuple[str, np.ndarray]], batch_size: int = 256) 
         for (name, _), p, i in zip(chunk, best.tolist(), index.tolist()):
             predictions.append(Prediction(name, i, model.class_names[i], round(p, 6)))
     return predictions
+
+
+def training_look(space, run, config: dict, meta: dict) -> dict | None:
+    """The look of a sample of the trial's training split, read as `predict` reads an input (for image folders:
+    the recorded preprocessing; arrays, MNIST's or a space's own, as they are); None for a dataset of another
+    kind."""
+    from trainables.data import FolderDataset, get_dataset
+
+    dataset = get_dataset(space.dataset, run)  # a space's own data too (trainables.own_data)
+    if isinstance(dataset, FolderDataset):
+        paths = [path for path, _ in dataset.index(run.data.root, config, run.seed, skip=run.data.skip).train]
+        shape, preprocessing = meta["input"], meta.get("preprocessing", {})
+        images = []
+        for path in paths[:: max(1, len(paths) // SAMPLE)][:SAMPLE]:
+            try:
+                image = read_image(Path(path), shape["channels"], shape["height"], shape["width"], preprocessing)
+            except InputError:
+                continue  # an image the search skipped too
+            images.append(image)
+        return look_of(np.stack(images)) if images else None
+    if not hasattr(dataset, "load_split"):
+        return None
+    images, _ = dataset.load_split(run.data.root, "train", run.data.val_fraction, run.seed)
+    return look_of(images[:: max(1, len(images) // SAMPLE)][:SAMPLE])

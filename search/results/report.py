@@ -64,7 +64,7 @@ def build_report(
     """Write <experiment>/report/ (plots and index.html) and return what it found. `experiment`: a local folder
     with a summary.json (the `report` command checks that, for a folder or a URI, before it calls this), or the
     `summary` so far of a search that has not finished, with `unended` trials still to end
-    (search.results.so_far); `location`: where the trials' files are, when not there (a URI)."""
+    (search.running.trial_results); `location`: where the trials' files are, when not there (a URI)."""
     summary = summary or read_summary(experiment)
     histories = trial_histories(location or experiment, summary)
     savings = early_stopping_savings(summary)

@@ -17,7 +17,7 @@ SUMMARY_FILE = "summary.json"
 @dataclass
 class TrialResult:
     """What one trial left behind: its hyperparameters, every epoch it reported, and how it ended as the study holds
-    it (search.running.endings: `status`, and `reason`, the error of a failed trial)."""
+    it (search.running.study.endings: `status`, and `reason`, the error of a failed trial)."""
 
     trial_id: str
     config: dict

@@ -46,7 +46,7 @@ class TrialEventWriter:
 
     def end(self, config: dict, outcome: dict) -> None:
         """`outcome`: best metric, epochs run, status and stopped_early flag of the finished trial, and in a search of
-        several objectives `objectives`, the value of each (search.running.study's), each an HParams metric."""
+        several objectives `objectives`, the value of each (search.running.study.record's), each an HParams metric."""
         from torch.utils.tensorboard.summary import hparams
 
         numbers = {**outcome, **(outcome.get("objectives") or {})}

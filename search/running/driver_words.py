@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from search.running.study import StudyRecord
+from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX

@@ -5,9 +5,9 @@ rule (neither trials= nor epoch_budget= given: the epochs of 8 full trials, the 
 still holds that budget in its settings: `resume trials=N` lifts it, as if the search had been run with trials=N,
 so that it resumes as it did when it was started. A budget the user gave stands; when it is already spent, `resume`
 says so in one line before any trial starts and names how to lift it (exit 2): no command exits 0 having done
-nothing. A study created since the default became a count says so (study_trials.COUNT_DEFAULT_ATTR), so a budget of
-8 x epochs given since stands; in a study created before, an explicit epoch_budget of 8 x epochs without trials=
-cannot be told from the former default and is grown the same way. Optuna only: no Ray, no torch.
+nothing. A study created since the default became a count says so (search.running.study.queries.COUNT_DEFAULT_ATTR), so
+a budget of 8 x epochs given since stands; in a study created before, an explicit epoch_budget of 8 x epochs without
+trials= cannot be told from the former default and is grown the same way. Optuna only: no Ray, no torch.
 """
 
 from __future__ import annotations
@@ -17,16 +17,8 @@ from typing import NamedTuple
 
 import optuna
 
-from search.running.endings import Ending
-from search.running.journal import STUDY_NAME, journal_storage
-from search.running.study_trials import (
-    CONTINUES_ATTR,
-    COUNT_DEFAULT_ATTR,
-    STOPPED_BY_BUDGET,
-    ending_in_study,
-    epoch_values,
-    trial_id_of,
-)
+from search.running.study.journal import STUDY_NAME, journal_storage
+from search.running.study.queries import COUNT_DEFAULT_ATTR, StudyQueries
 from trainables.foundation.config import RunConfig, trials_given
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import STUDY_FILE
@@ -51,12 +43,9 @@ def study_so_far(folder: Path) -> SoFar:
         return SoFar(0, 0, 0)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.load_study(study_name=STUDY_NAME, storage=journal_storage(path))
-    trials = [t for t in study.get_trials(deepcopy=False) if trial_id_of(t)]
-    continued = {t.user_attrs[CONTINUES_ATTR] for t in trials if CONTINUES_ATTR in t.user_attrs}
-    standing = [t for t in trials if t.number not in continued]
-    stopped = sum(1 for t in standing if (ending_in_study(t) or Ending("")).status == STOPPED_BY_BUDGET)
-    epochs = sum(max(epoch_values(t), default=0) for t in standing)
-    return SoFar(len(standing), epochs, stopped, COUNT_DEFAULT_ATTR in study.user_attrs)
+    queries = StudyQueries(study)
+    trials, stopped = queries.proposed(), queries.stopped_by_budget()
+    return SoFar(len(trials), queries.epochs_spent(), len(stopped), COUNT_DEFAULT_ATTR in study.user_attrs)
 
 
 def refuse_idle(config: RunConfig, options: dict, so_far: SoFar) -> None:

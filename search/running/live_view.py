@@ -1,7 +1,7 @@
 """The live view of a search: one line per reported epoch and per trial end, then one status line.
 
-How trials ended, and the best score of an ended trial, are read from the study (search.running.study), so the view
-says what the summary will say; running and starting trials are Tune's.
+How trials ended, and the best score of an ended trial, are read from the study (search.running.study.record), so the
+view says what the summary will say; running and starting trials are Tune's.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 
 from search.results.score import anneals, is_finite_number
-from search.running.callbacks import FollowsEnds
 from search.running.clock import clock_words as _clock
-from search.running.endings import FAILED, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
+from search.running.ends.callbacks import FollowsEnds
+from search.running.study.endings import FAILED, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
 from trainables.foundation.trial_files import trial_key
 
 RUNNING = "RUNNING"
@@ -41,9 +41,9 @@ class ProgressView(FollowsEnds):
         epoch_budget: int = 0,
         began: float | None = None,
     ):
-        """`record`: the search's study (search.running.study.StudyRecord); `budget_s`: the session's time budget;
-        `epoch_budget`: the search's, in trial-epochs; `began`: the command's start (time.monotonic()), where the
-        clock counts from (None: from the view's start)."""
+        """`record`: the search's study (search.running.study.record.StudyRecord); `budget_s`: the session's time
+        budget; `epoch_budget`: the search's, in trial-epochs; `began`: the command's start (time.monotonic()), where
+        the clock counts from (None: from the view's start)."""
         self.record, self.epochs, self.total, self.budget_s = record, epochs, total_trials, budget_s
         self.epoch_budget = epoch_budget
         self.metric, self.mode = record.metric, record.mode

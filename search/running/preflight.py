@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import shutil
 import struct
 from pathlib import Path
 
@@ -23,11 +24,10 @@ def preflight(config: RunConfig, space: Space) -> None:
     may write, each only what it fetched whole: the data (downloaded into data.root, or the shipped sample unpacked
     into the cache) and the pretrained weights (torch's hub cache). A refused run leaves no folder behind."""
     from search.running.estimate import typical_hyperparameters
-    from search.running.taken_back import fetch_targets, taken_back_on_refusal
     from trainables.data import get_dataset
     from trainables.own_step import check_training_step
 
-    hp = {**space.constants, **config.fixed}
+    hp = config.constants(space)
     for key, allowed in CHOICES.items():
         if hp.get(key) is not None and hp[key] not in allowed:
             raise UsageError(f"{key}={hp[key]}: allowed values are {', '.join(allowed)}")
@@ -42,10 +42,10 @@ def preflight(config: RunConfig, space: Space) -> None:
     if config.model.weights:  # a file given: checked here, pretrained weights are downloaded after the data
         config.model.weights = resolve_weights(config.model.weights, space, hp)
     if config.enqueue:  # read again when the search starts
-        from search.running.study_setup import enqueued_configurations
+        from search.running.proposals.study_setup import enqueued_configurations
 
         enqueued_configurations(config, space)
-    from search.running.mlflow_store import refuse_unusable
+    from search.running.tracking.mlflow_store import refuse_unusable
 
     refuse_unusable(config)
     dataset = get_dataset(space.dataset, config)  # a space's own: its function is called and checked
@@ -68,13 +68,13 @@ def preflight(config: RunConfig, space: Space) -> None:
 def refuse_no_cluster(address: str) -> None:
     """A cluster that does not answer, refused before the experiment's folder is claimed (Ray Client's own address is
     checked before the search is sent; a search running as a task on the cluster is in it)."""
-    from search.running.cluster import is_ray_client, refuse_unreachable
+    from search.running.joining.cluster import is_ray_client, refuse_unreachable
 
     if not address or is_ray_client(address):
         return
     import ray
 
-    from search.running.connect import bootstrap_address
+    from search.running.joining.connect import bootstrap_address
 
     if not ray.is_initialized():
         refuse_unreachable(address, bootstrap_address(address))
@@ -172,10 +172,56 @@ def fetched_since(config: RunConfig, space: Space, started: float) -> list[str]:
 def refuse_missing_data(config: RunConfig, space: Space) -> None:
     """`resume`, before Ray: the data the search trains on is still whole where its settings say (downloaded again
     when allowed, taken back if the check refuses), so that no trial starts only to fail on it."""
-    from search.running.taken_back import fetch_targets, taken_back_on_refusal
     from trainables.data import get_dataset
 
     dataset = get_dataset(space.dataset, config)
-    hp = {**space.constants, **config.fixed}
+    hp = config.constants(space)
     with taken_back_on_refusal(fetch_targets(config, dataset, pretrained=False)):  # no weights are fetched here
         dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
+
+
+# What the checks before Ray fetched is taken back when a later check refuses the run, so that a refused run leaves
+# no folder behind, the caches included: the data downloaded into data.root, the shipped sample unpacked into the
+# cache, pretrained weights downloaded into torch's hub cache. Only folders that did not exist before are removed.
+def first_missing(path: Path) -> Path | None:
+    """The shallowest folder on the way to `path` (itself included) that does not exist yet: what creating `path`
+    would create first; None when `path` exists."""
+    path = Path(path).expanduser().absolute()
+    if path.exists():
+        return None
+    missing = path
+    while not missing.parent.exists():
+        missing = missing.parent
+    return missing
+
+
+@contextlib.contextmanager
+def taken_back_on_refusal(paths: list[Path]):
+    """Run the checks inside; when one refuses (UsageError), remove whichever of `paths`' missing folders now exist."""
+    created = [missing for missing in map(first_missing, paths) if missing is not None]
+    try:
+        yield
+    except UsageError:
+        for folder in created:
+            if folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+            elif folder.exists():
+                folder.unlink(missing_ok=True)
+        raise
+
+
+def fetch_targets(config, dataset, pretrained: bool) -> list[Path]:
+    """Where the checks of a run may fetch into: its dataset's folder under data.root, the shipped samples' folders,
+    and torch's hub cache where pretrained weights may be downloaded (only then is torch imported)."""
+    from search import samples
+    from trainables.data import IdxDataset
+
+    targets = [samples.samples_root() / name for name in samples.SAMPLE_FOLDERS]
+    if isinstance(dataset, IdxDataset):
+        targets.append(dataset.raw_dir(config.data.root))
+    if not pretrained:
+        return targets
+    import torch
+
+    targets.append(Path(torch.hub.get_dir()) / "checkpoints")
+    return targets

@@ -4,7 +4,7 @@ ran out, or Ctrl-C.
 Both reach Tune through one public `Stopper`, so Tune ends its trials the same way for either, and the driver knows
 which it was from what happened (the signal, the budget's clock), not from the time on the clock when Tune returned:
 a Ctrl-C one second before the budget ends is an interruption (exit 130, `resume` continues the search), and the
-budget's trials are ended as stopped by it (search.running.endings).
+budget's trials are ended as stopped by it (search.running.study.endings).
 
 The budget is per session (`run`, or one `resume`): its clock starts when Tune starts the session's first trial,
 after Ray is up, so a search never spends its budget starting Ray. A `resume` gets the budget again (or the one it

@@ -1,14 +1,23 @@
 """Every trial of a search as the summary sees it: the study's trials (ids, hyperparameters, how they ended: the
-study decides) with the epochs their own files hold."""
+study decides) with the epochs their own files hold; and the summary so far of a search that has not finished (still
+running, or interrupted), from its study read as optuna-dashboard reads it (never locked, never written). No Ray, no
+torch."""
 
 from __future__ import annotations
 
 import math
 
-from search.results.summary import CHECKPOINT_KEY, TrialResult
-from search.running.study import StudyRecord, ending_in_study, trial_id_of
-from trainables.foundation.repeats import seed_of
-from trainables.foundation.storage import Experiment, relative_checkpoint
+import optuna
+
+from search.results.summary import CHECKPOINT_KEY, TrialResult, summarize
+from search.running.proposals.study_setup import coding_for
+from search.running.settings import read_settings
+from search.running.study.journal import STUDY_NAME, journal_storage
+from search.running.study.record import StudyRecord, ending_in_study, trial_id_of
+from trainables.foundation.config import RunConfig
+from trainables.foundation.objectives import objectives_of
+from trainables.foundation.space import load_run_space
+from trainables.foundation.storage import STUDY_FILE, Experiment, relative_checkpoint
 from trainables.foundation.trial_files import TrialFiles
 
 # Keys Tune adds to every result, and the trial's own bookkeeping: the summary keeps what the training loop reported.
@@ -39,7 +48,7 @@ def trial_results(record: StudyRecord, experiment: Experiment, storage: str) -> 
         results.append(
             TrialResult(
                 trial_id=trial_id,
-                config={**record.constants, **record.coding.to_config(trial.params), **seed_of(trial)},
+                config=record.configuration(trial),
                 history=[_clean_row(row, storage) for row in TrialFiles(experiment.location, trial_id).rows()],
                 status=ending.status if ending else "running",
                 reason=ending.reason if ending else None,
@@ -61,3 +70,26 @@ def _clean_row(row: dict, storage: str) -> dict:
             value = relative_checkpoint(value)  # relative to the experiment, which can move
         cleaned[key] = value
     return cleaned
+
+
+def summary_so_far(experiment: Experiment) -> tuple[dict, int]:
+    """(the summary of the trials that have ended, the number of trials that have not). `experiment`: its settings
+    and study in its local folder (search.viewers downloads a URI's)."""
+    config = RunConfig.from_dict(read_settings(experiment.local)["run"])
+    space = load_run_space(config)
+    objectives = objectives_of(config, space)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = journal_storage(experiment.local / STUDY_FILE)  # a reader's: never trimmed, never unlocked
+    study = optuna.load_study(study_name=STUDY_NAME, storage=storage)
+    constants = config.constants(space)
+    primary = objectives[0]
+    record = StudyRecord(
+        study, storage, coding_for(config, space), primary.name, primary.mode, config.epochs, constants, objectives
+    )
+    results = trial_results(record, experiment, config.storage)
+    ended = [result for result in results if result.status != "running"]
+    named = [{"name": o.name, "mode": o.mode} for o in objectives]
+    summary = summarize(
+        space.name, space.metric, space.mode, config.to_dict(), ended, experiment.checkpoint_exists(), named
+    )
+    return summary, len(results) - len(ended)

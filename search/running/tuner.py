@@ -1,6 +1,6 @@
 """Runs a search on Ray Tune: Optuna (TPE) proposes, ASHA stops, every trial is a TorchTrainer run.
 
-The search's state is its study (search.running.study) and its trials' own files: every session (`run`, `resume`,
+The search's state is its study (search.running.study.record) and its trials' own files: every session (`run`, `resume`,
 a grown search) builds a fresh `Tuner` over them; Tune's own snapshots are never restored. Ray is imported here, in
 `callbacks`, `scheduler` and `searcher` (Tune's hooks) and in `trainables` (the trial's driver and worker loop).
 """
@@ -18,23 +18,22 @@ from search.results.files import write_json_atomically
 from search.results.summary import SUMMARY_FILE, summarize
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import import_ahead, test_accuracy
-from search.running.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
+from search.running.asha.pareto_asha import pareto_asha
+from search.running.asha.study_asha import study_asha
 from search.running.clock import clock_prefix, command_began
-from search.running.connect import check_paths_on_every_node, connect
-from search.running.continuation import continue_stopped_by_budget
-from search.running.decider import Decider
 from search.running.driver_words import asha_words, budget_words, first_line_words, no_result_message, route_logs
+from search.running.ends.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
+from search.running.ends.decider import Decider
+from search.running.ends.reconcile import continue_stopped_by_budget, reconcile
+from search.running.joining.connect import check_paths_on_every_node, connect
 from search.running.live_view import ProgressView
-from search.running.mlflow_store import store_files
-from search.running.pareto_asha import pareto_asha
-from search.running.reconcile import reconcile
-from search.running.scheduler import study_asha
-from search.running.searcher import StudySearcher
+from search.running.proposals.searcher import StudySearcher
+from search.running.proposals.study_setup import open_search_study
 from search.running.settings import write_settings
 from search.running.stopping import SessionStop, ctrl_c_stops
-from search.running.study import StudyRecord
-from search.running.study_setup import open_search_study
-from search.running.tracking import MlflowTracker, start_tracker
+from search.running.study.record import StudyRecord
+from search.running.tracking.mlflow_store import store_files
+from search.running.tracking.tracker import MlflowTracker, start_tracker
 from search.running.trial_results import trial_results
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
@@ -239,7 +238,7 @@ def build_tuner(
     """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
     return ray.tune.Tuner(
         build_trainable(config, space, experiment, placement),
-        param_space={**space.constants, **config.fixed},
+        param_space=config.constants(space),
         tune_config=ray.tune.TuneConfig(
             metric=space.metric,
             mode=space.mode,

@@ -139,6 +139,10 @@ class RunConfig:
         """Epochs where a trial's lr schedule ends a cycle: ASHA's rungs before the last epoch with `rung_cycles`."""
         return cycle_ends(self.epochs, self.grace, self.reduction) if self.rung_cycles else ()
 
+    def constants(self, space) -> dict:
+        """What every trial of the search shares: the space's constants and the hyperparameters fixed here."""
+        return {**space.constants, **self.fixed}
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from trainables.foundation.errors import UsageError
 
@@ -92,8 +92,6 @@ def numeric_choices(dist: CategoricalDistribution) -> type | None:
 def pin_warnings(searched: dict[str, BaseDistribution], fixed: dict) -> list[str]:
     """One `warning:` line per pin of a searched hyperparameter that lies outside its searched range (or is not
     among its searched choices), naming the range; the pin is kept."""
-    from trainables.foundation.space import describe_distribution
-
     lines = []
     for key, value in fixed.items():
         dist = searched.get(key)
@@ -114,3 +112,16 @@ def _within(dist: BaseDistribution, value) -> bool:
 
 def _text(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def describe_distribution(dist: BaseDistribution) -> str:
+    """A human-readable range, e.g. 'float, log scale, 0.0001 .. 0.3'."""
+    if isinstance(dist, CategoricalDistribution):
+        return "one of " + ", ".join(str(c) for c in dist.choices)
+    if isinstance(dist, (FloatDistribution, IntDistribution)):
+        kind = "float" if isinstance(dist, FloatDistribution) else "int"
+        scale = ", log scale" if dist.log else ""
+        has_step = dist.step is not None and not (kind == "int" and dist.step == 1)
+        step = f", step {dist.step:g}" if has_step else ""
+        return f"{kind}{scale}{step}, {dist.low:g} .. {dist.high:g}"
+    return repr(dist)

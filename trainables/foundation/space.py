@@ -18,7 +18,6 @@ from typing import Any
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
-    FloatDistribution,
     IntDistribution,
 )
 
@@ -88,19 +87,6 @@ class Space:
             hyperparameters={**self.hyperparameters, **cost},
             constants={name: value for name, value in self.constants.items() if name not in cost},
         )
-
-
-def describe_distribution(dist: BaseDistribution) -> str:
-    """A human-readable range, e.g. 'float, log scale, 0.0001 .. 0.3'."""
-    if isinstance(dist, CategoricalDistribution):
-        return "one of " + ", ".join(str(c) for c in dist.choices)
-    if isinstance(dist, (FloatDistribution, IntDistribution)):
-        kind = "float" if isinstance(dist, FloatDistribution) else "int"
-        scale = ", log scale" if dist.log else ""
-        has_step = dist.step is not None and not (kind == "int" and dist.step == 1)
-        step = f", step {dist.step:g}" if has_step else ""
-        return f"{kind}{scale}{step}, {dist.low:g} .. {dist.high:g}"
-    return repr(dist)
 
 
 def coerce_hyperparameter(space: Space, key: str, text: str) -> Any:

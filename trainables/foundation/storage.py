@@ -3,7 +3,7 @@
 With a URI, the trials write their own files (result.json, end.json, checkpoints) to it, through pyarrow; the
 driver's files (search.json, study.log, search.log, TensorBoard events, summary.json) are written to a local
 working folder and uploaded to the URI: after every trial, on interruption, and at the end, summary.json last.
-`resume` downloads them into that working folder once it holds the experiment's lock (search.running.writer_lock).
+`resume` downloads them into that working folder once it holds the experiment's lock (search.running.writer.lock).
 Readers (`export`, `report`, `tensorboard`, `dashboard`) download what they read into a viewing folder of their own,
 never the driver's working folder, so a reader on the search's own machine never overwrites a live driver's study.
 
@@ -22,10 +22,10 @@ from trainables.foundation.cache import cache_folder
 from trainables.foundation.errors import UsageError
 
 SEARCH_FILE = "search.json"  # the search's config, written before the first trial: marks an experiment folder
-STUDY_FILE = "study.log"  # the search's Optuna study (search.running.study), which optuna-dashboard serves
+STUDY_FILE = "study.log"  # the search's Optuna study (search.running.study.record), which optuna-dashboard serves
 URI_EXAMPLES = "s3://bucket/prefix, gs://bucket/prefix or file:///path"
 CHECKPOINT_FOLDER_PREFIX = "train_"  # Ray Train runs (their checkpoints): readers download only what they need
-LOCK_FILE, LEASE_FILE = "driver.lock", "driver.lease"  # the experiment's one writer (search.running.writer_lock)
+LOCK_FILE, LEASE_FILE = "driver.lock", "driver.lease"  # the experiment's one writer (search.running.writer.lock)
 CLOCK_FILE = "driver.lease.clock"  # stamped by the store when a driver asks the store's time (the lease's age)
 
 
@@ -102,7 +102,7 @@ def read_text(location: str) -> str:
     return read_bytes(location).decode()
 
 
-# The experiments whose writer holds them through a lease (search.running.writer_lock): every write of this process
+# The experiments whose writer holds them through a lease (search.running.writer.lock): every write of this process
 # under such a location first asks the lease's holder whether it still holds it (`fence.check()` raises if not).
 _fences: dict[str, object] = {}
 
@@ -272,7 +272,7 @@ class Experiment:
 def claim(experiment: Experiment, name: str) -> None:
     """Create the experiment's folder, or refuse in one line when it exists: one step, so that of two searches
     started at once with the same storage and name, exactly one gets it (mkdir is atomic). On a URI (object stores
-    offer pyarrow no create-if-absent) the driver claims under the experiment's lease (search.running.writer_lock),
+    offer pyarrow no create-if-absent) the driver claims under the experiment's lease (search.running.writer.lock),
     which decides between two drivers: the URI may hold nothing but that lease, and the working folder is emptied
     but for the lock the driver holds there."""
     if experiment.remote:

@@ -8,7 +8,7 @@ they can know more than the study:
                              and before Tune hears of the epoch; only ever grows (rewritten whole under a temporary
                              name, then moved into place, so a reader never sees half a line, with every row the file
                              holds at that moment, whoever wrote it)
-    trial_<id>/end.json      how the trial ended (search.running.endings: status and reason), written by the search
+    trial_<id>/end.json      how the trial ended (search.running.study.endings: status, reason), written by the search
                              driver from its study, right after the study holds it
     train_<id>/checkpoint_epoch_NNNN/   the checkpoints, each complete once its `.complete` marker is there
 
@@ -29,9 +29,9 @@ RESULT_FILE = "result.json"
 END_FILE = "end.json"
 CHECKPOINT_KEY = "checkpoint_path"  # the checkpoint's location, added to each epoch's row beside its metrics
 # A trial's configuration carries its id: Tune names a trial anew in every session, while a trial that `resume`
-# runs again keeps its id, its folders and its place in the study (search.running.study).
+# runs again keeps its id, its folders and its place in the study (search.running.study.record).
 TRIAL_KEY = "trial_id"
-# The one ending that is not final (search.running.endings): a later session continues a trial the budget stopped.
+# The one ending that is not final (search.running.study.endings): a later session continues a trial the budget stopped.
 STOPPED_BY_BUDGET = "stopped_by_budget"
 
 

@@ -1,5 +1,5 @@
 """A trial process's own fence: a trial writes its checkpoints and rows to a URI experiment only while the driver that
-started it holds the experiment's lease (search.running.writer_lock).
+started it holds the experiment's lease (search.running.writer.lock).
 
 The driver's fence lives in the driver's process. A trial's process (a Ray worker) is not stopped by it: after a stall
 (a suspended machine, a partition) and another driver's takeover, it could go on writing over the checkpoints and

@@ -1,7 +1,7 @@
 """How a trial ended: one rule, applied once, from what happened to it.
 
-A trial ends in one of four ways, each with its study state (search.running.study writes it, first; `end.json`, the
-summary, the live view, TensorBoard's HParams and MLflow read it from there):
+A trial ends in one of four ways, each with its study state (search.running.study.record writes it, first; `end.json`,
+the summary, the live view, TensorBoard's HParams and MLflow read it from there):
 
     completed          trained all its epochs                       COMPLETE
     stopped_early      stopped by ASHA at a rung                    PRUNED

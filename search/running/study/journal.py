@@ -1,5 +1,5 @@
 """The study's storage: Optuna's `JournalStorage` file in the experiment folder, opened by its one writer (the driver
-holding the experiment's lock, search.running.writer_lock) or by readers. Optuna only: no Ray, no torch."""
+holding the experiment's lock, search.running.writer.lock) or by readers. Optuna only: no Ray, no torch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where a driver's lease lives (search.running.writer_lock), and how the store lets it be written.
+"""Where a driver's lease lives (search.running.writer.lock), and how the store lets it be written.
 
 S3 through boto3, when boto3 is importable (`ConditionalStore`): the lease is created with PutObject
 `If-None-Match: *`, a stale one is replaced with `If-Match: <its ETag>`, and the holder renews it with

@@ -8,7 +8,7 @@ its `result.json` holds as metrics, the epoch as the step. MLflow is brought up 
 
 A trial the study holds as running again (a trial a budget stopped, continued by a grown search; one an interrupted
 session left) has its run marked RUNNING again, and ended when the study ends it. A tracking failure never fails the
-search, and Tune's callbacks never wait for MLflow (search.running.tracking_calls). No Ray, no torch.
+search, and Tune's callbacks never wait for MLflow (search.running.tracking.calls). No Ray, no torch.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import logging
 from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, read_summary
-from search.running.mlflow_store import (
+from search.running.study.record import SEARCH_ID_ATTR, StudyRecord, ending_in_study, trial_id_of
+from search.running.tracking.calls import BackgroundCalls, queued, safely
+from search.running.tracking.mlflow_store import (
     EXPERIMENT_TAG,
     PARENT_TAG,
     ROLE,
@@ -35,8 +37,6 @@ from search.running.mlflow_store import (
     tag_list,
     tracking_uri,
 )
-from search.running.study import SEARCH_ID_ATTR, StudyRecord, ending_in_study, trial_id_of
-from search.running.tracking_calls import BackgroundCalls, queued, safely
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
 from trainables.foundation.storage import Experiment
@@ -45,7 +45,7 @@ from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 MUTABLE_SETTINGS = {"trials", "time_budget", "concurrency", "verbose"}  # what `resume` may change: tags, not params
 RUN_STATUS = {"completed": "FINISHED", "stopped_early": "FINISHED", "stopped_by_budget": "FINISHED", "failed": "FAILED"}
 # MLflow 3's kind of a model-training experiment (its UI still opens the GenAI view in a fresh browser profile:
-# search.running.mlflow_store.runs_table_link is what opens the runs table)
+# search.running.tracking.mlflow_store.runs_table_link is what opens the runs table)
 KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
 NOT_METRICS = {"epoch", "diverged", "recovered", "started_at", "pid", "resumed_from"}
 
@@ -136,7 +136,7 @@ class MlflowTracker(BackgroundCalls):
         """Bring MLflow up to the study and the trials' files: every trial, every recorded epoch, every end."""
         for frozen in record.proposed():
             trial_id = trial_id_of(frozen)
-            run_id = self._run_of(trial_id, {**record.constants, **record.coding.to_config(frozen.params)})
+            run_id = self._run_of(trial_id, record.configuration(frozen, seed=False))
             rows = TrialFiles(self.experiment.location, trial_id).rows()
             self._log_rows(run_id, rows)
             if ending_in_study(frozen) is None:
@@ -152,7 +152,7 @@ class MlflowTracker(BackgroundCalls):
     @queued
     @safely
     def ended(self, record: StudyRecord, trial_id: str, config: dict) -> None:
-        """A trial ended (the study knows how: search.running.callbacks.TrialEnds wrote it first)."""
+        """A trial ended (the study knows how: search.running.ends.callbacks.TrialEnds wrote it first)."""
         frozen = record.frozen(trial_id)
         if frozen is not None:  # the epochs its files hold that Tune never reported (a budget's end) first
             run_id, rows = self._run_of(trial_id, config), TrialFiles(self.experiment.location, trial_id).rows()
@@ -258,7 +258,7 @@ def report_plots(experiment: Experiment) -> list[Path]:
 def bring_up_to_date(config: RunConfig, space: Space, experiment: Experiment) -> bool:
     """A finished search's MLflow runs brought up to its study, its trials' files and its summary (`resume` of a
     finished search: after a tracking failure, or to track a search that had none). No Ray."""
-    from search.running.study_setup import open_search_study
+    from search.running.proposals.study_setup import open_search_study
 
     record = open_search_study(config, space, experiment)
     tracker = start_tracker(config, space.name, experiment, space.metric, record)

@@ -1,12 +1,12 @@
 """What a search's study holds of its trials, read: the attributes the search writes, each trial's epochs and its
 other objectives' values, its ending (the state decides), and the questions the driver asks of the whole study.
-Written by search.running.study's `StudyRecord`, the one writer. Optuna only: no Ray, no torch."""
+Written by search.running.study.record's `StudyRecord`, the one writer. Optuna only: no Ray, no torch."""
 
 from __future__ import annotations
 
 from optuna.trial import FrozenTrial, TrialState
 
-from search.running.endings import COMPLETED, FAILED, STATUSES, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
+from search.running.study.endings import COMPLETED, FAILED, STATUSES, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
 from trainables.foundation.repeats import seed_of
 
 ID_ATTR, STATUS_ATTR, REASON_ATTR, SCORE_ATTR = "trial_id", "status", "reason", "score"
@@ -75,8 +75,12 @@ def ending_in_study(trial: FrozenTrial) -> Ending | None:
 
 
 class StudyQueries:
-    """What the driver asks of the study as a whole. Needs `study`, `numbers` (trial id -> number), `constants`,
-    `coding` and `mode`."""
+    """What the driver asks of the study as a whole. A reader's (`StudyQueries(study)`) answers what needs the study
+    alone (`proposed` and what follows from it); the record's also needs `numbers` (trial id -> number),
+    `constants`, `coding` and `mode`."""
+
+    def __init__(self, study):
+        self.study = study
 
     def frozen(self, trial_id: str) -> FrozenTrial | None:
         number = self.numbers.get(trial_id)
@@ -86,10 +90,12 @@ class StudyQueries:
         frozen = self.frozen(trial_id)
         return None if frozen is None else ending_in_study(frozen)
 
+    def configuration(self, frozen: FrozenTrial, seed: bool = True) -> dict:
+        """The trial's whole configuration: what every trial shares, its own hyperparameters and (`seed`) its seed."""
+        return {**self.constants, **self.coding.to_config(frozen.params), **(seed_of(frozen) if seed else {})}
+
     def config_of(self, trial_id: str) -> dict:
-        """The trial's whole configuration: what every trial shares, and its own hyperparameters."""
-        frozen = self.frozen(trial_id)
-        return {**self.constants, **self.coding.to_config(frozen.params), **seed_of(frozen)}
+        return self.configuration(self.frozen(trial_id))
 
     def proposed(self) -> list[FrozenTrial]:
         """Every trial the search has proposed, one per trial id (a configuration given with `enqueue` waits until
@@ -113,7 +119,7 @@ class StudyQueries:
         return [t for t in self.proposed() if (ending_in_study(t) or Ending("")).status == STOPPED_BY_BUDGET]
 
     def counts(self) -> dict[str, int]:
-        """The search's ended trials by how they ended (search.running.endings)."""
+        """The search's ended trials by how they ended (search.running.study.endings)."""
         counts = dict.fromkeys(STATUSES, 0)
         for trial in self.proposed():
             ending = ending_in_study(trial)

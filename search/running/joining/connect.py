@@ -13,7 +13,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from search.results.tensorboard import free_port
 from search.running.clock import clock_prefix
-from search.running.cluster import (
+from search.running.joining.cluster import (
     bound_gcs_history,
     check_every_node_sees,
     paths_every_node_needs,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
-from search.running.study import (
+from search.running.study.record import (
     RUNGS_ATTR,
     StudyWriteFailed,
     epoch_values,

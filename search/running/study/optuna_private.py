@@ -33,8 +33,8 @@ class PastParamsHook:
     """A `TPESampler` that models the past trials' parameters otherwise than the study holds them: TPE reads them
     through its private `_get_params(trial, study)`. No public hook serves: a sampler sees the past trials only
     through the study it is handed (a stand-in study would have to copy every trial at every proposal and answer
-    TPE's own private calls on it). Without it `OrderedTPESampler` (search.running.sampler) would model a choice among
-    numbers by its value (128) where it proposes positions (2): TPE would model nothing it proposed."""
+    TPE's own private calls on it). Without it `OrderedTPESampler` (search.running.proposals.sampler) would model a
+    choice among numbers by its value (128) where it proposes positions (2): TPE would model nothing it proposed."""
 
     def _get_params(self, trial: FrozenTrial, study: optuna.Study) -> dict:
         return self.past_params(super()._get_params(trial, study))

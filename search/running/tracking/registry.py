@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from search.running.mlflow_store import mlflow_client, parent_run, refuse_unusable, tracking_uri
+from search.running.tracking.mlflow_store import mlflow_client, parent_run, refuse_unusable, tracking_uri
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment

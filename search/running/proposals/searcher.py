@@ -1,4 +1,4 @@
-"""Optuna proposes the trials: the search's study (search.running.study) behind Ray Tune's public `Searcher` API.
+"""Optuna proposes the trials: the search's study (search.running.study.record) behind Ray Tune's public `Searcher` API.
 
 A trial ASHA stopped reaches the study as pruned with every epoch it reported, the stopping one included; a failed
 or diverged one as failed (with its reason), written by the driver's `TrialEnds` callback.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from optuna.trial import FrozenTrial
 from ray.tune.search import Searcher
 
-from search.running.study import StudyRecord, StudyWriteFailed, trial_id_of
+from search.running.study.record import StudyRecord, StudyWriteFailed, trial_id_of
 from trainables.foundation.repeats import SEED_KEY, seed_of
 from trainables.foundation.trial_files import TRIAL_KEY
 
@@ -21,7 +21,7 @@ class StudySearcher(Searcher):
     first, with its own id and configuration), every reported epoch becomes an intermediate value, including the
     epoch at which ASHA stops a trial (Tune hands that one to `on_trial_complete` only). How a trial ended is
     written by the driver's `TrialEnds` callback, which knows why a trial failed. The study persists itself
-    (search.running.study): Tune's own searcher snapshot is not written."""
+    (search.running.study.record): Tune's own searcher snapshot is not written."""
 
     def __init__(self, record: StudyRecord, unended: list[FrozenTrial], metric: str, mode: str, seed: int = 0):
         """`seed`: the run's. With nothing left to search (no searched key) every trial is a repeat of the one

@@ -1,9 +1,9 @@
 """Tune callbacks that run in the search driver: how trials ended, TensorBoard events, tracking, uploads.
 
 `TrialEnds` hands what Tune saw of a trial's end (its epochs, the scheduler's stop, its error) to the decider
-(search.running.decider), which decides, writes the study, then `end.json`, then tells the followers (the live view,
-TensorBoard, MLflow, the upload), which never decide anything of their own. A trial a budget stopped, which Tune ends
-without a callback, is ended by the decider after Tune returns (`TrialEnds.out_of_budget`).
+(search.running.ends.decider), which decides, writes the study, then `end.json`, then tells the followers (the live
+view, TensorBoard, MLflow, the upload), which never decide anything of their own. A trial a budget stopped, which Tune
+ends without a callback, is ended by the decider after Tune returns (`TrialEnds.out_of_budget`).
 
 Every hook is guarded: an error in one (an upload that fails, a full disk under TensorBoard, a tracking server that
 is going away) is named once on the terminal and in `search.log`, and never reaches Tune, so it cannot turn a
@@ -21,11 +21,11 @@ from pathlib import Path
 import ray.tune
 
 from search.results.tensorboard import TrialEventWriter, written_epochs
-from search.running.decider import Decider
-from search.running.endings import STOPPED_EARLY, EndFacts, Ending
-from search.running.failures import root_cause
-from search.running.study import OBJECTIVES_ATTR, SCORE_ATTR, StudyRecord, StudyWriteFailed, epoch_values
-from search.running.writer_lock import LeaseLost
+from search.running.ends.decider import Decider
+from search.running.ends.failures import root_cause
+from search.running.study.endings import STOPPED_EARLY, EndFacts, Ending
+from search.running.study.record import OBJECTIVES_ATTR, SCORE_ATTR, StudyRecord, StudyWriteFailed, epoch_values
+from search.running.writer.lock import LeaseLost
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, trial_key
 
@@ -39,7 +39,7 @@ def _guarded(method):
         try:
             return method(self, *args, **kwargs)
         except LeaseLost:
-            return None  # another driver took the search over: this one is stopping (search.running.writer_lock)
+            return None  # another driver took the search over: this one is stopping (search.running.writer.lock)
         except Exception as exc:  # noqa: BLE001 - a callback's failure must never reach Tune
             self.name_failure(method.__name__, exc)
             return None
@@ -123,7 +123,7 @@ class TrialEnds(Guarded):
 
 
 class Tracking(FollowsEnds):
-    """The experiment tracker (search.running.tracking) as the trials go: each reported epoch, and each end."""
+    """The experiment tracker (search.running.tracking.tracker) as the trials go: each reported epoch, and each end."""
 
     what = "MLflow tracking"
 

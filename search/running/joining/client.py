@@ -16,7 +16,7 @@ import ray
 from ray.util.queue import Empty, Queue
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from search.running.cluster import (
+from search.running.joining.cluster import (
     client_host_port,
     is_client_server_start_failure,
     project_runtime_env,

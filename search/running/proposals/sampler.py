@@ -13,7 +13,7 @@ from __future__ import annotations
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.samplers import RandomSampler, TPESampler
 
-from search.running.optuna_private import PastParamsHook
+from search.running.study.optuna_private import PastParamsHook
 
 
 class OrderedTPESampler(PastParamsHook, TPESampler):
@@ -23,7 +23,7 @@ class OrderedTPESampler(PastParamsHook, TPESampler):
     proposes over positions with the same seed (tests/test_space_coding.py). `ordered`: name -> sorted choices.
     Optuna 5's TPE is multivariate for one objective and independent for several: both paths are mapped. The past
     trials' parameters TPE models are mapped through the one private hook of its TPE (`PastParamsHook`, behind
-    search.running.optuna_private)."""
+    search.running.study.optuna_private)."""
 
     def __init__(self, ordered: dict[str, list], **tpe):
         super().__init__(**tpe)

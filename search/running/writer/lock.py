@@ -10,8 +10,8 @@ URI (object store): the driver's working folder on this machine is locked as abo
 taken over; its age is judged by the store's clock (the lease's modification time against a probe's the store stamps
 now), never by comparing two machines' clocks. A store that keeps no times cannot tell the age: the lease is read
 again after `STALE_S` and taken only if its holder did not renew it meanwhile. How the lease is written depends on
-the store (search.running.lease_store): on S3 with boto3, every write is conditional (created if none, replaced or
-renewed only if it is still the version this driver saw), so the store itself decides between two drivers, and a
+the store (search.running.writer.lease_store): on S3 with boto3, every write is conditional (created if none, replaced
+or renewed only if it is still the version this driver saw), so the store itself decides between two drivers, and a
 holder whose lease another driver took learns it at its next renewal. Other stores offer no conditional write: the
 lease is read back after `READ_BACK_S` (the last writer wins; a driver that reads back another's lease gives way)
 and read back before each renewal; two drivers that take a stale lease within that pause of each other could both
@@ -37,7 +37,7 @@ import time
 import uuid
 from pathlib import Path
 
-from search.running.lease_store import Lease, LeaseChanged, age_by_store, lease_store, parse_holder
+from search.running.writer.lease_store import Lease, LeaseChanged, age_by_store, lease_store, parse_holder
 from trainables.foundation.errors import SearchFailed, UsageError
 from trainables.foundation.storage import LEASE_FILE, LOCK_FILE, Experiment, set_fence
 

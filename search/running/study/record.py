@@ -4,18 +4,18 @@
 the only writer; readers (optuna-dashboard, `optuna.load_study`, `report`) never lock it. Each trial of the search
 is one Optuna trial, with the project's trial id as its user attribute `trial_id`, every epoch it reported as an
 intermediate value, each rung decision the scheduler made (`rung_decisions`), and its end as the decider
-(search.running.decider) decides it: the state (COMPLETE with its score (`search.results.score`), PRUNED when ASHA
+(search.running.ends.decider) decides it: the state (COMPLETE with its score (`search.results.score`), PRUNED when ASHA
 or a budget stopped it, FAIL), the user attribute `status` (which of the four endings) and `reason`. The state is
 written last: a trial whose end could not be written all through is still RUNNING, and nothing reads an ending
-from the attributes of a running trial (search.running.study_trials).
+from the attributes of a running trial (search.running.study.queries).
 
-One driver writes the study at a time (search.running.writer_lock); its journal's own lock and a line a killed
+One driver writes the study at a time (search.running.writer.lock); its journal's own lock and a line a killed
 writer cut short are cleared only by a driver that holds that lock. A write that fails (a full disk) is kept as the
 record's `failure`: from then on it writes nothing more, and the driver stops the search (exit 1) with every trial as
 the study held it, for `resume`.
 
 A trial's own files are written before Tune (and so the study) hears of an epoch, so after a kill they can know
-more than the study: `search.running.reconcile` brings the study up to them before a session starts.
+more than the study: `search.running.ends.reconcile` brings the study up to them before a session starts.
 
 Optuna only: no Ray, no torch.
 """
@@ -30,11 +30,11 @@ from optuna.storages import BaseStorage, InMemoryStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from search.results.score import is_finite_number, standing_row
-from search.running.endings import EndFacts, Ending, decide
-from search.running.journal import open_study
-from search.running.optuna_private import prune_with_value, running_trial
-from search.running.space_coding import SpaceCoding
-from search.running.study_trials import (  # noqa: F401 - the names other modules read the study by
+from search.running.study.coding import SpaceCoding
+from search.running.study.endings import EndFacts, Ending, decide
+from search.running.study.journal import open_study
+from search.running.study.optuna_private import prune_with_value, running_trial
+from search.running.study.queries import (  # noqa: F401 - the names other modules read the study by
     CONTINUES_ATTR,
     COSTS_ATTR,
     EPOCH_OTHERS_ATTR,
@@ -92,9 +92,10 @@ class StudyRecord(StudyQueries):
         objectives: list[Objective] | None = None,
     ):
         """`storage`: the study's, which sets a stopped trial PRUNED with the value of the epoch that stands for it
-        (search.running.optuna_private). `objectives`: the primary (`metric`) first; the others come from the rows a
-        trial reports."""
-        self.study, self.storage, self.coding, self.constants = study, storage, coding, constants
+        (search.running.study.optuna_private). `objectives`: the primary (`metric`) first; the others come from the rows
+        a trial reports."""
+        super().__init__(study)
+        self.storage, self.coding, self.constants = storage, coding, constants
         self.metric, self.mode, self.epochs = metric, mode, epochs
         self.objectives = objectives or [Objective(metric, mode)]
         self.other_names = [o.name for o in self.objectives[1:]]
@@ -154,7 +155,9 @@ class StudyRecord(StudyQueries):
         with self.writing(f"proposing trial {trial_id}"):
             trial = self.study.ask(self.coding.distributions)
             trial.set_user_attr(ID_ATTR, trial_id)
-            trial.set_user_attr(RUNGS_ATTR, {})  # its rung decisions are kept from the start (search.running.rungs)
+            trial.set_user_attr(
+                RUNGS_ATTR, {}
+            )  # its rung decisions are kept from the start (search.running.asha.rungs)
         self.numbers[trial_id] = trial.number
         return trial
 
@@ -185,7 +188,7 @@ class StudyRecord(StudyQueries):
 
     def note_rung(self, trial_id: str, epoch: int, decision: str) -> None:
         """The scheduler's decision at the rung `epoch` met, written before Tune acts on it: a kill between the two
-        leaves the decision, which `resume` carries out (search.running.rungs)."""
+        leaves the decision, which `resume` carries out (search.running.asha.rungs)."""
         frozen = self.frozen(trial_id)
         if frozen is None or frozen.state != TrialState.RUNNING:
             return
@@ -196,7 +199,7 @@ class StudyRecord(StudyQueries):
     def standing(self, frozen: FrozenTrial) -> tuple[float | None, dict]:
         """The trial's score and the other objectives' values at the same epoch, the one that stands for it
         (search.results.score): the values the study, its front and `export` all take."""
-        config = {**self.constants, **self.coding.to_config(frozen.params)}
+        config = self.configuration(frozen, seed=False)
         rows = [{"epoch": epoch, "m": value} for epoch, value in epoch_values(frozen).items()]
         row = standing_row(rows, config, "m", self.mode)
         if row is None:
@@ -204,7 +207,7 @@ class StudyRecord(StudyQueries):
         return float(row["m"]), other_objectives_by_epoch(frozen).get(int(row["epoch"]), {})
 
     def decide(self, trial_id: str, facts: EndFacts) -> Ending | None:
-        """How the running trial ended, by the one rule (search.running.endings), from `facts` and what the study
+        """How the running trial ended, by the one rule (search.running.study.endings), from `facts` and what the study
         holds of it; None for a trial that is not running."""
         frozen = self.frozen(trial_id)
         if frozen is None or frozen.state != TrialState.RUNNING:
@@ -232,16 +235,6 @@ class StudyRecord(StudyQueries):
                 prune_with_value(self.study, self.storage, frozen, one_value)
             else:
                 self.study.tell(frozen.number, values if state == TrialState.COMPLETE else None, state=state)
-
-    def end(self, trial_id: str, decided: Ending) -> Ending | None:
-        """Decides and writes at once, for the replays (benchmarks/), which have no trial files and no followers:
-        `decided` is what happened; the study's ending is returned. The search itself ends trials through its
-        decider (search.running.decider)."""
-        ending = self.decide(trial_id, EndFacts(0, written=decided))
-        if ending is None:
-            return self.ending(trial_id)
-        self.write_end(trial_id, ending)
-        return ending
 
     def fail_unnamed(self, number: int, reason: str) -> None:
         """A proposal a kill cut short before it was named (no trial id, never handed to Tune): failed with `reason`."""

@@ -1,7 +1,11 @@
-"""Bringing the study up to what a search's trials' own files know, before a session starts.
+"""Before a session starts: the study brought up to what a search's trials' own files know, and the trials a budget
+stopped continued.
 
 A trial's files are written before Tune (and so the study) hears of an epoch, so after a kill they can know more
-than the study (search.running.study). Optuna only: no Ray, no torch.
+than the study (search.running.study.record). A trial a budget stopped is continued by a later session of a grown
+search: Optuna never reopens an ended trial, so the continuation is a new running trial of the study with the same
+id, configuration and history (epochs, their other objectives, the rung decisions made), which stands for the stopped
+one from then on; it trains on from its latest checkpoint. Optuna only: no Ray, no torch.
 """
 
 from __future__ import annotations
@@ -9,13 +13,26 @@ from __future__ import annotations
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from search.running.decider import Decider
-from search.running.endings import STATUSES, EndFacts, Ending
-from search.running.study import CONTINUES_ATTR, ID_ATTR, RUNGS_ATTR, StudyRecord, trial_id_of
+from search.running.ends.decider import Decider
+from search.running.study.endings import STATUSES, EndFacts, Ending
+from search.running.study.record import (
+    CONTINUES_ATTR,
+    COSTS_ATTR,
+    EPOCH_OTHERS_ATTR,
+    EPOCHS_ATTR,
+    ID_ATTR,
+    INHERITED_ATTR,
+    RUNGS_ATTR,
+    StudyRecord,
+    epoch_values,
+    trial_id_of,
+)
 from trainables.foundation.errors import divergence_cause
+from trainables.foundation.repeats import SEED_KEY
 from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids
 
 CUT_PROPOSAL = "never started: the driver was killed while proposing it"
+CARRIED = (EPOCHS_ATTR, EPOCH_OTHERS_ATTR, COSTS_ATTR, RUNGS_ATTR, SEED_KEY)  # the history a continuation takes over
 
 
 def reconcile(decider: Decider) -> list[FrozenTrial]:
@@ -36,7 +53,7 @@ def reconcile(decider: Decider) -> list[FrozenTrial]:
         epochs_run = decider.take_epochs_from_files(trial_id)
         rows = files.rows()
         written = _ending_in_files(files.ending(), frozen)
-        hp = {**record.constants, **record.coding.to_config(frozen.params)}
+        hp = record.configuration(frozen, seed=False)
         divergence = divergence_cause(rows[-1], hp) if rows and rows[-1].get("diverged") else None
         if written is not None or divergence or epochs_run >= record.epochs:
             decider.end(trial_id, EndFacts(epochs_run, divergence=divergence, written=written))
@@ -70,3 +87,25 @@ def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> Non
     with record.writing(f"trial {trial_id} from its files"):
         record.study.add_trial(added)
     record.numbers[trial_id] = len(record.study.get_trials(deepcopy=False)) - 1
+
+
+def continue_stopped_by_budget(record: StudyRecord) -> list[FrozenTrial]:
+    """Every trial a budget stopped (by its state and ending, search.running.study.queries), continued."""
+    stopped = record.stopped_by_budget()
+    for frozen in stopped:
+        continuation = optuna.trial.create_trial(
+            state=TrialState.RUNNING,
+            params=frozen.params,
+            distributions=frozen.distributions,
+            intermediate_values=frozen.intermediate_values,
+            user_attrs={
+                ID_ATTR: trial_id_of(frozen),
+                CONTINUES_ATTR: frozen.number,
+                INHERITED_ATTR: max(epoch_values(frozen), default=0),
+                **{key: frozen.user_attrs[key] for key in CARRIED if key in frozen.user_attrs},
+            },
+        )
+        with record.writing(f"the continuation of trial {trial_id_of(frozen)}"):
+            record.study.add_trial(continuation)
+        record.numbers[trial_id_of(frozen)] = len(record.study.get_trials(deepcopy=False)) - 1
+    return [record.frozen(trial_id_of(frozen)) for frozen in stopped]

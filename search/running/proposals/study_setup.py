@@ -12,10 +12,10 @@ from pathlib import Path
 from optuna.distributions import IntDistribution
 
 from search.results.summary import SUMMARY_FILE
-from search.running.sampler import make_sampler, startup_trials
-from search.running.space_coding import SpaceCoding, ordered_choices
-from search.running.study import SEARCH_ID_ATTR, STARTUP_ATTR, StudyRecord
-from search.running.study_trials import COUNT_DEFAULT_ATTR
+from search.running.proposals.sampler import make_sampler, startup_trials
+from search.running.study.coding import SpaceCoding, ordered_choices
+from search.running.study.queries import COUNT_DEFAULT_ATTR
+from search.running.study.record import SEARCH_ID_ATTR, STARTUP_ATTR, StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.objectives import objectives_of
@@ -25,7 +25,7 @@ from trainables.foundation.storage import Experiment
 
 def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
     """The space's searched keys (those not fixed with key=value), held as the values that train; the search's TPE
-    models a choice among numbers in order (search.running.sampler.OrderedTPESampler)."""
+    models a choice among numbers in order (search.running.proposals.sampler.OrderedTPESampler)."""
     space = space.for_objectives(len(objectives_of(config, space)))  # the cost knobs, with a second objective
     searched = {name: d for name, d in space.hyperparameters.items() if name not in config.fixed}
     return SpaceCoding(searched)
@@ -39,7 +39,7 @@ def open_search_study(
     grown search keeps it; the sampler's seed moves on by the trials already proposed, so a resumed search does not
     draw its first random configurations again."""
     coding = coding_for(config, space)
-    constants = {**space.constants, **config.fixed}
+    constants = config.constants(space)
     record = StudyRecord.in_folder(experiment.local, coding, objectives_of(config, space), config.epochs, constants)
     study = record.study
     held = held_as_positions(study, coding)  # a search goes on with the coding its study began with

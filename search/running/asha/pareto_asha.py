@@ -2,8 +2,8 @@
 recorded at that rung, ranked by non-dominated sorting (its Pareto front first, then crowding distance), as Syne
 Tune's MOASHA ranks them, or when none of them is better in every objective (as ASHA always lets the best go on).
 A scheduler on Tune's public `FIFOScheduler`, keyed by the search's trial ids like `StudyASHA`
-(search.running.scheduler); its rungs are met, decided at (`RungStops.decide`), written and rebuilt from the study as
-that one's (search.running.rungs).
+(search.running.asha.study_asha); its rungs are met, decided at (`RungStops.decide`), written and rebuilt from the study
+as that one's (search.running.asha.rungs).
 
 An objective that training does not change (`params`, `macs`) is known from a trial's first epoch, so a rung
 compares the accuracy a trial reached there with what it costs. A row missing an objective passes its rung.
@@ -17,14 +17,14 @@ from optuna.trial import FrozenTrial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from search.results.pareto import as_minimised, nondominated_ranks, pareto_order
-from search.running.rungs import RungStops, milestones, rebuild
+from search.running.asha.rungs import RungStops, milestones, rebuild
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import trial_key
 
 
 def rung_epochs(grace: int, reduction: float, max_t: int) -> list[int]:
-    """The first whole epoch that meets each rung below max_t (the milestones are Tune's: search.running.rungs)."""
+    """The first whole epoch that meets each rung below max_t (the milestones are Tune's: search.running.asha.rungs)."""
     return sorted({math.ceil(m - 1e-9) for m in milestones(grace, reduction, max_t) if m < max_t})
 
 

@@ -4,9 +4,9 @@ Every path that ends a trial comes here with what it knows (`EndFacts`): Tune's 
 `TrialEnds` callback, with the scheduler's decision), a budget that ran out (the trials still running, with the
 epochs their files hold), a session that finds the epoch budget spent, and `reconcile` after a kill (an `end.json`
 the study never heard of, the last epoch in a trial's files, a divergence, a proposal cut short). The decider
-decides by the one rule (search.running.endings), writes the study once (search.running.study), and only after that
-write succeeded writes the trial's `end.json` and tells the followers (live view, TensorBoard HParams, MLflow, the
-upload). A write that fails raises `StudyWriteFailed`: nothing follows it, and the driver stops the search.
+decides by the one rule (search.running.study.endings), writes the study once (search.running.study.record), and only
+after that write succeeded writes the trial's `end.json` and tells the followers (live view, TensorBoard HParams,
+MLflow, the upload). A write that fails raises `StudyWriteFailed`: nothing follows it, and the driver stops the search.
 
 Optuna and pyarrow only: no Ray, no torch.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 
-from search.running.endings import EndFacts, Ending
-from search.running.study import StudyRecord, trial_id_of
+from search.running.study.endings import EndFacts, Ending
+from search.running.study.record import StudyRecord, trial_id_of
 from trainables.foundation.trial_files import TrialFiles
 
 log = logging.getLogger("ray.search")
@@ -24,9 +24,10 @@ log = logging.getLogger("ray.search")
 
 class Decider:
     """Ends the trials of one study. `followers`: told of each end, after the study and `end.json` hold it (each
-    guards itself: search.running.callbacks.FollowsEnds)."""
+    guards itself: search.running.ends.callbacks.FollowsEnds). `experiment_dir` None: a study without trial files
+    (the replays in benchmarks/), whose trials end here too."""
 
-    def __init__(self, record: StudyRecord, experiment_dir: str, followers: list = ()):
+    def __init__(self, record: StudyRecord, experiment_dir: str | None = None, followers: list = ()):
         self.record, self.experiment_dir, self.followers = record, experiment_dir, list(followers)
 
     def end(self, trial_id: str, facts: EndFacts, trials: list = (), tune_trial=None) -> Ending | None:
@@ -40,7 +41,8 @@ class Decider:
                 log.info("trial %s ended %s before; a later account (%s) is not taken", trial_id, before, facts)
             return before
         self.record.write_end(trial_id, ending)  # raises StudyWriteFailed: then nothing follows
-        TrialFiles(self.experiment_dir, trial_id).write_ending(ending.status, ending.reason)
+        if self.experiment_dir is not None:
+            TrialFiles(self.experiment_dir, trial_id).write_ending(ending.status, ending.reason)
         for follower in self.followers:
             follower.trial_ended(list(trials), trial_id, ending, tune_trial)
         return ending

@@ -1,0 +1,92 @@
+"""Starting a search of parsed keys, the one way `python -m search run` and `search.api.run` start one: the checks
+before Ray, the experiment claimed and locked, the trials run; and what it returns."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import SearchInterrupted, UsageError
+from trainables.foundation.space import Space
+from trainables.foundation.storage import Experiment, claim, experiment_of
+
+
+def command_words(name: str, args: list[str]) -> str:
+    """The command as the lock names its holder (at most 80 characters)."""
+    words = " ".join([f"python -m search {name}", *args])
+    return words if len(words) <= 80 else words[:77] + "..."
+
+
+@dataclass
+class SearchResult:
+    """A finished search: its summary (summary.json) and where it is."""
+
+    summary: dict
+    experiment: Experiment
+
+    @property
+    def location(self) -> str:
+        return self.experiment.location
+
+    @property
+    def best(self) -> dict:
+        """The best trial: trial_id, config, metrics, epoch, checkpoint and test_acc."""
+        return self.summary["best"]
+
+    @property
+    def front(self) -> list[dict]:
+        """The Pareto front of a search of several objectives, most accurate first (empty with one objective)."""
+        return self.summary.get("front", [])
+
+    @property
+    def trials(self) -> list[dict]:
+        """Every trial: its id, status, epochs, configuration and metrics."""
+        return self.summary["trials"]
+
+    def export(
+        self, out: str | Path | None = None, trial: str | None = None, bounds: list[str] = (), replace: bool = False
+    ) -> dict:
+        """Export the best trial (with several objectives: the front's most accurate member within `bounds`, e.g.
+        ["max.params=200000"]) or `trial`, as `python -m search export` does (`replace=True`: its --replace);
+        returns the export's model.json."""
+        from search.bounds import split_bounds
+        from search.results.export import export_experiment
+
+        picked, rest = split_bounds(list(bounds))
+        if rest:
+            raise UsageError(f"{' '.join(rest)}: not a bound; give bounds as max.OBJECTIVE=N or min.OBJECTIVE=N")
+        if picked and trial:
+            raise UsageError("give trial=ID or bounds on the objectives, not both")
+        return export_experiment(self.experiment, Path(out).expanduser() if out else None, trial, picked, replace)
+
+
+def start(config: RunConfig, space: Space, words: list[str]) -> SearchResult:
+    """The search of parsed keys: the checks before Ray, the experiment claimed and locked, the trials run."""
+    from search.plan import warn_pins
+    from search.running.preflight import preflight
+
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):  # what the checks say is said once they all passed: a refusal is one line
+        preflight(config, space)
+    print(said.getvalue(), end="", flush=True)
+    warn_pins(config, space)  # a pin outside the searched range: one line, kept
+    from search.running.proposals.study_setup import enqueued_configurations
+
+    enqueued = enqueued_configurations(config, space)
+    from search.running.tuner import run_search  # Ray is imported only once the input is known to be good
+    from search.running.writer.lock import WriterLock
+
+    experiment = experiment_of(config.storage, config.name)
+    if not experiment.remote:
+        claim(experiment, config.name)  # the last check before Ray: of two searches with one name, one runs
+    try:
+        with WriterLock(experiment, command_words("run", words)):
+            if experiment.remote:
+                claim(experiment, config.name)  # under the URI's lease, which decides between two drivers
+            summary = run_search(config, space, experiment, enqueued)
+    except KeyboardInterrupt:
+        raise SearchInterrupted(experiment.location) from None
+    return SearchResult(summary, experiment)
