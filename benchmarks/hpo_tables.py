@@ -84,7 +84,7 @@ def proposer(task: Task, arm: str, seed: int, trials: int):
 
         def tell_search(index, value):
             searcher.on_trial_complete(str(index), {task.metric: value, "epoch": 1})
-            Decider(searcher.record).end(str(index), EndFacts(0, written=Ending("completed")))
+            Decider.without_files(searcher.record).end(str(index), EndFacts(0, written=Ending("completed")))
 
         return (lambda index: searcher.suggest(str(index))), tell_search
     sampler = optuna.samplers.TPESampler(seed=seed) if arm == "optuna_tpe" else optuna.samplers.RandomSampler(seed)

@@ -119,7 +119,7 @@ class SideBySideArm:
             self.scheduler.on_trial_remove(None, _Named(trial_id))
         self.searcher.on_trial_complete(trial_id)
         status = "completed" if completed else "stopped_early"
-        Decider(self.searcher.record).end(trial_id, EndFacts(0, written=Ending(status)))
+        Decider.without_files(self.searcher.record).end(trial_id, EndFacts(0, written=Ending(status)))
 
 
 class OptunaArm:

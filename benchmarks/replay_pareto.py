@@ -113,7 +113,7 @@ class ParetoArm:
     def end(self, completed: bool) -> None:
         self.searcher.on_trial_complete(self.trial.trial_id)
         ending = Ending("completed" if completed else "stopped_early")
-        Decider(self.searcher.record).end(self.trial.trial_id, EndFacts(0, written=ending))
+        Decider.without_files(self.searcher.record).end(self.trial.trial_id, EndFacts(0, written=ending))
 
 
 REFERENCES = {"median": 50, "tenth": 10}  # the reference accuracy: this percentile of the configurations' final

@@ -23,6 +23,8 @@ from search.start import SearchResult, start
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import Space, builtin_space_names, load_space
 
+__all__ = ["SearchResult", "UsageError", "run", "start"]
+
 
 def run(space: str | Space, dry_run: bool = False, **keys) -> SearchResult | None:
     """Run a search of `space` (a name, a file, a module path or a `Space` object defined as a module's SPACE) with

@@ -130,7 +130,7 @@ def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(t
     record.create("t")
     for epoch in (1, 2):
         record.report("t", epoch, 0.5 + epoch / 10)
-    Decider(record).end("t", EndFacts(0, written=ending_of(2, 3, budget="time")))
+    Decider.without_files(record).end("t", EndFacts(0, written=ending_of(2, 3, budget="time")))
     TrialFiles(str(tmp_path), "t").write_ending("stopped_by_budget", "stopped by the time budget after epoch 2")
     assert record.finished() == 1
 
@@ -141,7 +141,7 @@ def test_a_later_session_continues_a_trial_the_budget_stopped_under_its_own_id(t
     again = record_in(tmp_path)  # a kill now: the budget's end.json is older than the continuation
     assert [trial_id_of(t) for t in reconcile(Decider(again, str(tmp_path)))] == ["t"]
     again.report("t", 3, 0.9)
-    Decider(again).end("t", EndFacts(0, written=ending_of(3, 3)))
+    Decider.without_files(again).end("t", EndFacts(0, written=ending_of(3, 3)))
     assert again.ending("t") == Ending("completed") and again.counts()["completed"] == 1
     assert [t.state for t in again.study.trials] == [TrialState.PRUNED, TrialState.COMPLETE]  # the old one stays
 

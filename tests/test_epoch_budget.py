@@ -54,7 +54,7 @@ def test_the_epochs_spent_count_a_continued_trial_once():
         record.create(trial_id)
         for epoch in range(1, epochs + 1):
             record.report(trial_id, epoch, 0.5 + epoch / 10)
-    decider = Decider(record)
+    decider = Decider.without_files(record)
     decider.end("a", EndFacts(0, written=Ending("completed")))
     decider.end("b", EndFacts(0, written=Ending("stopped_by_budget", "stopped by the epoch budget after epoch 1")))
     assert record.epochs_spent() == 4

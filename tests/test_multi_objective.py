@@ -193,7 +193,7 @@ def test_the_study_of_several_objectives_holds_every_objective_of_a_completed_tr
     record.report("pruned", 1, 0.5, {"params": 99})
     record.report("nocost", 1, 0.5)
     for trial_id, status in (("done", "completed"), ("pruned", "stopped_early"), ("nocost", "completed")):
-        Decider(record).end(trial_id, EndFacts(0, written=Ending(status)))
+        Decider.without_files(record).end(trial_id, EndFacts(0, written=Ending(status)))
     done, pruned, nocost = (record.frozen(t) for t in ("done", "pruned", "nocost"))
     assert record.study.directions == [optuna.study.StudyDirection.MAXIMIZE, optuna.study.StudyDirection.MINIMIZE]
     assert done.state == TrialState.COMPLETE and done.values == [0.9, 1234]
@@ -269,7 +269,7 @@ def test_one_front_the_study_the_summary_and_export_agree_when_latency_moves_bet
         for epoch, (acc, latency) in enumerate(curve, start=1):
             record.report(trial_id, epoch, acc, {"latency_ms": latency})
             rows.append({"epoch": epoch, "val_acc": acc, "latency_ms": latency, "checkpoint_path": f"ck{epoch}"})
-        Decider(record).end(trial_id, EndFacts(0, written=Ending("completed")))
+        Decider.without_files(record).end(trial_id, EndFacts(0, written=Ending("completed")))
         results.append(TrialResult(trial_id, record.config_of(trial_id), rows, "completed"))
     study_front = {trial_id_of(t): tuple(t.values) for t in record.study.best_trials}
     summary = summarize(

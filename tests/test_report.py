@@ -47,7 +47,7 @@ def a_search(tmp_path, trials=TRIALS) -> Experiment:
             rows = files.append(rows, {**row, "started_at": 1_800_000_000.0 + epoch, "epoch_s": 1.0})
             record.report(trial_id, epoch, value, {"params": params})
         if ending:
-            Decider(record).end(trial_id, EndFacts(0, written=ending))
+            Decider.without_files(record).end(trial_id, EndFacts(0, written=ending))
     return experiment
 
 

@@ -57,7 +57,7 @@ def run_sequentially(search: StudySearcher, trials: int, score=score) -> list[fl
         value = score(config)
         search.on_trial_result(f"t{index}", {"val_acc": value, "epoch": 3})
         search.on_trial_complete(f"t{index}", {"val_acc": value, "epoch": 3})
-        Decider(search.record).end(config[TRIAL_KEY], EndFacts(0, written=Ending("completed")))
+        Decider.without_files(search.record).end(config[TRIAL_KEY], EndFacts(0, written=Ending("completed")))
         scores.append(value)
     return scores
 
@@ -100,7 +100,7 @@ def test_a_stopped_trial_reaches_the_study_with_the_epoch_that_stopped_it_and_a_
         ("failed", "failed", "NonFiniteLoss: x"),
         ("done", "completed", None),
     ]:
-        Decider(search.record).end(trial_id, EndFacts(0, written=Ending(status, reason)))
+        Decider.without_files(search.record).end(trial_id, EndFacts(0, written=Ending(status, reason)))
     stopped, failed, done = search.record.study.trials
     assert stopped.state == TrialState.PRUNED and stopped.intermediate_values == {1: 0.5, 2: 0.4}
     assert failed.state == TrialState.FAIL and failed.user_attrs["reason"] == "NonFiniteLoss: x"
@@ -115,7 +115,7 @@ def test_a_trial_is_scored_by_the_summarys_rule():
         record.create("a")
         for epoch, value in [(1, 0.5), (2, 0.9), (3, 0.8)]:
             record.report("a", epoch, value)
-        Decider(record).end("a", EndFacts(0, written=Ending("completed")))
+        Decider.without_files(record).end("a", EndFacts(0, written=Ending("completed")))
         assert record.study.trials[0].value == expected
 
 

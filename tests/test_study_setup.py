@@ -59,7 +59,7 @@ def test_enqueued_configurations_run_first_and_count_in_the_random_start(tmp_pat
 def finish(record: StudyRecord, trial_id: str, value: float) -> None:
     record.create(trial_id)
     record.report(trial_id, 1, value)
-    Decider(record).end(trial_id, EndFacts(0, written=Ending("completed")))
+    Decider.without_files(record).end(trial_id, EndFacts(0, written=Ending("completed")))
 
 
 def test_a_grown_search_keeps_its_random_start_so_its_first_new_proposal_is_tpes(tmp_path):

@@ -54,12 +54,12 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     record.create("t1")
     epoch(experiment, record, "t1", 1, 0.5)
     epoch(experiment, record, "t1", 2, 0.7)
-    Decider(record).end("t1", EndFacts(0, written=Ending("completed")))
+    Decider.without_files(record).end("t1", EndFacts(0, written=Ending("completed")))
     record.create("t2")
     epoch(experiment, record, "t2", 1, 0.4)
     record.create("t3")
     epoch(experiment, record, "t3", 1, 0.3)
-    Decider(record).end("t3", EndFacts(0, written=ending_of(1, 2, budget="time")))
+    Decider.without_files(record).end("t3", EndFacts(0, written=ending_of(1, 2, budget="time")))
     first = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
     first.sync(record)
     first.interrupted()  # as when the search is interrupted with t2 unfinished
@@ -84,11 +84,11 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     for name in ("trial_t2", "trial_t3"):
         assert (logged[name][0].info.status, logged[name][0].data.tags["search.status"]) == ("RUNNING", "running")
     epoch(experiment, record, "t2", 2, 0.6)
-    Decider(record).end("t2", EndFacts(0, written=Ending("completed")))
+    Decider.without_files(record).end("t2", EndFacts(0, written=Ending("completed")))
     files = TrialFiles(experiment.location, "t3")
     files.append(files.rows(), {"epoch": 2, "val_acc": 0.65, "started_at": 1_800_000_000.0, "epoch_s": 2.5})
     record.report("t3", 2, 0.65)
-    Decider(record).end("t3", EndFacts(0, written=Ending("completed")))
+    Decider.without_files(record).end("t3", EndFacts(0, written=Ending("completed")))
     second.epoch("t2", {"lr": 0.1})  # Tune reports a recovered epoch again: still logged once
     second.ended(record, "t2", {"lr": 0.1})
     second.ended(record, "t3", {"lr": 0.1})  # its last epoch comes from its files
@@ -173,7 +173,7 @@ def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(t
             tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
             callback = Tracking(tracker, record)
             trial = SimpleNamespace(trial_id="tune-id", config={TRIAL_KEY: "t1", "lr": 0.1})
-            Decider(record).end("t1", EndFacts(0, written=Ending("completed")))
+            Decider.without_files(record).end("t1", EndFacts(0, written=Ending("completed")))
 
             def as_tune_calls_them():
                 callback.on_trial_result(1, [trial], trial, {"epoch": 1, "val_acc": 0.5})

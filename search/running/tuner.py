@@ -1,8 +1,9 @@
 """Runs a search on Ray Tune: Optuna (TPE) proposes, ASHA stops, every trial is a TorchTrainer run.
 
-The search's state is its study (search.running.study.record) and its trials' own files: every session (`run`, `resume`,
-a grown search) builds a fresh `Tuner` over them; Tune's own snapshots are never restored. Ray is imported here, in
-`callbacks`, `scheduler` and `searcher` (Tune's hooks) and in `trainables` (the trial's driver and worker loop).
+The search's state is its study (search.running.study.record) and its trials' own files: every session (`run`,
+`resume`, a grown search) builds a fresh `Tuner` over them; Tune's own snapshots are never restored. Ray is imported
+here, in `ends.callbacks`, `asha` and `proposals.searcher` (Tune's hooks), in `joining` and in `trainables` (the
+trial's driver and worker loop).
 """
 
 from __future__ import annotations

@@ -24,11 +24,16 @@ log = logging.getLogger("ray.search")
 
 class Decider:
     """Ends the trials of one study. `followers`: told of each end, after the study and `end.json` hold it (each
-    guards itself: search.running.ends.callbacks.FollowsEnds). `experiment_dir` None: a study without trial files
-    (the replays in benchmarks/), whose trials end here too."""
+    guards itself: search.running.ends.callbacks.FollowsEnds). A study without trial files (the replays in
+    benchmarks/) ends its trials here too: `Decider.without_files`."""
 
-    def __init__(self, record: StudyRecord, experiment_dir: str | None = None, followers: list = ()):
+    def __init__(self, record: StudyRecord, experiment_dir: str | None, followers: list = ()):
         self.record, self.experiment_dir, self.followers = record, experiment_dir, list(followers)
+
+    @classmethod
+    def without_files(cls, record: StudyRecord) -> Decider:
+        """The decider of a study whose trials keep no files: no `end.json` is written, and none is read."""
+        return cls(record, None)
 
     def end(self, trial_id: str, facts: EndFacts, trials: list = (), tune_trial=None) -> Ending | None:
         """Ends the running trial `trial_id` as `facts` say, and returns the ending the study holds: an ended trial
@@ -61,6 +66,8 @@ class Decider:
 
     def take_epochs_from_files(self, trial_id: str) -> int:
         """Brings the study up to the epochs the trial's files hold; returns the last one (0: none)."""
+        if self.experiment_dir is None:
+            return 0
         rows = TrialFiles(self.experiment_dir, trial_id).rows()
         record = self.record
         for row in rows:

@@ -155,9 +155,8 @@ class StudyRecord(StudyQueries):
         with self.writing(f"proposing trial {trial_id}"):
             trial = self.study.ask(self.coding.distributions)
             trial.set_user_attr(ID_ATTR, trial_id)
-            trial.set_user_attr(
-                RUNGS_ATTR, {}
-            )  # its rung decisions are kept from the start (search.running.asha.rungs)
+            # its rung decisions are kept from the start (search.running.asha.rungs)
+            trial.set_user_attr(RUNGS_ATTR, {})
         self.numbers[trial_id] = trial.number
         return trial
 

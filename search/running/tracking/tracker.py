@@ -136,7 +136,7 @@ class MlflowTracker(BackgroundCalls):
         """Bring MLflow up to the study and the trials' files: every trial, every recorded epoch, every end."""
         for frozen in record.proposed():
             trial_id = trial_id_of(frozen)
-            run_id = self._run_of(trial_id, record.configuration(frozen, seed=False))
+            run_id = self._run_of(trial_id, record.configuration(frozen))
             rows = TrialFiles(self.experiment.location, trial_id).rows()
             self._log_rows(run_id, rows)
             if ending_in_study(frozen) is None:
