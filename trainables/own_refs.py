@@ -21,11 +21,6 @@ from trainables.foundation.errors import UsageError
 FORM = "'path/to/file.py:function' or 'package.module:function'"
 
 
-def is_own_ref(ref: str) -> bool:
-    """A reference to a user's function rather than a built-in name."""
-    return ":" in ref
-
-
 def space_folder(space_ref: str) -> Path:
     """The folder of the space's module: a relative file in one of its references is read from there."""
     if not space_ref:

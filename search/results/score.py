@@ -45,10 +45,5 @@ def score(rows: Iterable[dict], config: dict, metric: str, mode: str) -> float |
     return float(row[metric]) if row else None
 
 
-def score_of_values(values: dict[int, float], config: dict, mode: str) -> float | None:
-    """The same rule over {epoch: metric}, as an Optuna trial holds them (its intermediate values)."""
-    return score(({"epoch": epoch, "m": value} for epoch, value in values.items()), config, "m", mode)
-
-
 def _better(a: float, b: float, mode: str) -> bool:
     return a > b if mode == "max" else a < b
