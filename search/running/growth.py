@@ -15,9 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-import optuna
-
-from search.running.study.journal import STUDY_NAME, journal_storage
+from search.running.study.journal import read_study
 from search.running.study.queries import COUNT_DEFAULT_ATTR, StudyQueries
 from trainables.foundation.config import RunConfig, trials_given
 from trainables.foundation.errors import UsageError
@@ -41,8 +39,7 @@ def study_so_far(folder: Path) -> SoFar:
     path = folder / STUDY_FILE
     if not path.is_file():
         return SoFar(0, 0, 0)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.load_study(study_name=STUDY_NAME, storage=journal_storage(path))
+    study, _ = read_study(path)
     queries = StudyQueries(study)
     trials, stopped = queries.proposed(), queries.stopped_by_budget()
     return SoFar(len(trials), queries.epochs_spent(), len(stopped), COUNT_DEFAULT_ATTR in study.user_attrs)

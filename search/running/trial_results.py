@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import math
 
-import optuna
-
 from search.results.summary import CHECKPOINT_KEY, TrialResult, summarize
 from search.running.proposals.study_setup import coding_for
 from search.running.settings import read_settings
-from search.running.study.journal import STUDY_NAME, journal_storage
+from search.running.study.journal import read_study
 from search.running.study.record import StudyRecord, ending_in_study, trial_id_of
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import objectives_of
@@ -78,9 +76,7 @@ def summary_so_far(experiment: Experiment) -> tuple[dict, int]:
     config = RunConfig.from_dict(read_settings(experiment.local)["run"])
     space = load_run_space(config)
     objectives = objectives_of(config, space)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = journal_storage(experiment.local / STUDY_FILE)  # a reader's: never trimmed, never unlocked
-    study = optuna.load_study(study_name=STUDY_NAME, storage=storage)
+    study, storage = read_study(experiment.local / STUDY_FILE)
     constants = config.constants(space)
     primary = objectives[0]
     record = StudyRecord(

@@ -21,7 +21,7 @@ import json
 import time
 
 from trainables.foundation.errors import SearchFailed
-from trainables.foundation.storage import LEASE_FILE, filesystem, is_uri, uri_join
+from trainables.foundation.storage import LEASE_FILE, exists, filesystem, is_uri, uri_join
 
 READ_S = 5.0  # seconds a lease that cannot be read is read again before the trial stops
 
@@ -58,7 +58,7 @@ class TrialLease:
             except FileNotFoundError:
                 return {}
             except OSError as exc:
-                if _missing(fs, path):  # a store that words a missing file otherwise
+                if _missing(self.location):  # a store that words a missing file otherwise
                     return {}
                 if time.monotonic() - since >= READ_S:
                     self._fenced(f"it could not be read for {READ_S:.0f} s ({type(exc).__name__}: {exc})")
@@ -77,11 +77,9 @@ def trial_lease(experiment_dir: str) -> TrialLease | None:
     return TrialLease(experiment_dir) if is_uri(experiment_dir) else None
 
 
-def _missing(fs, path: str) -> bool:
-    import pyarrow.fs
-
+def _missing(location: str) -> bool:
     try:
-        return fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound
+        return not exists(location)
     except OSError:
         return False
 

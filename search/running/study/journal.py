@@ -39,6 +39,14 @@ def trim_partial_tail(path: Path) -> None:
             file.truncate(data.rfind(b"\n") + 1)
 
 
+def read_study(path: Path) -> tuple[optuna.Study, BaseStorage]:
+    """The study in the journal file `path` and its storage, as a reader opens them (optuna-dashboard, `report`,
+    `resume`'s look before it locks): never trimmed, never unlocked, never written."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = journal_storage(path)
+    return optuna.load_study(study_name=STUDY_NAME, storage=storage), storage
+
+
 def open_study(folder: Path, objectives: list[Objective], sampler=None) -> tuple[optuna.Study, BaseStorage]:
     """The search's study and its storage, opened by its driver (the holder of the experiment's lock): one
     direction per objective."""
