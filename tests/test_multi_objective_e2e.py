@@ -93,8 +93,15 @@ def test_a_search_of_three_objectives_keeps_a_front_exports_from_it_and_grows(tm
 
     client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment / 'mlflow' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("mlp_mnist").experiment_id])
-    trial_runs = [run for run in runs if run.info.run_name.startswith("trial_")]
-    assert len(trial_runs) == trials and all(set(NAMES) <= set(run.data.metrics) for run in trial_runs)
+    trial_runs = {run.data.tags["search.trial_id"]: run for run in runs if run.info.run_name.startswith("trial_")}
+    assert set(trial_runs) == {t["trial_id"] for t in summary["trials"]}
+    for t in summary["trials"]:  # each epoch its files hold, as metrics; none for a trial the budget stopped at once
+        run = trial_runs[t["trial_id"]]
+        assert run.data.tags["search.status"] == t["status"] and run.info.status in ("FINISHED", "FAILED")
+        if t["epochs_run"]:
+            assert set(NAMES) <= set(run.data.metrics), (t, run.data.metrics)
+        else:
+            assert t["status"] == "stopped_by_budget" and not run.data.metrics, (t, run.data.metrics)
 
     report = run_cli("report", str(experiment))
     assert report.returncode == 0 and (experiment / "report" / "pareto_front.png").stat().st_size > 10_000

@@ -98,7 +98,7 @@ def test_a_trial_the_budget_stopped_says_so_and_the_time_budget_left_shows():
         "budget after epoch 2)"
     )
     status = " ".join(view_of(record, 4, budget_s=90).render([], elapsed=30))
-    assert "1/4 done, 0 early-stopped, 1 out of time, 0 failed" in status and "budget 1m00s left" in status
+    assert "1/4 done, 0 early-stopped, 1 budget-stopped, 0 failed" in status and "budget 1m00s left" in status
 
 
 def test_a_failed_trial_names_its_cause():

@@ -97,7 +97,7 @@ class ProgressView(FollowsEnds):
         words = (
             f"[{clock}] {len(running)} running, {f'{starting} starting, ' if starting else ''}"
             f"{done}{'' if self.epoch_budget else f'/{self.total}'} done, {stopped} early-stopped, "
-            f"{f'{counts[STOPPED_BY_BUDGET]} out of time, ' if counts[STOPPED_BY_BUDGET] else ''}"
+            f"{f'{counts[STOPPED_BY_BUDGET]} budget-stopped, ' if counts[STOPPED_BY_BUDGET] else ''}"
             f"{counts[FAILED]} failed"
         )
         tail = self._budget_left(elapsed) + self._eta(sum(counts.values()), elapsed)
