@@ -11,52 +11,43 @@ from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import SEARCH_FILE, Experiment, exists, open_for_reading
 
 
-def port_option(options: dict[str, str], default: int) -> int:
-    """`port=N` of a viewer: 0 (any free port) to 65535."""
+def viewer_args(args: list[str], name: str, default_port: int) -> tuple[str, int]:
+    """EXPERIMENT_DIR and `port=N` (0, any free port, to 65535) of a viewer."""
     from trainables.foundation.config import parse_scalar
 
-    port = parse_scalar("port", options.get("port", str(default)), int)
+    positional, options, _ = split_options(args, {"port"})
+    if len(positional) != 1:
+        raise UsageError(f"usage: python -m search {name} EXPERIMENT_DIR [port=N]")
+    port = parse_scalar("port", options.get("port", str(default_port)), int)
     if not 0 <= port <= 65535:
         raise UsageError(f"port={port}: must be between 0 (any free port) and 65535")
-    return port
+    return positional[0], port
 
 
 def cmd_dashboard(args: list[str]) -> int:
-    positional, options, _ = split_options(args, {"port"})
-    if len(positional) != 1:
-        raise UsageError("usage: python -m search dashboard EXPERIMENT_DIR [port=N]")
+    folder, port = viewer_args(args, "dashboard", 8080)
     from search.results.dashboard import dashboard_address, serve
 
-    port = port_option(options, 8080)
-    experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")
+    experiment = open_for_reading(folder, SEARCH_FILE, missing="not an experiment folder")
     study, port = dashboard_address(experiment.local, port)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    said = f"optuna-dashboard for {folder} at http://127.0.0.1:{port}/ (read-only; Ctrl-C stops it)"
     try:
-        serve(
-            study,
-            port,
-            ready=lambda: print(
-                f"optuna-dashboard for {positional[0]} at http://127.0.0.1:{port}/ (read-only; Ctrl-C stops it)",
-                flush=True,
-            ),
-        )
+        serve(study, port, ready=lambda: print(said, flush=True))
     except (KeyboardInterrupt, SystemExit):
         pass
     return 0
 
 
 def cmd_tensorboard(args: list[str]) -> int:
-    positional, options, _ = split_options(args, {"port"})
-    if len(positional) != 1:
-        raise UsageError("usage: python -m search tensorboard EXPERIMENT_DIR [port=N]")
+    folder, port = viewer_args(args, "tensorboard", 6006)
     from search.results.tensorboard import start_server, stop_server
 
-    port = port_option(options, 6006)
-    experiment = Experiment.at(positional[0])
+    experiment = Experiment.at(folder)
     if experiment.remote:  # TensorBoard reads a snapshot downloaded now
-        experiment = open_for_reading(positional[0], SEARCH_FILE, missing="not an experiment folder")
+        experiment = open_for_reading(folder, SEARCH_FILE, missing="not an experiment folder")
     server, url = start_server(experiment.local, port)
-    print(f"TensorBoard for {positional[0]} at {url} (Ctrl-C stops it)", flush=True)
+    print(f"TensorBoard for {folder} at {url} (Ctrl-C stops it)", flush=True)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         return server.wait()

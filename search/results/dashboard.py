@@ -1,18 +1,11 @@
-"""optuna-dashboard on a search's study (`study.log`, search.running.study.record), served on 127.0.0.1.
-
-The dashboard reads the study as Optuna stores it: every trial with its hyperparameters, every epoch as an
-intermediate value, its state and score; its own plots (history, importance, parallel coordinates, intermediate
-values) come with it. Offline: the dashboard's pages ship in its wheel.
-
-It is served read-only: the search driver is the study's one writer, so the dashboard's own writes ("Mark Fail",
-deleting a study or a trial, telling a value, notes) are refused with 403 before they reach the journal.
-"""
+"""optuna-dashboard on a search's study (`study.log`), served on 127.0.0.1 and read-only: the search driver is the
+study's one writer, so the dashboard's own writes (Mark Fail, deletions, notes) are refused with 403."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from search.results.tensorboard import free_port, port_is_free
+from search.results.tensorboard import viewer_port
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import STUDY_FILE
 
@@ -22,11 +15,7 @@ def dashboard_address(experiment: Path, port: int, host: str = "127.0.0.1") -> t
     study = experiment / STUDY_FILE
     if not study.is_file():
         raise UsageError(f"{experiment}: holds no {STUDY_FILE} (is it an experiment folder of `run`?)")
-    if port == 0:
-        return study, free_port(host)
-    if not port_is_free(port, host):
-        raise UsageError(f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)")
-    return study, port
+    return study, viewer_port(port, host)
 
 
 READS = {"GET", "HEAD", "OPTIONS"}

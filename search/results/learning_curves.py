@@ -14,8 +14,9 @@ def trial_styles(count: int, markers: str = "os^DvP*<>h") -> list[tuple[str, str
     return [(colours[i % 20], markers[i // 20 % len(markers)]) for i in range(count)]
 
 
-def draw_learning_curves(ax, summary: dict, histories: dict) -> None:
-    """Every trial's curve on `ax`, each in a colour and marker of its own, its line style saying how it ended."""
+def draw_learning_curves(ax, summary: dict, histories: dict):
+    """Every trial's curve on `ax` (returned), each in a colour and marker of its own, its line style saying how it
+    ended."""
     metric = summary["metric"]
     for trial, (colour, marker) in zip(summary["trials"], trial_styles(len(summary["trials"]))):
         rows = [r for r in histories[trial["trial_id"]] if isinstance(r.get(metric), (int, float))]
@@ -36,3 +37,4 @@ def draw_learning_curves(ax, summary: dict, histories: dict) -> None:
     ax.set_title("Learning curves (x: stopped early or failed)")
     if ax.lines:  # none before a trial has reported an epoch
         ax.legend(fontsize=7, loc="best", ncol=1 + len(ax.get_legend_handles_labels()[0]) // 16)
+    return ax

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import shutil
 import warnings
+from itertools import accumulate
 from pathlib import Path
 
 from search.results.files import publish_folder, staging_folder
@@ -17,22 +18,6 @@ from trainables.foundation.trial_files import TrialFiles
 REPORT_FOLDER = "report"
 PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
 FRONT_PLOT = "pareto_front.png"  # a search with two or three objectives
-
-
-def trial_histories(experiment: Path | str, summary: dict) -> dict[str, list[dict]]:
-    """Every epoch each trial reported, from the result.json it wrote in its folder (a line that does not parse is
-    skipped and named in the log, as everywhere: trainables.foundation.trial_files)."""
-    return {trial["trial_id"]: TrialFiles(str(experiment), trial["trial_id"]).rows() for trial in summary["trials"]}
-
-
-def start_order(summary: dict, histories: dict[str, list[dict]]) -> list[dict]:
-    """Trials in the order they started training (their first epoch's wall clock), for the optimization history."""
-
-    def started(trial):
-        rows = histories[trial["trial_id"]]
-        return rows[0].get("started_at", float("inf")) if rows else float("inf")
-
-    return sorted(summary["trials"], key=started)
 
 
 def early_stopping_savings(summary: dict) -> dict:
@@ -66,18 +51,23 @@ def build_report(
     `summary` so far of a search that has not finished, with `unended` trials still to end
     (search.running.trial_results); `location`: where the trials' files are, when not there (a URI)."""
     summary = summary or read_summary(experiment)
-    histories = trial_histories(location or experiment, summary)
+    # every epoch each trial reported, from the result.json in its folder
+    histories = {
+        t["trial_id"]: TrialFiles(str(location or experiment), t["trial_id"]).rows() for t in summary["trials"]
+    }
     savings = early_stopping_savings(summary)
     out = experiment / REPORT_FOLDER
     staging = staging_folder(out)
     try:
-        plot_optimization_history(summary, histories, staging / PLOTS[0])
-        plot_learning_curves(summary, histories, staging / PLOTS[1])
+        save(plot_optimization_history(summary, histories), staging / PLOTS[0])
+        save(draw_learning_curves(new_axes(7, 4), summary, histories), staging / PLOTS[1])
         importances = hyperparameter_importance(summary)
-        plot_importance(importances, staging / PLOTS[2], f"{summary['metric']} ({summary['mode']})")
+        save(plot_importance(importances, f"{summary['metric']} ({summary['mode']})"), staging / PLOTS[2])
         plots = list(PLOTS)
         if summary.get("front") and len(summary["objectives"]) <= 3:
-            plot_pareto_front(summary, staging / FRONT_PLOT)
+            axes = pareto_axes(summary)
+            axes.figure.set_size_inches(7, 4.5)
+            save(axes, staging / FRONT_PLOT)
             plots.append(FRONT_PLOT)
         table = format_table(summary, limit=len(summary["trials"]))
         (staging / "index.html").write_text(render_html(summary, table, savings, importances, plots, unended))
@@ -106,39 +96,35 @@ def _pyplot():
     return plt
 
 
-def plot_optimization_history(summary: dict, histories: dict, path: Path) -> None:
-    plt = _pyplot()
+def new_axes(width: float, height: float):
+    """Axes on a new figure, drawn off-screen (Agg)."""
+    return _pyplot().subplots(figsize=(width, height))[1]
+
+
+def save(ax, path: Path) -> None:
+    """Write the axes' figure as a PNG and free it."""
+    ax.figure.tight_layout()
+    ax.figure.savefig(path, format="png")
+    _pyplot().close(ax.figure)
+
+
+def plot_optimization_history(summary: dict, histories: dict):
     metric, mode = summary["metric"], summary["mode"]
-    ordered = start_order(summary, histories)
-    xs, ys, best, best_so_far = [], [], [], None
-    for index, trial in enumerate(ordered, start=1):
-        value = trial[metric]
-        if value is None:
-            continue
-        xs.append(index)
-        ys.append(value)
-        better = best_so_far is None or (value > best_so_far if mode == "max" else value < best_so_far)
-        best_so_far = value if better else best_so_far
-        best.append(best_so_far)
-    fig, ax = plt.subplots(figsize=(7, 4))
+
+    def started(trial):  # the start order: each trial's first epoch's wall clock
+        rows = histories[trial["trial_id"]]
+        return rows[0].get("started_at", float("inf")) if rows else float("inf")
+
+    scored = [(i, t[metric]) for i, t in enumerate(sorted(summary["trials"], key=started), 1) if t[metric] is not None]
+    xs, ys = [i for i, _ in scored], [value for _, value in scored]
+    ax = new_axes(7, 4)
     ax.scatter(xs, ys, label=f"trial's best {metric}")
-    ax.step(xs, best, where="post", color="tab:red", label="best so far")
+    ax.step(xs, list(accumulate(ys, max if mode == "max" else min)), where="post", color="tab:red", label="best so far")
     ax.set_xlabel("trial (in start order)")
     ax.set_ylabel(metric)
     ax.set_title("Optimization history")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
-
-
-def plot_learning_curves(summary: dict, histories: dict, path: Path) -> None:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    draw_learning_curves(ax, summary, histories)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    return ax
 
 
 def hyperparameter_importance(summary: dict) -> dict[str, float]:
@@ -164,15 +150,6 @@ def hyperparameter_importance(summary: dict) -> dict[str, float]:
         )
     except (RuntimeError, ValueError):
         return {}
-
-
-def plot_pareto_front(summary: dict, path: Path) -> None:
-    plt = _pyplot()
-    axes = pareto_axes(summary)
-    axes.figure.set_size_inches(7, 4.5)
-    axes.figure.tight_layout()
-    axes.figure.savefig(path, format="png")
-    plt.close(axes.figure)
 
 
 def pareto_axes(summary: dict):
@@ -210,9 +187,8 @@ def pareto_axes(summary: dict):
     return axes
 
 
-def plot_importance(importances: dict[str, float], path: Path, metric: str = "") -> None:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+def plot_importance(importances: dict[str, float], metric: str):
+    ax = new_axes(7, 3.5)
     if importances:
         names = list(importances)[::-1]
         ax.barh(names, [importances[n] for n in names])
@@ -220,10 +196,8 @@ def plot_importance(importances: dict[str, float], path: Path, metric: str = "")
     else:
         ax.text(0.5, 0.5, "not enough scored trials to estimate importance", ha="center", va="center")
         ax.set_axis_off()
-    ax.set_title(f"Hyperparameter importance for {metric}" if metric else "Hyperparameter importance")
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    ax.set_title(f"Hyperparameter importance for {metric}")
+    return ax
 
 
 def objectives_words(summary: dict) -> str:

@@ -1,9 +1,5 @@
-"""TensorBoard: per-trial event files written by the search driver, and a server for one experiment.
-
-Event files live in each trial's folder (`trial_<id>/events.out.tfevents.*`), so `tensorboard --logdir <experiment>`
-shows one run per trial: the per-epoch scalars, and an HParams summary that lets TensorBoard's HParams tab compare
-every trial of a search, including trials stopped early and failed ones.
-"""
+"""TensorBoard: per-trial event files written by the search driver (`trial_<id>/events.out.tfevents.*`, one run
+per trial, with an HParams summary comparing every trial), and a server for one experiment."""
 
 from __future__ import annotations
 
@@ -20,12 +16,6 @@ from trainables.foundation.errors import UsageError
 SCALARS = ("train_loss", "val_loss", "val_acc", "lr", "images_per_s", "epoch_s")
 COST_SCALARS = ("params", "macs", "latency_ms", "latency_iqr_ms")  # a multi-objective search's, when reported
 EVENT_FILES = "events.out.tfevents.*"
-EVENT_GLOB = f"**/{EVENT_FILES}"
-
-
-def hparam_value(value):
-    """HParams take numbers, strings and booleans; anything else is shown as text."""
-    return value if isinstance(value, (bool, int, float, str)) else str(value)
 
 
 class TrialEventWriter:
@@ -53,7 +43,8 @@ class TrialEventWriter:
         metric_dict = {
             f"hparams/{k}": v for k, v in numbers.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
         }
-        hparam_dict = {k: hparam_value(v) for k, v in config.items()}
+        # HParams take numbers, strings and booleans; anything else is shown as text
+        hparam_dict = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in config.items()}
         hparam_dict["status"] = outcome["status"]
         hparam_dict["stopped_early"] = bool(outcome["stopped_early"])
         experiment, session_start, session_end = hparams(hparam_dict, metric_dict)
@@ -80,13 +71,6 @@ def written_epochs(folder: Path) -> set[int]:
     return epochs
 
 
-# ---------------------------------------------------------------- the `tensorboard` command
-
-
-def event_files(experiment: Path) -> list[Path]:
-    return sorted(experiment.glob(EVENT_GLOB))
-
-
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     """Nothing listens on host:port. A port a stopped server's connections keep in TIME-WAIT is free: the probe, like
     the servers (wsgiref, TensorBoard's), binds with SO_REUSEADDR."""
@@ -99,16 +83,23 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-# The ports Ray's components take by default on a node: GCS 6379, dashboard 8265, Ray Client server 10001, the
-# dashboard agent's HTTP server 52365 (ray_constants). The system hands out ports in a range that holds 52365: a
-# viewer that took it would make `ray.init` refuse to start ("Ray component dashboard_agent_http is trying to use a
-# port number 52365 that is used by other components").
+# Ray's default ports on a node (GCS, dashboard, Ray Client server, dashboard agent's HTTP server): the system hands out
+# ports in a range holding 52365, and a viewer that took it would make `ray.init` refuse to start.
 RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365})
 
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on now, and none that Ray gives its own components by default."""
     return first_not_taken(system_ports(host), RAY_DEFAULT_PORTS)
+
+
+def viewer_port(port: int, host: str = "127.0.0.1") -> int:
+    """The port a viewer serves on: `port`, or any free one for 0; refused in one line when it is taken."""
+    if port == 0:
+        return free_port(host)
+    if not port_is_free(port, host):
+        raise UsageError(f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)")
+    return port
 
 
 def system_ports(host: str):
@@ -128,25 +119,11 @@ def start_server(experiment: Path, port: int, host: str = "127.0.0.1") -> tuple[
     """Start TensorBoard for `experiment` on host:port and wait until it answers; returns (process, url)."""
     if not experiment.is_dir():
         raise UsageError(f"{experiment}: no such folder")
-    if not event_files(experiment):
+    if not any(experiment.glob(f"**/{EVENT_FILES}")):
         raise UsageError(f"{experiment}: holds no TensorBoard event files (is it an experiment folder of `run`?)")
-    if port == 0:
-        port = free_port(host)
-    elif not port_is_free(port, host):
-        raise UsageError(f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)")
-    command = [
-        sys.executable,
-        "-m",
-        "tensorboard.main",
-        "--logdir",
-        str(experiment),
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--reload_interval",
-        "5",
-    ]
+    port = viewer_port(port, host)
+    command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(experiment), "--host", host]
+    command += ["--port", str(port), "--reload_interval", "5"]
     # TensorBoard's own messages go to a file: an undrained pipe would fill up and stall the server.
     log = tempfile.NamedTemporaryFile("w+", prefix="search-tensorboard-", suffix=".log", delete=False)
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
