@@ -1,12 +1,7 @@
 """ASHA on several objectives: at each rung a trial goes on when it is among the best 1/reduction of the trials
-recorded at that rung, ranked by non-dominated sorting (its Pareto front first, then crowding distance), as Syne
-Tune's MOASHA ranks them, or when none of them is better in every objective (as ASHA always lets the best go on).
-A scheduler on Tune's public `FIFOScheduler`, keyed by the search's trial ids like `StudyASHA`
-(search.running.asha.study_asha); its rungs are met, decided at (`RungStops.decide`), written and rebuilt from the study
-as that one's (search.running.asha.rungs).
-
-An objective that training does not change (`params`, `macs`) is known from a trial's first epoch, so a rung
-compares the accuracy a trial reached there with what it costs. A row missing an objective passes its rung.
+recorded there, ranked by non-dominated sorting and crowding distance (as Syne Tune's MOASHA ranks them), or when
+none of them is better in every objective. Its rungs are met, written and rebuilt as `StudyASHA`'s
+(search.running.asha.rungs). A row missing an objective passes its rung.
 """
 
 from __future__ import annotations
@@ -48,9 +43,7 @@ class ParetoASHA(FIFOScheduler, RungStops):
         self.objectives, self.reduction, self.time_attr = objectives, reduction_factor, time_attr
         self.front_goes_on, self.record, self.max_t = front_goes_on, record, max_t
         self.rungs = [(milestone, {}) for milestone in milestones(grace_period, reduction_factor, max_t)]
-        self.owed_stops = rebuild(
-            self, list(history), objectives[0].name, max_t
-        )  # the search's id -> the epoch to stop at
+        self.owed_stops = rebuild(self, list(history), objectives[0].name, max_t)
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
         return {**self.__dict__, "record": None}

@@ -1,22 +1,13 @@
 """ASHA's rungs, as both of the search's schedulers meet them, decide at them and rebuild them from the study.
 
-A rung is met as Tune's `AsyncHyperBandScheduler` meets it: milestones at grace x reduction^k (a non-integer
-reduction gives non-integer milestones), and an epoch meets the highest milestone at or below it that the trial has
-no value at yet. The value is recorded there, and the scheduler decides (`CONTINUE` or `STOP`) against what the rung
-held when it arrived (`StudyASHA`: Tune's cutoff, `asha_cutoff`; `ParetoASHA`: its rank among several objectives).
-Each decision is written into the study before Tune acts on it (`StudyRecord.note_rung`).
-
-When a search resumes or grows, its schedulers are rebuilt from the study (`rebuild`): every trial's history first,
-so every rung holds every value it had; then, for each trial still running, each rung it met: the decision written
-then, or, where none was written (an epoch the study took from the trial's files after a kill, or one a continued
-trial inherited), a decision made now against the full rung, as Tune would have made it for a result arriving
-now. A `STOP` there is owed: the trial, run again, is stopped when it reports that epoch (`owed_stops`). A study
-written before decisions were kept (no `rung_decisions` attribute) counts a rung followed by a later epoch as passed.
-
-Pure logic over Optuna's trials: no Ray.
+A rung is met as Tune's `AsyncHyperBandScheduler` meets it, each decision is written into the study before Tune acts
+on it, and a resumed or grown search rebuilds the rungs from the study (`rebuild`), owing the stops a kill took with
+it (docs/design.md, "ASHA's rungs"). Pure logic over Optuna's trials: no Ray.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
@@ -65,17 +56,14 @@ def _decision_written(trial: FrozenTrial, epoch: int) -> str | None:
 
 def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> dict[str, int]:
     """Fills `scheduler`'s rungs from every trial's history and returns the stops owed to running trials (trial id
-    -> the epoch to stop at). `scheduler` offers `rungs` (milestone, {trial id: point}) highest first,
-    `point_of(values)` (None: not comparable) and `verdict(trial_id, milestone)`. At `max_t` a trial has trained
-    its epochs: nothing is decided there."""
+    -> the epoch to stop at). `scheduler`: a `RungStops`. At `max_t` a trial has trained its epochs: nothing is decided
+    there."""
     arrivals = []
     for trial in sorted(trials, key=lambda t: t.number):
         trial_id, others = trial_id_of(trial), other_objectives_by_epoch(trial)
         for epoch, value in sorted(epoch_values(trial).items()):
-            point = scheduler.point_of({**others.get(epoch, {}), metric: value})
-            milestone = None if point is None else rung_met(scheduler.rungs, trial_id, epoch)
+            milestone = scheduler.record_value(trial_id, epoch, {**others.get(epoch, {}), metric: value})
             if milestone is not None:
-                dict(scheduler.rungs)[milestone][trial_id] = point
                 arrivals.append((trial, trial_id, epoch, milestone))
     owed: dict[str, int] = {}
     for trial, trial_id, epoch, milestone in arrivals:
@@ -113,35 +101,25 @@ class RungStops:
         """Records the trial's point at the rung `epoch` meets, if any, decides there against what the rung holds,
         and writes the decision into the study before returning it to Tune. An epoch that meets no new rung (one
         replayed after a kill, or `max_t`, where a trial has trained its epochs) goes on."""
-        point = self.point_of(values)
-        milestone = None if point is None or epoch >= self.max_t else rung_met(self.rungs, trial_id, epoch)
+        milestone = None if epoch >= self.max_t else self.record_value(trial_id, epoch, values)
         if milestone is None:
             return CONTINUE
-        dict(self.rungs)[milestone][trial_id] = point
         decision = self.verdict(trial_id, milestone)
-        note_decision(self.record, trial_id, epoch, decision)
+        if self.record is not None:  # None in the replays; a failed write stays with the record, which stops the search
+            with contextlib.suppress(StudyWriteFailed):
+                self.record.note_rung(trial_id, int(epoch), "stop" if decision == STOP else "continue")
         if decision == STOP:
             self.stopped.add(trial_id)
         return decision
 
-    def record_value(self, trial_id: str, epoch, values: dict) -> None:
+    def record_value(self, trial_id: str, epoch, values: dict) -> float | None:
         """Records the trial's point at the rung `epoch` meets, deciding nothing (Tune's ASHA does so with a trial's
-        last result when it completes: at `max_t`, a rung a decision never met)."""
+        last result when it completes: at `max_t`, a rung a decision never met); returns that rung's milestone."""
         point = self.point_of(values)
         milestone = None if point is None else rung_met(self.rungs, trial_id, epoch)
         if milestone is not None:
             dict(self.rungs)[milestone][trial_id] = point
+        return milestone
 
     def rung_sizes(self) -> str:
         return ", ".join(f"epoch {milestone:g}: {len(points)}" for milestone, points in reversed(self.rungs))
-
-
-def note_decision(record, trial_id: str, epoch: float, decision: str) -> None:
-    """Writes the decision into the study (`record`: None in the replays, which keep no study of their own). A
-    write that fails stays with the record, which stops the search; it never reaches Tune."""
-    if record is None:
-        return
-    try:
-        record.note_rung(trial_id, int(epoch), "stop" if decision == STOP else "continue")
-    except StudyWriteFailed:
-        pass

@@ -1,17 +1,7 @@
-"""ASHA as the search runs it: Tune's asynchronous successive halving, a scheduler of our own on Tune's public
-`FIFOScheduler`, keyed by the search's trial ids and taught by the study.
-
-It decides as Tune's `ASHAScheduler` (one bracket) does: the same milestones and rungs (search.running.asha.rungs), and
-at a rung a trial stops when its value is below the (1 - 1/reduction) quantile of the values recorded there before
-it (`asha_cutoff`); at `max_t` a trial has trained its epochs and is stopped without a decision; a trial's last
-result is recorded at its rung when it completes. tests/test_study_asha.py holds it to Tune's own `ASHAScheduler`,
-live, event by event.
-
-Tune names a trial anew in every session, and a trial that `resume` runs again must meet the rungs it already
-passed as passed, so the scheduler keys its rungs by the search's id (`trial_key`). Each decision at a rung is
-written into the study before Tune acts on it. When a search resumes or grows, the rungs are rebuilt from the study
-(search.running.asha.rungs): no scheduler state is kept on disk, the study is the record. A decision a kill took with it
-is carried out: the trial, run again, is stopped when it reports that epoch (`owed_stops`).
+"""ASHA as the search runs it: Tune's asynchronous successive halving (as its one-bracket `ASHAScheduler` decides),
+a scheduler of our own on Tune's public `FIFOScheduler`, keyed by the search's trial ids (Tune names a trial anew in
+every session) and rebuilt from the study (search.running.asha.rungs). tests/test_study_asha.py holds it to Tune's
+own `ASHAScheduler`, live, event by event.
 """
 
 from __future__ import annotations

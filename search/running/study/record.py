@@ -1,28 +1,14 @@
-"""The record of a search: an Optuna study in the experiment folder, which Optuna and optuna-dashboard open as is.
-
-`study.log` is Optuna's `JournalStorage` file: one JSON line per change, appended and fsynced by the search driver,
-the only writer; readers (optuna-dashboard, `optuna.load_study`, `report`) never lock it. Each trial of the search
-is one Optuna trial, with the project's trial id as its user attribute `trial_id`, every epoch it reported as an
-intermediate value, each rung decision the scheduler made (`rung_decisions`), and its end as the decider
-(search.running.ends.decider) decides it: the state (COMPLETE with its score (`search.results.score`), PRUNED when ASHA
-or a budget stopped it, FAIL), the user attribute `status` (which of the four endings) and `reason`. The state is
-written last: a trial whose end could not be written all through is still RUNNING, and nothing reads an ending
-from the attributes of a running trial (search.running.study.queries).
-
-One driver writes the study at a time (search.running.writer.lock); its journal's own lock and a line a killed
-writer cut short are cleared only by a driver that holds that lock. A write that fails (a full disk) is kept as the
-record's `failure`: from then on it writes nothing more, and the driver stops the search (exit 1) with every trial as
-the study held it, for `resume`.
-
-A trial's own files are written before Tune (and so the study) hears of an epoch, so after a kill they can know
-more than the study: `search.running.ends.reconcile` brings the study up to them before a session starts.
-
-Optuna only: no Ray, no torch.
+"""The record of a search: an Optuna study in the experiment folder (`study.log`, Optuna's `JournalStorage`), which
+Optuna and optuna-dashboard open as is, written by the search driver alone (docs/design.md, "Where each kind of state
+lives"). A trial's end is written state last, so a trial whose end could not be written all through is still RUNNING;
+a write that fails is kept as the record's `failure`, after which nothing more is written and the driver stops the
+search. Optuna only: no Ray, no torch.
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from pathlib import Path
 
 import optuna
@@ -91,9 +77,7 @@ class StudyRecord(StudyQueries):
         constants: dict,
         objectives: list[Objective] | None = None,
     ):
-        """`storage`: the study's, which sets a stopped trial PRUNED with the value of the epoch that stands for it
-        (search.running.study.optuna_private). `objectives`: the primary (`metric`) first; the others come from the rows
-        a trial reports."""
+        """`objectives`: the primary (`metric`) first; the others come from the rows a trial reports."""
         super().__init__(study)
         self.storage, self.coding, self.constants = storage, coding, constants
         self.metric, self.mode, self.epochs = metric, mode, epochs
@@ -104,13 +88,7 @@ class StudyRecord(StudyQueries):
 
     @classmethod
     def in_folder(
-        cls,
-        folder: Path,
-        coding: SpaceCoding,
-        objectives: list[Objective],
-        epochs: int,
-        constants: dict,
-        sampler=None,
+        cls, folder: Path, coding: SpaceCoding, objectives: list[Objective], epochs: int, constants: dict, sampler=None
     ) -> StudyRecord:
         """The record over the study in experiment folder `folder`, opened by its driver."""
         study, storage = open_study(folder, objectives, sampler)
@@ -145,10 +123,20 @@ class StudyRecord(StudyQueries):
         """The values of the objectives other than the primary that a reported row holds."""
         return {name: row[name] for name in self.other_names if is_finite_number(row.get(name))}
 
+    @contextmanager
     def writing(self, what: str):
         """A guard around one write: a failure becomes the record's `failure` (raised), and once there is one nothing
         more is written (`StudyWriteFailed` at once)."""
-        return _Writing(self, what)
+        if self.failure is not None:
+            raise self.failure
+        try:
+            yield
+        except StudyWriteFailed:
+            raise
+        except Exception as exc:
+            self.failure = StudyWriteFailed(what, exc)
+            log.error("%s", self.failure, exc_info=exc)
+            raise self.failure from exc
 
     def create(self, trial_id: str) -> optuna.Trial:
         """A new trial, proposed by the sampler (or the oldest configuration given with `enqueue`)."""
@@ -165,9 +153,8 @@ class StudyRecord(StudyQueries):
         return running_trial(self.study, frozen)
 
     def report(self, trial_id: str, epoch, value, others: dict | None = None) -> None:
-        """One epoch's metric as the trial's intermediate value; an epoch already recorded is kept as it was.
-        `others`: the other objectives' values that epoch (kept per epoch: `other_objectives_by_epoch`). A
-        multi-objective study records the metric in the user attribute `epoch_values` (`epoch_values`)."""
+        """One epoch's metric as the trial's intermediate value (a multi-objective study's: the user attribute
+        `epoch_values`), and `others`, the other objectives' values that epoch; an epoch already recorded is kept."""
         frozen = self.frozen(trial_id)
         if frozen is None or frozen.state != TrialState.RUNNING or not is_finite_number(value) or epoch is None:
             return
@@ -240,19 +227,3 @@ class StudyRecord(StudyQueries):
         with self.writing(f"trial number {number}"):
             self.live_trial(self.study.get_trials(deepcopy=False)[number]).set_user_attr(REASON_ATTR, reason)
             self.study.tell(number, state=TrialState.FAIL)
-
-
-class _Writing:
-    def __init__(self, record: StudyRecord, what: str):
-        self.record, self.what = record, what
-
-    def __enter__(self):
-        if self.record.failure is not None:
-            raise self.record.failure
-
-    def __exit__(self, kind, exc, traceback):
-        if exc is None or isinstance(exc, StudyWriteFailed) or not isinstance(exc, Exception):
-            return False
-        self.record.failure = StudyWriteFailed(self.what, exc)
-        log.error("%s", self.record.failure, exc_info=exc)
-        raise self.record.failure from exc
