@@ -1,16 +1,8 @@
-"""Where a driver's lease lives (search.running.writer.lock), and how the store lets it be written.
-
-S3 through boto3, when boto3 is importable (`ConditionalStore`): the lease is created with PutObject
-`If-None-Match: *`, a stale one is replaced with `If-Match: <its ETag>`, and the holder renews it with
-`If-Match: <the ETag of its last write>`. The store itself refuses a write from a driver whose view of the lease is
-out of date (412 PreconditionFailed, 409 ConditionalRequestConflict, or 404 when the lease is gone): that driver gets
-`LeaseChanged`, so no two drivers ever hold the lease.
-
-Every other store (`ReadBackStore`, through pyarrow: file://, gs://, S3 without boto3) offers no conditional write:
-the lease is written plainly, and the writer reads it back to learn who holds it (`conditional` is False).
-
-Either store judges a lease's age by its own clock: the lease's modification time against that of a probe object
-it is asked to write now beside it, never by comparing two machines' clocks.
+"""Where a driver's lease lives (search.running.writer.lock), and how the store lets it be written: on S3 through
+boto3, when it is importable, every write conditional on the version its writer last saw (`ConditionalStore`: the
+store itself refuses a write from a driver whose view is out of date, `LeaseChanged`); every other store through
+pyarrow, written plainly and read back (`ReadBackStore`). Either judges a lease's age by its own clock: the lease's
+modification time against that of a probe object it writes now beside it (docs/one-writer.md).
 """
 
 from __future__ import annotations
@@ -108,7 +100,7 @@ class ConditionalStore:
         self.bucket, self.key = bucket_and_key(location)
 
     def read(self) -> Lease:
-        with self._errors_as_oserror():
+        with self._errors():
             try:
                 got = self.client.get_object(Bucket=self.bucket, Key=self.key)
             except self.client.exceptions.NoSuchKey:
@@ -119,40 +111,37 @@ class ConditionalStore:
         """Creates the lease when `replacing` has no tag (none was there), else replaces exactly that version;
         `LeaseChanged` when the store holds another. Returns the new version's tag."""
         condition = {"IfMatch": replacing.tag} if replacing.tag else {"IfNoneMatch": "*"}
-        with self._errors_as_oserror(changed=True):
+        with self._errors(changed=True):
             return self.client.put_object(Bucket=self.bucket, Key=self.key, Body=text.encode(), **condition)["ETag"]
 
     def now(self) -> datetime:
         probe = str(PurePosixPath(self.key).with_name(CLOCK_FILE))
-        with self._errors_as_oserror():
+        with self._errors():
             self.client.put_object(Bucket=self.bucket, Key=probe, Body=b"now")
             return self.client.head_object(Bucket=self.bucket, Key=probe)["LastModified"]
 
     def delete(self, lease: Lease) -> None:
         """Deletes exactly the version `lease` names (`LeaseChanged` when the store holds another)."""
-        with self._errors_as_oserror(changed=True):
+        with self._errors(changed=True):
             self.client.delete_object(Bucket=self.bucket, Key=self.key, IfMatch=lease.tag)
 
-    def _errors_as_oserror(self, changed: bool = False):
-        return _s3_errors(f"s3://{self.bucket}/{self.key}", changed)
+    @contextmanager
+    def _errors(self, changed: bool = False):
+        """botocore's errors as OSError (what the pyarrow store raises); for a conditional request (`changed`), a
+        failed condition as `LeaseChanged`: 412 PreconditionFailed, 409 ConditionalRequestConflict, 404 (gone)."""
+        from botocore.exceptions import BotoCoreError, ClientError
 
-
-@contextmanager
-def _s3_errors(where: str, changed: bool):
-    """botocore's errors as OSError (what the pyarrow store raises); for a conditional request (`changed`), a failed
-    condition as `LeaseChanged`: 412 PreconditionFailed, 409 ConditionalRequestConflict, 404 (the lease is gone)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        yield
-    except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
-        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if changed and (code in CHANGED_CODES or status in {404, 409, 412}):
-            raise LeaseChanged(f"{where}: {code or status}") from None
-        raise OSError(f"{where}: {code or status}: {error}") from None
-    except BotoCoreError as error:
-        raise OSError(f"{where}: {error}") from None
+        where = f"s3://{self.bucket}/{self.key}"
+        try:
+            yield
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if changed and (code in CHANGED_CODES or status in {404, 409, 412}):
+                raise LeaseChanged(f"{where}: {code or status}") from None
+            raise OSError(f"{where}: {code or status}: {error}") from None
+        except BotoCoreError as error:
+            raise OSError(f"{where}: {error}") from None
 
 
 CHANGED_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"}

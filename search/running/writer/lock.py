@@ -1,28 +1,10 @@
 """One writer per experiment: the driver of `run` or `resume` holds the experiment's lock while it writes.
 
-Local folder (or a network mount): `driver.lock` in the experiment folder, taken with `flock`, which is atomic and
-which the kernel releases when its holder dies, however it dies (SIGKILL too): a lock is stale exactly when its
-holder is gone. The file names the holder (pid, host, command, since when); a second driver is refused with that
-name, and one that finds the name of a holder that is gone says that it takes the lock over.
-
-URI (object store): the driver's working folder on this machine is locked as above, and a lease object,
-`driver.lease`, is written to the URI and renewed every `RENEW_S`. A lease not renewed for `STALE_S` is stale and is
-taken over; its age is judged by the store's clock (the lease's modification time against a probe's the store stamps
-now), never by comparing two machines' clocks. A store that keeps no times cannot tell the age: the lease is read
-again after `STALE_S` and taken only if its holder did not renew it meanwhile. How the lease is written depends on
-the store (search.running.writer.lease_store): on S3 with boto3, every write is conditional (created if none, replaced
-or renewed only if it is still the version this driver saw), so the store itself decides between two drivers, and a
-holder whose lease another driver took learns it at its next renewal. Other stores offer no conditional write: the
-lease is read back after `READ_BACK_S` (the last writer wins; a driver that reads back another's lease gives way)
-and read back before each renewal; two drivers that take a stale lease within that pause of each other could both
-pass, and a holder could renew in the instant between its read-back and its write: docs/one-writer.md says so. On
-every store the holder is fenced: before each write this process makes to the experiment (uploads, `end.json`,
-deletions: search.foundation.storage's fence), it reads the lease back; finding it is no longer its own (it stalled
-past `STALE_S`, a suspended machine, a partition), it stops at once without another write, saying who holds it now
-and how long ago it last wrote its own (`LeaseLost`, exit 1). The fence fails closed: a lease that cannot be read is
-read again until this driver's last write of it is `STALE_S` old, and then counts as lost.
-
-No Ray, no torch: pyarrow, and boto3 where it is installed.
+A local folder is locked with `flock` on `driver.lock` (the kernel frees it when its holder dies, however it dies);
+on a URI a lease object, `driver.lease`, is written, renewed every `RENEW_S` and taken over once stale for `STALE_S`,
+judged by the store's clock (search.running.writer.lease_store). The holder is fenced: before each write to the
+experiment it reads the lease back and stops without another write (`LeaseLost`, exit 1) once it is another's, failing
+closed. What each store promises: docs/one-writer.md. No Ray, no torch: pyarrow, and boto3 where it is installed.
 """
 
 from __future__ import annotations
