@@ -103,7 +103,7 @@ def test_each_repeat_carries_its_seed_into_its_configuration_the_study_and_the_s
     assert [trial[SEED_KEY] for trial in proposed] == [4, 5, 6]
     assert [trial.user_attrs[SEED_KEY] for trial in record.proposed()] == [4, 5, 6]  # kept in the study
     assert record.config_of("t1")[SEED_KEY] == 5 and record.config_of("t1")["lr"] == 0.001
-    results = trial_results(record, Experiment.at(str(tmp_path / "x")), str(tmp_path))
+    results = trial_results(record, Experiment.at(str(tmp_path / "x")))
     assert [result.config[SEED_KEY] for result in results] == [4, 5, 6]  # the trial table's column
 
     again = StudySearcher(record, [record.frozen("t1")], "val_acc", "max", config.seed)  # `resume` runs it again

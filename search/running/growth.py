@@ -1,13 +1,6 @@
-"""How `resume ... trials=N` grows a search: what its study holds so far, and which stop rule binds.
-
-A search grows to N trials in all when `resume` is given trials=N alone. One started under the former default stop
-rule (neither trials= nor epoch_budget= given: the epochs of 8 full trials, the trial count lifted to the budget)
-still holds that budget in its settings: `resume trials=N` lifts it, as if the search had been run with trials=N,
-so that it resumes as it did when it was started. A budget the user gave stands; when it is already spent, `resume`
-says so in one line before any trial starts and names how to lift it (exit 2): no command exits 0 having done
-nothing. A study created since the default became a count says so (search.running.study.queries.COUNT_DEFAULT_ATTR), so
-a budget of 8 x epochs given since stands; in a study created before, an explicit epoch_budget of 8 x epochs without
-trials= cannot be told from the former default and is grown the same way. Optuna only: no Ray, no torch.
+"""How `resume ... trials=N` grows a search: what its study holds so far, and which stop rule binds (a search started
+under the former default epoch budget has it lifted by trials=N; a budget the user gave stands, and a spent one is
+refused in one line naming how to lift it: docs/budgets.md). Optuna only: no Ray, no torch.
 """
 
 from __future__ import annotations

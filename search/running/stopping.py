@@ -1,17 +1,6 @@
 """Why a session of the search stopped before its trials were done: its time budget or the search's epoch budget
-ran out, or Ctrl-C.
-
-Both reach Tune through one public `Stopper`, so Tune ends its trials the same way for either, and the driver knows
-which it was from what happened (the signal, the budget's clock), not from the time on the clock when Tune returned:
-a Ctrl-C one second before the budget ends is an interruption (exit 130, `resume` continues the search), and the
-budget's trials are ended as stopped by it (search.running.study.endings).
-
-The budget is per session (`run`, or one `resume`): its clock starts when Tune starts the session's first trial,
-after Ray is up, so a search never spends its budget starting Ray. A `resume` gets the budget again (or the one it
-is given with time_budget=). The epoch budget is the whole search's: the epochs its study holds count, and each
-epoch a trial reports in the session (one replayed from its files after a kill was counted already). Tune acts on
-the stop between its own steps: the trials side by side may each finish the epoch they are training, and, when
-epochs take well under a second, one more, before Tune stops them; every epoch trained is kept and counted.
+ran out, or Ctrl-C. Both reach Tune through one public `Stopper`, and the driver knows which it was from what
+happened (the signal, the budget's clock), not from the clock when Tune returned (docs/budgets.md).
 """
 
 from __future__ import annotations

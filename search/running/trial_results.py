@@ -19,26 +19,13 @@ from trainables.foundation.storage import STUDY_FILE, Experiment, relative_check
 from trainables.foundation.trial_files import TrialFiles
 
 # Keys Tune adds to every result, and the trial's own bookkeeping: the summary keeps what the training loop reported.
-_BOOKKEEPING = {
-    "timestamp",
-    "done",
-    "training_iteration",
-    "trial_id",
-    "date",
-    "time_this_iter_s",
-    "pid",
-    "hostname",
-    "node_ip",
-    "time_since_restore",
-    "iterations_since_restore",
-    "checkpoint_dir_name",
-    "should_checkpoint",
-    "config",
-    "recovered",
-}
+_BOOKKEEPING = set(
+    "timestamp done training_iteration trial_id date time_this_iter_s pid hostname node_ip time_since_restore "
+    "iterations_since_restore checkpoint_dir_name should_checkpoint config recovered".split()
+)
 
 
-def trial_results(record: StudyRecord, experiment: Experiment, storage: str) -> list[TrialResult]:
+def trial_results(record: StudyRecord, experiment: Experiment) -> list[TrialResult]:
     results = []
     for trial in record.proposed():
         trial_id = trial_id_of(trial)
@@ -47,7 +34,7 @@ def trial_results(record: StudyRecord, experiment: Experiment, storage: str) -> 
             TrialResult(
                 trial_id=trial_id,
                 config=record.configuration(trial),
-                history=[_clean_row(row, storage) for row in TrialFiles(experiment.location, trial_id).rows()],
+                history=[_clean_row(row) for row in TrialFiles(experiment.location, trial_id).rows()],
                 status=ending.status if ending else "running",
                 reason=ending.reason if ending else None,
             )
@@ -55,7 +42,7 @@ def trial_results(record: StudyRecord, experiment: Experiment, storage: str) -> 
     return results
 
 
-def _clean_row(row: dict, storage: str) -> dict:
+def _clean_row(row: dict) -> dict:
     cleaned = {}
     for key, value in row.items():
         if key in _BOOKKEEPING or key.startswith("config/"):
@@ -82,7 +69,7 @@ def summary_so_far(experiment: Experiment) -> tuple[dict, int]:
     record = StudyRecord(
         study, storage, coding_for(config, space), primary.name, primary.mode, config.epochs, constants, objectives
     )
-    results = trial_results(record, experiment, config.storage)
+    results = trial_results(record, experiment)
     ended = [result for result in results if result.status != "running"]
     named = [{"name": o.name, "mode": o.mode} for o in objectives]
     summary = summarize(

@@ -183,7 +183,7 @@ def scheduler_of(config: RunConfig, record: StudyRecord):
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
-    results = trial_results(record, experiment, config.storage)
+    results = trial_results(record, experiment)
     objectives = [{"name": o.name, "mode": o.mode} for o in record.objectives]
     summary = summarize(
         space.name, space.metric, space.mode, config.to_dict(), results, experiment.checkpoint_exists(), objectives

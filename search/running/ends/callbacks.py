@@ -1,14 +1,8 @@
 """Tune callbacks that run in the search driver: how trials ended, TensorBoard events, tracking, uploads.
 
-`TrialEnds` hands what Tune saw of a trial's end (its epochs, the scheduler's stop, its error) to the decider
-(search.running.ends.decider), which decides, writes the study, then `end.json`, then tells the followers (the live
-view, TensorBoard, MLflow, the upload), which never decide anything of their own. A trial a budget stopped, which Tune
-ends without a callback, is ended by the decider after Tune returns (`TrialEnds.out_of_budget`).
-
-Every hook is guarded: an error in one (an upload that fails, a full disk under TensorBoard, a tracking server that
-is going away) is named once on the terminal and in `search.log`, and never reaches Tune, so it cannot turn a
-completed trial into a failed one or make Tune run a trial again. A failed write of the study is not such an error:
-it stops the search (the `halt` given to `TrialEnds`), and no trial's end is written after it.
+`TrialEnds` hands what Tune saw of a trial's end to the decider (search.running.ends.decider), which tells the others
+(`FollowsEnds`) after the study holds it. Every hook is guarded (`Guarded`): an error in one is named and never reaches
+Tune; a failed write of the study is not such an error, it stops the search.
 """
 
 from __future__ import annotations
@@ -99,25 +93,23 @@ class TrialEnds(Guarded):
         self.trials, self.tune_trials[trial_key(trial)] = trials, trial
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self.trials = trials
-        epochs_run = int((trial.last_result or {}).get("epoch") or 0)
         stopped = self.stopped_by_scheduler(trial_key(trial))
-        self._end(trial, EndFacts(epochs_run, stopped_by_scheduler=stopped, divergence=_divergence(trial)))
+        self._end(trials, trial, stopped_by_scheduler=stopped, divergence=_divergence(trial))
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self.trials = trials
-        epochs_run = int((trial.last_result or {}).get("epoch") or 0)
-        error = _divergence(trial) or root_cause(_error_text(trial))
-        self._end(trial, EndFacts(epochs_run, error=error))
+        self._end(trials, trial, error=_divergence(trial) or root_cause(_error_text(trial)))
 
     def out_of_budget(self, budget: str = "time") -> None:
         """A budget ran out (Tune stopped its trials without a callback): every trial the study still holds as
         running is ended so, with the epochs its files hold."""
         self.decider.end_running(budget, self.trials, self.tune_trials)
 
-    def _end(self, tune_trial, facts: EndFacts) -> None:
+    def _end(self, trials, tune_trial, **facts) -> None:
+        """What Tune saw of the trial's end (`facts`: EndFacts' own), with the epochs its last result reached."""
+        self.trials = trials
+        epochs_run = int((tune_trial.last_result or {}).get("epoch") or 0)
         try:
-            self.decider.end(trial_key(tune_trial), facts, self.trials, tune_trial)
+            self.decider.end(trial_key(tune_trial), EndFacts(epochs_run, **facts), self.trials, tune_trial)
         except (StudyWriteFailed, LeaseLost):
             pass  # kept by the record or the lease: the search stops, nothing is written after it
 

@@ -1,14 +1,9 @@
 """The one place a trial's end is decided and recorded, as Optuna's `_tell` is for a study.
 
-Every path that ends a trial comes here with what it knows (`EndFacts`): Tune's completion or error (the driver's
-`TrialEnds` callback, with the scheduler's decision), a budget that ran out (the trials still running, with the
-epochs their files hold), a session that finds the epoch budget spent, and `reconcile` after a kill (an `end.json`
-the study never heard of, the last epoch in a trial's files, a divergence, a proposal cut short). The decider
-decides by the one rule (search.running.study.endings), writes the study once (search.running.study.record), and only
-after that write succeeded writes the trial's `end.json` and tells the followers (live view, TensorBoard HParams,
-MLflow, the upload). A write that fails raises `StudyWriteFailed`: nothing follows it, and the driver stops the search.
-
-Optuna and pyarrow only: no Ray, no torch.
+Every path that ends a trial (Tune's `TrialEnds` callback, a budget that ran out, `reconcile` after a kill) comes here
+with what it knows (`EndFacts`). The decider decides by the one rule (search.running.study.endings), writes the study
+once, and only after that write succeeded writes the trial's `end.json` and tells the followers; a write that fails
+raises `StudyWriteFailed` and nothing follows it. Optuna and pyarrow only: no Ray, no torch.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Before a session starts: the study brought up to what a search's trials' own files know, and the trials a budget
-stopped continued.
-
-A trial's files are written before Tune (and so the study) hears of an epoch, so after a kill they can know more
-than the study (search.running.study.record). A trial a budget stopped is continued by a later session of a grown
-search: Optuna never reopens an ended trial, so the continuation is a new running trial of the study with the same
-id, configuration and history (epochs, their other objectives, the rung decisions made), which stands for the stopped
-one from then on; it trains on from its latest checkpoint. Optuna only: no Ray, no torch.
+"""Before a session starts: the study brought up to what a search's trials' own files know (after a kill they can
+know more: docs/design.md, "Why nothing is lost when the driver is killed"), and the trials a budget stopped
+continued, each as a new running trial of the study with the same id, configuration and history (Optuna never reopens
+an ended trial). Optuna only: no Ray, no torch.
 """
 
 from __future__ import annotations
@@ -84,8 +80,12 @@ def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> Non
         distributions=distributions,
         user_attrs={ID_ATTR: trial_id, RUNGS_ATTR: {}},
     )
-    with record.writing(f"trial {trial_id} from its files"):
-        record.study.add_trial(added)
+    _add(record, trial_id, added, f"trial {trial_id} from its files")
+
+
+def _add(record: StudyRecord, trial_id: str, trial: FrozenTrial, what: str) -> None:
+    with record.writing(what):
+        record.study.add_trial(trial)
     record.numbers[trial_id] = len(record.study.get_trials(deepcopy=False)) - 1
 
 
@@ -105,7 +105,5 @@ def continue_stopped_by_budget(record: StudyRecord) -> list[FrozenTrial]:
                 **{key: frozen.user_attrs[key] for key in CARRIED if key in frozen.user_attrs},
             },
         )
-        with record.writing(f"the continuation of trial {trial_id_of(frozen)}"):
-            record.study.add_trial(continuation)
-        record.numbers[trial_id_of(frozen)] = len(record.study.get_trials(deepcopy=False)) - 1
+        _add(record, trial_id_of(frozen), continuation, f"the continuation of trial {trial_id_of(frozen)}")
     return [record.frozen(trial_id_of(frozen)) for frozen in stopped]
