@@ -1,13 +1,6 @@
-"""Every trial's checkpoints, both shapes: rank 0 of a DDP group and a one-worker trial in its own process.
-
-Ray Train keeps no checkpoints here (a one-worker trial runs in Train's local mode, which keeps none, and a DDP
-trial reports without one): this store writes them itself, `<experiment>/train_<id>/checkpoint_epoch_NNNN/`, keeps
-the best `keep` by the metric plus always the latest, and gives the latest complete one to continue from after a
-restart or a `resume`. A folder counts only once its marker is written last,
-so a copy cut short is never taken for a checkpoint.
-
-pyarrow only (a folder or a URI); no Ray, no torch.
-"""
+"""Every trial's checkpoints, `<experiment>/train_<id>/checkpoint_epoch_NNNN/`, written by this store (Ray Train keeps
+none here): the best `keep` by the metric plus always the latest; a folder counts only once its marker is written
+last. pyarrow only (a folder or a URI); no Ray, no torch."""
 
 from __future__ import annotations
 
@@ -89,10 +82,7 @@ class CheckpointStore:
 
     def save(self, write: Callable[[Path], None], epoch: int, score: float | None) -> str:
         """Write the epoch's checkpoint with `write(folder)` and mark it complete; returns its path (see `path_of`).
-
-        On a local store `write` fills the checkpoint's own folder; for a URI it fills a local staging folder that is
-        uploaded and then removed at once. So a trial killed later, while it waits on Ray, leaves no copy in the
-        system's temporary folder (a ResNet-18 checkpoint is 86 MB)."""
+        For a URI `write` fills a local staging folder, uploaded and removed at once (a ResNet-18 one is 86 MB)."""
         import pyarrow.fs
 
         target = self.path_of(epoch)
@@ -145,8 +135,7 @@ class CheckpointStore:
 
 def damage(location: str) -> str | None:
     """What is wrong with a checkpoint folder (a path or a URI), naming the file; None when it is whole: its marker,
-    its state.json (parsed) and its model.pt (a torch zip archive read to its central directory, which a file cut
-    short lacks). Pyarrow and the standard library only: cheap enough to check every checkpoint before a resume."""
+    its state.json (parsed) and its model.pt (a zip archive read to its central directory, which a cut file lacks)."""
     import zipfile
 
     import pyarrow.fs
@@ -181,8 +170,7 @@ def refuse_damaged(location: str, remedy: str) -> None:
 
 
 def refuse_damaged_in(experiment_dir: str) -> None:
-    """Every complete checkpoint of every trial of an experiment, checked before `resume` trains from them (a
-    folder without its marker is a write cut short, which resume ignores)."""
+    """Every complete checkpoint of every trial of an experiment, checked before `resume` trains from them."""
     import pyarrow.fs
 
     fs, root = filesystem(experiment_dir)
@@ -201,9 +189,7 @@ def epochs_to_delete(scores: dict[int, float | None], mode: str, keep: int, late
 
     def rank(epoch: int):
         score = scores[epoch]
-        if score is None:
-            return (1, 0.0, -epoch)
-        return (0, -score if mode == "max" else score, -epoch)
+        return (1, 0.0, -epoch) if score is None else (0, -score if mode == "max" else score, -epoch)
 
     ranked = sorted(scores, key=rank)
     return sorted(epoch for epoch in ranked[keep:] if epoch != latest)

@@ -20,12 +20,8 @@ from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 from trainables.foundation.warm import imports_found
 from trainables.room import alive_node_resources, alive_nodes, wait_for_room, worker_resources
 
-# Ray Train is imported by `fit_trial`, in the trial's process (the search driver, which imports this module for
-# `train_trial`, never trains), and torch only where training happens: on the ranks, or here for one-worker trials.
-
-HEALTH_CHECK_INTERVAL = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
-PREEMPTION_WATCHER = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
-THREAD_TIMEOUT = "TUNE_FUNCTION_THREAD_TIMEOUT_S"
+# Ray Train is imported by `fit_trial`, in the trial's process (the search driver imports this module but never
+# trains), and torch only where training happens: on the ranks, or here for one-worker trials.
 
 
 class NonFiniteLoss(RuntimeError):
@@ -41,9 +37,8 @@ _trials_in_this_process = 0
 
 
 def process_start_figures() -> dict:
-    """How warm this trial's process was when the trial began: how many of the trial's modules it found imported (by
-    Ray's preload, or an earlier trial in the same process), the trial's place among the process's trials, and on a
-    process's first trial when Ray started the process (a worker Ray started ahead: also the time it waited idle)."""
+    """How warm this trial's process was when the trial began: the trial's modules it found imported, its place among
+    the process's trials, and on a process's first trial when Ray started the process."""
     global _trials_in_this_process
     _trials_in_this_process += 1
     found = imports_found()
@@ -66,7 +61,9 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
     trial_id = hp.pop(TRIAL_KEY, None) or ray.tune.get_context().get_trial_id()  # kept across `resume`
     files = TrialFiles(experiment_dir, trial_id)
     store = CheckpointStore(run_location(experiment_dir, train_run_name(trial_id)), metric, mode, settings.checkpoints)
-    rows = rows_with_checkpointed_epochs(files, store)
+    rows = files.rows()
+    for row in store.rows_after(rows[-1]["epoch"] if rows else 0):  # a kill between a checkpoint and its row
+        rows = files.append(rows, row)
     if rows:  # `resume` of a trial that ran: Tune, ASHA and Optuna hear again what its files hold
         if replay(rows, files.ending_not_by_budget(), settings.epochs, hp):
             return
@@ -94,23 +91,12 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
         raise NonFiniteLoss(divergence_message(last, hp))
 
 
-def rows_with_checkpointed_epochs(files: TrialFiles, store: CheckpointStore) -> list[dict]:
-    """The trial's rows, and a row for each complete checkpoint newer than them (a kill between a checkpoint and its
-    row), taken from the checkpoint's own state.json."""
-    rows = files.rows()
-    last = rows[-1]["epoch"] if rows else 0
-    for row in store.rows_after(last):
-        rows = files.append(rows, row)
-    return rows
-
-
 class EndedBefore(RuntimeError):
     """A trial that had failed before the search was interrupted fails again on `resume`, for the same reason."""
 
 
 def replay(rows: list[dict], ending: dict | None, epochs: int, hp: dict) -> bool:
-    """Report the trial's recorded epochs to Tune again (marked `recovered`); True when the trial had ended (by its
-    `end.json`, its last epoch or a diverged loss) and has nothing left to train."""
+    """Report the trial's recorded epochs to Tune again (marked `recovered`); True when the trial had ended."""
     for row in rows:
         ray.tune.report({**row, "recovered": True})
     last = rows[-1]
@@ -122,8 +108,7 @@ def replay(rows: list[dict], ending: dict | None, epochs: int, hp: dict) -> bool
 
 
 def make_cuda_context_meanwhile() -> None:
-    """Create this process's CUDA context (1.7 s on an H100) while Ray Train starts the trial's run, instead of
-    after it; Ray has set the process's GPU share (CUDA_VISIBLE_DEVICES) before the trial began. Once per process."""
+    """Create this process's CUDA context (1.7 s on an H100) while Ray Train starts the trial's run, not after it."""
     import threading
 
     import torch
@@ -133,24 +118,21 @@ def make_cuda_context_meanwhile() -> None:
 
 
 def prepare_worker_group(settings: RunConfig) -> None:
-    # Train's controller checks its workers every 2 s by default; a finished run's resources (which the next trial
-    # waits for) are freed only at that check. Ray Train hands this variable on to the controller.
-    os.environ.setdefault(HEALTH_CHECK_INTERVAL, "0.5")
-    # Tune hands this process to the next trial once the last one's thread has returned, and waits 2 s for it by
-    # default; a stopped trial's thread returns once its worker group is aborted (about a second).
-    os.environ.setdefault(THREAD_TIMEOUT, "10")
-    # Train starts a preemption watcher (one more process) per run to tell workers their node is being drained; on a
-    # lone node there is nowhere for the run to move to, and the worker loop does not read that signal anyway.
+    # Train's controller frees a finished run's resources at its health check, every 2 s by default.
+    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
+    # Tune waits 2 s by default for a stopped trial's thread, which returns once its group is aborted (about 1 s).
+    os.environ.setdefault("TUNE_FUNCTION_THREAD_TIMEOUT_S", "10")
+    # A preemption watcher (one more process per run) has nowhere to move a run on a lone node.
     if len(alive_nodes()) == 1:
-        os.environ.setdefault(PREEMPTION_WATCHER, "0")
+        os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
     # Nodes may have left since the search started; Ray Train would wait for them forever.
     plan_concurrency(alive_node_resources(), TrialShape.of(settings), 1)
     wait_for_room(settings)
 
 
 def train_fn_per_worker(config: dict) -> dict:
-    """What each rank runs (for a one-worker trial, this process): `trainables.worker`'s loop, imported only there, so
-    that a multi-worker trial's own process never imports torch (1.5-2 s before its workers could start)."""
+    """What each rank runs: `trainables.worker`'s loop, imported only there, so that a multi-worker trial's own
+    process never imports torch (1.5-2 s before its workers could start)."""
     config = {**config, "rank_warm_imports": len(imports_found())}
     from trainables import worker
 
@@ -162,6 +144,7 @@ def fit_trial(config: dict, settings: RunConfig, trial_id: str, experiment_dir: 
     import ray.train
     from ray.tune.integration.ray_train import TuneReportCallback
 
+    from trainables.ray_private import get_session
     from trainables.trainer import TrialTrainer
 
     in_process = "in_process" in config
@@ -184,12 +167,5 @@ def fit_trial(config: dict, settings: RunConfig, trial_id: str, experiment_dir: 
             callbacks=[] if in_process else [TuneReportCallback()],
         ),
     )
-    result = trainer.fit_until(tune_stop_event())
+    result = trainer.fit_until(get_session().stop_event)  # set when Tune finishes this trial's session
     return (result.return_value or {}) if result is not None else {}
-
-
-def tune_stop_event():
-    """Set when Tune finishes this trial's session: an ASHA stop, or this process handed to the next trial."""
-    from trainables.ray_private import get_session
-
-    return get_session().stop_event

@@ -1,8 +1,5 @@
-"""Plain PyTorch pieces of a trial: batches from memory, one training epoch, evaluation, checkpoints.
-
-Nothing here knows about Ray; the worker loop in `trainables.worker` wires these to Ray Train, and
-tests and benchmarks call them directly.
-"""
+"""Plain PyTorch pieces of a trial: batches from memory, one training epoch, evaluation, checkpoints; no Ray
+(`trainables.worker` wires them to Ray Train)."""
 
 from __future__ import annotations
 
@@ -56,69 +53,41 @@ class Split:
             images = random_shifts(images, shift, generator)
         return (images - self.mean) / self.std, self.labels[index]
 
-    def batches(
-        self,
-        index: torch.Tensor,
-        batch_size: int,
-        shift: int = 0,
-        generator: torch.Generator | None = None,
-        rotate: float = 0.0,
-    ):
-        """(images, labels) of `index`, `batch_size` at a time, straight from memory. Training augmentation, drawn
-        from `generator`: `shift` > 0, each image moved by up to `shift` pixels in each direction; `rotate` > 0, also
-        turned by up to `rotate` degrees either way."""
+    def batches(self, index: torch.Tensor, batch_size: int, shift: int = 0, generator=None, rotate: float = 0.0):
+        """(images, labels) of `index`, `batch_size` at a time, straight from memory; training augmentation drawn from
+        `generator`: each image moved by up to `shift` pixels each way and turned by up to `rotate` degrees."""
         for chunk in index.to(self.labels.device).split(batch_size):
             yield self.batch(chunk, shift, generator, rotate)
 
 
 def shard_indices(n: int, rank: int, world_size: int, seed: int | None) -> torch.Tensor:
-    """This rank's share of `n` samples: the same (seeded) permutation on every rank, then every
-    world_size-th sample. Training shards (seed given) are cut to equal length so every rank runs
-    the same number of steps, as DDP requires; evaluation shards (seed None) cover every sample once."""
+    """This rank's share of `n` samples: every world_size-th of a seeded permutation, cut to equal length so every
+    rank runs the same number of steps, as DDP requires; evaluation shards (seed None) cover every sample once."""
     if seed is None:
         return torch.arange(rank, n, world_size)
-    generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(n, generator=generator)
-    per_rank = n // world_size
-    return order[rank::world_size][:per_rank]
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    return order[rank::world_size][: n // world_size]
 
 
 def make_optimizer(hp: dict, model: nn.Module) -> torch.optim.Optimizer:
-    name = hp.get("optimizer", "sgd")
+    name, params = hp.get("optimizer", "sgd"), model.parameters()
     lr, weight_decay = hp["lr"], hp.get("weight_decay", 0.0)
     if name == "sgd":
         momentum = hp.get("momentum", 0.0)
-        return torch.optim.SGD(
-            model.parameters(),
-            lr=lr,
-            momentum=momentum,
-            weight_decay=weight_decay,
-            nesterov=bool(hp.get("nesterov", False)) and momentum > 0,
-        )
-    if name == "adam":
-        return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    if name == "adamw":
-        return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+        nesterov = bool(hp.get("nesterov", False)) and momentum > 0
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov)
+    if name in ("adam", "adamw"):
+        return {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name](params, lr=lr, weight_decay=weight_decay)
     raise ValueError(f"optimizer={name}: allowed values are {', '.join(OPTIMIZER_NAMES)}")
 
 
 class LearningRate:
     """The learning-rate schedule of a trial (`lr_schedule`): `none`; `plateau`, ReduceLROnPlateau on the validation
-    loss once an epoch (the transfer-learning tutorial's); `onecycle`, a warm-up to `lr` over the first quarter of
-    the steps, then annealed to near zero; `cosine`, a linear warm-up over the first epoch, then a cosine to zero.
-    `cycle_ends`: epochs (before the last) where a per-step schedule ends early and starts again over the epochs up
-    to the next end, so that a score taken there is an annealed one. The per-step schedules are rebuilt on a restart
-    and moved past the epochs already trained."""
+    loss once an epoch; `onecycle`, a warm-up to `lr` over the first quarter of the steps, then annealed to near
+    zero; `cosine`, a linear warm-up over the first epoch, then a cosine to zero. `cycle_ends`: epochs (before the
+    last) where a per-step schedule ends and starts again, so that a score taken there is an annealed one."""
 
-    def __init__(
-        self,
-        hp: dict,
-        optimizer,
-        epochs: int,
-        steps_per_epoch: int,
-        first_epoch: int = 1,
-        cycle_ends: tuple[int, ...] = (),
-    ):
+    def __init__(self, hp: dict, optimizer, epochs: int, steps_per_epoch: int, first_epoch: int = 1, cycle_ends=()):
         name = hp.get("lr_schedule", "none")
         if name not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule={name}: allowed values are {', '.join(LR_SCHEDULES)}")
@@ -197,11 +166,7 @@ class StepOptions:
 
     @classmethod
     def of(cls, run, hp: dict | None = None) -> StepOptions:
-        return cls(
-            channels_last=run.channels_last,
-            precision=run.precision,
-            label_smoothing=float((hp or {}).get("label_smoothing", 0.0)),
-        )
+        return cls(run.channels_last, run.precision, float((hp or {}).get("label_smoothing", 0.0)))
 
     def layout(self, images: torch.Tensor) -> torch.Tensor:
         if self.channels_last and images.dim() == 4:
@@ -215,9 +180,8 @@ class StepOptions:
 def train_one_epoch(
     model, optimizer, batches, device, options: StepOptions = StepOptions(), after_step=None, step=None
 ) -> dict:
-    """One pass over this rank's batches. Returns the summed loss, sample count and seconds spent. `after_step`: called
-    after every optimizer step (a per-step learning-rate schedule). `step`: the space's own (model, images, labels) ->
-    loss (trainables.own_step); None: cross-entropy."""
+    """One pass over this rank's batches: the summed loss, sample count and seconds spent. `after_step`: called after
+    every optimizer step; `step`: the space's own (model, images, labels) -> loss (trainables.own_step)."""
     model.train()
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     count = 0
@@ -236,8 +200,7 @@ def train_one_epoch(
             after_step()
         loss_sum += loss.detach().double() * len(labels)
         count += len(labels)
-    seconds = time.perf_counter() - start
-    return {"loss_sum": loss_sum, "count": count, "seconds": seconds}
+    return {"loss_sum": loss_sum, "count": count, "seconds": time.perf_counter() - start}
 
 
 @torch.no_grad()

@@ -40,9 +40,7 @@ from trainables.training import (
 def train_fn_per_worker(config: dict) -> dict:
     """Train one trial's model on this rank; returns the last epoch's metrics."""
     clock = SetupClock(config.get("driver_started_at"), config.get("process_started_at"))
-    for figure in WARM_FIGURES:  # how warm the trial's process (and this rank's) found its imports
-        if figure in config:
-            clock.note(figure, config[figure])
+    clock.figures.update({figure: config[figure] for figure in WARM_FIGURES if figure in config})  # how warm
     run = RunConfig.from_dict(config["run"])
     hp = config["hp"]
     space = load_run_space(run)
@@ -96,10 +94,7 @@ def train_fn_per_worker(config: dict) -> dict:
         val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
         metrics.update(epoch=epoch, lr=optimizer.param_groups[0]["lr"], epoch_s=time.perf_counter() - epoch_start)
-        if measures_latency(objectives) and epoch in (
-            first_epoch,
-            run.epochs,
-        ):  # known at the first rung, and at the end
+        if measures_latency(objectives) and epoch in (first_epoch, run.epochs):  # at the first rung, and at the end
             costs.update(latency(unwrap(model), info))
         metrics.update(costs)
         metrics["resumed_from"] = first_epoch - 1  # the checkpoint's epoch this run continued from (0: none)
@@ -149,10 +144,9 @@ WARM_FIGURES = ("warm_imports", "torch_found", "trial_of_process", "rank_warm_im
 
 
 class SetupClock:
-    """Where a run's start-up goes: `process_s` from Ray starting the trial's process to its driver (a reused
-    process's later trials: none), `launch_s` from the trial driver's start to this function (Train's controller,
-    worker group and process group; for a one-worker trial, only its imports), then the data, model and DDP steps;
-    and the node of every rank. Reported once, with the run's first epoch."""
+    """Where a run's start-up goes: `process_s` from Ray starting the trial's process to its driver, `launch_s` from
+    the trial driver's start to this function, then the data, model and DDP steps. Reported once, with the first
+    epoch."""
 
     def __init__(self, driver_started_at: float | None, process_started_at: float | None = None):
         self.last = time.time()
@@ -193,15 +187,8 @@ def broadcast_buffers_from_rank0(model: torch.nn.Module) -> None:
 
 def reduce_epoch_metrics(train_stats: dict, val_stats: dict, device: torch.device) -> dict:
     """Sum the per-rank counts over the group (Tune only sees rank 0's dict)."""
-    sums = torch.stack(
-        [
-            train_stats["loss_sum"].to(device),
-            torch.tensor(float(train_stats["count"]), device=device, dtype=torch.float64),
-            val_stats["loss_sum"].to(device),
-            val_stats["correct"].to(device),
-            torch.tensor(float(val_stats["count"]), device=device, dtype=torch.float64),
-        ]
-    )
+    values = [train_stats["loss_sum"], train_stats["count"]] + [val_stats[k] for k in ("loss_sum", "correct", "count")]
+    sums = torch.stack([torch.as_tensor(value, dtype=torch.float64, device=device) for value in values])
     slowest = torch.tensor([train_stats["seconds"]], device=device, dtype=torch.float64)
     if dist.is_available() and dist.is_initialized():
         dist.all_reduce(sums, op=dist.ReduceOp.SUM)

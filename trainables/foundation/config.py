@@ -18,6 +18,7 @@ from trainables.foundation.config_sections import (  # default_data_root: import
     ModelConfig,
     TrackingConfig,
     default_data_root,  # noqa: F401
+    require,
 )
 from trainables.foundation.errors import UsageError
 from trainables.foundation.schedules import cycle_ends
@@ -85,7 +86,7 @@ class RunConfig:
     enqueue_top: int = 3
     """With enqueue=EXPERIMENT: how many of its best trials to run first."""
     address: str = ""
-    """Ray cluster to join: auto, host:port or ray://host:port (default: $RAY_ADDRESS, else a local instance)."""
+    """Ray cluster to join: auto or host:port (default: $RAY_ADDRESS, else a local instance)."""
     checkpoints: int = 2
     """Checkpoints kept per trial, the best ones by the metric."""
     max_failures: int = 0
@@ -103,34 +104,28 @@ class RunConfig:
     """Whether the user gave trials= (it then caps an epoch budget); None: settings written before it was recorded."""
 
     def __post_init__(self):
-        _require(self.trials >= 1, f"trials={self.trials}: must be >= 1")
-        _require(self.epochs >= 1, f"epochs={self.epochs}: must be >= 1")
-        _require(
+        require(self.trials >= 1, f"trials={self.trials}: must be >= 1")
+        require(self.epochs >= 1, f"epochs={self.epochs}: must be >= 1")
+        require(
             0 <= self.grace <= self.epochs,
             f"grace={self.grace}: must be between 1 and epochs={self.epochs}, or 0 (past the lr warm-up)",
         )
-        _require(self.reduction > 1, f"reduction={self.reduction:g}: must be > 1")
-        _require(self.workers is None or self.workers >= 1, f"workers={self.workers}: must be >= 1")
-        _require(self.cpus is None or self.cpus > 0, f"cpus={self.cpus}: must be > 0")
-        _require(self.gpus is None or self.gpus >= 0, f"gpus={self.gpus}: must be >= 0")
-        _require(self.concurrency >= 0, f"concurrency={self.concurrency}: must be >= 0 (0: as many as fit)")
-        _require(self.epoch_budget >= 0, f"epoch_budget={self.epoch_budget}: must be >= 0 trial-epochs (0: no limit)")
-        _require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
-        _require(self.enqueue_top >= 1, f"enqueue_top={self.enqueue_top}: must be >= 1")
-        _require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")
-        _require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
-        _require(self.room_wait > 0, f"room_wait={self.room_wait:g}: must be > 0 seconds")
-        _require(self.sampler in SAMPLERS, f"sampler={self.sampler}: allowed values are {', '.join(SAMPLERS)}")
-        _require(
-            self.precision in PRECISIONS, f"precision={self.precision}: allowed values are {', '.join(PRECISIONS)}"
-        )
-        _require(
-            self.compile_mode in COMPILE_MODES,
-            f"compile_mode={self.compile_mode}: allowed values are {', '.join(COMPILE_MODES)}",
-        )
-        _require(self.verbose in (0, 1), f"verbose={self.verbose}: must be 0 or 1")
-
-        _require(
+        require(self.reduction > 1, f"reduction={self.reduction:g}: must be > 1")
+        require(self.workers is None or self.workers >= 1, f"workers={self.workers}: must be >= 1")
+        require(self.cpus is None or self.cpus > 0, f"cpus={self.cpus}: must be > 0")
+        require(self.gpus is None or self.gpus >= 0, f"gpus={self.gpus}: must be >= 0")
+        require(self.concurrency >= 0, f"concurrency={self.concurrency}: must be >= 0 (0: as many as fit)")
+        require(self.epoch_budget >= 0, f"epoch_budget={self.epoch_budget}: must be >= 0 trial-epochs (0: no limit)")
+        require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
+        require(self.enqueue_top >= 1, f"enqueue_top={self.enqueue_top}: must be >= 1")
+        require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")
+        require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
+        require(self.room_wait > 0, f"room_wait={self.room_wait:g}: must be > 0 seconds")
+        for key, allowed in (("sampler", SAMPLERS), ("precision", PRECISIONS), ("compile_mode", COMPILE_MODES)):
+            value = getattr(self, key)
+            require(value in allowed, f"{key}={value}: allowed values are {', '.join(allowed)}")
+        require(self.verbose in (0, 1), f"verbose={self.verbose}: must be 0 or 1")
+        require(
             self.name == "" or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name) is not None,
             f"name={self.name}: use letters, digits, '.', '_' and '-' only",
         )
@@ -161,11 +156,6 @@ def trials_given(run: dict) -> bool:
     if run.get("trials_given") is not None:
         return bool(run["trials_given"])
     return bool(run.get("epoch_budget")) and run["trials"] != run["epoch_budget"]
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise UsageError(message)
 
 
 # ---------------------------------------------------------------- parsing key=value overrides
@@ -200,9 +190,7 @@ def _field_kinds(cls) -> dict[str, Any]:
 def _scalar_kind(hint) -> tuple[type, bool]:
     """(base type, accepts 'auto' for None) of a field's annotation."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if args:
-        return args[0], True
-    return hint, False
+    return (args[0], True) if args else (hint, False)
 
 
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "tracking": TrackingConfig}
@@ -236,11 +224,8 @@ def split_override(arg: str) -> tuple[str, str]:
 
 
 def parse_overrides(args: list[str], hyperparameters: typing.Mapping[str, typing.Callable[[str], Any]] = {}):
-    """Parse `key=value` words into a RunConfig.
-
-    `hyperparameters` maps each hyperparameter name of the chosen space to a parser of its value;
-    those keys become fixed hyperparameters of the search.
-    """
+    """Parse `key=value` words into a RunConfig; `hyperparameters` maps each hyperparameter name of the chosen space
+    to a parser of its value, and those keys become fixed hyperparameters of the search."""
     keys = config_keys()
     top: dict[str, Any] = {}
     sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}

@@ -9,7 +9,7 @@ from trainables.foundation.cache import cache_folder
 from trainables.foundation.errors import UsageError
 
 
-def _require(condition: bool, message: str) -> None:
+def require(condition: bool, message: str) -> None:
     if not condition:
         raise UsageError(message)
 
@@ -38,14 +38,14 @@ class DataConfig:
     """Unreadable images found before the search started, left out of every trial."""
 
     def __post_init__(self):
-        _require(self.limit >= 0, f"data.limit={self.limit}: must be >= 0 (0 means all samples)")
-        _require(self.val_limit >= 0, f"data.val_limit={self.val_limit}: must be >= 0 (0 means all samples)")
-        _require(
+        require(self.limit >= 0, f"data.limit={self.limit}: must be >= 0 (0 means all samples)")
+        require(self.val_limit >= 0, f"data.val_limit={self.val_limit}: must be >= 0 (0 means all samples)")
+        require(
             0 < self.val_fraction < 1,
             f"data.val_fraction={self.val_fraction:g}: must be between 0 and 1 "
             "(the share of the training split held out for validation)",
         )
-        _require(self.workers >= 0, f"data.workers={self.workers}: must be >= 0 (0: decode in the training process)")
+        require(self.workers >= 0, f"data.workers={self.workers}: must be >= 0 (0: decode in the training process)")
 
 
 @dataclass
@@ -67,4 +67,4 @@ class TrackingConfig:
     """MLflow experiment the search's runs go to (default: the space's name)."""
 
     def __post_init__(self):
-        _require(self.to in TRACKERS, f"tracking={self.to}: allowed values are {', '.join(TRACKERS)}")
+        require(self.to in TRACKERS, f"tracking={self.to}: allowed values are {', '.join(TRACKERS)}")

@@ -22,14 +22,6 @@ class SearchInterrupted(Exception):
         super().__init__(f"search interrupted; resume it with: python -m search resume {experiment}")
 
 
-class RemoteCommandFailed(Exception):
-    """A command that ran on the cluster (through Ray Client) ended with an error: its line and exit code."""
-
-    def __init__(self, exit_code: int, message: str):
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
 def divergence_message(row: dict, hp: dict) -> str:
     """Why a trial whose loss became NaN or infinite cannot go on: the epoch, its losses and its hyperparameters."""
     chosen = ", ".join(
@@ -42,6 +34,5 @@ def divergence_message(row: dict, hp: dict) -> str:
 
 
 def divergence_cause(row: dict, hp: dict) -> str:
-    """The same as a failed trial's one-line cause, whoever ends the trial: its driver raises NonFiniteLoss, or Tune
-    stops it at that epoch first (its last, or an ASHA rung) and the search names the cause itself."""
+    """A diverged trial's one-line cause, the same whether its driver raises NonFiniteLoss or Tune stops it first."""
     return f"NonFiniteLoss: {divergence_message(row, hp)}"

@@ -1,13 +1,6 @@
 """What a search optimizes: one metric, or several objectives (`objectives=val_acc,params`), each with the one
-direction it has. The first objective is the primary: the space's metric, which Tune ranks checkpoints by and the
-export picks the most accurate member of the Pareto front by. No Ray, no torch.
-
-- `val_acc` (maximised) and `val_loss` (minimised): the validation split's, after each epoch;
-- `params` and `macs`: the model's parameters and multiply-accumulates of one image's forward pass, counted exactly
-  from the model when the trial builds it (they do not change with training);
-- `latency_ms`: the median time of one image's forward pass on the trial's device, measured after the first epoch
-  and again when the trial ends (with its spread, `latency_iqr_ms`).
-"""
+direction it has; the first is the primary, the space's metric (docs/objectives.md, trainables.costs). No Ray, no
+torch."""
 
 from __future__ import annotations
 
@@ -17,8 +10,6 @@ from dataclasses import dataclass
 from trainables.foundation.errors import UsageError
 
 DIRECTIONS = {"val_acc": "max", "val_loss": "min", "params": "min", "macs": "min", "latency_ms": "min"}
-TRAINED = ("val_acc", "val_loss")  # change with training: a rung compares them
-COUNTED = ("params", "macs")  # known from the model before its first step
 MEASURED = ("latency_ms",)
 
 

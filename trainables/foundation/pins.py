@@ -1,7 +1,6 @@
-"""What a pinned hyperparameter may be: the values the model and the training loop can build (a pin outside them is
-refused, naming what is accepted), and the one-line warning for a pin the model can build but the space does not
-search (outside its range, or not among its choices), which is accepted: the space's range is what a search
-proposes, not a limit on what a user may try. One place for every name's rule; no Ray, no torch."""
+"""What a pinned hyperparameter may be: the values the model and the training loop can build (others are refused), and
+the warning for a pin outside what the space searches, which is accepted (a space's range is what a search proposes,
+not a limit on what a user may try). No Ray, no torch."""
 
 from __future__ import annotations
 
@@ -22,17 +21,9 @@ def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _at_least_zero(value) -> bool:
-    return _number(value) and value >= 0
-
-
-def _zero_to_one(value) -> bool:
-    return _number(value) and 0 <= value < 1
-
-
 POSITIVE_INT = ("a positive integer", _positive_int)
-ZERO_TO_ONE = ("in [0, 1)", _zero_to_one)
-AT_LEAST_ZERO = (">= 0", _at_least_zero)
+ZERO_TO_ONE = ("in [0, 1)", lambda value: _number(value) and 0 <= value < 1)
+AT_LEAST_ZERO = (">= 0", lambda value: _number(value) and value >= 0)
 
 # name -> (what it accepts, in words; whether a value is accepted)
 RULES: dict[str, tuple[str, Callable[[object], bool]]] = {
@@ -53,11 +44,9 @@ RULES: dict[str, tuple[str, Callable[[object], bool]]] = {
 
 
 def refuse_unbuildable(key: str, text: str, value, own: BaseDistribution | object | None = None) -> None:
-    """Refuse `key=text` (parsed as `value`) when the model or the training loop cannot build it: one line naming
-    what the name accepts. `own`: the space's own distribution or constant of that name. A value inside the space's
-    own searched range is never refused, and an integer rule binds only where the space's own knob is an integer (a
-    user space's `width` may be a float multiplier). A name without a rule is accepted as its type parses, finite
-    when it is a number."""
+    """Refuse `key=text` (parsed as `value`) when the model or the training loop cannot build it, naming what the name
+    accepts. `own`: the space's own distribution or constant of that name; a value inside its searched range is never
+    refused, and an integer rule binds only where it is an integer knob (a user's `width` may be a float)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise UsageError(f"{key}={text}: must be a finite number")
     rule = RULES.get(key)
@@ -90,8 +79,7 @@ def numeric_choices(dist: CategoricalDistribution) -> type | None:
 
 
 def pin_warnings(searched: dict[str, BaseDistribution], fixed: dict) -> list[str]:
-    """One `warning:` line per pin of a searched hyperparameter that lies outside its searched range (or is not
-    among its searched choices), naming the range; the pin is kept."""
+    """One `warning:` line per pin of a searched hyperparameter outside its searched range or choices; it is kept."""
     lines = []
     for key, value in fixed.items():
         dist = searched.get(key)

@@ -1,12 +1,6 @@
-"""One configuration is one trial. A search with nothing left to search (every searched hyperparameter pinned, and no
-cost knob searched for several objectives) trains its one configuration once; `trials=N` given with it asks for N
-repeats of that configuration, each with its own seed, to see how much the result owes to chance.
-
-A repeat's seed is the run's `seed` plus the repeat's place among the search's trials (0, 1, 2, ... for `seed=0`):
-it seeds the initial weights, the batch order and the augmentation draws. The validation split (and the test split)
-stays the run's, so that every repeat is judged on the same images. The study keeps each trial's seed as its user
-attribute `seed`, and the trial's configuration carries it: the trial table and summary.json show it, and a
-resumed or continued trial trains on with the seed it began with. No Ray, no torch."""
+"""Repeats: a search with nothing left to search trains its one configuration once, or `trials=N` times, each with its
+own seed (the run's `seed` plus the repeat's place) for the weights, batch order and augmentation; the validation
+and test splits stay the run's. The study keeps each trial's seed as its user attribute `seed`. No Ray, no torch."""
 
 from __future__ import annotations
 

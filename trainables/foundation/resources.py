@@ -1,7 +1,5 @@
-"""The shape of a trial (workers, CPUs and GPU share per worker), chosen to fit the cluster; whether it can ever be
-scheduled; how many trials fit side by side.
-
-Ray Train waits for resources forever; the search checks first and refuses a shape that can never fit or work.
+"""The shape of a trial (workers, CPUs and GPU share per worker), chosen to fit the cluster, refused before any trial
+when it can never fit or work (Ray Train would wait forever), and how many trials fit side by side.
 Pure logic over per-node resource dicts (as `ray.nodes()` reports them), no Ray import.
 """
 
@@ -42,11 +40,9 @@ class TrialShape:
         return f"{worker} x {each} each"
 
 
-# Fewer CPU cores than this on a node without GPUs: one worker per trial (DDP over gloo loses to a single process
-# there, see benchmarks/README.md) and several trials side by side.
+# Fewer CPU cores than this on a node without GPUs: one worker per trial (DDP over gloo loses, benchmarks/README.md).
 DDP_MIN_CORES = 8
-# A one-worker trial on a GPU takes this share of it: small models leave a GPU mostly idle, and four trials
-# packed on one GPU train several times faster together than one alone (README, GPU figures).
+# A one-worker trial on a GPU takes this share of it: four small trials on one GPU train faster together (README).
 PACKED_GPU_SHARE = 0.25
 
 
@@ -62,11 +58,10 @@ def choose_shape(
     gpus: float | None = None,
     concurrency: int = 0,
 ) -> TrialShape:
-    """The trial shape for this cluster. Keys the user gave (not None) always win; the rest are chosen:
-    with GPUs, a DDP trial of 2 workers x 1 GPU where the cluster has 2 or more GPUs, else one worker packed
-    at 0.25 GPU; without GPUs, 2 workers where a node has DDP_MIN_CORES cores, else one worker per trial and
-    several trials side by side; CPUs per worker split a node's cores among the workers sharing it, which are
-    never more than `trials` (or `concurrency`, when given) trials' workers."""
+    """The trial shape for this cluster. Keys the user gave (not None) always win; the rest are chosen: with GPUs,
+    2 workers x 1 GPU where the cluster has 2+ GPUs, else one worker at 0.25 GPU; without GPUs, 2 workers where a
+    node has DDP_MIN_CORES cores, else 1; CPUs per worker split a node's cores among the workers sharing it (never
+    more than `trials`' or `concurrency`'s workers)."""
     node_gpus, node_cpus = most_on_one_node(nodes, "GPU"), most_on_one_node(nodes, "CPU")
     total_gpus = sum(math.floor(node.get("GPU", 0)) for node in nodes)
     # DDP wherever there are GPUs for two ranks, unless the given share is a part of one GPU (ranks cannot share one)
@@ -101,8 +96,8 @@ def check_shape(nodes: list[dict], shape: TrialShape, trials: int) -> None:
             f'("Duplicate GPU detected"); give each rank a whole GPU (gpus=1) or pack one-worker trials '
             f"(workers=1 gpus={gpus:g}); a shape that fits: {fits}"
         )
-    if gpus > most_on_one_node(nodes, "GPU"):
-        have = most_on_one_node(nodes, "GPU")
+    have = most_on_one_node(nodes, "GPU")
+    if gpus > have:
         raise UsageError(
             f"gpus={gpus:g}: no node has {gpus:g} GPU{'s' if gpus != 1 else ''} (the most on one node: "
             f"{have:g}); a shape that fits: {fits}"
@@ -121,8 +116,7 @@ def workers_fitting_on(node: dict, shape: TrialShape) -> int:
 
 def trials_that_fit(nodes: list[dict], shape: TrialShape) -> int:
     """Whole trials the cluster holds at once (a trial's workers may spread over nodes)."""
-    slots = sum(workers_fitting_on(node, shape) for node in nodes)
-    return slots // shape.workers
+    return sum(workers_fitting_on(node, shape) for node in nodes) // shape.workers
 
 
 def plan_concurrency(nodes: list[dict], shape: TrialShape, requested: int) -> int:
@@ -134,10 +128,8 @@ def plan_concurrency(nodes: list[dict], shape: TrialShape, requested: int) -> in
 
 
 def _never_fits_message(nodes: list[dict], shape: TrialShape) -> str:
-    total_cpu = sum(n.get("CPU", 0) for n in nodes)
-    total_gpu = sum(n.get("GPU", 0) for n in nodes)
-    asked_cpu = shape.workers * shape.cpus_per_worker
-    asked_gpu = shape.workers * shape.gpus_per_worker
+    total_cpu, total_gpu = (sum(n.get(kind, 0) for n in nodes) for kind in ("CPU", "GPU"))
+    asked_cpu, asked_gpu = shape.workers * shape.cpus_per_worker, shape.workers * shape.gpus_per_worker
     asked = f"{asked_cpu:g} CPUs" + (f" and {asked_gpu:g} GPUs" if asked_gpu else "")
     have = f"{total_cpu:g} CPUs and {total_gpu:g} GPUs on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
     return (
@@ -156,8 +148,7 @@ GPU_DEVICE_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg", "/dev/k
 
 
 def local_gpu_count(device_files: tuple[str, ...] = GPU_DEVICE_FILES) -> int:
-    """GPUs this process may use, as torch counts them; on a machine with none of the GPU device files, 0 without
-    importing torch (1.4 s of the command's start on 2 cores; the search's own process never trains)."""
+    """GPUs this process may use, as torch counts them; 0 without importing torch (1.4 s) where no GPU file is."""
     if not any(Path(path).exists() for path in device_files):
         return 0
     import torch

@@ -1,10 +1,6 @@
-"""The learning-rate schedules by name, and how long each warms up, in epochs: what the driver needs to place ASHA's
-first rung (`grace=0`, the default) without importing torch. trainables/training.py builds the schedules themselves.
-
-Before its warm-up ends a trial's validation score says how far up the warm-up it got, not how well it trains:
-a search of `resnet_mnist` (OneCycle, 8 epochs) scored its trials between 0.10 and 0.82 after epoch 1
-and stopped near-recipe ones there, against 0.96-0.98 after epoch 3 (benchmarks/README.md). So the first rung
-comes one epoch past the longest warm-up a trial of the search may have.
+"""The learning-rate schedules by name, and how long each warms up: what the driver needs to place ASHA's first rung
+one epoch past the longest warm-up (a score within a warm-up says how far up it got, benchmarks/README.md) without
+importing torch. trainables/training.py builds the schedules themselves.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Who starts when: what each trial asks Tune for and how many run side by side.
 
-Tune alone decides when a trial starts: a trial starts as soon as the cluster holds its resources and fewer than
-`concurrency` trials run, never waiting on another trial's start. The resources a trial asks Tune for depend on
-where it trains:
-
-- one worker: the trial trains inside its own Tune trial process (Ray Train's local mode), so that process asks for
-  the worker's CPUs and GPU share itself, and Tune reuses it for the next trial (torch imported, data in memory);
-- several workers: a Ray Train DDP group that Ray Train places itself; the trial process asks for nothing but a
-  token of memory, and `concurrency` keeps the groups within what the cluster holds.
-
-Either way Tune hands a finished (or stopped) trial's process to the next trial (`reuse_actors`): a process start
-and its imports fewer per trial.
-
+A one-worker trial trains inside its own Tune trial process, which asks for the worker's CPUs and GPU share itself;
+a multi-worker trial's DDP group is placed by Ray Train, and its trial process asks for a token of memory only.
 Pure logic over a resolved RunConfig; no Ray, no torch.
 """
 
@@ -43,9 +33,8 @@ def trains_in_process(workers: int, in_process: bool) -> bool:
 def place_trials(
     workers: int, cpus: float, gpus: float, concurrency: int, max_failures: int, in_process: bool = True
 ) -> TrialPlacement:
-    """`concurrency` is what the cluster fits (see `trainables.foundation.resources.plan_concurrency`);
-    `in_process=False` gives a
-    one-worker trial a Ray Train worker group like a multi-worker one."""
+    """`concurrency`: what the cluster fits (`resources.plan_concurrency`); `in_process=False` gives a one-worker trial
+    a Ray Train worker group like a multi-worker one."""
     if trains_in_process(workers, in_process):
         resources = {"cpu": cpus, "gpu": gpus} if gpus else {"cpu": cpus}
         return TrialPlacement(True, resources, concurrency, max_failures)

@@ -1,13 +1,7 @@
 """Where an experiment lives: a local (or NFS-mounted) folder, or a `pyarrow.fs` URI (s3://, gs://, file://).
 
-With a URI, the trials write their own files (result.json, end.json, checkpoints) to it, through pyarrow; the
-driver's files (search.json, study.log, search.log, TensorBoard events, summary.json) are written to a local
-working folder and uploaded to the URI: after every trial, on interruption, and at the end, summary.json last.
-`resume` downloads them into that working folder once it holds the experiment's lock (search.running.writer.lock).
-Readers (`export`, `report`, `tensorboard`, `dashboard`) download what they read into a viewing folder of their own,
-never the driver's working folder, so a reader on the search's own machine never overwrites a live driver's study.
-
-No Ray, no torch: pyarrow only.
+With a URI, the trials write their own files to it; the driver writes its files to a local working folder and uploads
+them, and readers download into a viewing folder of their own (docs/design.md). No Ray, no torch: pyarrow only.
 """
 
 from __future__ import annotations
@@ -68,13 +62,16 @@ def filesystem(location: str, key: str = "storage"):
         ) from None
 
 
+def _checkpoint_parts(location: str) -> tuple[str, ...]:
+    """(`train_<id>`, `checkpoint_...`) of a checkpoint's location, else ()."""
+    parts = PurePosixPath(location).parts[-2:]
+    return parts if len(parts) == 2 and parts[0].startswith(CHECKPOINT_FOLDER_PREFIX) else ()
+
+
 def relative_checkpoint(location: str) -> str:
-    """A checkpoint's place as the experiment records it: relative to the experiment (`train_<id>/checkpoint_...`),
-    so that the experiment can move."""
-    parts = PurePosixPath(location).parts
-    if len(parts) >= 2 and parts[-2].startswith(CHECKPOINT_FOLDER_PREFIX):
-        return str(PurePosixPath(*parts[-2:]))
-    return location
+    """A checkpoint's place as the experiment records it: relative to it, so that the experiment can move."""
+    parts = _checkpoint_parts(location)
+    return str(PurePosixPath(*parts)) if parts else location
 
 
 def as_location(storage: str, fs_path: str) -> str:
@@ -102,8 +99,7 @@ def read_text(location: str) -> str:
     return read_bytes(location).decode()
 
 
-# The experiments whose writer holds them through a lease (search.running.writer.lock): every write of this process
-# under such a location first asks the lease's holder whether it still holds it (`fence.check()` raises if not).
+# Experiments held through a lease (search.running.writer.lock): a write under one first calls `fence.check()`.
 _fences: dict[str, object] = {}
 
 
@@ -210,8 +206,7 @@ class Experiment:
             pyarrow.fs.copy_files(str(self.local / relative), target, local_fs, fs)
 
     def download(self, include_checkpoints: bool = False) -> None:
-        """Fetch the experiment's files (not the Ray Train runs with their checkpoints, unless asked) into the
-        working folder, replacing what an earlier download left there."""
+        """Fetch the experiment's files (checkpoints only when asked) into the working folder, over older copies."""
         if not self.remote:
             return
         import pyarrow.fs
@@ -229,17 +224,13 @@ class Experiment:
             pyarrow.fs.copy_files(info.path, str(target), fs, local_fs)
 
     def checkpoint_location(self, recorded: str) -> str:
-        """Where a checkpoint the summary records (relative to the experiment, `train_<id>/checkpoint_...`) is now.
-        A summary written before checkpoints were recorded so holds the old absolute place: it is re-anchored here
-        the same way, so an experiment moved or copied elsewhere still finds its checkpoints."""
-        parts = PurePosixPath(recorded).parts
-        if len(parts) >= 2 and parts[-2].startswith(CHECKPOINT_FOLDER_PREFIX):
-            return self.join(*parts[-2:])
-        return recorded
+        """Where a checkpoint the summary records (relative to the experiment, or an older summary's absolute place,
+        re-anchored here alike) is now, so an experiment moved or copied elsewhere still finds its checkpoints."""
+        parts = _checkpoint_parts(recorded)
+        return self.join(*parts) if parts else recorded
 
     def checkpoint_exists(self):
-        """A test of whether a recorded checkpoint is still in storage: one listing of the URI, not one request
-        per checkpoint."""
+        """A test of whether a recorded checkpoint is still in storage: one listing of the URI for all."""
         if not self.remote:
             return lambda recorded: os.path.isdir(self.checkpoint_location(recorded))
         import pyarrow.fs
@@ -270,11 +261,10 @@ class Experiment:
 
 
 def claim(experiment: Experiment, name: str) -> None:
-    """Create the experiment's folder, or refuse in one line when it exists: one step, so that of two searches
-    started at once with the same storage and name, exactly one gets it (mkdir is atomic). On a URI (object stores
-    offer pyarrow no create-if-absent) the driver claims under the experiment's lease (search.running.writer.lock),
-    which decides between two drivers: the URI may hold nothing but that lease, and the working folder is emptied
-    but for the lock the driver holds there."""
+    """Create the experiment's folder, or refuse in one line when it exists: one atomic mkdir, so that of two searches
+    started at once with the same name exactly one gets it. On a URI the driver claims under the experiment's lease
+    (search.running.writer.lock): the URI may hold nothing but that lease, and the working folder is emptied but for
+    the driver's lock."""
     if experiment.remote:
         if set(_names_under(experiment.location)) - {LEASE_FILE, CLOCK_FILE}:
             raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=")
@@ -306,9 +296,8 @@ def experiment_of(storage: str, name: str) -> Experiment:
 def open_for_reading(
     location: str, marker: str, missing: str = "not a finished experiment", reading: bool = True
 ) -> Experiment:
-    """The experiment at `location` (folder or URI), downloaded when it is a URI (into the readers' own folder,
-    unless `reading` is False: a writer holding the experiment's lock); refused in one line when `marker` (the file
-    that makes it an experiment, or a finished one) is not there."""
+    """The experiment at `location`, downloaded when it is a URI (into the readers' own folder, unless `reading` is
+    False: a writer holding the lock); refused in one line when `marker` is not there."""
     experiment = Experiment.at(location, reading)
     if not exists(experiment.join(marker)):
         raise UsageError(f"{location}: {missing} (no {marker})")

@@ -1,18 +1,10 @@
-"""A trial's own record in its experiment folder: what the summary, `report` and `export` read, and what `resume`
-brings the search's study up to.
+"""A trial's own record in its experiment folder, written before Tune (and so the study) hears of an epoch: what the
+summary, `report` and `export` read, and what `resume` brings the study up to.
 
-A trial's files are written as the trial goes, before Tune (and so the study) hears of an epoch, so after a kill
-they can know more than the study:
+    trial_<id>/result.json   one JSON line per epoch, after that epoch's checkpoint; only grows, rewritten whole
+    trial_<id>/end.json      how the trial ended (status, reason), written by the search driver from its study
 
-    trial_<id>/result.json   one JSON line per epoch, written by the trial after that epoch's checkpoint is complete
-                             and before Tune hears of the epoch; only ever grows (rewritten whole under a temporary
-                             name, then moved into place, so a reader never sees half a line, with every row the file
-                             holds at that moment, whoever wrote it)
-    trial_<id>/end.json      how the trial ended (search.running.study.endings: status, reason), written by the search
-                             driver from its study, right after the study holds it
-    train_<id>/checkpoint_epoch_NNNN/   the checkpoints, each complete once its `.complete` marker is there
-
-pyarrow only (a folder or a URI): both the search driver and the trials import this module; no Ray, no torch.
+pyarrow only (a folder or a URI); no Ray, no torch.
 """
 
 from __future__ import annotations
@@ -28,10 +20,9 @@ TRIAL_DIR_PREFIX = "trial_"
 RESULT_FILE = "result.json"
 END_FILE = "end.json"
 CHECKPOINT_KEY = "checkpoint_path"  # the checkpoint's location, added to each epoch's row beside its metrics
-# A trial's configuration carries its id: Tune names a trial anew in every session, while a trial that `resume`
-# runs again keeps its id, its folders and its place in the study (search.running.study.record).
+# A trial's configuration carries its id: Tune names a trial anew in every session, `resume` keeps it.
 TRIAL_KEY = "trial_id"
-# The one ending that is not final (search.running.study.endings): a later session continues a trial the budget stopped.
+# The one ending that is not final: a later session continues a trial the budget stopped.
 STOPPED_BY_BUDGET = "stopped_by_budget"
 
 
@@ -40,20 +31,15 @@ def trial_key(tune_trial) -> str:
     return tune_trial.config.get(TRIAL_KEY, tune_trial.trial_id)
 
 
-def trial_location(experiment_dir: str, trial_id: str) -> str:
-    return (
-        uri_join(experiment_dir, f"{TRIAL_DIR_PREFIX}{trial_id}")
-        if is_uri(experiment_dir)
-        else str(PurePosixPath(experiment_dir, f"{TRIAL_DIR_PREFIX}{trial_id}"))
-    )
-
-
 class TrialFiles:
     """Reads and writes one trial's `result.json` and `end.json` (a folder or a URI)."""
 
     def __init__(self, experiment_dir: str, trial_id: str):
         self.experiment_dir, self.trial_id = experiment_dir, trial_id
-        self.fs, self.folder = filesystem(trial_location(experiment_dir, trial_id))
+        folder = f"{TRIAL_DIR_PREFIX}{trial_id}"
+        self.fs, self.folder = filesystem(
+            uri_join(experiment_dir, folder) if is_uri(experiment_dir) else str(PurePosixPath(experiment_dir, folder))
+        )
 
     def _path(self, name: str) -> str:
         return str(PurePosixPath(self.folder, name))
@@ -80,8 +66,7 @@ class TrialFiles:
 
     def append(self, rows: list[dict], row: dict) -> list[dict]:
         """`rows` (what this writer last knew the file to hold) and `row`, written back whole with every row the file
-        holds now: a row another writer added since (a driver's rerun of this trial after a takeover) is never written
-        over, and an epoch already recorded, here or there, is kept as it was."""
+        holds now: a row another writer added since is never written over, and a recorded epoch is kept as it was."""
         if any(r.get("epoch") == row.get("epoch") for r in rows):
             return rows
         held = self.rows()
@@ -108,8 +93,7 @@ class TrialFiles:
 
 
 def parse_rows(text: str, source: str = RESULT_FILE) -> list[dict]:
-    """The rows of a result.json text. A line that does not parse (never written by this project, which writes whole
-    files; a copy cut short elsewhere) is skipped and named in Ray's log, not trusted."""
+    """The rows of a result.json text; a line that does not parse (a copy cut short elsewhere) is skipped and logged."""
     rows: dict[int, dict] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         try:

@@ -1,18 +1,9 @@
 """A trial process's own fence: a trial writes its checkpoints and rows to a URI experiment only while the driver that
-started it holds the experiment's lease (search.running.writer.lock).
+started it holds the experiment's lease (search.running.writer.lock; docs/one-writer.md).
 
-The driver's fence lives in the driver's process. A trial's process (a Ray worker) is not stopped by it: after a stall
-(a suspended machine, a partition) and another driver's takeover, it could go on writing over the checkpoints and
-rows of the trial the new driver runs again. So the trial reads the lease when it starts writing (its holder is then
-the driver that started it) and again before each checkpoint and each row (trainables.session.EpochWriter): once the
-lease is another's, or removed, or cannot be read for `READ_S`, the trial stops (`TrialFenced`) without that write.
-
-Where this cannot tell: a lease missing when the trial starts (a driver that keeps none), and a trial that a stalled
-driver starts after its thaw, before it learns that its lease was taken (it reads the new holder's lease as its own);
-`TrialFiles.append` keeps the rows another writer added in any case. A local experiment has no lease: its lock is the
-kernel's (`flock`), freed only when its holder is gone.
-
-pyarrow only: no Ray, no torch.
+The trial reads the lease when it starts writing and again before each checkpoint and each row: once the lease is
+another's, or removed, or cannot be read for `READ_S`, the trial stops (`TrialFenced`) without that write. A local
+experiment has no lease (its `flock` is freed only when its holder is gone). pyarrow only: no Ray, no torch.
 """
 
 from __future__ import annotations
@@ -85,8 +76,7 @@ def _missing(location: str) -> bool:
 
 
 def parse_holder(data: bytes) -> dict:
-    """A lease file's holder (empty for an empty, unreadable or foreign file): the driver's lock and a trial's fence
-    read it alike."""
+    """A lease file's holder (empty for an empty, unreadable or foreign file), as the driver's lock reads it too."""
     try:
         value = json.loads(data.decode() or "{}")
     except (UnicodeDecodeError, json.JSONDecodeError):
