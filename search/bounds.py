@@ -3,6 +3,7 @@ any shell as they are; the quoted `'params<=200000'` and `'val_acc>=0.98'` still
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from trainables.foundation.errors import UsageError
@@ -19,14 +20,8 @@ OPS = {"max": "<=", "min": ">="}
 def split_bounds(words: list[str]) -> tuple[list[Bound], list[str]]:
     """(the bounds among `words`, the other words). A word that looks like a bound but is none is refused naming
     the accepted forms; so is an objective's bare name, what bash leaves of an unquoted `val_acc>=0.98`."""
-    bounds, rest = [], []
-    for word in words:
-        bound = bound_of(word)
-        if bound:
-            bounds.append(bound)
-        else:
-            rest.append(word)
-    return bounds, rest
+    found = [(word, bound_of(word)) for word in words]
+    return [bound for _, bound in found if bound], [word for word, bound in found if not bound]
 
 
 def bound_of(word: str) -> Bound | None:
@@ -46,10 +41,8 @@ def bound_of(word: str) -> Bound | None:
         )
     if "<" not in word and ">" not in word:
         return None
-    try:
+    with contextlib.suppress(UsageError):
         bound = parse_bound(word)  # the quoted form
-    except UsageError:
-        bound = None
-    if bound is None:
-        raise UsageError(f"{word}: not a bound; {FORMS}")
-    return bound
+        if bound:
+            return bound
+    raise UsageError(f"{word}: not a bound; {FORMS}")

@@ -19,17 +19,13 @@ LONG_LINE = "search: about "  # preflight's own estimate of a long search
 
 def dry_run(config: RunConfig, space: Space) -> int:
     """Print what `run` would do with these words, having refused what it would refuse before Ray starts."""
-    from search.running.preflight import fetched_since, preflight
+    from search.running.preflight import fetched_since
 
     started = time.time()
-    said = io.StringIO()
-    with contextlib.redirect_stdout(said):
-        preflight(config, space)  # the same checks as `run`: keys' values, data, shape, weights, tracking
-    print(said.getvalue(), end="")
-    warn_pins(config, space)  # after every refusal: a refused run says one line
+    said = checked(config, space)  # the same checks as `run`: keys' values, data, shape, weights, tracking
     print(f"search: {shape_words(config, space)}")
     print(f"stop rule: {stop_rule_words(config, space)}")
-    if LONG_LINE not in said.getvalue():
+    if LONG_LINE not in said:
         print(f"estimate: {estimate_words(config, space)}")
     fetched = fetched_since(config, space, started)  # the only writes a dry run may make: the data, the weights
     written = f"nothing written but {' and '.join(fetched)}" if fetched else "nothing written"
@@ -38,11 +34,19 @@ def dry_run(config: RunConfig, space: Space) -> int:
     return 0
 
 
-def warn_pins(config: RunConfig, space: Space) -> None:
-    """One `warning:` line (stderr) per pin outside the range the space searches: said by `run` and the dry run
-    once the input is accepted, before Ray starts; the pin is kept (trainables.foundation.pins)."""
+def checked(config: RunConfig, space: Space) -> str:
+    """The checks `run` and the dry run make before Ray starts; what they say is said once they all passed (a refusal
+    is one line), then one `warning:` line (stderr) per pin outside the searched range, the pin kept. Returns what
+    the checks said."""
+    from search.running.preflight import preflight
+
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        preflight(config, space)
+    print(said.getvalue(), end="", flush=True)
     for line in pin_warnings(space.hyperparameters, config.fixed):
         print(line, file=sys.stderr)
+    return said.getvalue()
 
 
 def local_shape(config: RunConfig):
@@ -64,12 +68,9 @@ def shape_words(config: RunConfig, space: Space) -> str:
         side = f"{side_by_side} at a time, {shape.in_words()} ({shape.keys()})"
     else:
         side = "the shape decided on the cluster when it answers"
-    if not searched_names(space, config.fixed):  # one configuration: one trial, or the repeats asked for
-        trials = trial_count(config.trials)
-    elif config.epoch_budget and config.trials >= config.epoch_budget:
+    trials = trial_count(config.trials)  # with one configuration: one trial, or the repeats asked for
+    if searched_names(space, config.fixed) and config.epoch_budget and config.trials >= config.epoch_budget:
         trials = f"trials until {config.epoch_budget} trial-epochs are spent"
-    else:
-        trials = trial_count(config.trials)
     asha = f"ASHA from epoch {config.grace} of {config.epochs}" if config.grace < config.epochs else "no early stopping"
     return f"{trials} of {space.name}, {side}, {asha}"
 

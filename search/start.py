@@ -3,8 +3,6 @@ before Ray, the experiment claimed and locked, the trials run; and what it retur
 
 from __future__ import annotations
 
-import contextlib
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,15 +63,10 @@ class SearchResult:
 
 def start(config: RunConfig, space: Space, words: list[str]) -> SearchResult:
     """The search of parsed keys: the checks before Ray, the experiment claimed and locked, the trials run."""
-    from search.plan import warn_pins
-    from search.running.preflight import preflight
-
-    said = io.StringIO()
-    with contextlib.redirect_stdout(said):  # what the checks say is said once they all passed: a refusal is one line
-        preflight(config, space)
-    print(said.getvalue(), end="", flush=True)
-    warn_pins(config, space)  # a pin outside the searched range: one line, kept
+    from search.plan import checked
     from search.running.proposals.study_setup import enqueued_configurations
+
+    checked(config, space)
 
     enqueued = enqueued_configurations(config, space)
     from search.running.tuner import run_search  # Ray is imported only once the input is known to be good

@@ -33,17 +33,10 @@ def standing_row(
         return None
     if anneals(config):
         return max(candidates, key=lambda row: int(row.get("epoch", 0)))
-    best = None
-    for row in candidates:
-        if best is None or not _better(best[metric], row[metric], mode):
-            best = row
-    return best
+    sign = 1 if mode == "max" else -1
+    return max(reversed(candidates), key=lambda row: sign * row[metric])  # the latest among ties
 
 
 def score(rows: Iterable[dict], config: dict, metric: str, mode: str) -> float | None:
     row = standing_row(rows, config, metric, mode)
     return float(row[metric]) if row else None
-
-
-def _better(a: float, b: float, mode: str) -> bool:
-    return a > b if mode == "max" else a < b
