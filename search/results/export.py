@@ -1,12 +1,5 @@
-"""Export a trial's best checkpoint as a model that restores without this project, and restore it.
-
-An export folder holds:
-- `model.safetensors`: the network's weights (no pickle);
-- `model.json`: how to rebuild and feed it (architecture, classes, input, normalization, hyperparameters,
-  metric, trial, versions);
-- `model.pt2`: a `torch.export` program that plain PyTorch loads with `torch.export.load`; its input is a float
-  tensor [N, C, H, W] in [0, 1] (normalization is inside), its output the class logits.
-"""
+"""Export a trial's best checkpoint as a model that restores without this project (`model.safetensors`,
+`model.json` and the `torch.export` program `model.pt2`: docs/results.md), and restore it."""
 
 from __future__ import annotations
 
@@ -61,18 +54,17 @@ def project_version() -> str:
         return "unknown"
 
 
-def pick_trial(summary: dict, trial_id: str | None) -> tuple[dict, str, int]:
-    """(config, checkpoint, epoch) of the best trial, or of `trial_id`'s best epoch."""
+def pick_trial(summary: dict, trial_id: str | None) -> dict:
+    """The summary's entry of the best trial, or of `trial_id`, refused without a checkpoint."""
     if trial_id is None:
-        best = summary["best"]
-        if best is None:
+        if summary["best"] is None:
             raise UsageError("this experiment has no trial with a checkpoint to export")
-        return best["config"], best["checkpoint"], best["epoch"]
+        trial_id = summary["best"]["trial_id"]
     for trial in summary["trials"]:
         if trial["trial_id"] == trial_id:
             if not trial.get("checkpoint"):
                 raise UsageError(f"trial={trial_id}: this trial has no checkpoint ({trial['status']})")
-            return trial["config"], trial["checkpoint"], trial["best_epoch"]
+            return trial
     known = ", ".join(t["trial_id"] for t in summary["trials"])
     raise UsageError(f"trial={trial_id}: no such trial; trials: {known}")
 
@@ -108,28 +100,26 @@ def export_experiment(
     bounds: list[Bound] = (),
     replace: bool = False,
 ) -> dict:
-    """Write the export folder atomically and verify it; returns its model.json content. The default folder is
-    `export` in the experiment (for a URI experiment: in its local working folder); one already there is replaced
-    only with `replace` (refuse_overwrite). A multi-objective search exports the most accurate member of its Pareto
-    front within `bounds` (search.results.front)."""
+    """Write the export folder (default: `export` in the experiment's local folder) atomically and verify it;
+    returns its model.json content. A multi-objective search exports its Pareto front's most accurate member within
+    `bounds`."""
     summary = read_summary(experiment.local)
     run = RunConfig.from_dict(summary["run"])
     space = load_run_space(run)
     member = pick_member(summary, list(bounds)) if (bounds or summary.get("front")) and trial_id is None else None
-    trial_id = member["trial_id"] if member else trial_id
-    config, checkpoint, epoch = pick_trial(summary, trial_id)
-    chosen = trial_id or summary["best"]["trial_id"]
-    reported = next(t for t in summary["trials"] if t["trial_id"] == chosen)[summary["metric"]]
+    trial = pick_trial(summary, member["trial_id"] if member else trial_id)
+    config, checkpoint, reported = trial["config"], trial["checkpoint"], trial[summary["metric"]]
     out = (out or experiment.local / "export").resolve()
     refuse_overwrite(out, replace)
-
     remedy = f"export another trial with trial=ID (see {SUMMARY_FILE})"
     refuse_damaged(experiment.checkpoint_location(checkpoint), remedy)  # never another silently
     info = get_dataset(space.dataset, run).info(run.data.root, config)
-    classifier = classifier_from_checkpoint(space, info, config, experiment.local_checkpoint(checkpoint))
+    network = model_for(space, config, info)
+    load_model_weights(experiment.local_checkpoint(checkpoint), network)  # torch.load(weights_only=True)
+    classifier = NormalizedClassifier(network, info.mean, info.std).eval()
     staging = staging_folder(out)
     try:
-        meta = model_metadata(space, info, summary, config, epoch, chosen, reported)
+        meta = model_metadata(space, info, summary, config, trial["best_epoch"], trial["trial_id"], reported)
         look = training_look(space, run, config, meta)  # what predict compares an input's polarity with
         meta.update({"training_images": look} if look else {})
         if member:  # what the search measured, and the latency again on the exported model, here
@@ -137,7 +127,7 @@ def export_experiment(
             meta["measured_at_export"] = {**latency(classifier, info), "device": "cpu", "batch": 1}
         write_export(staging, classifier, meta)
         meta["verified"] = verify_export(staging, run, space, config, summary["metric"], reported)
-        (staging / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+        write_meta(staging, meta)
         publish_folder(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -145,9 +135,7 @@ def export_experiment(
 
 
 def refuse_overwrite(out: Path, replace: bool) -> None:
-    """An existing `out` is never replaced silently: without `replace` the export is refused, naming the folder and
-    the two ways on; with it, only an earlier export folder (one holding model.json) or an empty folder is
-    replaced, never another folder or a file."""
+    """An existing `out` is replaced only with `replace`, and then only an earlier export or an empty folder."""
     if not out.exists() and not out.is_symlink():
         return
     is_export = out.is_dir() and (out / META_FILE).is_file()
@@ -170,12 +158,6 @@ def preprocessing(space: Space, info) -> dict:
     return {"resize": [info.image_size, info.image_size]}
 
 
-def classifier_from_checkpoint(space: Space, info, config: dict, checkpoint: Path) -> NormalizedClassifier:
-    network = model_for(space, config, info)
-    load_model_weights(checkpoint, network)  # torch.load(weights_only=True)
-    return NormalizedClassifier(network, info.mean, info.std).eval()
-
-
 def write_export(folder: Path, classifier: NormalizedClassifier, meta: dict) -> None:
     write_weights(folder, classifier.network, meta)
     shape = meta["input"]
@@ -186,12 +168,15 @@ def write_export(folder: Path, classifier: NormalizedClassifier, meta: dict) -> 
 
 
 def write_weights(folder: Path, network: nn.Module, meta: dict) -> None:
-    """`model.safetensors` and `model.json`, both with the mode the user's umask gives (safetensors alone would
-    write 0600)."""
+    """`model.safetensors` and `model.json`, both with the mode the umask gives (safetensors alone writes 0600)."""
     weights = {k: v.contiguous() for k, v in network.state_dict().items()}
     save_file(weights, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
-    (folder / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    write_meta(folder, meta)
     shutil.copymode(folder / META_FILE, folder / WEIGHTS_FILE)
+
+
+def write_meta(folder: Path, meta: dict) -> None:
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def verify_export(folder: Path, run: RunConfig, space: Space, config: dict, metric: str, reported: float) -> dict:
@@ -199,16 +184,14 @@ def verify_export(folder: Path, run: RunConfig, space: Space, config: dict, metr
     if metric != "val_acc":
         raise SearchFailed(f"export can only verify val_acc, not {metric}")
     program = torch.export.load(str(folder / PROGRAM_FILE)).module()
-    rebuilt = load_model(folder)
-    figures, samples = {}, 0
-    for label, model in (("program", program), ("weights", rebuilt)):
+    figures = {}
+    for label, model in (("program", program), ("weights", load_model(folder))):
         figures[label], samples = accuracy_like_training(_FromUnitRange(model), space, run, config)
-    # Same data, preprocessing and shards as the trial: at most one sample may flip on float noise.
-    tolerance = 1.0 / samples + 1e-12
-    for label, value in figures.items():
-        if abs(value - reported) > tolerance:
+        # Same data, preprocessing and shards as the trial: at most one sample may flip on float noise.
+        if abs(figures[label] - reported) > 1.0 / samples + 1e-12:
             raise SearchFailed(
-                f"export verification failed: {label} gives val_acc={value:.6f} but the trial reported {reported:.6f}"
+                f"export verification failed: {label} gives val_acc={figures[label]:.6f} but the trial reported "
+                f"{reported:.6f}"
             )
     return {"val_acc": figures["program"], "reported": reported, "samples": samples}
 
@@ -234,8 +217,7 @@ def accuracy_like_training(model, space: Space, run: RunConfig, config: dict) ->
 
 
 class _FromUnitRange(nn.Module):
-    """Lets `evaluate` run an exported program: its `eval()` switch is a no-op, since torch.export programs refuse
-    train()/eval() switches and are already in eval mode. The feed gives images in [0, 1], as the export expects."""
+    """Lets `evaluate` run an exported program, which refuses eval() switches (it is in eval mode already)."""
 
     def __init__(self, model):
         super().__init__()
@@ -261,13 +243,10 @@ def latency_words(measured: dict) -> str:
 
 
 def load_model(path: str | Path) -> NormalizedClassifier:
-    """Restore an exported model as an eval-mode module taking float images in [0, 1] of the recorded size.
-
-    `model.class_names` and `model.meta` (the content of model.json) come with it.
-    """
+    """Restore an exported model as an eval-mode module taking float images in [0, 1] of the recorded size, with
+    `model.class_names` and `model.meta` (model.json)."""
     folder = Path(path)
     meta = json.loads((folder / META_FILE).read_text())
-
     network = build_model(meta["architecture"], meta["architecture_args"])
     network.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
     norm = meta["normalization"]

@@ -20,8 +20,7 @@ def front_of(trials: list[dict], objectives: list[dict]) -> list[dict]:
         and all(isinstance((t.get("objectives") or {}).get(n), (int, float)) for n in names)
     ]
     points = [as_minimised([t["objectives"][n] for n in names], modes) for t in candidates]
-    members = [candidates[i] for i in front(points)]
-    members.sort(key=lambda t: as_minimised([t["objectives"][n] for n in names], modes))
+    members = [candidates[i] for i in sorted(front(points), key=points.__getitem__)]
     return [
         {
             "trial_id": t["trial_id"],

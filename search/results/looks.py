@@ -1,11 +1,6 @@
-"""What images look like: light on dark or dark on light, measured on a sample of the training split at export and
-on every input `predict` reads, so that an input of the other polarity (a black digit on white paper given to a
-model trained on white digits on black) gets a hint instead of a confident wrong class.
-
-An image's background is its border (the outermost row and column of pixels): dark when the border's mean is under
-half the range. A training split has a background when at least `CONSISTENT` of its sampled images agree; natural
-photos (ants, dogs) have none, and no hint is given for them.
-"""
+"""What images look like, light on dark or dark on light (an image's border tells its background), measured on the
+training split at export and on every input `predict` reads: an input of the other polarity gets a hint instead of a
+confident wrong class."""
 
 from __future__ import annotations
 
@@ -33,8 +28,7 @@ def look_of(images: np.ndarray) -> dict:
 
 def polarity_hint(recorded: dict | None, name: str, images: np.ndarray) -> str | None:
     """One line when most of `images` (uint8 [N, C, H, W], one input file's) are on the other background than the
-    training split's; None without a record (an export older than the record), for a mixed split, or when they
-    agree."""
+    training split's; None without a record, for a mixed split, or when they agree."""
     if not recorded or recorded.get("background") not in ("dark", "light") or not len(images):
         return None
     dark = float((border_means(images) < 0.5).mean())

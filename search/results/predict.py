@@ -1,11 +1,9 @@
-"""Predict with an exported model: image files (PNG/JPEG) and MNIST IDX files.
-
-Each input is read and converted to the model's recorded input (channels, size, [0, 1] range); one that cannot
-be read or converted gets an error naming it, and the other inputs are still predicted.
-"""
+"""Predict with an exported model: image files (PNG/JPEG) and MNIST IDX files, each converted to the model's
+recorded input; one that cannot be gets an error naming it, and the others are still predicted."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import dataclass
@@ -130,9 +128,8 @@ def predict_files(model, paths: list[str]) -> tuple[list[Prediction], list[str]]
         predictions.extend(classify(model, items))
         if not items:  # an IDX file of no images: nothing predicted, nothing to hint at
             continue
-        hint = polarity_hint(model.meta.get("training_images"), path, np.stack([array for _, array in items]))
-        hints += [hint] if hint else []
-    return predictions, hints
+        hints.append(polarity_hint(model.meta.get("training_images"), path, np.stack([array for _, array in items])))
+    return predictions, [hint for hint in hints if hint]
 
 
 @torch.no_grad()
@@ -149,9 +146,8 @@ def classify(model, items: list[tuple[str, np.ndarray]], batch_size: int = 256) 
 
 
 def training_look(space, run, config: dict, meta: dict) -> dict | None:
-    """The look of a sample of the trial's training split, read as `predict` reads an input (for image folders:
-    the recorded preprocessing; arrays, MNIST's or a space's own, as they are); None for a dataset of another
-    kind."""
+    """The look of a sample of the trial's training split, read as `predict` reads an input; None for a dataset
+    neither of image folders nor of arrays."""
     from trainables.data import FolderDataset, get_dataset
 
     dataset = get_dataset(space.dataset, run)  # a space's own data too (trainables.own_data)
@@ -160,11 +156,8 @@ def training_look(space, run, config: dict, meta: dict) -> dict | None:
         shape, preprocessing = meta["input"], meta.get("preprocessing", {})
         images = []
         for path in paths[:: max(1, len(paths) // SAMPLE)][:SAMPLE]:
-            try:
-                image = read_image(Path(path), shape["channels"], shape["height"], shape["width"], preprocessing)
-            except InputError:
-                continue  # an image the search skipped too
-            images.append(image)
+            with contextlib.suppress(InputError):  # an image the search skipped too
+                images.append(read_image(Path(path), shape["channels"], shape["height"], shape["width"], preprocessing))
         return look_of(np.stack(images)) if images else None
     if not hasattr(dataset, "load_split"):
         return None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from search.results.files import publish_folder, staging_folder
 from search.results.learning_curves import draw_learning_curves
-from search.results.summary import format_front, format_table, read_summary
+from search.results.summary import format_front, format_table, objectives_words, read_summary
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_run_space
 from trainables.foundation.trial_files import TrialFiles
@@ -30,10 +30,6 @@ def early_stopping_savings(summary: dict) -> dict:
         "saved": full - run,
         "saved_fraction": (full - run) / full if full else 0.0,
     }
-
-
-def test_words(best: dict) -> str:
-    return f", test_acc {best['test_acc']:.4f} on {best['test_samples']} test images" if "test_acc" in best else ""
 
 
 def savings_line(savings: dict) -> str:
@@ -200,23 +196,13 @@ def plot_importance(importances: dict[str, float], metric: str):
     return ax
 
 
-def objectives_words(summary: dict) -> str:
-    """`val_acc (max)`, or every objective of a search of several: `val_acc (max), params (min)`."""
-    objectives = summary.get("objectives") or [{"name": summary["metric"], "mode": summary["mode"]}]
-    return ", ".join(f"{o['name']} ({o['mode']})" for o in objectives)
-
-
-def render_html(
-    summary: dict, table: str, savings: dict, importances: dict, plots=PLOTS, unended: int | None = None
-) -> str:
+def render_html(summary: dict, table: str, savings: dict, importances: dict, plots: list, unended: int | None) -> str:
     images = "\n".join(f'<p><img src="{name}" alt="{name}"></p>' for name in plots)
-    best = summary["best"]
-    best_line = (
-        f"best {summary['metric']}: trial {best['trial_id']} epoch {best['epoch']}{test_words(best)}, checkpoint "
-        f"{best['checkpoint']}"
-        if best
-        else ""
-    )
+    best, best_line = summary["best"], ""
+    if best:
+        test = f", test_acc {best['test_acc']:.4f} on {best['test_samples']} test images" if "test_acc" in best else ""
+        best_line = f"best {summary['metric']}: trial {best['trial_id']} epoch {best['epoch']}{test}, checkpoint "
+        best_line += str(best["checkpoint"])
     front = f"<h2>Pareto front</h2><pre>{html.escape(format_front(summary))}</pre>" if summary.get("front") else ""
     ranked = ", ".join(f"{name} {value:.2f}" for name, value in importances.items())
     importance = f"<p>hyperparameter importance for {html.escape(summary['metric'])}: {ranked}</p>" if ranked else ""

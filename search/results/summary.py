@@ -48,10 +48,6 @@ def best_rank(row: dict, config: dict, epochs: int, mode: str, metric: str) -> t
     return (not unfinished, value, int(row.get("epoch", 0)))
 
 
-def epochs_run(result: TrialResult) -> int:
-    return max((int(r.get("epoch", 0)) for r in result.history), default=0)
-
-
 def summarize(
     space: str,
     metric: str,
@@ -61,10 +57,9 @@ def summarize(
     checkpoint_exists=os.path.isdir,
     objectives: list[dict] = (),
 ) -> dict:
-    """`checkpoint_exists`: whether a checkpoint location is still in storage (Ray deletes all but the best few).
-    Trials are listed best first; each one's `best_epoch` is the epoch that stands for it (`trial_row`). With
-    several `objectives` ({name, mode}, the primary first), each trial's values at that epoch, and the Pareto
-    front (search.results.front)."""
+    """The summary of `results`, trials best first, each one's `best_epoch` the epoch that stands for it
+    (`trial_row`; `checkpoint_exists`: whether a checkpoint is still in storage, Ray deletes all but the best few).
+    With several `objectives` ({name, mode}, the primary first): each trial's values there, and the Pareto front."""
     epochs = run["epochs"]
     ranked = []
     for result in results:
@@ -73,7 +68,7 @@ def summarize(
             "trial_id": result.trial_id,
             "status": result.status,
             "config": result.config,
-            "epochs_run": epochs_run(result),
+            "epochs_run": max((int(r.get("epoch", 0)) for r in result.history), default=0),
             metric: row[metric] if row else None,
             "best_epoch": row["epoch"] if row else None,
             "checkpoint": row[CHECKPOINT_KEY] if row else None,
@@ -136,8 +131,7 @@ def format_table(summary: dict, limit: int = 20) -> str:
 def format_front(summary: dict) -> str:
     """The Pareto front, most accurate first: each member's objectives, test accuracy and checkpoint."""
     names = [o["name"] for o in summary["objectives"]]
-    directions = ", ".join(f"{o['name']} ({o['mode']})" for o in summary["objectives"])
-    lines = [f"Pareto front of {directions}: {len(summary['front'])} of {len(summary['trials'])} trials"]
+    lines = [f"Pareto front of {objectives_words(summary)}: {len(summary['front'])} of {len(summary['trials'])} trials"]
     for member in summary["front"]:
         values = "  ".join(f"{n}={_short(member['objectives'][n])}" for n in names)
         test = f"  test_acc={member['test_acc']:.4f}" if "test_acc" in member else ""
@@ -145,7 +139,11 @@ def format_front(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def objectives_words(summary: dict) -> str:
+    """`val_acc (max)`, or every objective of a search of several: `val_acc (max), params (min)`."""
+    objectives = summary.get("objectives") or [{"name": summary["metric"], "mode": summary["mode"]}]
+    return ", ".join(f"{o['name']} ({o['mode']})" for o in objectives)
+
+
 def _short(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
+    return f"{value:.3g}" if isinstance(value, float) else str(value)

@@ -45,12 +45,9 @@ class TrialEventWriter:
         }
         # HParams take numbers, strings and booleans; anything else is shown as text
         hparam_dict = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in config.items()}
-        hparam_dict["status"] = outcome["status"]
-        hparam_dict["stopped_early"] = bool(outcome["stopped_early"])
-        experiment, session_start, session_end = hparams(hparam_dict, metric_dict)
-        file_writer = self.writer._get_file_writer()
-        for summary in (experiment, session_start, session_end):
-            file_writer.add_summary(summary)
+        hparam_dict.update(status=outcome["status"], stopped_early=bool(outcome["stopped_early"]))
+        for summary in hparams(hparam_dict, metric_dict):  # the experiment, the session's start and its end
+            self.writer._get_file_writer().add_summary(summary)
         for key, value in metric_dict.items():
             self.writer.add_scalar(key, value)
         self.writer.flush()
@@ -63,12 +60,8 @@ def written_epochs(folder: Path) -> set[int]:
     """The epochs whose scalars the trial's event files already hold (a resumed trial's are not written twice)."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
-    epochs = set()
-    for path in sorted(Path(folder).glob(EVENT_FILES)):
-        for event in EventFileLoader(str(path)).Load():
-            if any(value.tag == SCALARS[0] for value in event.summary.value):
-                epochs.add(int(event.step))
-    return epochs
+    events = (event for path in sorted(Path(folder).glob(EVENT_FILES)) for event in EventFileLoader(str(path)).Load())
+    return {int(event.step) for event in events if any(value.tag == SCALARS[0] for value in event.summary.value)}
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

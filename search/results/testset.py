@@ -1,9 +1,5 @@
-"""The test split, evaluated once at the end of a search on the best checkpoint: a figure no choice was made on.
-
-The search, ASHA and the choice of the best checkpoint see only the validation split (held out from the training
-files); the test files (MNIST's t10k, an image folder's test/, a space's own test split) are read here and nowhere
-else. torch is imported while the trials run, in a thread of the lowest priority (`import_ahead`).
-"""
+"""The test split, evaluated once at the end of a search on the best checkpoint: a figure no choice was made on (the
+search sees only the validation split; the test files are read here and nowhere else)."""
 
 from __future__ import annotations
 
@@ -17,8 +13,8 @@ from trainables.foundation.storage import Experiment
 
 
 def import_ahead() -> None:
-    """Import what `test_accuracy` needs (torch: 1.4 s on 2 cores) in a thread while the trials run, so that the
-    search's end does not wait for it; on Linux at the lowest priority, yielding the CPU to the driver's threads."""
+    """Import what `test_accuracy` needs (torch: 1.4 s on 2 cores) in a thread of the lowest priority while the trials
+    run, so that the search's end does not wait for it."""
     import threading
 
     def imports() -> None:

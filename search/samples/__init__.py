@@ -1,22 +1,20 @@
-"""Data that ships with the package, so that the first search runs on a machine without network: 8,000 MNIST digits
-(`mnist/`, IDX, gzipped; see mnist/README.md for their source and licence) and image-folder trees drawn from them.
-
-Unpacked once into `~/.cache/search/samples/` (or $XDG_CACHE_HOME), through a temporary folder, so that a reader never
-sees half of it. numpy and Pillow only: no Ray, no torch.
-"""
+"""Data that ships with the package, so that the first search runs without network: 8,000 MNIST digits (`mnist/`;
+mnist/README.md gives their source and licence) and image-folder trees drawn from them, unpacked once into
+`~/.cache/search/samples/` (or $XDG_CACHE_HOME). numpy and Pillow only: no Ray, no torch."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import shutil
 from pathlib import Path
 
+from search.results.files import staging_folder
 from trainables.foundation.cache import cache_folder
 
 PACKED = Path(__file__).resolve().parent / "mnist"
 VERSION = "1"  # a new sample gets a new folder
-TRAIN_DIGITS, TEST_DIGITS = 6000, 2000
 RAW_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 PNGS_PER_CLASS = {"train": 40, "val": 10, "test": 10}  # the image-folder sample: a handful per digit
 SAMPLE_FOLDERS = (f"mnist-{VERSION}", f"digit-folders-pooled-{VERSION}", f"digit-folders-split-{VERSION}")
@@ -30,17 +28,12 @@ def _built(target: Path, build) -> Path:
     """`target`, built by `build(folder)` in a temporary folder beside it and moved into place when whole."""
     if target.is_dir():
         return target
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    partial = staging_folder(target)
     try:
         build(partial)
-    except BaseException:  # no half-built folder left behind
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    try:
-        os.replace(partial, target)
-    except OSError:  # another process finished first
+        with contextlib.suppress(OSError):  # another process finished first
+            os.replace(partial, target)
+    finally:  # no half-built folder left behind
         shutil.rmtree(partial, ignore_errors=True)
     return target
 
@@ -60,8 +53,7 @@ def mnist_root() -> Path:
 
 def digit_folders_root(split_by_pct: bool) -> Path:
     """An ImageFolder tree of digit PNGs (RGB, 28x28) drawn from the sample: `train/`, `val/` and `test/` with one
-    folder
-    per digit, or (`split_by_pct`) one folder per digit that the search splits itself."""
+    folder per digit, or (`split_by_pct`) one folder per digit that the search splits itself."""
     import numpy as np
     from PIL import Image
 
