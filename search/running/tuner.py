@@ -1,13 +1,11 @@
-"""Runs a search on Ray Tune: Optuna (TPE) proposes, ASHA stops, every trial is a TorchTrainer run.
-
-The search's state is its study (search.running.study.record) and its trials' own files: every session (`run`,
-`resume`, a grown search) builds a fresh `Tuner` over them; Tune's own snapshots are never restored. Ray is imported
-here, in `ends.callbacks`, `asha` and `proposals.searcher` (Tune's hooks), in `joining` and in `trainables` (the
-trial's driver and worker loop).
+"""Runs a search on Ray Tune: Optuna (TPE) proposes, ASHA stops, every trial is a TorchTrainer run. Every session
+(`run`, `resume`, a grown search) builds a fresh `Tuner` over the study and the trials' own files; Tune's own snapshots
+are never restored.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 from pathlib import Path
@@ -34,7 +32,7 @@ from search.running.settings import write_settings
 from search.running.stopping import SessionStop, ctrl_c_stops
 from search.running.study.record import StudyRecord
 from search.running.tracking.mlflow_store import store_files
-from search.running.tracking.tracker import MlflowTracker, start_tracker
+from search.running.tracking.tracker import start_tracker
 from search.running.trial_results import trial_results
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
@@ -95,18 +93,13 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     # MLflow brought up to what earlier sessions recorded (all of it, for a search tracked late), while Ray starts
     tracker = start_tracker(config, space.name, experiment, space.metric, record)
     to_run = 0 if budget_spent else len(unended) + max(0, config.trials - len(record.proposed()))
-    stop = SessionStop(
-        config.time_budget,
-        budget_words,
-        config.epoch_budget,
-        record.epochs_spent(),
-        lambda: stopped_by(record, experiment),
-    )
+    failure = functools.partial(stopped_by, record, experiment)  # what stops the search at once
+    stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), failure)
     try:
         if to_run:
             fit(config, space, experiment, record, unended, to_run, log_file, tracker, stop, decider)
-        if stopped_by(record, experiment) is not None:
-            raise stopped_by(record, experiment)
+        if failure() is not None:
+            raise failure()
         if stop.interrupted or not (budget_spent or stop.out_of_budget or record.finished() >= config.trials):
             raise SearchInterrupted(experiment.location)
     except BaseException:
@@ -118,20 +111,10 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     return write_summary(config, space, experiment, record, log_file, tracker)
 
 
-def fit(
-    config,
-    space,
-    experiment,
-    record,
-    unended,
-    to_run: int,
-    log_file: Path,
-    tracker: MlflowTracker | None,
-    stop,
-    decider,
-) -> None:
+def fit(config, space, experiment, record, unended, to_run: int, log_file: Path, tracker, stop, decider) -> None:
     """Run `to_run` trials on Ray Tune, `unended` first, until they are done or `stop` stops them (a budget: the
-    trials it stopped are ended so; Ctrl-C or a failed write of the study: they stay unended, for `resume`)."""
+    trials it stopped are ended so; Ctrl-C or a failed write of the study: they stay unended, for `resume`).
+    `tracker`: the search's MlflowTracker, or None."""
     started_here = connect(config)
     try:
         if started_here:
@@ -150,7 +133,9 @@ def fit(
         if tracker and tracker.ready():
             tracker.shape(shape.in_words(), concurrency)
             print(f"tracking: MLflow at {tracker.uri}, experiment {tracker.experiment_name}")
-        placement = placement_of(config, concurrency)
+        placement = place_trials(
+            config.workers, config.cpus, config.gpus, concurrency, config.max_failures, config.in_process
+        )
         if not placement.in_process:
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
@@ -213,32 +198,15 @@ def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
     return files + sorted(str(path.relative_to(folder)) for path in events)
 
 
-def placement_of(config: RunConfig, concurrency: int) -> TrialPlacement:
-    return place_trials(config.workers, config.cpus, config.gpus, concurrency, config.max_failures, config.in_process)
-
-
-def build_trainable(config: RunConfig, space: Space, experiment: Experiment, placement: TrialPlacement):
+def build_tuner(
+    config, space, experiment, placement: TrialPlacement, record, unended, to_run: int, callbacks: list, stop, scheduler
+) -> ray.tune.Tuner:
+    """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
     trainable = ray.tune.with_parameters(
         train_trial, run=config.to_dict(), experiment_dir=experiment.location, metric=space.metric, mode=space.mode
     )
-    return ray.tune.with_resources(trainable, placement.resources)
-
-
-def build_tuner(
-    config: RunConfig,
-    space: Space,
-    experiment: Experiment,
-    placement: TrialPlacement,
-    record: StudyRecord,
-    unended: list,
-    to_run: int,
-    callbacks: list,
-    stop: SessionStop,
-    scheduler,
-) -> ray.tune.Tuner:
-    """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
     return ray.tune.Tuner(
-        build_trainable(config, space, experiment, placement),
+        ray.tune.with_resources(trainable, placement.resources),
         param_space=config.constants(space),
         tune_config=ray.tune.TuneConfig(
             metric=space.metric,
