@@ -1,8 +1,5 @@
-"""The live view of a search: one line per reported epoch and per trial end, then one status line.
-
-How trials ended, and the best score of an ended trial, are read from the study (search.running.study.record), so the
-view says what the summary will say; running and starting trials are Tune's.
-"""
+"""The live view of a search: one line per reported epoch and per trial end, then one status line. How trials ended,
+and the best score of an ended trial, are read from the study, so the view says what the summary will say."""
 
 from __future__ import annotations
 
@@ -23,12 +20,9 @@ def _number(value) -> float | None:
 
 
 class ProgressView(FollowsEnds):
-    """A compact log (under 100 columns) that grows by what is new: on every reported epoch, that trial's epoch,
-    metric and images/s; at every trial's end, how it ended; after either, one status line (counts of running,
-    starting, finished, stopped early and failed trials, the best so far, elapsed time, the time budget left and,
-    once a trial has finished, an estimate of the time left). Each line is printed once, so a log file reads like
-    the terminal. Its clock counts from the command's start (search.running.clock); the time budget and the
-    estimate count from the view's start, when Tune starts the trials."""
+    """A compact log (under 100 columns) that grows by what is new, each line printed once, so a log file reads like
+    the terminal. Its clock counts from the command's start (search.running.clock); the time budget and the estimate
+    count from the view's start, when Tune starts the trials."""
 
     what = "the live view"
 

@@ -1,11 +1,6 @@
-"""How Optuna proposes, fit for a search's budget. No Ray.
-
-TPE is Optuna's `TPESampler` as it comes, but for its random start: a quarter of the trials (2 to 10) instead of
-Optuna's 10, plus the configurations given first (`enqueue=`), so that a default search is guided after its first
-few trials and TPE still explores after the given ones. Replayed on the learning-curve tables (benchmarks/README.md,
-"the sampler's settings"), Optuna's other defaults (a tenth of the finished trials as good, each key modelled on its
-own, no constant liar) were level with or better than the settings the search used to add, and Optuna's start of 10
-was behind a quarter on `cnn_mnist`'s held-out seeds.
+"""How Optuna proposes, fit for a search's budget: Optuna's `TPESampler` as it comes, but for its random start (a
+quarter of the trials, 2 to 10, plus the configurations given first) and a choice among numbers modelled in order
+(docs/design.md, "How the sampler is set up"). No Ray.
 """
 
 from __future__ import annotations
@@ -17,13 +12,10 @@ from search.running.study.optuna_private import PastParamsHook
 
 
 class OrderedTPESampler(PastParamsHook, TPESampler):
-    """Optuna's TPE over a study that holds a choice among numbers as its value (`batch_size` 128, as trained, what
-    optuna-dashboard and `optuna.load_study` show), modelled as its position among the sorted choices, so that TPE
-    sees their order (on the resnet_mnist table the values, unordered, fell far behind). It proposes exactly what TPE
-    proposes over positions with the same seed (tests/test_space_coding.py). `ordered`: name -> sorted choices.
-    Optuna 5's TPE is multivariate for one objective and independent for several: both paths are mapped. The past
-    trials' parameters TPE models are mapped through the one private hook of its TPE (`PastParamsHook`, behind
-    search.running.study.optuna_private)."""
+    """Optuna's TPE over a study that holds a choice among numbers as its value (`batch_size` 128, as trained),
+    modelled as its position among the sorted choices, so that TPE sees their order; it proposes exactly what TPE
+    proposes over positions with the same seed (tests/test_space_coding.py). `ordered`: name -> sorted choices. Optuna
+    5's TPE is multivariate for one objective and independent for several: both paths are mapped."""
 
     def __init__(self, ordered: dict[str, list], **tpe):
         super().__init__(**tpe)
@@ -45,11 +37,9 @@ class OrderedTPESampler(PastParamsHook, TPESampler):
         return self._ordered[name][sampled] if ordered else sampled
 
     def sample_independent(self, study, trial, param_name, param_distribution):
-        choices = self._ordered.get(param_name)
-        if choices is None or not isinstance(param_distribution, CategoricalDistribution):
-            return super().sample_independent(study, trial, param_name, param_distribution)
-        position = super().sample_independent(study, trial, param_name, IntDistribution(0, len(choices) - 1))
-        return choices[position]
+        in_order = self._in_order(param_name, param_distribution)
+        sampled = super().sample_independent(study, trial, param_name, in_order)
+        return self._value(param_name, sampled, param_distribution)
 
     def past_params(self, params: dict) -> dict:
         return {name: self._position(name, value) for name, value in params.items()}

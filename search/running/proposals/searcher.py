@@ -1,7 +1,5 @@
 """Optuna proposes the trials: the search's study (search.running.study.record) behind Ray Tune's public `Searcher` API.
-
-A trial ASHA stopped reaches the study as pruned with every epoch it reported, the stopping one included; a failed
-or diverged one as failed (with its reason), written by the driver's `TrialEnds` callback.
+How a trial ended is written by the driver's `TrialEnds` callback, which knows why a trial failed.
 """
 
 from __future__ import annotations
@@ -19,9 +17,8 @@ STEP_KEY = "epoch"
 class StudySearcher(Searcher):
     """The search's study behind Tune's `Searcher` API: `suggest` proposes a trial (a trial the search must run again
     first, with its own id and configuration), every reported epoch becomes an intermediate value, including the
-    epoch at which ASHA stops a trial (Tune hands that one to `on_trial_complete` only). How a trial ended is
-    written by the driver's `TrialEnds` callback, which knows why a trial failed. The study persists itself
-    (search.running.study.record): Tune's own searcher snapshot is not written."""
+    epoch at which ASHA stops a trial (Tune hands that one to `on_trial_complete` only). The study persists itself:
+    Tune's own searcher snapshot is not written."""
 
     def __init__(self, record: StudyRecord, unended: list[FrozenTrial], metric: str, mode: str, seed: int = 0):
         """`seed`: the run's. With nothing left to search (no searched key) every trial is a repeat of the one

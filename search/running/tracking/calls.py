@@ -1,9 +1,6 @@
-"""How the experiment tracker's calls run: never failing the search, and never holding up Tune.
-
-A tracking call that raises is named once on the terminal; from then on tracking is off for the session (a later
-`resume` brings MLflow up to date). The calls Tune's callbacks make (an epoch, a trial's end) are handed to the
-tracker's own thread, in order, and return at once, so a slow or dying tracking server never holds up Tune; the
-driver's own calls wait for them, at most `DRAIN_S`. No Ray, no torch, no MLflow.
+"""How the experiment tracker's calls run: never failing the search (the first failure is named, then tracking is off
+for the session), and never holding up Tune (its callbacks' calls run in the tracker's own thread, in order). No Ray,
+no torch, no MLflow.
 """
 
 from __future__ import annotations

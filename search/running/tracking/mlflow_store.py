@@ -129,15 +129,10 @@ def relocate_artifacts(database: Path) -> None:
 
     here = (database.parent / "artifacts").resolve().as_uri()
     with contextlib.closing(sqlite3.connect(database)) as db, db:
-        for experiment_id, location in db.execute(
-            "select experiment_id, artifact_location from experiments"
-        ).fetchall():
-            if (
-                location
-                and location.startswith("file://")
-                and location.endswith("/mlflow/artifacts")
-                and location != here
-            ):
+        experiments = db.execute("select experiment_id, artifact_location from experiments").fetchall()
+        for experiment_id, location in experiments:
+            ours = location and location.startswith("file://") and location.endswith("/mlflow/artifacts")
+            if ours and location != here:
                 db.execute(
                     "update experiments set artifact_location = ? where experiment_id = ?", (here, experiment_id)
                 )

@@ -1,14 +1,8 @@
-"""`tracking=mlflow`: the search and its trials in MLflow, written by the search driver only (one writer: MLflow's
-SQLite store takes no concurrent ones).
-
-One parent run per search (tag `search.experiment`: the experiment's location), found again by `resume` and by a
-grown search; one nested run per trial (tag `search.trial_id`) with its configuration as parameters and every epoch
-its `result.json` holds as metrics, the epoch as the step. MLflow is brought up to the study and the trials' files
-(`sync`), so an epoch is logged once however often the search is resumed, and a search tracked late is logged whole.
-
-A trial the study holds as running again (a trial a budget stopped, continued by a grown search; one an interrupted
-session left) has its run marked RUNNING again, and ended when the study ends it. A tracking failure never fails the
-search, and Tune's callbacks never wait for MLflow (search.running.tracking.calls). No Ray, no torch.
+"""`tracking=mlflow`: the search and its trials in MLflow, written by the search driver only: one parent run per
+search, one nested run per trial, brought up to the study and the trials' files (`sync`), so an epoch is logged once
+however often the search is resumed (docs/design.md, "MLflow: a view of the study, never a source"). A tracking
+failure never fails the search, and Tune's callbacks never wait for MLflow (search.running.tracking.calls). No Ray,
+no torch.
 """
 
 from __future__ import annotations
