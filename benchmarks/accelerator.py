@@ -1,11 +1,6 @@
-"""The training step on an accelerator: data fed from device memory, channels_last, bf16 autocast and torch.compile,
-against the tutorials' DataLoader path, with the device's utilization. Part of `python -m benchmarks --only gpu`.
-
-Every variant trains ResNet-18 (1-channel conv1) on the same MNIST images with the same batch size, in one process:
-- `memory feed, <options>`: uint8 images held in device memory, normalized per batch on the device;
-- `tutorial DataLoader`: torchvision's MNIST with per-sample ToTensor/Normalize, pinned memory, copied per batch;
-- `search trial, <options>`: one trial of `python -m search run` with the same options (workers=1, the whole device).
-"""
+"""The training step on an accelerator (`python -m benchmarks --only gpu`): data fed from device memory,
+channels_last, bf16 autocast and torch.compile, against the tutorials' DataLoader, bare and as one trial of
+`python -m search run` with the same keys, with the device's utilization."""
 
 from __future__ import annotations
 
@@ -18,12 +13,7 @@ import time
 import torch
 
 from benchmarks.search_runs import FIXED_HP, run_search, trial_rows
-from benchmarks.throughput import TUTORIAL_MODEL, steady_images_per_s
-from trainables.data import MNIST
-from trainables.feeds import MemoryFeed
-from trainables.foundation.config import RunConfig
-from trainables.foundation.space import load_space
-from trainables.models import model_for
+from benchmarks.throughput import SGD, memory_feed, steady_images_per_s, tutorial_loader, tutorial_model
 from trainables.training import StepOptions, make_optimizer, prepare_layout, train_one_epoch
 
 VARIANTS = {
@@ -38,8 +28,7 @@ VARIANTS = {
 
 
 class UtilizationSampler:
-    """The device's busy percentage from nvidia-smi, sampled every `every_s` while a block runs (None: no
-    nvidia-smi, as on CPU)."""
+    """The device's busy percentage from nvidia-smi, sampled every `every_s` while a block runs (None: none)."""
 
     def __init__(self, every_s: float = 0.2):
         self.every_s, self.samples, self.stamped, self.running = every_s, [], [], False
@@ -82,12 +71,9 @@ def synchronize(device: torch.device) -> None:
 
 def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: int) -> dict:
     """Images/s of epochs after the first two (warm-up, compilation) and the device's mean utilization."""
-    torch.manual_seed(0)
     options = StepOptions(channels_last=variant.get("channels_last", False), precision=variant.get("precision", "fp32"))
-    model = prepare_layout(model_for(load_space("resnet_mnist"), TUTORIAL_MODEL, MNIST.info("", {})), options).to(
-        device
-    )
-    optimizer = make_optimizer({"lr": 0.02, "momentum": 0.9}, model)
+    model = prepare_layout(tutorial_model(), options).to(device)
+    optimizer = make_optimizer(SGD, model)
     if variant.get("compile"):
         model = torch.compile(model, mode=variant.get("compile_mode", "default"))
     rates, utilization = [], []
@@ -103,8 +89,7 @@ def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: in
 
 
 def row_or_failure(measure_row) -> dict:
-    """A variant that crashes (e.g. inductor on compile + bf16 + channels_last with some torch versions) is a failed
-    row naming the error; the other variants are still measured."""
+    """A variant that crashes (inductor, with some torch versions) is a failed row naming the error."""
     try:
         return measure_row()
     except Exception as exc:  # noqa: BLE001 - any crash of torch's compiler stack
@@ -112,26 +97,8 @@ def row_or_failure(measure_row) -> dict:
         return {"failed": f"{type(exc).__name__}: {message}"[:300]}
 
 
-def memory_feed(root: str, batch: int, limit: int, device: torch.device) -> MemoryFeed:
-    run = RunConfig.from_dict({**RunConfig().to_dict(), "data": {"root": root, "limit": limit}})
-    return MemoryFeed(MNIST, run, {"batch_size": batch}, rank=0, world_size=1, device=device)
-
-
-def tutorial_batches(root: str, batch: int, limit: int, device: torch.device):
-    from torchvision import datasets, transforms
-
-    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MNIST.mean, MNIST.std)])
-    dataset = datasets.MNIST(root=root, train=True, download=False, transform=transform)
-    subset = torch.utils.data.Subset(dataset, range(min(limit, len(dataset))))
-    loader = torch.utils.data.DataLoader(
-        subset, batch_size=batch, shuffle=True, num_workers=2, pin_memory=device.type == "cuda", persistent_workers=True
-    )
-    return lambda epoch: loader
-
-
 def search_trial(root: str, storage, batch: int, limit: int, epochs: int, variant: dict, label: str) -> float:
-    """Images/s of one trial of `python -m search run` with the variant's keys, on the whole device and with every
-    core (as the bare loop has)."""
+    """Images/s of one trial of `python -m search run` with the variant's keys, on the whole device, every core."""
     keys = [f"{k}={str(v).lower()}" for k, v in variant.items()]
     overrides = [
         "space=resnet_mnist",
@@ -154,8 +121,7 @@ def search_trial(root: str, storage, batch: int, limit: int, epochs: int, varian
 def measure(
     root: str, storage, device_name: str = "cuda", batch: int = 128, limit: int = 6000, epochs: int = 6
 ) -> dict:
-    """Every variant on the device; `device_name=cpu` runs the same code on a CPU (a smoke run, not GPU figures).
-    `batch` is the largest resnet_mnist offers."""
+    """Every variant on the device (`cpu`: a smoke run of the code); `batch`: the largest resnet_mnist offers."""
     if device_name == "cuda" and not torch.cuda.is_available():
         return {"skipped": "no CUDA device visible to torch"}
     device = torch.device(device_name)
@@ -172,9 +138,8 @@ def measure(
         figures["bare_loop"][label] = row_or_failure(
             lambda variant=variant: train_rate(feed.train_batches, device, variant, epochs)
         )
-    figures["bare_loop"]["tutorial DataLoader fp32"] = train_rate(
-        tutorial_batches(root, batch, limit, device), device, {}, epochs
-    )
+    loader = tutorial_loader(root, batch, limit, workers=2, pin=device.type == "cuda")
+    figures["bare_loop"]["tutorial DataLoader fp32"] = train_rate(lambda epoch: loader, device, {}, epochs)
     tutorial = figures["bare_loop"]["tutorial DataLoader fp32"]["images_per_s"]
     for label in ("fp32", "bf16 channels_last"):
         rate = search_trial(root, storage, batch, limit, epochs, VARIANTS[label], label)

@@ -23,8 +23,7 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 
 from benchmarks.options import HPO_FAMILIES
-from benchmarks.replay_figures import summarise
-from benchmarks.statistics import average_ranks, friedman, holm, wilcoxon
+from benchmarks.statistics import average_ranks, friedman, holm, summarise, wilcoxon
 from search.running.ends.decider import Decider
 from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.proposals.searcher import StudySearcher

@@ -1,17 +1,7 @@
-"""A learning-curve table (benchmarks.curve_table) as the replays read it, and the search's pieces they run on it:
-its proposal path over an in-memory study and its ASHA, exactly as `python -m search run` sets them up. A
-configuration a sampler proposes is snapped to the table's nearest grid point (in log space for a log-scaled
-float); an epoch's validation score is the table's for the replay's seed (the noise a search sees); the incumbent
-is the trial the search's own rule (`search.results.score`) ranks first by those scores, and it is judged by its test
-accuracy at that epoch averaged over the table's seeds. Regret: the table's best such mean test accuracy minus the
-incumbent's.
+"""A learning-curve table (benchmarks.curve_table) as the replays read it, and a search replayed on it as the
+command line runs it: the search's own proposal path and ASHA, no training and no Ray.
 
-`replay` runs given configurations one after another under the search's ASHA (`FixedArm`), the order
-`benchmarks.replay_check` runs real searches through Ray in to compare their stops; `benchmarks.replay_cli` replays
-whole searches as the command line runs them.
-
-A held-out table (its header says `"held_out": true`: a workload no default was chosen on, benchmarks/curve_table.py)
-opens only for a caller that says it reports rather than tunes (`held_out_ok=True`); every other read is refused.
+A held-out table (its header says `"held_out": true`) opens only for a caller that reports rather than tunes.
 """
 
 from __future__ import annotations
@@ -19,18 +9,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gzip
-import itertools
+import heapq
 import json
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from optuna.distributions import FloatDistribution
+from ray.tune.schedulers import TrialScheduler
 
 from search.results.score import standing_row
 from search.results.summary import best_rank
 from search.running.asha.study_asha import study_asha
+from search.running.ends.decider import Decider
 from search.running.proposals.searcher import StudySearcher
+from search.running.study.endings import EndFacts, Ending
 from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
@@ -39,6 +32,7 @@ from trainables.foundation.space import Space, load_space
 from trainables.foundation.trial_files import TRIAL_KEY
 
 DEFAULTS = RunConfig()  # the search's defaults: trials, epochs, reduction, sampler
+FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trial starts on the 2-core VM (README)
 
 
 @dataclass
@@ -60,8 +54,9 @@ class CurveTable:
         """The table at `path`; a held-out one only with `held_out_ok` (the caller reports, it does not tune)."""
         with gzip.open(path, "rt") as stream:
             header = json.loads(stream.readline())
+            workload = header.get("workload", header["space"])
             if header.get("held_out") and not held_out_ok:
-                raise held_out_refusal(path, header.get("workload", header["space"]))
+                raise held_out_refusal(path, workload)
             rows = [json.loads(line) for line in stream if line.strip()]
         grid, seeds = header["grid"], header["seeds"]
         val, test, seconds = {}, {}, {}
@@ -70,9 +65,10 @@ class CurveTable:
             slot = seeds.index(row["seed"])
             for into, values in ((val, row["val"]), (test, row["test"]), (seconds, row["s"])):
                 into.setdefault(key, np.full((len(seeds), header["epochs"]), np.nan))[slot] = values
-        fixed, workload = header.get("fixed", {}), header.get("workload", header["space"])
         held_out = workload if header.get("held_out") else ""
-        return cls(header["space"], header["epochs"], seeds, grid, val, test, seconds, fixed, held_out)
+        return cls(
+            header["space"], header["epochs"], seeds, grid, val, test, seconds, header.get("fixed", {}), held_out
+        )
 
     def key(self, config: dict, space: dict) -> tuple:
         """The grid point nearest to `config`."""
@@ -86,80 +82,84 @@ class CurveTable:
 
 
 def table_space(table: CurveTable) -> Space:
-    """The table's space with the constants its rows trained with (e.g. `lr_schedule=cosine`), which decide how a
-    trial is scored (search.results.score)."""
+    """The table's space with the constants its rows trained with (e.g. `lr_schedule=cosine`)."""
     space = load_space(table.space)
     return dataclasses.replace(space, constants={**space.constants, **table.fixed}) if table.fixed else space
 
 
-def exhaustive_regret(table: CurveTable, space: Space) -> float:
-    """The floor: the regret of training every configuration and choosing by the replayed seed's validation score
-    (ties averaged), averaged over the table's seeds. Searches that reach it are done: what is left is noise."""
-    regrets = []
-    for slot in range(len(table.seeds)):
-        standing = []
-        for key, val in table.val.items():
-            config = {**space.constants, **dict(zip(table.grid, key))}
-            rows = [{"epoch": epoch, "m": float(v)} for epoch, v in enumerate(val[slot], start=1)]
-            row = standing_row(rows, config, "m", space.mode)
-            standing.append((row["m"] if space.mode == "max" else -row["m"], table.mean_test(key, row["epoch"])))
-        top = max(score for score, _ in standing)
-        regrets.append(table.best_mean_test() - float(np.mean([test for score, test in standing if score == top])))
-    return float(np.mean(regrets))
-
-
 def nearest(values: list, value, distribution=None):
-    log = isinstance(distribution, FloatDistribution) and distribution.log
-    position = math.log if log else float
+    """The grid value nearest to `value`, in log space for a log-scaled float; a categorical's own choice."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return value  # a categorical's own choice
+        return value
+    position = math.log if isinstance(distribution, FloatDistribution) and distribution.log else float
     return min(values, key=lambda v: abs(position(v) - position(value)))
 
 
-class Replay:
-    """One replayed search's bookkeeping: epochs spent and, after each, the incumbent's regret."""
+def replay_search(
+    table: CurveTable,
+    space: Space,
+    runner,
+    seed: int,
+    trials: int,
+    concurrency: int = 1,
+    epoch_budget: int = 0,
+    cores=2,
+) -> dict:
+    """One search replayed as the command line runs it: `trials` trials, `concurrency` side by side in wall time
+    (each epoch the table's seconds, slowed by concurrency / `cores` above it), each proposed while the others run
+    and each epoch told to `runner` as it ends; an epoch budget cuts the trials still running when it is spent.
+    Returns the final regret, wall time, epochs, (seconds, regret) after each epoch and every trial's rows."""
+    slot, best = seed % len(table.seeds), table.best_mean_test()
+    slowdown = max(1.0, concurrency / cores)
+    events, live, standing, trace = [], {}, {}, []
 
-    def __init__(self, table: CurveTable, space: Space, seed: int, budget: int):
-        self.table, self.space, self.budget = table, space, budget
-        self.seed_slot = seed % len(table.seeds)
-        self.best = table.best_mean_test()
-        self.regret = np.full(budget, np.nan)
-        self.standing: dict[int, tuple] = {}  # trial number -> (its rank for the best, table key, standing epoch)
-        self.spent = 0
+    def start(at: float, first: bool) -> None:
+        trial_id = str(len(live))
+        config = runner.propose(trial_id)
+        key = table.key(config, space.hyperparameters)
+        began = at + (FIRST_START_S if first else START_S)
+        ends = began + np.cumsum(np.diff(table.s[key][slot], prepend=0.0) * slowdown)
+        live[trial_id] = {"config": config, "key": key, "rows": [], "ends": ends}
+        heapq.heappush(events, (float(ends[0]), trial_id))
 
-    @property
-    def done(self) -> bool:
-        return self.spent >= self.budget
-
-    def observe(self, trial: str, key: tuple, config: dict, rows: list[dict]) -> float:
-        """The next epoch of `trial`: its validation score for the replay's seed (spends one epoch of the budget)."""
-        epoch = len(rows) + 1
-        value = float(self.table.val[key][self.seed_slot, epoch - 1])
-        rows.append({"epoch": epoch, "m": value})
-        self.standing[int(trial)] = standing_of(rows, {**self.space.constants, **config}, key, self.space, self.table)
-        chosen_key, chosen_epoch = incumbent(self.standing)
-        self.regret[self.spent] = self.best - self.table.mean_test(chosen_key, chosen_epoch)
-        self.spent += 1
-        return value
+    for _ in range(min(concurrency, trials)):
+        start(0.0, first=True)
+    while events:
+        now, trial_id = heapq.heappop(events)
+        trial = live[trial_id]
+        epoch = len(trial["rows"]) + 1
+        value = float(table.val[trial["key"]][slot, epoch - 1])
+        trial["rows"].append({"epoch": epoch, "m": value})
+        config = {**space.constants, **trial["config"]}
+        standing[int(trial_id)] = standing_of(trial["rows"], config, trial["key"], space, table)
+        trace.append((now, best - table.mean_test(*incumbent(standing))))
+        if epoch_budget and len(trace) >= epoch_budget:
+            break  # the budget is spent: the trials still running are cut
+        stop, completed = runner.tell(trial_id, epoch, value), epoch == table.epochs
+        if stop or completed:
+            runner.end(trial_id, completed)
+            if len(live) < trials:
+                start(now, first=False)
+        else:
+            heapq.heappush(events, (float(trial["ends"][epoch]), trial_id))
+    return {"regret": trace[-1][1], "wall_s": trace[-1][0], "epochs": len(trace), "trace": trace, "trials": live}
 
 
 def standing_of(rows: list[dict], config: dict, key: tuple, space: Space, table: CurveTable) -> tuple:
     """What the product's summary ranks a trial by (search.results.summary.best_rank of its standing row), with the
-    table's key and that row's epoch, where the trial's test accuracy is read once it is chosen."""
+    table's key and that row's epoch."""
     row = standing_row(rows, config, "m", space.mode)
     return best_rank(row, config, table.epochs, space.mode, "m"), key, row["epoch"]
 
 
 def incumbent(standing: dict[int, tuple]) -> tuple[tuple, int]:
-    """(key, epoch) of the trial the summary puts first: the highest rank, the earlier trial among equal ranks (the
-    summary sorts the study's trials, in their order, stably). No test accuracy enters the choice."""
+    """(key, epoch) of the trial the summary puts first: the highest rank, the earlier trial among equal ranks."""
     number = max(standing, key=lambda n: (standing[n][0], -n))
     return standing[number][1], standing[number][2]
 
 
 def study_searcher(space: Space, sampler, epochs: int, objectives=None, order_numbers: bool = True) -> StudySearcher:
-    """The search's proposal path: its `StudySearcher` over an in-memory study of the space, with `sampler`;
-    `order_numbers`: as search.running.study.coding.SpaceCoding takes it."""
+    """The search's proposal path: its `StudySearcher` over an in-memory study of the space, with `sampler`."""
     record = StudyRecord.in_memory(
         space.hyperparameters,
         space.metric,
@@ -173,34 +173,10 @@ def study_searcher(space: Space, sampler, epochs: int, objectives=None, order_nu
     return StudySearcher(record, [], space.metric, space.mode)
 
 
-class FixedArm:
-    """Given configurations in order, under the search's ASHA (tests; the check against real searches)."""
-
-    def __init__(self, space: Space, configs: list[dict], epochs: int):
-        self.configs = list(configs)
-        self.scheduler, self.metric = search_asha(space, epochs), space.metric
-        self.reached: list[int] = []  # each ended trial's last epoch
-        self.count = 0
-
-    def propose(self) -> dict | None:
-        """The next given configuration (None: all have run)."""
-        if not self.configs:
-            return None
-        self.trial, self.count = _Named(str(self.count)), self.count + 1
-        self.scheduler.on_trial_add(None, self.trial)
-        return self.configs.pop(0)
-
-    def tell(self, epoch: int, value: float) -> bool:
-        """An epoch's score; True: the trial stops here."""
-        from ray.tune.schedulers import TrialScheduler
-
-        self.last_epoch = epoch
-        result = {"epoch": epoch, self.metric: value}
-        return self.scheduler.on_trial_result(None, self.trial, result) == TrialScheduler.STOP
-
-    def end(self, completed: bool) -> None:
-        self.reached.append(self.last_epoch)
-        self.scheduler.on_trial_remove(None, self.trial)
+def end_in_study(record: StudyRecord, trial_id: str, completed: bool) -> None:
+    """A trial's end, written into the study as the search's own end of a trial writes it."""
+    status = "completed" if completed else "stopped_early"
+    Decider.without_files(record).end(trial_id, EndFacts(0, written=Ending(status)))
 
 
 @dataclass(frozen=True)
@@ -214,38 +190,44 @@ class _Named:
         return {TRIAL_KEY: self.trial_id}
 
 
-def search_asha(space: Space, epochs: int):
-    """ASHA exactly as `python -m search run` sets it up for `space` at `epochs` (grace past the lr warm-up)."""
-    scheduler = unset_asha(space, epochs)
-    scheduler.set_search_properties(space.metric, space.mode)
+def asha_stops(scheduler, trial_id: str, result: dict) -> bool:
+    return scheduler.on_trial_result(None, _Named(trial_id), result) == TrialScheduler.STOP
+
+
+class FixedArm:
+    """Given configurations in order, under the search's ASHA (tests; the check against real searches)."""
+
+    def __init__(self, space: Space, configs: list[dict], epochs: int):
+        self.configs = list(configs)
+        self.scheduler, self.metric = search_asha(space, epochs), space.metric
+
+    def propose(self, trial_id: str) -> dict:
+        self.scheduler.on_trial_add(None, _Named(trial_id))
+        return self.configs.pop(0)
+
+    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
+        return asha_stops(self.scheduler, trial_id, {"epoch": epoch, self.metric: value})
+
+    def end(self, trial_id: str, completed: bool) -> None:
+        self.scheduler.on_trial_remove(None, _Named(trial_id))
+
+
+def grace_of(space: Space, epochs: int) -> int:
+    """The search's first rung: past the lr warm-up of the space's schedule."""
+    return first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+
+
+def search_asha(space: Space, epochs: int, settings: dict | None = None, metric: bool = True):
+    """ASHA as `python -m search run` sets it up for `space` at `epochs`, or with a variant's grace and reduction;
+    `metric=False`: before the Tuner gives it metric and mode."""
+    settings = settings or {}
+    config = RunConfig(epochs=epochs, reduction=float(settings.get("reduction", DEFAULTS.reduction)))
+    grace = int(settings.get("grace", 0))
+    config.grace = min(grace, epochs) if grace else grace_of(space, epochs)
+    scheduler = study_asha(config)
+    if metric:
+        scheduler.set_search_properties(space.metric, space.mode)
     return scheduler
-
-
-def unset_asha(space: Space, epochs: int):
-    """The search's ASHA before the Tuner gives it metric and mode, as `search.running.tuner` builds it."""
-    config = RunConfig(epochs=epochs)
-    config.grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
-    return study_asha(config)
-
-
-def replay(table: CurveTable, space: Space, arm, seed: int, budget: int) -> Replay:
-    """Proposes, trains (reads) and stops trials until `budget` epochs are spent (or the arm has no more)."""
-    run = Replay(table, space, seed, budget)
-    for trial in itertools.count():
-        if run.done:
-            return run
-        config = arm.propose()
-        if config is None:
-            return run
-        key, rows, completed = table.key(config, space.hyperparameters), [], False
-        while not run.done:
-            value = run.observe(str(trial), key, config, rows)
-            stop = arm.tell(len(rows), value)
-            completed = len(rows) == table.epochs
-            if stop or completed:
-                break
-        arm.end(completed)
-    return run
 
 
 def held_out_refusal(path, workload: str) -> UsageError:
@@ -259,8 +241,8 @@ _REPORTING: set[str] = set()  # held-out tables this process opened for a report
 
 
 def _table(path: str, held_out_ok: bool = False) -> CurveTable:
-    """A table read once per process (a worker replays many seeds on it). A held-out table only with `held_out_ok`,
-    or once this process (or the one it forked from) opened it so: the caller reports, it does not tune."""
+    """A table read once per process; a held-out one only with `held_out_ok`, or once this process (or the one it
+    forked from) opened it so."""
     key = str(path)
     table = _read(key)
     if table.held_out and not (held_out_ok or key in _REPORTING):

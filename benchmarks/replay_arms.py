@@ -1,9 +1,7 @@
 """The arms `benchmarks.replay_cli` replays, each proposing while other trials run and told each epoch as it ends:
 propose(trial_id) -> config, tell(trial_id, epoch, value) -> stop?, end(trial_id, completed).
 
-Every arm has the search's random start (a quarter of the trials, 2-10) and, where it stops trials, the search's grace
-(the first rung, past an lr warm-up) and reduction factor; Optuna's Hyperband's brackets run from that grace to the
-last epoch:
+Every arm has the search's random start and, where it stops trials, the search's grace and reduction factor:
   search                 the search's sampler and Tune's ASHA, as `python -m search run` sets them up
   random_asha            random proposals, the same ASHA
   random                 random proposals, every trial to the last epoch (normalised regret's 1)
@@ -12,72 +10,29 @@ last epoch:
   optuna_tpe_sh          Optuna's `TPESampler` + `SuccessiveHalvingPruner`, ask and tell
   optuna_tpe_hyperband   Optuna's `TPESampler` + `HyperbandPruner`
   optuna_tpe_ordered_sh  Optuna's TPE + successive halving on the ordered encoding of numeric choices (positions)
-  rung_tpe_asha          a model per rung, as BOHB fits one per budget (Falkner et al. 2018), but not BOHB: the
-                         search's TPE (not BOHB's KDE) fitted on the highest rung that holds as many results as the
-                         random start, each rung its own study, and the search's ASHA (not Hyperband's brackets)
+  rung_tpe_asha          a TPE model per rung, as BOHB fits one per budget, under the search's ASHA: not BOHB
 """
 
 from __future__ import annotations
 
-import math
-import warnings
-
 import optuna
-from ray.tune.schedulers import TrialScheduler
 
-from benchmarks.replay import DEFAULTS, _Named, search_asha, study_searcher
-from search.running.asha.study_asha import study_asha
-from search.running.ends.decider import Decider
+from benchmarks.replay import DEFAULTS, _Named, asha_stops, end_in_study, grace_of, search_asha, study_searcher
 from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
 from search.running.study.coding import SpaceCoding, ordered_choices
-from search.running.study.endings import EndFacts, Ending
 from trainables.foundation.config import RunConfig
-from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
 
-ARMS = (
-    "search",
-    "random_asha",
-    "random",
-    "search_no_asha",
-    "search_hyperband",
-    "optuna_tpe_sh",
-    "optuna_tpe_hyperband",
-    "optuna_tpe_ordered_sh",
-    "rung_tpe_asha",
-)
-
-
+ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
+ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung_tpe_asha")
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
 
 
-def good_group(finished: int) -> int:
-    """A fifth of the finished trials modelled as good (Optuna's default is a tenth), at most 25."""
-    return min(25, math.ceil(0.2 * finished))
-
-
-def tuned_tpe(seed: int, startup: int) -> optuna.samplers.TPESampler:
-    """TPE with the settings the search used until the replays chose Optuna's defaults (the `tpe=tuned` variant):
-    multivariate, the constant liar, a fifth as good."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # experimental and deprecated arguments
-        return optuna.samplers.TPESampler(
-            seed=seed,
-            n_startup_trials=startup,
-            multivariate=True,
-            constant_liar=True,
-            gamma=good_group,
-        )
-
-
 class SideBySideArm:
-    """The search's proposal path over an in-memory study, trials running side by side, with the search's ASHA (or
-    none). `settings`: the search's with some changed (a variant `search|reduction=2|grace=2|startup=4`;
-    `coding=values`: the study holds the choices' values, `coding=ordered` their positions; `liar=0`: the search's
-    TPE without Optuna's constant liar, which is on by default; `grow=1`: a random start one trial longer for each
-    trial side by side beyond the first)."""
+    """The search's proposal path over an in-memory study, with the search's ASHA (or none); `settings`: a variant's
+    (parse_variant)."""
 
     def __init__(
         self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha=True, settings=None, concurrency=1
@@ -92,14 +47,12 @@ class SideBySideArm:
             proposer = OrderedTPESampler(ordered, seed=seed, n_startup_trials=startup, constant_liar=False)
         elif settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding and under its ASHA
             proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
-        elif settings.get("tpe") == "tuned":  # the settings the search had before the replays chose Optuna's
-            proposer = tuned_tpe(seed, startup)
         elif "coding" in settings:  # the search's TPE over the coding as given, numbers unordered in `values`
             proposer = make_sampler(sampler, seed, startup)
         else:
             proposer = search_sampler(sampler, space, seed, startup)
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
-        self.scheduler = variant_asha(space, epochs, settings) if asha else None
+        self.scheduler = search_asha(space, epochs, settings) if asha else None
         self.metric = space.metric
 
     def propose(self, trial_id: str) -> dict:
@@ -111,15 +64,13 @@ class SideBySideArm:
     def tell(self, trial_id: str, epoch: int, value: float) -> bool:
         result = {"epoch": epoch, self.metric: value}
         self.searcher.on_trial_result(trial_id, result)
-        stop = self.scheduler and self.scheduler.on_trial_result(None, _Named(trial_id), result)
-        return stop == TrialScheduler.STOP
+        return bool(self.scheduler) and asha_stops(self.scheduler, trial_id, result)
 
     def end(self, trial_id: str, completed: bool) -> None:
         if self.scheduler:
             self.scheduler.on_trial_remove(None, _Named(trial_id))
         self.searcher.on_trial_complete(trial_id)
-        status = "completed" if completed else "stopped_early"
-        Decider.without_files(self.searcher.record).end(trial_id, EndFacts(0, written=Ending(status)))
+        end_in_study(self.searcher.record, trial_id, completed)
 
 
 class OptunaArm:
@@ -129,7 +80,7 @@ class OptunaArm:
         self.coding = SpaceCoding(space.hyperparameters, order_numbers=ordered)
         # Hyperband assigns brackets by a hash of the study's name and the trial's number
         self.study = optuna.create_study(
-            study_name=f"replay-{seed}", direction=_direction(space), sampler=sampler, pruner=pruner
+            study_name=f"replay-{seed}", direction=direction(space), sampler=sampler, pruner=pruner
         )
         self.trials, self.last = {}, {}
 
@@ -152,17 +103,14 @@ class OptunaArm:
 
 class RungTpeAsha:
     """A model per rung over asynchronous rungs (BOHB's idea, with TPE and ASHA): one study per rung holds every
-    trial's value there; a proposal comes from the highest rung with at least `startup` values (random before any
-    has), so the model learns from the many short trials early and from the long ones once there are enough. The
-    proposing rung's study keeps the trial running until it reaches that rung or ends short of it (then it is left
-    out, as BOHB leaves a budget's unobserved trials out)."""
+    trial's value there; a proposal comes from the highest rung with at least `startup` values (random before)."""
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int):
         self.coding = SpaceCoding(space.hyperparameters, order_numbers=coding_orders({}, DEFAULTS.sampler, space))
         self.startup, self.rungs = startup_trials(trials), rungs_of(space, epochs)
         self.studies = {
             rung: optuna.create_study(
-                direction=_direction(space), sampler=search_sampler(DEFAULTS.sampler, space, seed + i, 0)
+                direction=direction(space), sampler=search_sampler(DEFAULTS.sampler, space, seed + i, 0)
             )
             for i, rung in enumerate(self.rungs)
         }
@@ -182,13 +130,12 @@ class RungTpeAsha:
     def tell(self, trial_id: str, epoch: int, value: float) -> bool:
         if epoch in self.studies:
             self._record(trial_id, epoch, value)
-        stop = self.scheduler.on_trial_result(None, _Named(trial_id), {"epoch": epoch, self.metric: value})
-        return stop == TrialScheduler.STOP
+        return asha_stops(self.scheduler, trial_id, {"epoch": epoch, self.metric: value})
 
     def end(self, trial_id: str, completed: bool) -> None:
         self.scheduler.on_trial_remove(None, _Named(trial_id))
         rung, trial = self.asked.pop(trial_id, (0, None))
-        if trial is not None:
+        if trial is not None:  # ended short of its proposing rung: left out, as BOHB leaves a budget's unobserved
             (self.studies[rung] if rung else self.random).tell(trial, state=optuna.trial.TrialState.FAIL)
 
     def _record(self, trial_id: str, rung: int, value: float) -> None:
@@ -208,40 +155,25 @@ class RungTpeAsha:
 
 def rungs_of(space: Space, epochs: int) -> list[int]:
     """The epochs at which the search's ASHA compares trials (grace x reduction^k below the last), and the last."""
-    grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
-    rungs, rung = [], grace
+    rungs, rung = [], grace_of(space, epochs)
     while rung < epochs:
         rungs.append(rung)
         rung = int(rung * DEFAULTS.reduction)
     return [*rungs, epochs]
 
 
-def variant_asha(space: Space, epochs: int, settings: dict):
-    """The search's ASHA, or with another grace or reduction factor."""
-    if not settings.keys() & {"grace", "reduction"}:
-        return search_asha(space, epochs)
-    config = RunConfig(epochs=epochs, reduction=float(settings.get("reduction", DEFAULTS.reduction)))
-    grace = int(settings.get("grace", 0))
-    config.grace = (
-        min(grace, epochs) if grace else first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
-    )
-    scheduler = study_asha(config)
-    scheduler.set_search_properties(space.metric, space.mode)
-    return scheduler
-
-
 CODINGS = ("values", "ordered")
-TPES = ("optuna", "tuned")
+TPES = ("optuna",)
 
 
 def search_sampler(sampler: str, space: Space, seed: int, startup: int):
-    """The search's sampler as `python -m search run` sets it up (search.running.proposals.study_setup.sampler_for)."""
+    """The search's sampler as `python -m search run` sets it up."""
     return sampler_for(sampler, coding_for(RunConfig(sampler=sampler), space), seed, startup)
 
 
 def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
-    """Whether the study holds a numeric choice's position (ordered) rather than its value: the variant's coding,
-    else what the search's study does (search.running.proposals.study_setup.coding_for)."""
+    """Whether the study holds a numeric choice's position rather than its value: the variant's coding, else the
+    search's."""
     if "coding" in settings:
         return settings["coding"] == "ordered"
     return coding_for(RunConfig(sampler=sampler), space).distributions != space.hyperparameters
@@ -249,11 +181,9 @@ def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
 
 def parse_variant(arm: str) -> tuple[str, dict]:
     """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
-    startup (the random start in trials), the stop rule: trials, budget (an epoch budget of so many full-length
-    trials) or epoch_budget (in epochs), tpe (optuna: Optuna's TPESampler defaults but the random start; tuned:
-    the settings the search had before, multivariate, a fifth as good, the constant liar), coding (values or
-    ordered: how the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start that grows with
-    the trials side by side)."""
+    startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
+    tpe=optuna (Optuna's TPESampler defaults), coding (values or ordered: how the study holds numeric choices),
+    liar=0 (no constant liar), grow=1 (a random start one trial longer per extra trial side by side)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
@@ -277,8 +207,7 @@ def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int, concur
         return SideBySideArm(space, sampler, seed, trials, epochs, asha=arm in ("search", "random_asha"))
     if arm == "rung_tpe_asha":
         return RungTpeAsha(space, seed, trials, epochs)
-    startup = startup_trials(trials)
-    grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+    startup, grace = startup_trials(trials), grace_of(space, epochs)
     if arm.endswith("hyperband"):
         pruner = optuna.pruners.HyperbandPruner(
             min_resource=grace, max_resource=epochs, reduction_factor=int(DEFAULTS.reduction)
@@ -292,5 +221,5 @@ def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int, concur
     return OptunaArm(space, sampler, pruner, arm == "optuna_tpe_ordered_sh", seed)
 
 
-def _direction(space: Space) -> str:
+def direction(space: Space) -> str:
     return "maximize" if space.mode == "max" else "minimize"

@@ -1,7 +1,6 @@
-"""Does the replay stop trials where a real search does? A few searches through Ray Tune (a local Ray instance this
-check starts and stops) on a trainable that reports the table's validation scores epoch by epoch, under the search's
-own ASHA (`search.running.asha.study_asha.study_asha`), one trial at a time; the same configurations in the same order
-are replayed (`benchmarks.replay.FixedArm`), and each trial's epochs are compared.
+"""Does the replay stop trials where a real search does? A few Ray Tune searches on a trainable that reports the
+table's validation scores, under the search's own ASHA, one trial at a time, against the same configurations
+replayed in the same order: each trial's epochs compared.
 
     python -m benchmarks --only replay   (the check runs after the replay's figures)
 """
@@ -12,7 +11,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from benchmarks.replay import CurveTable, FixedArm, replay, table_space, unset_asha
+from benchmarks.replay import CurveTable, FixedArm, replay_search, search_asha, table_space
 
 TIME_BUDGET_S = 300  # a 12-trial search takes about 25 s on 2 cores
 
@@ -51,7 +50,7 @@ def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_sl
             metric=space.metric,
             mode=space.mode,
             search_alg=BasicVariantGenerator(points_to_evaluate=configs),
-            scheduler=unset_asha(space, table.epochs),
+            scheduler=search_asha(space, table.epochs, metric=False),
             num_samples=len(configs),
             time_budget_s=TIME_BUDGET_S,  # never a hang: what did not run in time is named below
         ),
@@ -69,11 +68,10 @@ def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_sl
 
 
 def replay_epochs(table: CurveTable, configs: list[dict], seed_slot: int) -> list[int]:
-    """Each configuration's epochs in the replay (FixedArm: the same ASHA, the same order)."""
+    """Each configuration's epochs in the replay (the same ASHA, the same order)."""
     space = table_space(table)
-    arm = FixedArm(space, configs, table.epochs)
-    replay(table, space, arm, seed_slot, len(configs) * table.epochs)
-    return arm.reached
+    run = replay_search(table, space, FixedArm(space, configs, table.epochs), seed_slot, len(configs))
+    return [len(trial["rows"]) for trial in run["trials"].values()]
 
 
 def check(table_path: str, searches: int = 3, trials: int = 12) -> dict:

@@ -1,31 +1,18 @@
-"""Searches replayed as the command line runs them, on a learning-curve table (benchmarks.curve_table): the CLI's
-stop rule (by default the product's: its default trial count; `--trials N` as `trials=N`, `--epoch-budget N` as
-`epoch_budget=N`), 1, 2 or 4 trials side by side, each proposal made while the others run (the study holds them as
-running) and each epoch told to Tune's asynchronous ASHA when it ends in wall time, and the product's rule for the
-best. No training and no Ray.
+"""Searches replayed as the command line runs them on a learning-curve table (benchmarks.replay), every arm on
+hundreds of seeds: per table the regret's IQM with a 95% bootstrap interval and a one-sided Wilcoxon signed-rank
+test paired by seed; the results JSON keeps each seed's final regret for benchmarks.replay_stats.
 
     python -m benchmarks.replay_cli benchmarks/results/tables/mlp_mnist-3ep-4seeds.jsonl.gz \\
         [--seed-set tuning|evidence | --seeds 300 --first-seed 0] [--trials 8 | --epoch-budget 24]
         [--concurrency 1,2,4] [--arms search,random_asha,...] [--out results.json]
 
-Wall time: an epoch takes the seconds the table holds for it (one job a core), slowed by trials sharing the cores
-(concurrency / CORES when above 1; CORES is the 2-core VM at every concurrency unless `--cores N`: at 4 side by side
-4 trials share 2 cores, not the 4 cores or GPU on which `run` puts 4, and the results JSON says so); a trial starts
-START_S after its slot frees (a trial process that Tune reuses),
-the first in each slot FIRST_START_S after the search starts: the `overhead` benchmark's one-worker figures on the
-2-core VM. The incumbent is the trial the product's summary ranks first (search.results.summary.best_rank; the
-earlier trial among equal ranks), chosen on validation scores alone; its regret is the table's best mean test
-accuracy minus its own at the standing epoch.
-
-Arms: benchmarks.replay_arms. Statistics per table: IQM with a 95% bootstrap interval, a one-sided Wilcoxon
-signed-rank test paired by seed; the results JSON keeps each seed's final regret and the anytime quartiles, which
-benchmarks.replay_stats compares across tables.
+Replayed seconds assume CORES cores at every concurrency (`--cores N`): at 4 side by side, 4 trials share 2 cores,
+not the 4 cores or GPU on which `run` puts 4; the results JSON says so.
 """
 
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import multiprocessing
 import warnings
@@ -35,77 +22,33 @@ import optuna
 
 from benchmarks import git_commit, portable
 from benchmarks.families import refuse, replay_settings
-from benchmarks.replay import DEFAULTS, _table, incumbent, standing_of, table_space
+from benchmarks.replay import DEFAULTS, _table, replay_search, table_space
 from benchmarks.replay_arms import ARMS, make_arm, parse_variant
-from benchmarks.replay_figures import anytime_quartiles, bootstrap_interval, iqm, to_within, wall_share_to
-from benchmarks.statistics import wilcoxon
+from benchmarks.statistics import anytime_quartiles, bootstrap_interval, iqm, to_within, wall_share_to, wilcoxon
 from trainables.foundation.errors import UsageError
 
 CORES = 2  # the machine every concurrency is replayed on (--cores); the results JSON names it
-SEED_SETS = {
-    "tuning": range(100, 400),
-    "evidence": range(2000, 2300),
-    "fresh": range(5000, 5300),
-    "heldout": range(7000, 7300),
-}
-# disjoint: defaults are chosen on tuning seeds and confirmed on evidence seeds; the fresh seeds were replayed only
-# once every default stood (benchmarks/README.md), so that no choice saw them; the held-out tables get their own
+# disjoint: defaults chosen on tuning seeds, confirmed on evidence seeds, fresh ones replayed once they stood
+SEED_SETS = {"tuning": range(100, 400), "evidence": range(2000, 2300), "fresh": range(5000, 5300)}
+SEED_SETS["heldout"] = range(7000, 7300)  # the held-out tables' own
 ANYTIME_POINTS = 41  # the wall-time grid of the anytime curves
-FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trials on the 2-core VM (its README)
 
 
 def replay_cli(job: tuple) -> dict:
     """One replayed search: (table path, arm, seed, trials, concurrency[, epoch budget]) -> its final regret, wall
-    time, epochs spent, and the regret at each epoch's end in wall time. With an epoch budget, trials are proposed
-    until it is spent (`trials` caps them) and the trials still running when it is are cut, as `epoch_budget=` does;
-    the sampler's random start is sized for the trials the budget buys at full length."""
+    time, epochs spent and (seconds, regret) after each epoch. The sampler's random start is sized for the trials an
+    epoch budget buys at full length."""
     path, arm, seed, trials, concurrency, *rest = job
     table = _table(path)
     trials, epoch_budget = arm_stop_rule(parse_variant(arm)[1], table.epochs, trials, rest[0] if rest else 0)
     space = table_space(table)
-    slot_of_seed, best = seed % len(table.seeds), table.best_mean_test()
-    slowdown = max(1.0, concurrency / CORES)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         expected = min(trials, max(1, epoch_budget // table.epochs)) if epoch_budget else trials
         runner = make_arm(arm, space, seed, expected, table.epochs, concurrency)
-        events, live, standing, trace = [], {}, {}, []
-        proposed, spent = 0, 0
-
-        def start(at: float, first: bool) -> None:
-            nonlocal proposed
-            trial_id = str(proposed)
-            proposed += 1
-            config = runner.propose(trial_id)
-            key = table.key(config, space.hyperparameters)
-            seconds = np.diff(table.s[key][slot_of_seed], prepend=0.0) * slowdown
-            began = at + (FIRST_START_S if first else START_S)
-            live[trial_id] = {"config": config, "key": key, "rows": [], "ends": began + np.cumsum(seconds)}
-            heapq.heappush(events, (float(live[trial_id]["ends"][0]), trial_id))
-
-        for _ in range(min(concurrency, trials)):
-            start(0.0, first=True)
-        while events:
-            now, trial_id = heapq.heappop(events)
-            trial = live[trial_id]
-            epoch = len(trial["rows"]) + 1
-            value = float(table.val[trial["key"]][slot_of_seed, epoch - 1])
-            trial["rows"].append({"epoch": epoch, "m": value})
-            spent += 1
-            config = {**space.constants, **trial["config"]}
-            standing[int(trial_id)] = standing_of(trial["rows"], config, trial["key"], space, table)
-            trace.append((now, best - table.mean_test(*incumbent(standing))))
-            if epoch_budget and spent >= epoch_budget:
-                break  # the budget is spent: the trials still running are cut
-            stop, completed = runner.tell(trial_id, epoch, value), epoch == table.epochs
-            if stop or completed:
-                runner.end(trial_id, completed)
-                if proposed < trials:
-                    start(now, first=False)
-            else:
-                heapq.heappush(events, (float(trial["ends"][epoch]), trial_id))
-    return {"regret": trace[-1][1], "wall_s": trace[-1][0], "epochs": spent, "trace": trace}
+        run = replay_search(table, space, runner, seed, trials, concurrency, epoch_budget, CORES)
+    return {key: run[key] for key in ("regret", "wall_s", "epochs", "trace")}
 
 
 def arm_stop_rule(settings: dict, epochs: int, trials: int, epoch_budget: int) -> tuple[int, int]:
@@ -120,9 +63,7 @@ def arm_stop_rule(settings: dict, epochs: int, trials: int, epoch_budget: int) -
 
 
 def product_stop_rule(epochs: int, trials: int | None, epoch_budget: int | None) -> tuple[int, int]:
-    """(trials, epoch budget) as `python -m search run` reads them (search.commands.parse_run; tests/test_replay.py
-    holds the two together): given neither, the default trial count and no budget; epoch_budget= alone: trials
-    follow from the budget; both: trials= caps. `epochs` does not enter the product's rule."""
+    """(trials, epoch budget) as `python -m search run` reads them (search.commands.parse_run)."""
     if epoch_budget:
         return trials or epoch_budget, epoch_budget
     return trials or DEFAULTS.trials, 0
@@ -138,9 +79,8 @@ def measure(
     first_seed: int = 0,
     arms: tuple[str, ...] = ARMS,
 ) -> dict:
-    """Every arm on seeds `first_seed`.. at each concurrency: per arm its IQM regret with interval, each seed's
-    final regret (the cross-table statistics of benchmarks.replay_stats pair them), and its anytime regret
-    quartiles on a wall-time grid shared by the arms."""
+    """Every arm on seeds `first_seed`.. at each concurrency: per arm its regret's IQM, each seed's final regret
+    and its anytime quartiles."""
     replayed = range(first_seed, first_seed + seeds)
     work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in arms for seed in replayed]
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
@@ -160,7 +100,7 @@ def measure(
 
 
 def seed_set_of(replayed: range) -> str:
-    """The set these seeds are: tuning, evidence, or other (a range that is neither exactly)."""
+    """The set these seeds are (other: a range that is none exactly)."""
     return next((name for name, seeds in SEED_SETS.items() if seeds == replayed), "other")
 
 

@@ -22,8 +22,7 @@ import numpy as np
 
 from benchmarks import portable
 from benchmarks.families import named, registered_results
-from benchmarks.replay_figures import iqm
-from benchmarks.statistics import holm, paired_effect, rank_biserial, wilcoxon
+from benchmarks.statistics import holm, iqm, paired_effect, rank_biserial, wilcoxon
 
 ALPHA = 0.05
 

@@ -1,22 +1,14 @@
 """ASHA on several objectives (search.running.asha.pareto_asha), replayed on a learning-curve table against ASHA on the
-accuracy alone and against no early stopping: the search's multi-objective TPE proposes for every arm, and each arm
-is judged by the hypervolume of the front its completed trials make, in (mean test accuracy over the table's
-seeds at the epoch that stands for the trial, params), at the same budget in epochs.
+accuracy alone and against no early stopping, the search's multi-objective TPE proposing for every arm: each arm is
+judged by the hypervolume of its completed trials' front in (mean test accuracy, params) at the same epoch budget.
 
     python -m benchmarks.replay_pareto benchmarks/results/tables/mlp_mnist-3ep-4seeds.jsonl.gz \\
         [--seeds 300] [--budgets 24,48,96] [--jobs 2] [--out results.json]
 
-`params` is counted from each grid configuration by the model's own formula (for mlp_mnist: its Linear layers'
-weights and biases), the way `trainables.costs` counts it in a trial. Hypervolume is normalised by the front of
-every configuration of the table (1: the search found that whole front) above a reference point: the table's
-median (and, as a check, tenth-percentile) final test accuracy, and its largest model. Statistics as in
-benchmarks.replay_figures: the interquartile mean with a 95% bootstrap interval; one-sided Wilcoxon signed-rank
-tests paired by seed (every arm replays the same seeds on the same table).
-
-Arms: `pareto_asha` (the search's multi-objective TPE and ASHA), `pareto_asha_top_only` (without letting a trial on
-its rung's front go on outside the best 1/reduction), `nsga2_pareto_asha` (Optuna's NSGA-II proposing, a
-population of a third of the trials the budget buys at full length, at least 4), `asha_on_accuracy`,
-`no_stopping`.
+Hypervolume is normalised by the front of every configuration of the table, above a reference point: the table's
+median (and tenth-percentile) final test accuracy, and its largest model. Arms: `pareto_asha`,
+`pareto_asha_top_only` (no trial on its rung's front goes on outside the best 1/reduction), `nsga2_pareto_asha`
+(Optuna's NSGA-II proposing), `asha_on_accuracy`, `no_stopping`.
 """
 
 from __future__ import annotations
@@ -31,23 +23,26 @@ import numpy as np
 import optuna
 
 from benchmarks import portable
-from benchmarks.replay import _Named, _table, study_searcher, table_space
-from benchmarks.replay_figures import bootstrap_interval, iqm
-from benchmarks.statistics import wilcoxon
+from benchmarks.replay import (
+    DEFAULTS,
+    _table,
+    asha_stops,
+    end_in_study,
+    grace_of,
+    replay_search,
+    study_searcher,
+    table_space,
+)
+from benchmarks.statistics import bootstrap_interval, iqm, wilcoxon
 from search.results.pareto import as_minimised, hypervolume
 from search.results.score import standing_row
 from search.running.asha.pareto_asha import ParetoASHA
-from search.running.ends.decider import Decider
 from search.running.proposals.sampler import make_sampler, startup_trials
-from search.running.study.endings import EndFacts, Ending
-from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
-from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
 
 ARMS = ("pareto_asha", "pareto_asha_top_only", "nsga2_pareto_asha", "asha_on_accuracy", "no_stopping")
-DEFAULTS = RunConfig()
 
 
 def mlp_params(config: dict, pixels: int = 784, classes: int = 10) -> int:
@@ -69,51 +64,37 @@ def objectives_of(space: Space) -> list[Objective]:
 
 
 class ParetoArm:
-    """The search's proposal path with two objectives (its multi-objective TPE over an in-memory study), under
-    ParetoASHA on `stop_on` (both objectives, or the accuracy alone) or without early stopping (None)."""
+    """The search's proposal path with two objectives, under ParetoASHA on `stop_on` (both objectives, or the
+    accuracy alone) or without early stopping (None)."""
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int,
-        budget: int,
-        epochs: int,
-        stop_on: list[Objective] | None,
-        front_goes_on=True,
-        nsga2=False,
-    ):
-        self.objectives = objectives_of(space)
-        trials = budget // epochs
+    def __init__(self, space: Space, seed: int, trials: int, epochs: int, stop_on, front_goes_on=True, nsga2=False):
+        self.params_of = PARAMS[space.name]
         sampler = nsga2_sampler(seed, trials) if nsga2 else make_sampler(DEFAULTS.sampler, seed, startup_trials(trials))
-        self.searcher = study_searcher(space, sampler, epochs, self.objectives)
-        grace = first_rung(epochs, schedules_of(space.constants, space.hyperparameters, {}))
+        self.searcher = study_searcher(space, sampler, epochs, objectives_of(space))
         self.scheduler = None
         if stop_on:
             self.scheduler = ParetoASHA(
                 objectives=stop_on,
                 max_t=epochs,
-                grace_period=grace,
+                grace_period=grace_of(space, epochs),
                 reduction_factor=DEFAULTS.reduction,
                 front_goes_on=front_goes_on,
             )
-        self.metric, self.count = space.metric, 0
+        self.metric, self.params = space.metric, {}
 
-    def propose(self) -> dict:
-        self.trial, self.count = _Named(str(self.count)), self.count + 1
-        config = self.searcher.suggest(self.trial.trial_id)
+    def propose(self, trial_id: str) -> dict:
+        config = self.searcher.suggest(trial_id)
+        self.params[trial_id] = self.params_of(config)
         return {name: value for name, value in config.items() if name != TRIAL_KEY}
 
-    def tell(self, epoch: int, value: float, params: int) -> bool:
-        from ray.tune.schedulers import TrialScheduler
+    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
+        result = {"epoch": epoch, self.metric: value, "params": self.params[trial_id]}
+        self.searcher.on_trial_result(trial_id, result)
+        return bool(self.scheduler) and asha_stops(self.scheduler, trial_id, result)
 
-        result = {"epoch": epoch, self.metric: value, "params": params}
-        self.searcher.on_trial_result(self.trial.trial_id, result)
-        return bool(self.scheduler) and self.scheduler.on_trial_result(None, self.trial, result) == TrialScheduler.STOP
-
-    def end(self, completed: bool) -> None:
-        self.searcher.on_trial_complete(self.trial.trial_id)
-        ending = Ending("completed" if completed else "stopped_early")
-        Decider.without_files(self.searcher.record).end(self.trial.trial_id, EndFacts(0, written=ending))
+    def end(self, trial_id: str, completed: bool) -> None:
+        self.searcher.on_trial_complete(trial_id)
+        end_in_study(self.searcher.record, trial_id, completed)
 
 
 REFERENCES = {"median": 50, "tenth": 10}  # the reference accuracy: this percentile of the configurations' final
@@ -139,38 +120,20 @@ def replay_front(job: tuple) -> dict[str, float]:
     path, arm, seed, budget = job
     table = _table(path)
     space = table_space(table)
-    params_of = PARAMS[table.space]
     stop_on = {"pareto_asha": 2, "pareto_asha_top_only": 2, "nsga2_pareto_asha": 2, "asha_on_accuracy": 1}.get(arm, 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         stopping = objectives_of(space)[:stop_on] or None
-        runner = ParetoArm(
-            space,
-            seed,
-            budget,
-            table.epochs,
-            stopping,
-            front_goes_on=arm != "pareto_asha_top_only",
-            nsga2=arm == "nsga2_pareto_asha",
-        )
-        slot, spent, points = seed % len(table.seeds), 0, []
-        while spent < budget:
-            config = runner.propose()
-            key, rows, params = table.key(config, space.hyperparameters), [], params_of(config)
-            completed = False
-            while spent < budget:
-                epoch = len(rows) + 1
-                value = float(table.val[key][slot, epoch - 1])
-                rows.append({"epoch": epoch, "m": value})
-                spent += 1
-                completed = epoch == table.epochs
-                if runner.tell(epoch, value, params) or completed:
-                    break
-            runner.end(completed)
-            if completed:
-                row = standing_row(rows, {**space.constants, **config}, "m", space.mode)
-                points.append(as_minimised((table.mean_test(key, row["epoch"]), params), ("max", "min")))
+        top_only, nsga2 = arm == "pareto_asha_top_only", arm == "nsga2_pareto_asha"
+        runner = ParetoArm(space, seed, budget // table.epochs, table.epochs, stopping, not top_only, nsga2)
+        run = replay_search(table, space, runner, seed, budget, epoch_budget=budget)
+    points = []
+    for trial in run["trials"].values():
+        if len(trial["rows"]) == table.epochs:  # completed
+            row = standing_row(trial["rows"], {**space.constants, **trial["config"]}, "m", space.mode)
+            accuracy, params = table.mean_test(trial["key"], row["epoch"]), PARAMS[table.space](trial["config"])
+            points.append(as_minimised((accuracy, params), ("max", "min")))
     volumes = {}
     for name, percentile in REFERENCES.items():
         reference, best = reference_and_best(path, percentile)
@@ -193,8 +156,7 @@ def measure(path: str, seeds: int, budgets: list[int], jobs: int) -> dict:
 
 
 def summarise(arms: dict[str, list[float]]) -> dict:
-    """Per arm: IQM with its interval, median, and one-sided Wilcoxon p-values (paired by seed) of ParetoASHA's
-    hypervolume being higher, and lower, than the arm's."""
+    """Per arm: IQM with its interval, median, and one-sided Wilcoxon p of ParetoASHA's hypervolume higher (lower)."""
     ours = np.asarray(arms[ARMS[0]])
     figures = {}
     for arm, values in arms.items():

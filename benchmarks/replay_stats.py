@@ -1,20 +1,12 @@
-"""The arms of `benchmarks.replay_cli` across learning-curve tables, as the field compares optimizers: normalised
-regret (0: the table's best configuration, 1: random search's median final regret on that table, at the same stop
-rule and trials side by side), per table a one-sided Wilcoxon test paired by seed with Holm over every table and
-arm, across tables average ranks over (table, seed) blocks with Friedman's test and a critical-difference diagram
-(pairwise Wilcoxon, Holm), and anytime curves; the share of random + ASHA's wall at which the search's median
-reaches random + ASHA's final median.
-
-Beside each p-value: the paired difference in test-accuracy points (the arm's regret minus the search's; median
-and mean, 95% bootstrap intervals), and where the results hold them the epochs and replayed seconds until the
-incumbent stands within 0.5 and 0.2 points of the table's best, the search's median over random + ASHA's.
+"""The arms of `benchmarks.replay_cli` compared across learning-curve tables, as the field compares optimizers:
+normalised regret (0: the table's best, 1: random search's median), per table one-sided Wilcoxon tests paired by
+seed with Holm, the paired difference in test-accuracy points, the table as the unit (mean ranks, Friedman), a
+critical-difference diagram and anytime curves.
 
     python -m benchmarks.replay_stats RESULTS.json... --family NAME [--figures DIR] [--out F]
 
-A verdict only for a family registered in benchmarks/families.json whose tables, seeds, trials, concurrencies and
-arms the results are (benchmarks.families); any other: one line, exit 2. Holm runs over each concurrency, or over
-the family's every concurrency where its entry says `"holm_over": "family"`. Writes `anytime-<space>-<k>.png` per
-table and `critical-difference-<k>.png` into DIR (k: trials side by side).
+A verdict only for a family registered in benchmarks/families.json whose replays the results are; any other: one
+line, exit 2. Writes `anytime-<space>-<k>.png` per table and `critical-difference-<k>.png` into DIR.
 """
 
 from __future__ import annotations
@@ -28,15 +20,15 @@ from scipy.stats import rankdata
 
 from benchmarks import portable
 from benchmarks.families import named, registered_results
+from benchmarks.readme_figures import points_text
 from benchmarks.replay_cli import CORES
-from benchmarks.replay_figures import WITHIN_PT, iqm
-from benchmarks.replay_plots import plot_anytime, plot_critical_difference
-from benchmarks.replay_tables import points_text
 from benchmarks.statistics import (
+    WITHIN_PT,
     average_ranks,
     cliques,
     friedman,
     holm,
+    iqm,
     median_ratio,
     paired_effect,
     pairwise_holm,
@@ -55,9 +47,7 @@ def normalised(arms: dict) -> dict[str, np.ndarray]:
 
 
 def effect(ours: np.ndarray, other: np.ndarray, ours_pt=None, other_pt=None) -> dict:
-    """The size of a difference on one table, paired by seed: the median of the arm's normalised regret minus the
-    search's (above 0: the search lower), the matched-pairs rank-biserial correlation (1: the search lower on
-    every seed), and in test-accuracy points the arm's regret minus the search's with 95% intervals."""
+    """The size of a difference on one table, paired by seed (above 0: the search lower), normalised and in points."""
     size = {"median_difference": float(np.median(other - ours)), "rank_biserial": rank_biserial(ours, other)}
     if ours_pt is not None:
         size["points"] = paired_effect(ours_pt, other_pt)
@@ -66,8 +56,7 @@ def effect(ours: np.ndarray, other: np.ndarray, ours_pt=None, other_pt=None) -> 
 
 def time_to_quality(arms: dict) -> dict | None:
     """Per threshold (points from the table's best): the search's and random + ASHA's median epochs and seconds to
-    reach it and the share of seeds that did, and the search's medians over random + ASHA's with 95% intervals
-    (None: a median never reached). None where the results hold no times (replayed before they were kept)."""
+    reach it, and their ratios (None where the results hold no times)."""
     if "to_within_pt" not in arms[OURS] or RANDOM_ASHA not in arms:
         return None
     figures = {}
@@ -85,8 +74,7 @@ def time_to_quality(arms: dict) -> dict | None:
 
 
 def by_table(tables: dict, arms: list[str]) -> dict:
-    """The table as the unit: each arm's rank on each table by its normalised regret IQM (1: best), their mean, and
-    Friedman's p over the tables (seeds are repeats within a table, not independent workloads)."""
+    """The table as the unit (seeds are repeats within one): each arm's rank on each table, their mean, Friedman's p."""
     iqms = np.array([[table["normalised_iqm"][arm] for arm in arms] for table in tables.values()])
     ranks = {name: dict(zip(arms, rankdata(row).tolist())) for name, row in zip(tables, iqms)}
     return {
@@ -97,11 +85,8 @@ def by_table(tables: dict, arms: list[str]) -> dict:
 
 
 def targets(tables: dict, entry: dict | None = None) -> dict:
-    """The target at one concurrency. A family that registers a `target` (the held-out one) is judged by the
-    held-out evidence's target as written: the search within 0.5 points of the table's best in at most 1/1.5 of
-    random + ASHA's epochs (medians over seeds) on every table, ahead of random + ASHA after Holm on at least one,
-    behind no registered arm after Holm on any. A family without one keeps the first evidence's target: ahead on at
-    least two tables, behind no arm."""
+    """The target at one concurrency: a family that registers one, within 0.5 points in 1/1.5 of random + ASHA's
+    epochs on every table, ahead after Holm on one, behind no arm; else ahead on two tables, behind no arm."""
     ahead = [name for name, table in tables.items() if table["target"]["below_random_asha"]]
     behind = {name: [arm for arm, p in t["p_search_higher_holm"].items() if p < ALPHA] for name, t in tables.items()}
     figures = {"ahead_of_random_asha_on": ahead, "behind_on": {name: arms for name, arms in behind.items() if arms}}
@@ -113,8 +98,7 @@ def targets(tables: dict, entry: dict | None = None) -> dict:
 
 
 def family_target(every: dict) -> dict:
-    """The registered target over the family's every concurrency (the product runs 2 side by side on 2 cores, 4 on
-    one GPU or 4 cores): met where it is met at each; what is missed, in words, with its figures."""
+    """The registered target over the family's every concurrency: met where met at each; what is missed, in words."""
     missed = []
     for k, figures in every["concurrency"].items():
         goal = figures["targets"]
@@ -148,8 +132,7 @@ def short(name: str) -> str:
 
 
 def reach_share(at_k: dict) -> float | None:
-    """The search's median regret reaches random + ASHA's final median at this share of random + ASHA's median
-    wall (None: not within the grid)."""
+    """The share of random + ASHA's median wall at which the search's median regret reaches its final median."""
     target = float(np.median(at_k["arms"][RANDOM_ASHA]["final_regret_pt"]))
     median = at_k["arms"][OURS]["anytime_quartiles_pt"][1]
     reached = [t for t, v in zip(at_k["anytime_wall_s"], median) if v is not None and v <= target + 1e-9]
@@ -157,10 +140,8 @@ def reach_share(at_k: dict) -> float | None:
 
 
 def adjust(comparisons: list[dict], entry: dict | None = None) -> None:
-    """Holm over every (table, arm) of the comparisons given together (one concurrency, or a family's every
-    concurrency): over both directions as one family where the registration says `"holm_directions": "together"`
-    (every one-sided test of the search lower and of it higher is one of the family's tests), else the search lower
-    and higher apart, as the earlier registrations say; then each table's verdicts and the targets."""
+    """Holm over every (table, arm) of the comparisons given together, both directions as one family where the
+    registration says `"holm_directions": "together"`; then each table's verdicts and the targets."""
     lower, higher = ({}, {})
     for figures in comparisons:
         for name, table in figures["tables"].items():
@@ -243,11 +224,7 @@ def compare(results: list[dict], concurrency: str, entry: dict | None = None) ->
 
 
 def seconds_assumption(concurrencies: list) -> dict:
-    """How the replays turned the table's seconds into wall time (benchmarks.replay_cli): each epoch the seconds the
-    table holds (one job a core), slowed by concurrency / CORES above CORES trials side by side. CORES is the 2-core
-    VM at every concurrency: at 4 side by side that is 4 trials sharing 2 cores (each epoch 2x), not the machine on
-    which `run` puts 4 side by side (one GPU or 4 cores, where each would take about the table's seconds); every
-    trial is slowed alike, so only the trial starts move against the epochs."""
+    """How the replays turned the table's seconds into wall time (benchmarks.replay.replay_search)."""
     return {
         "cores": CORES,
         "slowdown": {str(k): max(1.0, int(k) / CORES) for k in concurrencies},
@@ -327,6 +304,86 @@ def print_figures(figures: dict) -> None:
     ranks = ", ".join(f"{arm} {rank:.2f}" for arm, rank in sorted(figures["mean_rank"].items(), key=lambda x: x[1]))
     print(f"across {figures['blocks']} blocks: mean rank {ranks}; Friedman p {figures['friedman_p']:.3g}")
     print("no difference (Holm, 0.05): " + "; ".join(", ".join(group) for group in figures["cliques"]))
+
+
+def plot_anytime(result: dict, concurrency: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    at_k = result["concurrency"][concurrency]
+    scale = float(np.median(at_k["arms"][RANDOM]["final_regret_pt"]))
+    grid = np.asarray(at_k["anytime_wall_s"])
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for arm, f in at_k["arms"].items():
+        low, median, high = (
+            np.asarray([np.nan if v is None else v for v in q]) / scale for q in f["anytime_quartiles_pt"]
+        )
+        width = 2.4 if arm == OURS else 1.2
+        (line,) = axes.plot(grid, median, label=arm, linewidth=width)
+        if arm in (OURS, RANDOM_ASHA):
+            axes.fill_between(grid, low, high, color=line.get_color(), alpha=0.15)
+    axes.axhline(1.0, color="grey", linewidth=0.6, linestyle=":")
+    axes.set(xlabel="wall time of the replayed search, s", ylabel="normalised regret (median; quartiles shaded)")
+    axes.set_ylim(0, 3)
+    rule = f"epoch_budget={result['epoch_budget']}" if result["epoch_budget"] else f"trials={result['trials']}"
+    axes.set_title(f"{result['space']}: {rule}, {concurrency} side by side, {result['seeds']} seeds")
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def plot_critical_difference(figures: dict, path: Path) -> None:
+    """Demsar's layout: the rank axis on top, best on the right, a red bar under each group no test tells apart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranks, groups = figures["mean_rank"], figures["cliques"]
+    order = sorted(ranks, key=ranks.get)
+    low, high = np.floor(min(ranks.values()) * 2) / 2, np.ceil(max(ranks.values()) * 2) / 2
+    half = (len(order) + 1) // 2
+    rows = max(half, len(order) - half)
+    figure, axes = plt.subplots(figsize=(8, 1.2 + 0.3 * (rows + len(groups))))
+    axes.set_xlim(high + (high - low) * 0.45, low - (high - low) * 0.45)
+    axes.set_ylim(-(len(groups) * 0.3 + rows * 0.35 + 0.4), 0.2)
+    axes.set_xticks(np.arange(low, high + 0.01, 0.5))
+    axes.xaxis.tick_top()
+    axes.set_yticks([])
+    for spine in ("left", "right", "bottom"):
+        axes.spines[spine].set_visible(False)
+    for index, group in enumerate(groups):
+        y = -(index + 1) * 0.3
+        axes.plot([ranks[group[0]] + 0.02, ranks[group[-1]] - 0.02], [y, y], color="red", linewidth=3)
+    top = -(len(groups) * 0.3 + 0.35)
+    for index, arm in enumerate(order):
+        right = index < half
+        y = top - 0.35 * (index if right else len(order) - 1 - index)
+        edge = low - (high - low) * 0.05 if right else high + (high - low) * 0.05
+        axes.plot([ranks[arm], ranks[arm], edge], [0, y, y], color="black", linewidth=0.8)
+        label = f"{arm} ({ranks[arm]:.2f})"
+        axes.text(
+            edge,
+            y,
+            f" {label} " if right else f" {label} ",
+            va="center",
+            ha="left" if right else "right",
+            fontsize=8,
+            fontweight="bold" if arm == OURS else "normal",
+        )
+    tables = ", ".join(figures["tables"])
+    axes.set_title(
+        f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side\n"
+        f"Friedman p {figures['friedman_p']:.2g}; red: no difference (Wilcoxon, Holm, 0.05)",
+        fontsize=8,
+        pad=18,
+    )
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
 if __name__ == "__main__":

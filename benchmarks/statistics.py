@@ -1,10 +1,11 @@
-"""The tests the benchmarks compare optimizers with (pure: numpy and scipy): Wilcoxon signed-rank paired by seed, Holm's
-step-down correction of a family, and average ranks with Friedman's test and the groups a critical-difference
-diagram draws (Demsar 2006; pairwise Wilcoxon + Holm as Benavoli et al. 2016 recommend over Nemenyi)."""
+"""The statistics the benchmarks compare optimizers with (numpy and scipy): regret over seeds as the field reports it
+(interquartile mean, bootstrap intervals), Wilcoxon signed-rank paired by seed, Holm's correction, average ranks with
+Friedman's test and a critical-difference diagram's groups (pairwise Wilcoxon + Holm, Benavoli et al. 2016)."""
 
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 from scipy import stats
@@ -18,8 +19,8 @@ def wilcoxon(a, b, alternative: str) -> float:
 
 
 def rank_biserial(a, b) -> float:
-    """The matched-pairs rank-biserial correlation of `a` against `b` (Kerby 2014): the share of the signed-rank sum
-    where `a` is lower minus where it is higher, in [-1, 1] (1: `a` lower in every pair); ties left out."""
+    """The matched-pairs rank-biserial correlation of `a` against `b` (Kerby 2014), in [-1, 1] (1: `a` lower in
+    every pair); ties left out."""
     difference = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     difference = difference[difference != 0]
     if not difference.size:
@@ -59,8 +60,7 @@ def pairwise_holm(scores: np.ndarray, names: list[str]) -> dict[tuple[str, str],
 
 
 def cliques(ranks: dict[str, float], adjusted: dict[tuple[str, str], float], alpha: float = 0.05) -> list[list[str]]:
-    """The bars of a critical-difference diagram: maximal runs of arms (in rank order) no pair of which differs at
-    `alpha`, each of two or more arms, none inside another."""
+    """The bars of a critical-difference diagram: maximal runs of arms (in rank order) no pair of which differs."""
     order = sorted(ranks, key=ranks.get)
 
     def alike(a: str, b: str) -> bool:
@@ -77,9 +77,8 @@ def cliques(ranks: dict[str, float], adjusted: dict[tuple[str, str], float], alp
 
 
 def paired_effect(ours, other, resamples: int = 2000, seed: int = 0) -> dict:
-    """The size of a paired difference in its own unit (test-accuracy points): `other` minus `ours` per seed (above
-    0: ours lower), its median and mean, each with a 95% percentile-bootstrap interval over the seeds, and the
-    Hodges-Lehmann shift, the estimate that goes with the Wilcoxon signed-rank test, with its interval."""
+    """`other` minus `ours` per seed in their own unit (above 0: ours lower): median and mean with 95% bootstrap
+    intervals, and the Hodges-Lehmann shift."""
     difference = np.asarray(other, dtype=float) - np.asarray(ours, dtype=float)
     picks = np.random.default_rng(seed).integers(0, len(difference), size=(resamples, len(difference)))
     figures = {}
@@ -91,9 +90,8 @@ def paired_effect(ours, other, resamples: int = 2000, seed: int = 0) -> dict:
 
 
 def hodges_lehmann(difference, confidence: float = 0.95) -> dict:
-    """The Hodges-Lehmann shift of paired differences: the median of their Walsh averages (every (d_i + d_j) / 2,
-    i <= j), with the distribution-free interval that inverts the signed-rank test (Hollander & Wolfe: the k-th
-    smallest and largest Walsh averages, k from the normal approximation of the signed-rank statistic)."""
+    """The Hodges-Lehmann shift of paired differences (the median of their Walsh averages), with the interval that
+    inverts the signed-rank test (Hollander & Wolfe, k from the normal approximation)."""
     d = np.asarray(difference, dtype=float)
     n = len(d)
     i, j = np.triu_indices(n)
@@ -108,8 +106,8 @@ def hodges_lehmann(difference, confidence: float = 0.95) -> dict:
 
 
 def median_ratio(ours: list, other: list, resamples: int = 2000, seed: int = 0) -> dict:
-    """Ours over other of two medians over the same seeds, None counting as endless (a search that never got
-    there), with a 95% bootstrap interval resampling seeds in pairs; None where a median is endless."""
+    """Ours over other of two medians over the same seeds (None: endless), with a 95% bootstrap interval resampling
+    seeds in pairs; None where a median is endless."""
     a, b = (np.asarray([np.inf if v is None else v for v in values], dtype=float) for values in (ours, other))
 
     def ratio(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -122,3 +120,118 @@ def median_ratio(ours: list, other: list, resamples: int = 2000, seed: int = 0) 
     low, high = np.percentile(ratio(a[picks], b[picks]), [2.5, 97.5], method="nearest")  # endless stays endless
     finite = lambda v: None if not np.isfinite(v) else float(v)  # noqa: E731 - endless: None
     return {"ratio": finite(value), "interval": [finite(low), finite(high)]}
+
+
+FRACTIONS = (0.25, 0.5, 1.0)
+BASELINE = "random"  # the arm whose final median regret the search's arm must reach
+
+
+def iqm(values) -> float:
+    """Interquartile mean: the mean of the middle half."""
+    return float(stats.trim_mean(np.asarray(values, dtype=float), 0.25))
+
+
+def bootstrap_interval(values, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the interquartile mean."""
+    values = np.asarray(values, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(values), size=(resamples, len(values)))
+    means = stats.trim_mean(values[picks], 0.25, axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def p_lower(a, b) -> float:
+    """One-sided Mann-Whitney U p-value that `a`'s values tend to be lower than `b`'s (regret: better)."""
+    return float(stats.mannwhitneyu(a, b, alternative="less").pvalue)
+
+
+def epochs_to_reach(traces: np.ndarray, target: float) -> int | None:
+    """The first epoch at which the median over seeds of `traces` ([seed, epoch]) is at or below `target`."""
+    median = np.median(traces, axis=0)
+    reached = np.flatnonzero(median <= target + 1e-12)
+    return int(reached[0]) + 1 if reached.size else None
+
+
+def summarise(arrays: dict[str, np.ndarray], budget: int, ours: str = "search", baseline: str = BASELINE) -> dict:
+    """Per arm: regret at each fraction of the budget, the p of `ours` lower (higher) at the end, and the steps it
+    needs to reach the baseline's final median regret."""
+    ours_final = arrays[ours][:, -1]
+    target = float(np.median(arrays[baseline][:, -1]))
+    summary = {"baseline_final_median_regret": target, "arms": {}}
+    for arm, traces in arrays.items():
+        at = {}
+        for fraction in FRACTIONS:
+            column = traces[:, max(1, round(fraction * budget)) - 1]
+            at[f"{fraction:g}"] = {
+                "iqm": iqm(column),
+                "interval": bootstrap_interval(column),
+                "median": float(np.median(column)),
+            }
+        summary["arms"][arm] = {
+            "regret": at,
+            "p_search_lower": None if arm == ours else p_lower(ours_final, traces[:, -1]),
+            "p_search_higher": None if arm == ours else p_lower(traces[:, -1], ours_final),
+            "epochs_to_baseline_median": epochs_to_reach(traces, target),
+        }
+    return summary
+
+
+WITHIN_PT = (0.5, 0.2)  # time to quality: the incumbent within so many test-accuracy points of the table's best
+
+
+def time_to_within(trace: list, points: float) -> tuple[int | None, float | None]:
+    """(epochs, seconds) when a search's incumbent first stands within `points` of the table's best (None: never);
+    `trace`: (seconds, regret as a fraction) after each epoch."""
+    for epochs, (at, regret) in enumerate(trace, start=1):
+        if regret * 100 <= points + 1e-9:
+            return epochs, float(at)
+    return None, None
+
+
+def to_within(runs: list[dict]) -> dict:
+    """Per threshold: each seed's epochs and seconds to within it (None: never), the share that got there, and the
+    medians over seeds (None where half the seeds or more never did)."""
+    figures = {}
+    for points in WITHIN_PT:
+        hits = [time_to_within(run["trace"], points) for run in runs]
+        epochs, seconds = ([h[i] for h in hits] for i in (0, 1))
+        figures[f"{points:g}"] = {
+            "reached": sum(e is not None for e in epochs) / len(epochs),
+            "median_epochs": censored_median(epochs),
+            "median_wall_s": censored_median(seconds),
+            "epochs": epochs,
+            "wall_s": [None if s is None else round(s, 2) for s in seconds],
+        }
+    return figures
+
+
+def censored_median(values: list) -> float | None:
+    """The median with None as endless: None where that median is endless."""
+    median = float(np.median([np.inf if v is None else v for v in values]))
+    return None if np.isinf(median) else median
+
+
+def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
+    """The quartiles over seeds of the incumbent's regret (points) at each time of `grid` (None where no seed has
+    ended an epoch yet); a search over by then keeps its final regret."""
+    at = np.full((len(runs), len(grid)), np.nan)
+    for row, run in enumerate(runs):
+        times = np.asarray([t for t, _ in run["trace"]])
+        values = np.asarray([v for _, v in run["trace"]]) * 100
+        index = np.searchsorted(times, grid, side="right") - 1
+        at[row, index >= 0] = values[index[index >= 0]]
+    quartiles = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before any epoch ends
+        for q in (25, 50, 75):
+            column = np.nanpercentile(at, q, axis=0)
+            quartiles.append([None if np.isnan(v) else round(float(v), 4) for v in column])
+    return quartiles
+
+
+def wall_share_to(runs: list[dict], target: float) -> float:
+    """The median over seeds of the share of its own wall time a search took to reach `target` regret (1: never)."""
+    shares = []
+    for run in runs:
+        reached = next((at for at, regret in run["trace"] if regret <= target + 1e-12), None)
+        shares.append(1.0 if reached is None else reached / run["wall_s"])
+    return float(np.median(shares))

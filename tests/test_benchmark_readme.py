@@ -54,7 +54,7 @@ def test_a_generated_table_is_checked_and_rewritten_whole(tmp_path, monkeypatch)
 
 
 def test_the_arms_table_puts_each_arms_figures_in_its_columns():
-    from benchmarks.replay_tables import arms_table
+    from benchmarks.readme_figures import arms_table
 
     table = {
         "normalised_iqm": {"search": 0.5, "random_asha": 0.75},

@@ -11,8 +11,7 @@ import pytest
 
 from benchmarks import families, replay_pairs, replay_stats
 from benchmarks.families import entry_hash, registration, replay_settings
-from benchmarks.replay_figures import time_to_within, to_within
-from benchmarks.statistics import median_ratio, paired_effect
+from benchmarks.statistics import median_ratio, paired_effect, time_to_within, to_within
 from trainables.foundation.errors import UsageError
 
 TABLES = ("t/one.jsonl.gz", "t/two.jsonl.gz")

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from optuna.distributions import FloatDistribution
 
-from benchmarks.replay import CurveTable, FixedArm, exhaustive_regret, nearest, replay
+from benchmarks.replay import CurveTable, FixedArm, nearest, replay_search
 from benchmarks.replay_arms import ARMS as CLI_ARMS
 from benchmarks.replay_cli import replay_cli
-from benchmarks.replay_figures import bootstrap_interval, epochs_to_reach, iqm, p_lower, summarise
+from benchmarks.statistics import bootstrap_interval, epochs_to_reach, iqm, p_lower, summarise
 from trainables.foundation.space import load_space
 
 SPACE = load_space("mlp_mnist")  # grace 1 at 3 epochs (no lr warm-up), reduction 3: one rung, at epoch 1
@@ -51,27 +51,31 @@ def table(tmp_path) -> CurveTable:
     )
 
 
+def replay(table, configs, seed, epoch_budget=0) -> tuple[list[int], list[float]]:
+    """The given configurations replayed one after another under the search's ASHA: each trial's epochs, and the
+    regret after each epoch."""
+    run = replay_search(table, SPACE, FixedArm(SPACE, configs, 3), seed, len(configs), epoch_budget=epoch_budget)
+    return [len(trial["rows"]) for trial in run["trials"].values()], [regret for _, regret in run["trace"]]
+
+
 def test_the_searchs_asha_stops_below_the_rungs_cutoff(table):
     # C at epoch 1 (0.1) is below the 66.7th percentile of the rung's {0.5, 0.9} (0.767); A and B pass
-    arm = FixedArm(SPACE, [A, B, C], 3)
-    run = replay(table, SPACE, arm, seed=0, budget=9)
-    assert arm.reached == [3, 3, 1] and run.spent == 7
+    reached, regret = replay(table, [A, B, C], seed=0)
+    assert reached == [3, 3, 1] and len(regret) == 7
 
 
 def test_the_budget_cuts_the_last_trial(table):
-    arm = FixedArm(SPACE, [A, B, C], 3)
-    run = replay(table, SPACE, arm, seed=0, budget=4)
-    assert arm.reached == [3, 1] and run.spent == 4 and len(run.regret) == 4
+    reached, regret = replay(table, [A, B, C], seed=0, epoch_budget=4)
+    assert reached == [3, 1] and len(regret) == 4
 
 
 def test_the_incumbent_is_chosen_by_the_seeds_val_and_judged_by_mean_test(table):
     best = 0.95  # C's mean test, though its val is the lowest
-    on_seed_0 = replay(table, SPACE, FixedArm(SPACE, [A, B], 3), seed=0, budget=6).regret
+    _, on_seed_0 = replay(table, [A, B], seed=0)
     assert on_seed_0 == pytest.approx([best - 0.5, best - 0.6, best - 0.7, best - 0.85, best - 0.85, best - 0.85])
-    arm = FixedArm(SPACE, [A, B], 3)
-    on_seed_1 = replay(table, SPACE, arm, seed=1, budget=6).regret
+    reached, on_seed_1 = replay(table, [A, B], seed=1)
     assert on_seed_1[3] == pytest.approx(best - 0.7)  # B's val is 0.4 on seed 1: A stays the incumbent
-    assert arm.reached == [3, 1]  # and B is below the rung's cutoff (A's 0.5)
+    assert reached == [3, 1]  # and B is below the rung's cutoff (A's 0.5)
 
 
 def test_a_tie_in_score_and_epoch_is_decided_as_the_summary_decides_it(tmp_path):
@@ -81,7 +85,7 @@ def test_a_tie_in_score_and_epoch_is_decided_as_the_summary_decides_it(tmp_path)
     tied = [0.5, 0.6, 0.7]  # A and B: the same validation scores at every epoch; B's test accuracy is higher
     curves = {128: ([tied, tied], [[0.5] * 3] * 2), 256: ([tied, tied], [[0.9] * 3] * 2)}
     tie = CurveTable.load(write_table(tmp_path / "tie.jsonl.gz", curves))
-    regret = replay(tie, SPACE, FixedArm(SPACE, [A, B], 3), seed=0, budget=6).regret
+    _, regret = replay(tie, [A, B], seed=0)
     assert regret[-1] == pytest.approx(0.9 - 0.5)  # A, the earlier trial, stays the incumbent: no test in the choice
     history = [{"epoch": e, "val_acc": v, CHECKPOINT_KEY: f"c{e}"} for e, v in enumerate(tied, start=1)]
     records = [TrialResult(str(n), config, history) for n, config in enumerate((A, B))]
@@ -113,11 +117,6 @@ def test_a_trial_stopped_mid_schedule_ranks_after_a_finished_one_as_in_the_summa
     assert incumbent({0: finished, 1: finished}) == ("a", 3) and incumbent({0: stopped}) == ("b", 1)
 
 
-def test_the_floor_trains_everything_and_chooses_by_each_seeds_val(table):
-    # seed 0 chooses B (val 0.9, test 0.85), seed 1 chooses A (val 0.7, test 0.7); the best mean test is C's 0.95
-    assert exhaustive_regret(table, SPACE) == pytest.approx(((0.95 - 0.85) + (0.95 - 0.7)) / 2)
-
-
 def test_a_proposal_snaps_to_the_nearest_grid_point_in_log_space_for_a_log_float():
     lr = FloatDistribution(1e-4, 1e-2, log=True)
     assert nearest([1e-4, 1e-3, 1e-2], 3.5e-4, lr) == 1e-3
@@ -146,7 +145,7 @@ def test_the_summary_tests_ours_against_every_other_arm():
 
 
 def test_a_search_replayed_as_the_cli_runs_it_proposes_its_trials_side_by_side_in_wall_time():
-    from benchmarks.replay_cli import FIRST_START_S
+    from benchmarks.replay import FIRST_START_S
 
     table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     one, two = (replay_cli((table, "search", 0, 6, k)) for k in (1, 2))
@@ -254,8 +253,8 @@ def test_the_rank_biserial_effect_size():
 
 
 def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named():
-    from benchmarks.replay import _table, table_space
-    from benchmarks.replay_arms import parse_variant, variant_asha
+    from benchmarks.replay import _table, search_asha, table_space
+    from benchmarks.replay_arms import parse_variant
 
     assert parse_variant("search|reduction=2|grace=2") == ("search", {"reduction": "2", "grace": "2"})
     assert parse_variant("search|tpe=optuna") == ("search", {"tpe": "optuna"})
@@ -263,7 +262,7 @@ def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named()
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
-    assert variant_asha(space, 9, {"grace": "2", "reduction": "2"}).reduction == 2
+    assert search_asha(space, 9, {"grace": "2", "reduction": "2"}).reduction == 2
     table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     assert replay_cli((table, "search|budget=8", 0, 8, 2))["epochs"] == 24  # the budget is spent, trials lifted
 
