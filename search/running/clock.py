@@ -1,8 +1,6 @@
-"""The clock of a search's terminal lines (`[ 0m17s] ...`): it counts from the command's start, so that the seconds
-the user waits for Python's imports and Ray's start show, from the first line on.
-
-`python -m search` starts it when its process started (where /proc says when; else when the command began), a
-search from Python when `search.api.run` is called. Unstarted, each live view counts from its own start.
+"""The clock of a search's terminal lines (`[ 0m17s] ...`): it counts from the command's start (`python -m search`:
+when its process started, where /proc says; a search from Python: when `search.api.run` is called), so that the
+seconds the user waits for Python's imports and Ray's start show. Unstarted, each live view counts from its own start.
 """
 
 from __future__ import annotations

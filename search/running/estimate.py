@@ -1,9 +1,7 @@
-"""About how long a search will take on this machine without a GPU: said before a long search starts, and planned
-by the dry run.
-
-The work is the training images the trials will see (ASHA's expected share of the epochs); the speed is the space's
-model timed here as one trial trains it (its worker's threads, a small batch), times the trials side by side. A
-rough figure, meant to tell a user that a 3-hour search is a 3-hour search, and which keys shorten it.
+"""About how long a search will take on this machine without a GPU, said before a long search starts and planned by
+the dry run: the training images the trials will see (ASHA's expected share of the epochs) over the space's model
+timed here as one trial trains it, times the trials side by side. A rough figure, meant to tell a user that a 3-hour
+search is a 3-hour search, and which keys shorten it.
 """
 
 from __future__ import annotations

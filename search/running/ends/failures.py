@@ -1,8 +1,6 @@
-"""Why a trial failed, in one line: the root exception out of the tracebacks Ray wraps around it.
-
-A trial's error reaches the search as text (Tune's `error.txt`, or `str()` of the error): Ray's actor header, Ray
-Train's `WorkerGroupError` with a snippet per rank, chained tracebacks. What a user needs is the exception that
-started it (type and message) or, when a worker process died, that it died. Pure text handling, no Ray.
+"""Why a trial failed, in one line: the root exception (type and message) out of the tracebacks Ray wraps around it
+(Ray's actor header, Ray Train's `WorkerGroupError` with a snippet per rank, chained tracebacks), or that a worker
+process died. Pure text handling, no Ray.
 """
 
 from __future__ import annotations

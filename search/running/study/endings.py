@@ -8,9 +8,8 @@ the summary, the live view, TensorBoard's HParams and MLflow read it from there)
     stopped_by_budget  stopped by the time or epoch budget (any epoch) PRUNED  (a grown search may continue it)
     failed             raised, diverged, or left nothing to rank    FAIL     (with the reason)
 
-A trial Ctrl-C interrupts has not ended: it stays RUNNING in the study, and `resume` continues it.
-
-Pure logic: no Ray, no torch, no Optuna.
+A trial Ctrl-C interrupts has not ended: it stays RUNNING in the study, and `resume` continues it. Pure logic: no Ray,
+no torch, no Optuna.
 """
 
 from __future__ import annotations
@@ -38,12 +37,7 @@ class Ending:
 
 
 def ending_of(
-    epochs_run: int,
-    epochs: int,
-    *,
-    error: str | None = None,
-    divergence: str | None = None,
-    budget: str | None = None,
+    epochs_run: int, epochs: int, *, error: str | None = None, divergence: str | None = None, budget: str | None = None
 ) -> Ending:
     """How a trial ended. `error`: what it raised; `divergence`: why its loss diverged (Tune may stop a trial at that
     epoch before its driver raises); `budget`: the budget that stopped it ("time" or "epoch"), if one did."""
@@ -75,16 +69,12 @@ class EndFacts:
 def decide(facts: EndFacts, epochs: int, score: float | None, missing: list[str] = ()) -> Ending:
     """The one rule: how a trial with these `facts` ended, given its `score` (None: nothing finite to rank it by) and
     the other objectives it never reported (`missing`: a point of the front needs every one)."""
+    unstopped = facts.stopped_by_scheduler is False and not (facts.error or facts.divergence or facts.budget)
     if facts.written is not None:
         ending = facts.written
-    elif (
-        facts.stopped_by_scheduler is False
-        and not (facts.error or facts.divergence or facts.budget)
-        and (0 < facts.epochs_run < epochs)
-    ):
-        ending = Ending(
-            FAILED, f"it returned after epoch {facts.epochs_run} of {epochs}, unstopped and without an error"
-        )
+    elif unstopped and 0 < facts.epochs_run < epochs:
+        why = f"it returned after epoch {facts.epochs_run} of {epochs}, unstopped and without an error"
+        ending = Ending(FAILED, why)
     else:
         ending = ending_of(
             facts.epochs_run, epochs, error=facts.error, divergence=facts.divergence, budget=facts.budget

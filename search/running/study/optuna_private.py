@@ -1,12 +1,7 @@
-"""Every use of Optuna's private internals, behind one door, for the Optuna version the suite ran on.
-
-Each one says why no public API serves and what breaks without it. Importing this module (the sampler and the
-study's writer do, so `run` and `resume` do before the experiment is claimed) checks them all: with an Optuna whose
-internals moved, the command stops at once with one line naming that Optuna version, instead of failing (or
-proposing otherwise) in the middle of a search. Optuna only: no Ray.
-
-What has a public door does not come here: a new trial is `Study.ask` (with the space's distributions), a trial
-that completes or fails is `Study.tell` by its number, a configuration given first is `Study.enqueue_trial`.
+"""Every use of Optuna's private internals, behind one door, for the Optuna version the suite ran on; each says why no
+public API serves and what breaks without it. Importing this module (the sampler and the study's writer do, so `run`
+and `resume` do before the experiment is claimed) checks them all, and an Optuna whose internals moved stops the
+command at once with one line naming its version. Optuna only: no Ray.
 """
 
 from __future__ import annotations
@@ -63,10 +58,6 @@ def prune_with_value(study: optuna.Study, storage: BaseStorage, frozen: FrozenTr
         storage.set_trial_state_values(frozen._trial_id, TrialState.PRUNED, values)
 
 
-def _parameters(function) -> list[str]:
-    return list(inspect.signature(function).parameters)
-
-
 def internals_moved() -> str | None:
     """What of the internals above this Optuna lacks (None: all are where the tested Optuna keeps them)."""
     expected = {
@@ -78,7 +69,7 @@ def internals_moved() -> str | None:
         ),
     }
     for name, (function, parameters) in expected.items():
-        if function is None or _parameters(function) != parameters.split():
+        if function is None or list(inspect.signature(function).parameters) != parameters.split():
             return name
     if not isinstance(getattr(create_trial(state=TrialState.RUNNING), "_trial_id", None), int):
         return "FrozenTrial._trial_id"

@@ -1,8 +1,5 @@
-"""`export ... tracking.register=NAME`: an export folder as a version of an MLflow registered model.
-
-The version's artifact is the whole export folder, logged under the search's parent run; plain `mlflow` and
-`torch` restore it (`mlflow.artifacts.download_artifacts("models:/NAME/1")`, then `torch.export.load` of its
-`model.pt2`). No Ray, no torch.
+"""`export ... tracking.register=NAME`: an export folder, logged under the search's parent run, as a version of an
+MLflow registered model, which plain `mlflow` and `torch` restore. No Ray, no torch.
 """
 
 from __future__ import annotations
