@@ -1,19 +1,12 @@
 """A learning-curve table of a space: every configuration of an ordinal grid over its hyperparameters, trained bare
-(no Ray) with each seed, scored on the validation and test splits after every epoch, with the seconds it took. The
-data a replay of searches runs on, many seeds over, without training.
+(no Ray) with each seed, scored on the validation and test splits after every epoch, with the seconds it took: the
+data the replays run on without training.
 
     python -m benchmarks.curve_table ROOT --space mlp_mnist --epochs 3 --seeds 0,1 --jobs 2 \\
         --out benchmarks/results/tables/mlp_mnist.jsonl.gz
 
-Rows are appended to OUT's `.partial` file as each configuration and seed ends (one JSON line each), so a build that
-is stopped resumes where it stopped; once every row is there the table is written to OUT, compressed, header first:
-{"space", "epochs", "seeds", "grid", "command"}, then per configuration and seed {"config", "seed", "val", "test",
-"s"} (lists by epoch). The seed sets what `python -m search run seed=S` sets: the validation split, the initial
-weights and the batch order. One intra-op thread per job.
-
-The data is the space's: MNIST's IDX files under ROOT, or a space's own (`dataset="file.py:function"`), where ROOT
-may be left out. A space in spaces/heldout/ is a held-out workload: its table's header says `"held_out": true` and
-names the `"workload"`, and benchmarks.replay opens it only for a report, never to choose a default.
+Rows are appended to OUT's `.partial` file as they end, so a stopped build resumes; the finished table is OUT,
+compressed, header first. A space in spaces/heldout/ is a held-out workload: its header says `"held_out": true`.
 """
 
 from __future__ import annotations
@@ -39,8 +32,7 @@ HELD_OUT = Path(__file__).resolve().parents[1] / "spaces" / "heldout"  # the hel
 
 
 def held_out(space_ref: str) -> bool:
-    """Whether `space=` names a space in spaces/heldout/ (by path or dotted module): a workload no default was
-    chosen on."""
+    """Whether `space=` names a space in spaces/heldout/ (by path or dotted module)."""
     if space_ref.endswith(".py") or "/" in space_ref:
         path = Path(space_ref)
     else:
@@ -55,9 +47,8 @@ def held_out(space_ref: str) -> bool:
 
 
 def grid_values(distribution, log_points: int = LOG_POINTS, linear_points: int = LINEAR_POINTS) -> list:
-    """The ordinal values a hyperparameter takes in the grid: every choice, every integer (at most `log_points`,
-    evenly spread), or evenly spread floats (`log_points` log-spaced when the distribution is, else
-    `linear_points`), rounded to 4 significant digits."""
+    """The ordinal values a hyperparameter takes in the grid: every choice, at most `log_points` integers, or evenly
+    spread floats (log-spaced where the distribution is), rounded to 4 significant digits."""
     if isinstance(distribution, CategoricalDistribution):
         return list(distribution.choices)
     if isinstance(distribution, IntDistribution):
@@ -124,17 +115,15 @@ def rows_done(partial: Path) -> dict[str, dict]:
 
 
 def table_rows(partial: Path, grid: dict, seeds: list[int]) -> list[dict]:
-    """The rows of the grid's configurations and seeds, in key order: a build resumed on a coarser grid reuses the
-    rows it shares with the finer one and leaves the others out."""
+    """The rows of the grid's configurations and seeds, in key order (a coarser grid reuses a finer one's rows)."""
     wanted = {key_of(config, seed) for config in configurations(grid) for seed in seeds}
     kept = (row for key, row in rows_done(partial).items() if key in wanted)
     return sorted(kept, key=lambda row: key_of(*row_key(row)))
 
 
 def train_row(job: tuple) -> dict:
-    """One configuration and seed trained bare (no Ray), scored on the validation and test splits after every epoch,
-    with the seconds since it started; on `device` (the data held there too); `limit`: the first that many training
-    digits (`data.limit`; 0: all). One intra-op thread, as a trial of the default shape on 2 cores has."""
+    """One configuration and seed trained bare on `device` with one intra-op thread: validation and test accuracy
+    and the seconds since it started, after every epoch; `limit`: the first that many training digits (0: all)."""
     root, space_name, config, seed, epochs, device, *rest = job
     fixed = rest[0] if rest else {}
     limit = rest[1] if len(rest) > 1 else 0

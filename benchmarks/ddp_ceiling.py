@@ -1,8 +1,5 @@
-"""What two training processes can reach on this machine without Ray: side by side with no gradient exchange,
-and as DDP over gloo, against one process using every core. Separates Ray's cost from DDP's own.
-
-Part of `python -m benchmarks` (part `ddp`).
-"""
+"""What two training processes reach on this machine without Ray (part `ddp`): side by side with no gradient
+exchange, and as DDP over gloo, against one process using every core."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The families of comparisons registered before their replays run (benchmarks/families.json): each names its
-tables, arms (or pairs of arms), seed set, trials side by side, trial count, the test and the correction. A verdict
+"""The families of comparisons registered before their replays run (benchmarks/families.json): a verdict
 (`replay_stats`, `replay_pairs`) is reported only for a registered family whose results are the ones it names, and
-every verdict's JSON names its family and a hash of the registered entry, so an entry changed after the fact no
-longer matches the results that quote it.
-
-Entries registered after their replays ran (the defaults' families of the first evidence) say so in `registered`.
-An entry may name `replays_of`, an earlier family whose replays it reads unchanged under another analysis (a
-stricter correction): its results are the ones replayed under that family's registered entry.
+names its family and a hash of the entry, so an entry changed after the fact no longer matches. An entry may name
+`replays_of`, an earlier family whose replays it reads under another analysis.
 """
 
 from __future__ import annotations
@@ -28,8 +23,7 @@ def families(registry: Path | None = None) -> dict[str, dict]:
 
 
 def registration(name: str | None, kind: str | None, registry: Path | None = None) -> dict:
-    """The registered entry of family `name` for a verdict of `kind` (None: any); refused in one line where there is
-    none."""
+    """The registered entry of family `name` for a verdict of `kind` (None: any)."""
     known, where = families(registry), (registry or REGISTRY).name
     if not name:
         raise UsageError(f"--family: a verdict needs a family registered in {where} ({', '.join(known)})")
@@ -56,9 +50,7 @@ def named(name: str, entry: dict) -> dict:
 
 
 def check_results(name: str, entry: dict, results: list[dict], registry: Path | None = None) -> None:
-    """The results are the family's: its tables, each replayed on its seeds, at its trial count and concurrencies,
-    with its arms (every arm of an `arms` family, both arms of each pair); refused in one line naming the first
-    difference."""
+    """The results are the family's (tables, seeds, trials, concurrencies, arms); else the first difference."""
     tables = sorted(result["table"] for result in results)  # each once a seed set: a table twice would count twice
     replayed = [(result["table"], seeds_of(result)) for result in results]
     if tables != sorted(entry["tables"] * len(entry["seeds"])) or len(set(replayed)) < len(replayed):
@@ -99,8 +91,7 @@ def check_results(name: str, entry: dict, results: list[dict], registry: Path | 
 
 
 def registered_budgets(entry: dict) -> list[int]:
-    """The epoch budgets a family's replays ran under: its `epoch_budget`, else the budgets its list of `trials`
-    names (a family of budgets), else none (0: a trial count)."""
+    """The epoch budgets a family's replays ran under (0: a trial count)."""
     if "epoch_budget" in entry:
         budget = entry["epoch_budget"]
         return budget if isinstance(budget, list) else [budget]
@@ -119,8 +110,8 @@ def arms_of(entry: dict) -> list[str]:
 
 
 def replay_settings(name: str, table: str, seeds: str, registry: Path | None = None) -> dict:
-    """What `replay_cli --family` replays on `table` and `seeds` (first-last): the family's arms, concurrencies and
-    trial count, and its name for the results JSON; refused in one line where the table or seeds are not its."""
+    """What `replay_cli --family` replays on `table` and `seeds` (first-last): the family's arms, concurrencies,
+    trial count and name."""
     entry = registration(name, None, registry)
     if table not in entry["tables"]:
         raise UsageError(f"--family {name}: {table} is not one of its tables ({', '.join(entry['tables'])})")
@@ -132,8 +123,7 @@ def replay_settings(name: str, table: str, seeds: str, registry: Path | None = N
 
 
 def registered_results(name: str | None, kind: str, paths: list[str]) -> tuple[dict, list[dict]]:
-    """Family `name`'s entry for a verdict of `kind` and the results JSON at `paths`, checked to be its replays before
-    anything is written; refused in one line, exit 2."""
+    """Family `name`'s entry and the results JSON at `paths`, checked to be its replays; else one line, exit 2."""
     results = [json.loads(Path(path).read_text()) for path in paths]
     try:
         entry = registration(name, kind)
@@ -144,6 +134,5 @@ def registered_results(name: str | None, kind: str, paths: list[str]) -> tuple[d
 
 
 def refuse(error: Exception) -> None:
-    """A refused command line: its one line on stderr, exit 2."""
     print(error, file=sys.stderr)
     raise SystemExit(2)

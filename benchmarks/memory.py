@@ -10,7 +10,6 @@ from benchmarks.search_runs import FIXED_HP, run_search, trial_rows
 
 
 def measure(root: str, storage: Path, trials: int) -> dict:
-    """A `trials`-trial search of 2-worker ResNet-18 trials, with every process's memory sampled from /proc."""
     overrides = [
         "space=resnet_mnist",
         f"data.root={root}",
@@ -48,5 +47,4 @@ def measure(root: str, storage: Path, trials: int) -> dict:
 
 
 def first_last_max(peaks: list[float]) -> dict:
-    """Peaks of the processes of one role, in start order: does the last trial's differ from the first's?"""
     return {"first": peaks[0], "last": peaks[-1], "max": max(peaks), "count": len(peaks), "in_start_order": peaks}

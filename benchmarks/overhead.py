@@ -1,14 +1,6 @@
-"""Where a trial's fixed time goes, from the timestamps the worker loop reports (trials run one after another).
-
-- handoff: the previous trial's last report -> this trial's driver starts (Train run teardown, Tune's bookkeeping,
-  a new trial process or the reset of a reused one);
-- process: Ray starts the trial's process -> its driver starts (Python, Ray, the project's imports; none when Tune
-  reuses a process);
-- launch: driver start -> the training function runs on the workers (Train controller, placement group, worker
-  processes, torch process group; a one-worker trial in its own process: only the imports of torch and Ray Train);
-- setup: data, model and DDP wrap on the workers, up to the first training step;
-- checkpoint: saving each epoch's checkpoint (per epoch).
-"""
+"""Where a trial's fixed time goes, from the timestamps the worker loop reports (trials one after another): the
+handoff from the previous trial, the process's start, the launch of the training function, data, model and DDP
+set-up, and each epoch's checkpoint."""
 
 from __future__ import annotations
 

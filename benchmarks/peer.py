@@ -1,13 +1,6 @@
-"""The peer: the same fixed-configuration trials as the plain Optuna loop a user would write by hand, in one
-process (`study.optimize`, data loaded once, one model per trial), and as a search with its defaults, in the same
-run. Part of `python -m benchmarks`.
-
-Where the search's wall goes, from the rows its trials report: Ray and Tune starting (the run's start to the first
-trial's driver), the trials' span, and the end (last report to exit, the summary and Ray's shutdown); within the span,
-trial-seconds summed over trials: start (driver to first step: launch, data, model), steps, evaluation and
-reporting, checkpoints,
-and slots left empty (trials at once x span, less the rest). On a GPU, how busy nvidia-smi saw it during each run.
-"""
+"""The peer (part `peer`): the same fixed-configuration trials as the plain Optuna loop a user would write by hand,
+in one process, and as a search with its defaults, in the same run; where the search's wall goes, from the rows its
+trials report, and on a GPU how busy nvidia-smi saw it."""
 
 from __future__ import annotations
 
@@ -24,8 +17,7 @@ BATCH = 128
 
 
 def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict:
-    """The hand-written loop: Optuna proposes (nothing left to search: the fixed configuration), each trial builds
-    its model, trains `epochs` epochs on the data loaded once and returns its validation accuracy."""
+    """The hand-written loop: each trial builds its model and trains `epochs` epochs on the data loaded once."""
     started = time.perf_counter()
     import optuna
     import torch
@@ -125,9 +117,8 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
 
 
 def search_split(run: dict, trials: list[list[dict]]) -> dict:
-    """The search's wall in three phases, and the trials' span in trial-seconds by what they spent it on. A trial
-    starts at its driver, not at its process: Ray may have started that process long before, idle in its pool; the
-    time Tune takes to get a driver running counts as an empty slot."""
+    """The search's wall in three phases, and the trials' span in trial-seconds by what they spent it on (a trial
+    starts at its driver: Ray may have started its process long before)."""
     starts = [rows[0]["started_at"] - driver_to_first_step_s(rows[0]) for rows in trials]
     ends = [last_report_at(rows) for rows in trials]
     span = max(ends) - min(starts)
@@ -164,8 +155,7 @@ START_MARKERS = {
 
 
 def start_phases(run: dict, first_trial_driver_at: float) -> dict:
-    """The command's start (imports, data checks) -> ray.init -> the search's own cluster checks -> Tune's start of
-    the first trial's driver, in seconds, from search.log's timestamps (local time, millisecond resolution)."""
+    """The command's start -> ray.init -> the search's own checks -> the first trial's driver, from search.log."""
     stamps = {}
     for line in (run["experiment"] / "search.log").read_text(errors="replace").splitlines():
         for phase, marker in START_MARKERS.items():
@@ -183,9 +173,7 @@ SETUP_PHASES = ("process_s", "launch_s", "setup_data_s", "setup_model_s", "setup
 
 
 def trial_start_phases(trials: list[list[dict]]) -> dict:
-    """Each trial's start by phase, summed over trials: Ray starting its process, the driver to the training
-    function (Train's controller and worker group), data, model, device and DDP set-up; then the first epoch's
-    steps beyond a later epoch's (warm-up: cuDNN's autotuning, compilation when asked)."""
+    """Each trial's start by phase, summed over trials, and the first epoch's steps beyond a later epoch's."""
     phases = {phase: sum(rows[0].get(phase, 0.0) for rows in trials) for phase in SETUP_PHASES}
     phases["first_epoch_warmup_s"] = sum(
         max(0.0, rows[0]["train_s"] - min(r["train_s"] for r in rows[1:])) for rows in trials if len(rows) > 1

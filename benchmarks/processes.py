@@ -1,11 +1,5 @@
 """What every process of a search's tree holds and spends, sampled from /proc (Linux): peak and current resident
-memory, and CPU time, by role.
-
-Roles come from the process titles Ray gives its processes: the trial driver (`ray::ImplicitFunc`), the Train
-controller, the training workers (`ray::RayTrainWorker`), Ray's daemons; any other Ray process is named by its
-title. The CLI itself and Ray's long-lived daemons are tracked over time to see whether anything grows from trial to
-trial; CPU time shows which processes compete with the training workers for the cores.
-"""
+memory and CPU time, by role (from the titles Ray gives its processes)."""
 
 from __future__ import annotations
 
@@ -56,7 +50,7 @@ def _cpu_s(pid: int) -> float:
 
 
 def _role(pid: int, root: int) -> str | None:
-    """What the process is, from its title; None once it has exited (a zombie's title is empty)."""
+    """What the process is, from its title; None once it has exited."""
     if pid == root:
         return "search CLI"
     words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")

@@ -74,8 +74,7 @@ def rewritten(text: str) -> str:
 
 
 def disagreements(text: str) -> list[str]:
-    """Each marked figure or table whose text is not what its JSON gives: 'file#pointer: text "x", JSON "y"',
-    'file (kind table): ...', and a block opening that the pattern cannot read."""
+    """Each marked figure or table whose text is not what its JSON gives, and a block opening it cannot read."""
     wrong = []
     if text.count("<!-- block:") != len(BLOCK.findall(text)):
         wrong.append("a `<!-- block:KIND FILE -->` opening without its table and `<!-- /block -->`, or misspelt")
@@ -132,9 +131,7 @@ def arm_cell(table: dict, arm: str) -> str:
 
 
 def points_text(effect: dict) -> str:
-    """`, +0.12 pt [-0.01, +0.25], HL +0.06 [+0.00, +0.12]`: a mean paired difference in points with its 95%
-    interval, and the Hodges-Lehmann shift that goes with the Wilcoxon test with its own where the result holds it
-    ('' where none)."""
+    """`, +0.12 pt [-0.01, +0.25], HL +0.06 [+0.00, +0.12]`: the mean paired difference and the Hodges-Lehmann shift."""
     if "points" not in effect and "effect_pt" not in effect:
         return ""
     points = effect.get("points") or effect["effect_pt"]
@@ -143,7 +140,7 @@ def points_text(effect: dict) -> str:
 
 
 def shift_text(points: dict) -> str:
-    """`, HL +0.06 [+0.00, +0.12]`: the Hodges-Lehmann shift in points, 95% ('' where the result has none)."""
+    """`, HL +0.06 [+0.00, +0.12]` ('' where the result has none)."""
     if "hodges_lehmann" not in points:
         return ""
     low, high = points["hodges_lehmann_interval"]
@@ -207,7 +204,7 @@ def both(within: dict, key: str) -> str:
 
 
 def ratio_text(ratio: dict) -> str:
-    """`, ratio 0.61 [0.40, 0.95]`: the search's median over random + ASHA's, 95%; '' where a median is never."""
+    """`, ratio 0.61 [0.40, 0.95]`: the search's median over random + ASHA's ('' where one is never)."""
     value, (low, high) = ratio["ratio"], ratio["interval"]
     if value is None:
         return ""

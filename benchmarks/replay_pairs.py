@@ -1,15 +1,7 @@
 """Two arms of one `replay_cli` result compared head to head, paired by seed: how a default is decided between two
-settings (the search's sampler against Optuna's defaults, positions against values, one stop rule against another).
+settings. The registered family (benchmarks/families.json) names the pairs `A>B` (is A's regret lower than B's?).
 
     python -m benchmarks.replay_pairs RESULT.json [RESULT.json...] --family NAME --out pairs.json
-
-The family (benchmarks/families.json, benchmarks.families) names the pairs `A>B` (is A's regret lower than B's?),
-the results' tables, seeds and concurrencies, and the correction; an unregistered family gets no verdict (one line,
-exit 2). Per result (keyed "space seed-set", and ", k side by side" where the family has several) and pair: each
-arm's regret IQM (test-accuracy points) and median epochs, the one-sided Wilcoxon signed-rank p of A lower and of A
-higher, B's regret minus A's in points (median and mean, 95% bootstrap intervals), and the matched-pairs
-rank-biserial correlation (1: A lower on every seed). Uncorrected where the family says so (one decision per pair);
-with Holm over every comparison, also each candidate A's decision: lower after Holm somewhere, higher nowhere.
 """
 
 from __future__ import annotations
@@ -54,8 +46,8 @@ def compare_pairs(result: dict, pairs: list[tuple[str, str]], concurrency: str) 
 
 
 def decide(compared: dict) -> dict:
-    """Holm over every (result, pair) comparison, A lower and A higher apart, written into each pair; per candidate
-    A: where it is lower and higher after Holm, and adopted only if lower somewhere and higher nowhere."""
+    """Holm over every (result, pair), A lower and higher apart; a candidate A is adopted if lower somewhere after
+    Holm and higher nowhere."""
     keys = [(where, name) for where, figures in compared.items() for name in figures["pairs"]]
     for side in ("lower", "higher"):
         adjusted = holm({key: compared[key[0]]["pairs"][key[1]][f"p_first_{side}"] for key in keys})

@@ -35,9 +35,7 @@ def run_search(
     module: str = "search",
     env: dict | None = None,
 ) -> dict:
-    """Run one search to completion; returns its experiment folder, wall time and (optionally) its processes'
-    samples. `module`: what `python -m` runs (benchmarks.reuse_off: the search with Tune's default reuse_actors);
-    `env`: variables added to its environment."""
+    """Run one search (`python -m module`) to completion: its experiment folder, wall time and processes' samples."""
     command = [sys.executable, "-m", module, "run", f"storage={storage}", f"name={name}", *overrides]
     start, started_at = time.perf_counter(), time.time()
     environ = {**os.environ, **(env or {})}

@@ -1,14 +1,6 @@
-"""How warm a trial starts, each figure beside a fresh import measured in the same run. Part of
-`python -m benchmarks` (`--only warm`).
-
-- fresh import: a new interpreter that imports torch, torchvision, ray and ray.train.torch (the median of three);
-- the smallest search: one trial, one epoch of 256 digits, the whole command;
-- one-worker trials, 2 at a time in their own processes: the search as it is (`reuse_actors=True`), with Tune's
-  default `reuse_actors=False`, and with the trial's modules preloaded in every Ray worker
-  (`RAY_preload_python_modules`): how many of its modules each trial found imported, the process's start (for a
-  worker Ray started ahead, also its wait), driver to first step, and the search's wall;
-- DDP trials (2 workers x 1 CPU) one after another: the previous trial's last report to the next trial's first step.
-"""
+"""How warm a trial starts (part `warm`), each figure beside a fresh import measured in the same run: the smallest
+search, one-worker trials with the search's `reuse_actors=True`, Tune's default `False` and Ray's module preload,
+and the gap between DDP trials."""
 
 from __future__ import annotations
 
@@ -64,15 +56,7 @@ def measure(root: str, storage: Path, trials: int = 6) -> dict:
     fresh = trials_figures(run_search(storage, "no-reuse", one_worker, module="benchmarks.reuse_off"))
     preload = {PRELOAD_ENV: ",".join(TRIAL_MODULES)}
     preloaded = trials_figures(run_search(storage, "preload", one_worker, env=preload))
-    ddp = [
-        "space=resnet_mnist",
-        "trials=3",
-        "data.limit=512",
-        "workers=2",
-        "cpus=1",
-        "concurrency=1",
-        *common,
-    ]
+    ddp = ["space=resnet_mnist", "trials=3", "data.limit=512", "workers=2", "cpus=1", "concurrency=1", *common]
     ddp_run = run_search(storage, "ddp", ddp)
     ddp_gap = breakdown(trial_rows(ddp_run["experiment"]))["mean_after_first"]
     after = fresh_import_s()
