@@ -10,7 +10,7 @@ import math
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from trainables.foundation.resources import TrialShape, choose_shape, plan_concurrency
+from trainables.foundation.resources import choose_shape, plan_concurrency
 from trainables.foundation.schedules import rung_milestones
 
 LONG_S = 600.0  # a search shorter than this goes without a word
@@ -87,13 +87,6 @@ def expected_epochs(config) -> float:
     return min(epochs, config.epoch_budget) if config.epoch_budget else epochs
 
 
-def cpu_trials(config, cores: int) -> tuple[TrialShape, int]:
-    """(trial shape, trials side by side) of this search on `cores` CPU cores and no GPU, as the search settles them."""
-    node = {"CPU": cores, "GPU": 0}
-    shape = choose_shape([node], config.trials, config.workers, config.cpus, config.gpus, config.concurrency)
-    return shape, plan_concurrency([node], shape, config.concurrency)
-
-
 def long_search_line(config, space, train_images: int, info, cores: int) -> str | None:
     """The line to print before a long search on CPU cores, or None when it is short (or not measured). The speed is
     the dry run's: the model timed as one trial trains it, times the trials side by side."""
@@ -101,7 +94,9 @@ def long_search_line(config, space, train_images: int, info, cores: int) -> str 
     images = epochs * train_images
     if images < CALIBRATE_ABOVE_IMAGES:
         return None
-    shape, side_by_side = cpu_trials(config, cores)
+    node = {"CPU": cores, "GPU": 0}  # the trial shape and the trials side by side as the search settles them
+    shape = choose_shape([node], config.trials, config.workers, config.cpus, config.gpus, config.concurrency)
+    side_by_side = plan_concurrency([node], shape, config.concurrency)
     threads = max(1, int(shape.cpus_per_worker))
     hp = typical_hyperparameters(space) | config.fixed
     rate = trial_images_per_s(space, hp, info, threads) * shape.workers * side_by_side

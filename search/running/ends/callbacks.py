@@ -7,6 +7,7 @@ Tune; a failed write of the study is not such an error, it stops the search.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import sys
@@ -108,10 +109,8 @@ class TrialEnds(Guarded):
         """What Tune saw of the trial's end (`facts`: EndFacts' own), with the epochs its last result reached."""
         self.trials = trials
         epochs_run = int((tune_trial.last_result or {}).get("epoch") or 0)
-        try:
+        with contextlib.suppress(StudyWriteFailed, LeaseLost):  # kept by the record or the lease: the search stops
             self.decider.end(trial_key(tune_trial), EndFacts(epochs_run, **facts), self.trials, tune_trial)
-        except (StudyWriteFailed, LeaseLost):
-            pass  # kept by the record or the lease: the search stops, nothing is written after it
 
 
 class Tracking(FollowsEnds):

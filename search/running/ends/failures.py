@@ -12,16 +12,10 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 EXCEPTION_LINE = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Loss|Room|Memory|Died))): (\S.*)$"
 )
-WRAPPERS = {
-    "RayTaskError",
-    "RayActorError",
-    "WorkerGroupError",
-    "TrainingFailedError",
-    "ControllerError",
-    "TuneError",
-    "StartTraceback",
-    "ActorDiedError",
-}
+WRAPPERS = set(
+    "RayTaskError RayActorError WorkerGroupError TrainingFailedError ControllerError TuneError StartTraceback "
+    "ActorDiedError".split()
+)
 WORKER_DIED = ("worker process has died", "actor died unexpectedly")
 LIMIT = 400
 

@@ -4,6 +4,8 @@ How a trial ended is written by the driver's `TrialEnds` callback, which knows w
 
 from __future__ import annotations
 
+import contextlib
+
 from optuna.trial import FrozenTrial
 from ray.tune.search import Searcher
 
@@ -38,21 +40,18 @@ class StudySearcher(Searcher):
     def suggest(self, tune_id: str) -> dict | str:
         """The next trial's configuration; `Searcher.FINISHED` once the study cannot be written (the record keeps the
         failure, which stops the search with its one line: it never reaches Tune as a traceback)."""
-        try:
-            return self._suggest(tune_id)
-        except StudyWriteFailed:
-            return Searcher.FINISHED
-
-    def _suggest(self, tune_id: str) -> dict:
         if self.unended:
             trial_id, params, seed = self.unended.pop(0)
         else:
             trial_id, seed = tune_id, self.repeat_seed(tune_id)
-            trial = self.record.create(tune_id)
+            try:
+                trial = self.record.create(tune_id)
+                if seed:
+                    with self.record.writing(f"the seed of trial {tune_id}"):
+                        trial.set_user_attr(SEED_KEY, seed[SEED_KEY])
+            except StudyWriteFailed:
+                return Searcher.FINISHED
             params = trial.params
-            if seed:
-                with self.record.writing(f"the seed of trial {tune_id}"):
-                    trial.set_user_attr(SEED_KEY, seed[SEED_KEY])
         self.live[tune_id] = trial_id
         return {TRIAL_KEY: trial_id, **self.record.coding.to_config(params), **seed}
 
@@ -73,12 +72,10 @@ class StudySearcher(Searcher):
     def _report(self, trial_id: str | None, result: dict) -> None:
         if trial_id is None:
             return
-        try:
+        with contextlib.suppress(StudyWriteFailed):  # kept by the record, which stops the search; never reaches Tune
             self.record.report(
                 trial_id, result.get(STEP_KEY), result.get(self.metric), self.record.other_objectives_in(result)
             )
-        except StudyWriteFailed:
-            pass  # kept by the record, which stops the search; it never reaches Tune
 
     def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
         """Nothing to save: every change is already in the study's journal."""
