@@ -8,8 +8,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState, create_trial
 
-from search.results.front import front_of, pick_member
-from search.results.pareto import crowding, hypervolume, nondominated_ranks, pareto_order
+from search.results.pareto import crowding, front_of, hypervolume, nondominated_ranks, pareto_order, pick_member
 from search.running.asha.pareto_asha import ParetoASHA, rung_epochs
 from search.running.ends.decider import Decider
 from search.running.study.endings import EndFacts, Ending

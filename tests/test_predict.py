@@ -21,8 +21,7 @@ from search.results.export import (
     refuse_overwrite,
     write_weights,
 )
-from search.results.looks import look_of
-from search.results.predict import Prediction, predict_files, training_look, write_predictions
+from search.results.predict import Prediction, look_of, predict_files, training_look, write_predictions
 from tests.conftest import MNIST_MINI
 from trainables.data import MNIST
 from trainables.foundation.config import RunConfig
@@ -75,7 +74,7 @@ def test_a_class_name_other_than_its_index_gives_the_index_too():
     assert Prediction("a.png", 0, "ants", 0.91).as_line() == "a.png: ants (class 0, p=0.9100)"
 
 
-# ---------------------------------------------------------------- polarity hints (search.results.looks)
+# ---------------------------------------------------------------- polarity hints (search.results.predict)
 
 
 def mnist_model(meta_extra: dict) -> NormalizedClassifier:

@@ -115,7 +115,7 @@ def test_every_trial_of_a_large_search_has_a_learning_curve_style_of_its_own():
     how the trial ended."""
     from matplotlib.figure import Figure
 
-    from search.results.learning_curves import draw_learning_curves, trial_styles
+    from search.results.report import draw_learning_curves, trial_styles
 
     assert len(set(trial_styles(200))) == 200
     statuses = ["completed", "stopped_early", "failed"]

@@ -9,7 +9,6 @@ from itertools import accumulate
 from pathlib import Path
 
 from search.results.files import publish_folder, staging_folder
-from search.results.learning_curves import draw_learning_curves
 from search.results.summary import format_front, format_table, objectives_words, read_summary
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import load_run_space
@@ -42,10 +41,8 @@ def savings_line(savings: dict) -> str:
 def build_report(
     experiment: Path, location: str | None = None, summary: dict | None = None, unended: int | None = None
 ) -> dict:
-    """Write <experiment>/report/ (plots and index.html) and return what it found. `experiment`: a local folder
-    with a summary.json (the `report` command checks that, for a folder or a URI, before it calls this), or the
-    `summary` so far of a search that has not finished, with `unended` trials still to end
-    (search.running.trial_results); `location`: where the trials' files are, when not there (a URI)."""
+    """Write <experiment>/report/ (plots and index.html) and return what it found: of its summary.json, or of the
+    `summary` so far of an unfinished search with `unended` trials still to end; `location`: the trials' files' URI."""
     summary = summary or read_summary(experiment)
     # every epoch each trial reported, from the result.json in its folder
     histories = {
@@ -123,6 +120,41 @@ def plot_optimization_history(summary: dict, histories: dict):
     return ax
 
 
+def trial_styles(count: int, markers: str = "os^DvP*<>h") -> list[tuple[str, str]]:
+    """A (colour, marker) of its own for each of `count` trials, 200 before one repeats: tab20's dark colours, then
+    its light ones, then the same with the next marker."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    colours = [to_hex(colormaps["tab20"](i)) for i in (*range(0, 20, 2), *range(1, 20, 2))]
+    return [(colours[i % 20], markers[i // 20 % len(markers)]) for i in range(count)]
+
+
+def draw_learning_curves(ax, summary: dict, histories: dict):
+    """Every trial's curve on `ax` (returned), its line style saying how it ended."""
+    metric = summary["metric"]
+    for trial, (colour, marker) in zip(summary["trials"], trial_styles(len(summary["trials"]))):
+        rows = [r for r in histories[trial["trial_id"]] if isinstance(r.get(metric), (int, float))]
+        if not rows:
+            continue
+        epochs = [r["epoch"] for r in rows]
+        values = [r[metric] for r in rows]
+        style = {"completed": "-", "stopped_early": "--", "failed": ":"}.get(trial["status"], "-")
+        label = f"{trial['trial_id']} ({trial['status']})"
+        ax.plot(epochs, values, style, color=colour, marker=marker, markersize=3, label=label)
+        if trial["status"] != "completed":
+            ax.plot(epochs[-1], values[-1], "x", color=colour, markersize=9)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(metric)
+    ax.set_title("Learning curves (x: stopped early or failed)")
+    if ax.lines:  # none before a trial has reported an epoch
+        ax.legend(fontsize=7, loc="best", ncol=1 + len(ax.get_legend_handles_labels()[0]) // 16)
+    return ax
+
+
 def hyperparameter_importance(summary: dict) -> dict[str, float]:
     """Optuna PED-ANOVA importance of each searched hyperparameter for the metric ({} when it cannot be computed)."""
     import optuna
@@ -149,9 +181,8 @@ def hyperparameter_importance(summary: dict) -> dict[str, float]:
 
 
 def pareto_axes(summary: dict):
-    """Optuna's `plot_pareto_front` of the completed trials (the front the summary lists, labelled so), on a study
-    rebuilt from the summary; with two objectives, the trials stopped early drawn too, at the epoch that stands for
-    them."""
+    """Optuna's `plot_pareto_front` of the completed trials, on a study rebuilt from the summary; with two
+    objectives, the trials stopped early drawn too, at the epoch that stands for them."""
     import optuna
     from optuna.visualization.matplotlib import plot_pareto_front as optuna_plot
 
