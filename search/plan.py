@@ -29,15 +29,13 @@ def dry_run(config: RunConfig, space: Space) -> int:
         print(f"estimate: {estimate_words(config, space)}")
     fetched = fetched_since(config, space, started)  # the only writes a dry run may make: the data, the weights
     written = f"nothing written but {' and '.join(fetched)}" if fetched else "nothing written"
-    where = f"{config.storage}/{config.name}"
-    print(f"dry run: nothing started, {written}; without --dry-run this search goes to {where}")
+    print(f"dry run: nothing started, {written}; without --dry-run this search goes to {config.storage}/{config.name}")
     return 0
 
 
 def checked(config: RunConfig, space: Space) -> str:
-    """The checks `run` and the dry run make before Ray starts; what they say is said once they all passed (a refusal
-    is one line), then one `warning:` line (stderr) per pin outside the searched range, the pin kept. Returns what
-    the checks said."""
+    """The checks before Ray starts, said (and returned) once they all passed, so that a refusal is one line; then a
+    `warning:` line (stderr) per pin outside the searched range, the pin kept."""
     from search.running.preflight import preflight
 
     said = io.StringIO()

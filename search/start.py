@@ -47,9 +47,8 @@ class SearchResult:
     def export(
         self, out: str | Path | None = None, trial: str | None = None, bounds: list[str] = (), replace: bool = False
     ) -> dict:
-        """Export the best trial (with several objectives: the front's most accurate member within `bounds`, e.g.
-        ["max.params=200000"]) or `trial`, as `python -m search export` does (`replace=True`: its --replace);
-        returns the export's model.json."""
+        """Export the best trial (or `trial`, or the front's most accurate member within `bounds` such as
+        ["max.params=200000"]) as `python -m search export` does; returns the export's model.json."""
         from search.bounds import split_bounds
         from search.results.export import export_experiment
 

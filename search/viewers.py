@@ -1,5 +1,4 @@
-"""The commands that show a search: TensorBoard, optuna-dashboard and the report. Each takes the words after its
-name and returns an exit code."""
+"""The commands that show a search: TensorBoard, optuna-dashboard and the report."""
 
 from __future__ import annotations
 

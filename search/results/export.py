@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from search.results.files import publish_folder, staging_folder
-from search.results.front import pick_member
+from search.results.pareto import pick_member
 from search.results.predict import training_look
 from search.results.summary import SUMMARY_FILE, read_summary
 from trainables.checkpoints import refuse_damaged
@@ -100,9 +100,8 @@ def export_experiment(
     bounds: list[Bound] = (),
     replace: bool = False,
 ) -> dict:
-    """Write the export folder (default: `export` in the experiment's local folder) atomically and verify it;
-    returns its model.json content. A multi-objective search exports its Pareto front's most accurate member within
-    `bounds`."""
+    """Write the export folder atomically and verify it; returns its model.json content. A multi-objective search
+    exports its Pareto front's most accurate member within `bounds`."""
     summary = read_summary(experiment.local)
     run = RunConfig.from_dict(summary["run"])
     space = load_run_space(run)

@@ -10,12 +10,8 @@ from pathlib import Path
 
 def write_json_atomically(path: Path, payload: dict) -> None:
     """Readers see either no file or the whole file, never a half-written one."""
-    write_bytes_atomically(path, (json.dumps(payload, indent=2, default=str) + "\n").encode())
-
-
-def write_bytes_atomically(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
+    tmp.write_bytes((json.dumps(payload, indent=2, default=str) + "\n").encode())
     os.replace(tmp, path)
 
 
