@@ -28,18 +28,14 @@ COMMANDS = {
 }
 
 
-def usage() -> str:
-    lines = ["usage: python -m search <command> [args]", "", "commands:"]
-    lines += [f"  {name:<10} {help_text}" for name, (_, help_text) in COMMANDS.items()]
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the command line: its clock counts from when this process started
         start_clock(this_process_age_s())
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        print(usage())
+        print("usage: python -m search <command> [args]\n\ncommands:")
+        for name, (_, help_text) in COMMANDS.items():
+            print(f"  {name:<10} {help_text}")
         return 0
     name, args = argv[0], argv[1:]
     try:

@@ -1,16 +1,6 @@
-"""The search from Python, for notebooks and scripts: the same keys, the same checks and the same search as
-`python -m search run` (both start it through search.start).
-
-    import search.api
-
-    result = search.api.run("mlp_mnist", trials=4, epochs=2, data={"limit": 512})
-    result.best["metrics"]["val_acc"], result.best["test_acc"]
-    result.export("my_model")
-
-A key is a keyword argument (`trials=4`, `lr=0.01` pins a hyperparameter); a section's keys go as a dict
-(`data={"root": "..."}`) or with their dotted name (`**{"data.root": "..."}`). Bad input raises `UsageError` with
-the line the CLI prints, before Ray starts.
-"""
+"""The search from Python, for notebooks and scripts: the same keys, checks and search as `python -m search run`
+(README.md shows it). A key is a keyword argument (`lr=0.01` pins a hyperparameter); a section's keys go as a dict
+(`data={"root": "..."}`) or dotted (`**{"data.root": "..."}`). Bad input raises `UsageError` before Ray starts."""
 
 from __future__ import annotations
 
