@@ -30,7 +30,7 @@ from benchmarks import (
 )
 from benchmarks.options import PARTS, SHAPES, hpo_tasks, names, parse_args
 from benchmarks.report import write_report
-from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
+from benchmarks.search_runs import resnet_words, run_search, summary_of, trial_rows
 
 TABLES = {"warm_start": warm_start, "accelerator": accelerator, "replay": replay_cli, "hpo_tables": hpo_tables}
 
@@ -51,19 +51,8 @@ def measure_trials(
         "shapes": {},
     }
     for label in shapes:
-        overrides = [
-            "space=resnet_mnist",
-            f"data.root={root}",
-            f"data.limit={limit}",
-            "data.val_limit=500",
-            f"batch_size={batch}",
-            f"trials={trials_per_shape}",
-            "concurrency=1",
-            f"epochs={epochs}",
-            f"grace={epochs}",
-            *SHAPES[label],
-            *FIXED_HP,
-        ]
+        words = f"data.limit={limit} data.val_limit=500 batch_size={batch} trials={trials_per_shape} concurrency=1"
+        overrides = [*resnet_words(root, f"{words} epochs={epochs} grace={epochs}"), *SHAPES[label]]
         before = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
         run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides, sample_processes=True)
         print(f"  {label}: {run['wall_s']:.0f} s", flush=True)
@@ -92,19 +81,8 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
     """The same trials with ASHA and with every trial run to `epochs`: seeded random proposals, the same whatever the
     results (TPE's depend on them, and ASHA changes them)."""
     sampler = "random"
-    common = [
-        "space=resnet_mnist",
-        f"data.root={root}",
-        f"data.limit={images}",
-        f"trials={trials}",
-        f"epochs={epochs}",
-        f"reduction={reduction:g}",
-        "workers=1",
-        "cpus=1",
-        "concurrency=2",
-        "seed=0",
-        f"sampler={sampler}",
-    ]
+    words = f"data.limit={images} trials={trials} epochs={epochs} reduction={reduction:g} workers=1 cpus=1"
+    common = resnet_words(root, f"{words} concurrency=2 seed=0 sampler={sampler}", fixed=False)
     runs = {}
     for label, grace in (("asha", 1), ("full", epochs)):
         run = run_search(storage, f"asha-{label}", [*common, f"grace={grace}"])

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from benchmarks.search_runs import FIXED_HP, run_search, trial_rows
+from benchmarks.search_runs import resnet_words, run_search, trial_rows
 from benchmarks.throughput import SGD, memory_feed, steady_images_per_s, tutorial_loader, tutorial_model
 from trainables.training import StepOptions, make_optimizer, prepare_layout, train_one_epoch
 
@@ -99,21 +99,9 @@ def row_or_failure(measure_row) -> dict:
 
 def search_trial(root: str, storage, batch: int, limit: int, epochs: int, variant: dict, label: str) -> float:
     """Images/s of one trial of `python -m search run` with the variant's keys, on the whole device, every core."""
-    keys = [f"{k}={str(v).lower()}" for k, v in variant.items()]
-    overrides = [
-        "space=resnet_mnist",
-        f"data.root={root}",
-        f"data.limit={limit}",
-        "data.val_limit=500",
-        f"batch_size={batch}",
-        "trials=1",
-        f"epochs={epochs}",
-        f"grace={epochs}",
-        "workers=1",
-        f"cpus={len(os.sched_getaffinity(0))}",
-        *keys,
-        *FIXED_HP,
-    ]
+    keys = " ".join(f"{k}={str(v).lower()}" for k, v in variant.items())
+    words = f"data.limit={limit} data.val_limit=500 batch_size={batch} trials=1 epochs={epochs} grace={epochs}"
+    overrides = resnet_words(root, f"{words} workers=1 cpus={len(os.sched_getaffinity(0))} {keys}")
     run = run_search(storage, "device-" + label.replace(" ", "-"), overrides)
     return steady_images_per_s(trial_rows(run["experiment"])[0])
 

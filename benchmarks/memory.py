@@ -6,23 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks import overhead
-from benchmarks.search_runs import FIXED_HP, run_search, trial_rows
+from benchmarks.search_runs import resnet_words, run_search, trial_rows
 
 
 def measure(root: str, storage: Path, trials: int) -> dict:
-    overrides = [
-        "space=resnet_mnist",
-        f"data.root={root}",
-        "data.limit=512",
-        "data.val_limit=256",
-        f"trials={trials}",
-        "concurrency=1",
-        "epochs=1",
-        "grace=1",
-        "workers=2",
-        "cpus=1",
-        *FIXED_HP,
-    ]
+    words = f"data.limit=512 data.val_limit=256 trials={trials} concurrency=1 epochs=1 grace=1 workers=2 cpus=1"
+    overrides = resnet_words(root, words)
     run = run_search(storage, "memory", overrides, sample_processes=True)
     sampler, trial_list = run["processes"], trial_rows(run["experiment"])
     after_second = overhead.last_report_at(trial_list[1])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from benchmarks.accelerator import UtilizationSampler, synchronize
 from benchmarks.overhead import driver_to_first_step_s, last_report_at
-from benchmarks.search_runs import FIXED_HP, run_search, summary_of, trial_rows
+from benchmarks.search_runs import resnet_words, run_search, summary_of, trial_rows
 
 BATCH = 128
 
@@ -82,16 +82,7 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
 def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] = ()) -> dict:
     loop = plain_optuna_loop(root, trials, epochs, threads=len(os.sched_getaffinity(0)))
     print(f"  plain Optuna loop: {loop['wall_s']:.0f} s", flush=True)
-    overrides = [
-        "space=resnet_mnist",
-        f"data.root={root}",
-        f"trials={trials}",
-        f"epochs={epochs}",
-        f"grace={epochs}",
-        f"batch_size={BATCH}",
-        *FIXED_HP,
-        *keys,
-    ]
+    overrides = [*resnet_words(root, f"trials={trials} epochs={epochs} grace={epochs} batch_size={BATCH}"), *keys]
     with UtilizationSampler(every_s=0.5) as gpu:
         run = run_search(storage, "peer", overrides)
     summary = summary_of(run["experiment"])

@@ -15,16 +15,13 @@ from trainables.foundation.trial_files import TrialFiles
 REPO = Path(__file__).resolve().parents[1]
 # resnet_mnist with nothing searched, as the Ray Train tutorial trains it (the recipe every benchmark has
 # measured): constant lr, plain momentum, the 7x7 stride-2 stem, no augmentation.
-FIXED_HP = (
-    "lr=0.02",
-    "momentum=0.9",
-    "weight_decay=0.0001",
-    "label_smoothing=0",
-    "shift=0",
-    "nesterov=false",
-    "lr_schedule=none",
-    "stem=imagenet",
-)
+FIXED_HP = "lr=0.02 momentum=0.9 weight_decay=0.0001 label_smoothing=0 shift=0 nesterov=false lr_schedule=none"
+FIXED_HP += " stem=imagenet"
+
+
+def resnet_words(root: str, words: str, fixed: bool = True) -> list[str]:
+    """The key=value words of a resnet_mnist search on the data at `root`, the tutorial's recipe fixed unless not."""
+    return ["space=resnet_mnist", f"data.root={root}", *words.split(), *(FIXED_HP.split() if fixed else [])]
 
 
 def run_search(

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from benchmarks.overhead import breakdown, driver_to_first_step_s
-from benchmarks.search_runs import FIXED_HP, run_search, trial_rows
+from benchmarks.search_runs import resnet_words, run_search, trial_rows
 from trainables.foundation.warm import PRELOAD_ENV, TRIAL_MODULES
 
 FRESH_IMPORT = "import torch, torchvision, ray, ray.train.torch"
@@ -40,23 +40,15 @@ def trials_figures(run: dict) -> dict:
 
 
 def measure(root: str, storage: Path, trials: int = 6) -> dict:
-    common = [f"data.root={root}", "data.val_limit=256", "epochs=1", "grace=1", *FIXED_HP]
+    common = "data.val_limit=256 epochs=1 grace=1"
     before = fresh_import_s()
-    smallest = run_search(storage, "smallest", ["space=resnet_mnist", "trials=1", "data.limit=256", *common])
-    one_worker = [
-        "space=resnet_mnist",
-        f"trials={trials}",
-        "data.limit=512",
-        "workers=1",
-        "cpus=1",
-        "concurrency=2",
-        *common,
-    ]
+    smallest = run_search(storage, "smallest", resnet_words(root, f"trials=1 data.limit=256 {common}"))
+    one_worker = resnet_words(root, f"trials={trials} data.limit=512 workers=1 cpus=1 concurrency=2 {common}")
     reused = trials_figures(run_search(storage, "reuse", one_worker))
     fresh = trials_figures(run_search(storage, "no-reuse", one_worker, module="benchmarks.reuse_off"))
     preload = {PRELOAD_ENV: ",".join(TRIAL_MODULES)}
     preloaded = trials_figures(run_search(storage, "preload", one_worker, env=preload))
-    ddp = ["space=resnet_mnist", "trials=3", "data.limit=512", "workers=2", "cpus=1", "concurrency=1", *common]
+    ddp = resnet_words(root, f"trials=3 data.limit=512 workers=2 cpus=1 concurrency=1 {common}")
     ddp_run = run_search(storage, "ddp", ddp)
     ddp_gap = breakdown(trial_rows(ddp_run["experiment"]))["mean_after_first"]
     after = fresh_import_s()
