@@ -8,7 +8,7 @@ from search.commands import cmd_resume, cmd_run, cmd_spaces
 from search.model_commands import cmd_export, cmd_predict
 from search.running.clock import start_clock, this_process_age_s
 from search.viewers import cmd_dashboard, cmd_report, cmd_tensorboard
-from trainables.foundation.errors import RemoteCommandFailed, SearchFailed, SearchInterrupted, UsageError
+from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
 
 COMMANDS = {
     "run": (cmd_run, "run a hyperparameter search: run space=NAME [key=value ...] [--dry-run]"),
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in COMMANDS:
             raise UsageError(f"{name}: unknown command; commands: {', '.join(COMMANDS)}")
         return COMMANDS[name][0](args)
-    except (UsageError, SearchFailed, SearchInterrupted, RemoteCommandFailed) as error:
+    except (UsageError, SearchFailed, SearchInterrupted) as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from search.commands import parse_run
-from search.running.joining.cluster import is_ray_client
 from search.start import SearchResult, start
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import Space, builtin_space_names, load_space
@@ -29,8 +28,6 @@ def run(space: str | Space, dry_run: bool = False, **keys) -> SearchResult | Non
 
         print_plan(config, loaded)
         return None
-    if is_ray_client(config.address):
-        raise UsageError(f"address={config.address}: from Python, run the search on the cluster (address=auto)")
     return start(config, loaded, words)
 
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, format_front, format_table
-from search.running.joining.cluster import is_ray_client, refuse_client_relative_paths, resolve_address
+from search.running.joining.cluster import resolve_address
 from search.start import command_words, start
 from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override, trials_given
 from trainables.foundation.config_help import format_help, help_rows
@@ -55,10 +55,6 @@ def cmd_run(args: list[str]) -> int:
         from search.plan import dry_run
 
         return dry_run(config, space)
-    if is_ray_client(config.address):
-        from search.running.joining.client import run_through_ray_client
-
-        return run_through_ray_client(config, args, cmd_run)
     result = start(config, space, args)
     print_result(result.summary, result.experiment)
     return 0
@@ -248,11 +244,6 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
         config.trials = config.trials if "trials" in given else 1
         config.grace = config.grace if "grace" in given else config.epochs
     config.address = resolve_address(config.address, os.environ)
-    if is_ray_client(config.address):  # the search will run on the cluster: its paths must mean the same there
-        paths = {"storage": config.storage, "data.root": config.data.root, "model.weights": config.model.weights}
-        refuse_client_relative_paths(
-            config.address, {**paths, "space": config.space if config.space.endswith(".py") else ""}
-        )
     if os.path.exists(config.space):
         config.space = str(Path(config.space).resolve())
     config.name = config.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"

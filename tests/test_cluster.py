@@ -142,55 +142,46 @@ def test_a_trial_no_set_of_nodes_holds_is_refused_and_one_that_finds_its_room_he
     assert elapsed < 300, f"the search took {elapsed:.0f} s"
 
 
-def test_through_ray_client_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
+def test_submitted_as_a_ray_job_a_search_on_s3_storage_spans_two_nodes_and_every_command_reads_it_back(
     tmp_path, mnist_root, s3_bucket
 ):
-    """address=ray://: the whole `run` runs as a task on the head node; its output and exit code come back here. The
-    experiment lives on S3 (a local endpoint): Ray Train writes the checkpoints from both nodes, and every reader
-    works from the URI alone. (The other tests connect by the cluster's own address.)"""
+    """`ray job submit ... -- python -m search run ...` (docs/cluster.md): the search runs on the head node, joins the
+    job's cluster and ships its own code to the nodes; its output and its failure come back through the job. (No
+    `--working-dir` here: the two nodes on this one machine share one session folder, and the second node's agent
+    deletes the job's working directory, the running search's cwd, when it has no use for it.) The experiment lives
+    on S3 (a local endpoint): Ray Train writes the checkpoints from both nodes, and every reader works from the URI
+    alone. A Ray Client address is refused in one line, naming the Ray job instead."""
     from search.results.tensorboard import free_port
 
-    client_port = free_port()
+    dashboard = free_port()
     runs = f"{s3_bucket}/runs"
     experiment = f"{runs}/on-s3"
-    log = tmp_path / "cli.log"
-    # after s3_bucket: the nodes' processes inherit its AWS_* variables
-    with started_two_nodes(ray_client_server_port=client_port) as (cluster, second):
-        address = f"ray://127.0.0.1:{client_port}"
-        refused = run_cli(
-            "run",
-            *search_args(mnist_root, runs, "bad", f"address={address}", f"data.root={tmp_path / 'nothing-here'}"),
-            timeout=300,
-        )
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "search",
-                "run",
-                *search_args(mnist_root, runs, "on-s3", "trials=1", "epochs=2", "grace=2", f"address={address}"),
-            ],
-            cwd=REPO,
-            stdout=open(log, "w"),
-            stderr=subprocess.STDOUT,
-            timeout=600,
-        )
+    client = run_cli("run", *search_args(mnist_root, runs, "client", "address=ray://127.0.0.1:10001"))
+    assert client.returncode == 2 and len(client.stderr.strip().splitlines()) == 1, client.stderr
+    assert "Ray Client is not supported" in client.stderr and "ray job submit" in client.stderr
+
+    def submitted(*args: str) -> subprocess.CompletedProcess:
+        job = [str(Path(sys.executable).parent / "ray"), "job", "submit", "--address", f"http://127.0.0.1:{dashboard}"]
+        entrypoint = [*job, "--", "python", "-m", "search", "run", *args]
+        return subprocess.run(entrypoint, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+    # after s3_bucket: the nodes' processes (and the job's) inherit its AWS_* variables
+    with started_two_nodes(include_dashboard=True, dashboard_port=dashboard) as (cluster, second):
+        refused = submitted(*search_args(mnist_root, runs, "bad", f"data.root={tmp_path / 'nothing-here'}"))
+        result = submitted(*search_args(mnist_root, runs, "on-s3", "trials=1", "epochs=2", "grace=2"))
         both_nodes = {cluster.head_node.node_id, second.node_id}
-        assert cluster.remaining_processes_alive()  # the client only disconnected
-        # The project's code reached the cluster through the job's runtime_env, not through this checkout.
-        session = Path(cluster.head_node.get_session_dir_path())
-        assert list((session / "runtime_resources").rglob("trainables/worker.py")), "trainables was not shipped"
-    # Checked on the cluster (the task's preflight), reported here as one line with the usual exit code.
-    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
-    assert refused.stderr.strip().splitlines()[-1].startswith(f"error: data.root={tmp_path / 'nothing-here'}")
-    output = log.read_text()
+        assert cluster.remaining_processes_alive()
+    # Checked on the cluster (the search's preflight), the one line reaches the job's submitter.
+    assert refused.returncode != 0, refused.stdout[-2000:]
+    assert f"error: data.root={tmp_path / 'nothing-here'}" in refused.stdout + refused.stderr
+    output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert "1 trial of resnet_mnist, 1 at a time" in output and "best checkpoint:" in output  # streamed back
     assert f"results: {experiment}" in output and f"summary: {experiment}/summary.json" in output
 
     files = uri_files(experiment)
     assert not [f for f in uri_files(runs) if f.startswith("bad/")]  # refused before anything was left behind
-    assert "search runs as a task on the Ray cluster" in uri_text(f"{experiment}/search.log")
+    assert "search joined the Ray cluster at" in uri_text(f"{experiment}/search.log")
     summary = json.loads(uri_text(f"{experiment}/summary.json"))
     assert [t["status"] for t in summary["trials"]] == ["completed"]
     best = summary["best"]["checkpoint"]

@@ -6,8 +6,6 @@ import pytest
 
 from search.commands import parse_run
 from search.running.joining.cluster import (
-    client_host_port,
-    is_client_server_start_failure,
     project_runtime_env,
     resolve_address,
     unseen_paths_message,
@@ -104,24 +102,18 @@ def test_an_address_where_no_cluster_answers_is_refused_in_one_line():
         refuse_unreachable(f"127.0.0.1:{port}", f"127.0.0.1:{port}", timeout_s=2)
 
 
-@pytest.mark.parametrize("key, environ", [("ray://head:10001", {}), ("", {"RAY_ADDRESS": "ray://head:10001"})])
-def test_ray_client_addresses_are_taken_from_the_key_or_the_environment(key, environ):
-    assert resolve_address(key, environ) == "ray://head:10001"
+@pytest.mark.parametrize(
+    "key, environ, named", [("ray://head:10001", {}, "address"), ("", {"RAY_ADDRESS": "ray://h"}, "RAY_ADDRESS")]
+)
+def test_a_ray_client_address_is_refused_in_one_line_naming_the_ray_job_instead(key, environ, named):
+    with pytest.raises(
+        UsageError, match=rf"^{named}=ray://\S+: Ray Client is not supported .* submit the search as a Ray job"
+    ):
+        resolve_address(key, environ)
 
 
-@pytest.mark.parametrize("address, host_port", [("ray://head:10001", "head:10001"), ("ray://head", "head:10001")])
-def test_ray_client_port_defaults_to_10001(address, host_port):
-    assert client_host_port(address) == host_port
-
-
-@pytest.mark.parametrize("arg, key", [("storage=./runs", "storage"), ("data.root=data/mnist", "data.root")])
-def test_through_ray_client_relative_paths_are_refused(arg, key):
-    with pytest.raises(UsageError, match=rf"^{key}=\S+: with address=ray://head:10001 paths are the cluster's"):
-        parse_run(["space=resnet_mnist", "address=ray://head:10001", "storage=/mnt/runs", arg])
-
-
-def test_through_ray_client_the_default_storage_must_be_given():
-    with pytest.raises(UsageError, match=r"^storage=./runs: with address=ray://"):
+def test_from_the_cli_a_ray_client_address_is_refused_before_anything_starts():
+    with pytest.raises(UsageError, match=r"^address=ray://head:10001: Ray Client is not supported"):
         parse_run(["space=resnet_mnist", "address=ray://head:10001"])
 
 
@@ -156,24 +148,3 @@ def test_a_local_ray_instance_keeps_bounded_history_unless_the_user_set_it():
         environ[key] == value for key, value in GCS_HISTORY_CAPS.items() if key != "RAY_task_events_max_num_task_in_gcs"
     )
     assert all(int(value) >= 1000 for value in GCS_HISTORY_CAPS.values())
-
-
-@pytest.mark.parametrize(
-    "message, retried",
-    [
-        (
-            "Initialization failure from server:\n...RuntimeError: Starting Ray client server failed. See "
-            "ray_client_server_23000.err for detailed logs.",
-            True,
-        ),
-        (
-            "Initialization failure from server:\n...in start_specific_server\n    cmd = psutil_proc.cmdline()\n..."
-            "psutil.ZombieProcess: PID still exists but it's a zombie (pid=8277)",
-            True,
-        ),
-        ("Initialization failure from server:\n...RuntimeEnvSetupError: Failed to set up runtime environment", False),
-        ("ray client connection timeout", False),
-    ],
-)
-def test_only_a_client_server_that_died_while_starting_is_worth_a_second_connection(message, retried):
-    assert is_client_server_start_failure(message) is retried

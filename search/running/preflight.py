@@ -66,11 +66,10 @@ def preflight(config: RunConfig, space: Space) -> None:
 
 
 def refuse_no_cluster(address: str) -> None:
-    """A cluster that does not answer, refused before the experiment's folder is claimed (Ray Client's own address is
-    checked before the search is sent; a search running as a task on the cluster is in it)."""
-    from search.running.joining.cluster import is_ray_client, refuse_unreachable
+    """A cluster that does not answer, refused before the experiment's folder is claimed."""
+    from search.running.joining.cluster import refuse_unreachable
 
-    if not address or is_ray_client(address):
+    if not address:
         return
     import ray
 

@@ -13,34 +13,21 @@ from trainables.foundation.errors import UsageError
 
 PROJECT_PACKAGES = ("search", "trainables", "spaces")
 LOCAL = "local"
-
-
-RAY_CLIENT = "ray://"
+# Ray's own advice: Ray Client "may not work as expected" for Tune and Train; a Ray job is its door for them.
+JOB_SUBMIT = "ray job submit --address http://<head>:8265 --working-dir . -- python -m search run ..."
 
 
 def resolve_address(address: str, environ: dict) -> str:
-    """`address=` wins; else RAY_ADDRESS; `local` (or nothing) means: start a Ray instance in this process."""
+    """`address=` wins; else RAY_ADDRESS; `local` (or nothing) means: start a Ray instance in this process. A Ray
+    Client address (ray://) is refused, naming the Ray job that replaces it."""
     chosen = address or environ.get("RAY_ADDRESS", "")
+    if chosen.startswith("ray://"):
+        key = "address" if address else "RAY_ADDRESS"
+        raise UsageError(
+            f"{key}={chosen}: Ray Client is not supported (Ray advises against it for Tune and Train); submit the "
+            f"search as a Ray job (`{JOB_SUBMIT}`) or run it on a node of the cluster with address=auto"
+        )
     return "" if chosen == LOCAL else chosen
-
-
-def is_ray_client(address: str) -> bool:
-    return address.startswith(RAY_CLIENT)
-
-
-def client_host_port(address: str) -> str:
-    host_port = address.removeprefix(RAY_CLIENT).rstrip("/")
-    return host_port if ":" in host_port else f"{host_port}:10001"  # Ray Client's default port
-
-
-def refuse_client_relative_paths(address: str, paths: dict[str, str]) -> None:
-    """Through Ray Client the search runs on the cluster, where this machine's working directory means nothing."""
-    for key, path in paths.items():
-        if path and "://" not in path and not path.startswith(("/", "~")):
-            raise UsageError(
-                f"{key}={path}: with address={address} paths are the cluster's; give an absolute path "
-                f"(a folder every node mounts) or a URI"
-            )
 
 
 def refuse_unreachable(address: str, host_port: str, timeout_s: float = 10.0) -> None:
@@ -70,16 +57,6 @@ def bound_gcs_history(environ) -> None:
     """Give the Ray instance this process is about to start the caps above, unless the user set them."""
     for key, value in GCS_HISTORY_CAPS.items():
         environ.setdefault(key, value)
-
-
-# How Ray Client's proxy says that the server process it started for a client died while starting: its own
-# RuntimeError, or psutil's ZombieProcess when the process exited between two of the proxy's looks at it. Neither
-# is about the client's request; another connection gets a fresh process and port.
-CLIENT_SERVER_START_FAILURES = ("Starting Ray client server failed", "ZombieProcess")
-
-
-def is_client_server_start_failure(message: str) -> bool:
-    return any(marker in message for marker in CLIENT_SERVER_START_FAILURES)
 
 
 def project_runtime_env() -> dict:

@@ -37,9 +37,9 @@ STATE_API_ADDRESS = "RAY_API_SERVER_ADDRESS"
 
 def connect(config: RunConfig) -> bool:
     """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance; False
-    when this process already is a Ray task (a search sent through Ray Client): nothing to connect or release."""
+    when this process is connected to Ray already (the caller's own `ray.init`): nothing to connect or release."""
     if ray.is_initialized():
-        logging.getLogger("ray").info("search runs as a task on the Ray cluster (sent through Ray Client)")
+        logging.getLogger("ray").info("search uses the Ray connection this process already has")
         return False
     common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
     if config.address:
