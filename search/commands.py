@@ -19,21 +19,8 @@ from trainables.foundation.objectives import objectives_of
 from trainables.foundation.pins import describe_distribution
 from trainables.foundation.repeats import searched_names
 from trainables.foundation.schedules import first_rung, schedules_of
-from trainables.foundation.space import (
-    Space,
-    builtin_space_names,
-    coerce_hyperparameter,
-    load_run_space,
-    load_space,
-)
-from trainables.foundation.storage import (
-    SEARCH_FILE,
-    Experiment,
-    delete_file,
-    exists,
-    filesystem,
-    is_uri,
-)
+from trainables.foundation.space import Space, builtin_space_names, coerce_hyperparameter, load_run_space, load_space
+from trainables.foundation.storage import SEARCH_FILE, Experiment, delete_file, exists, filesystem, is_uri
 
 RUN_USAGE = "usage: python -m search run space=NAME [key=value ...] [--dry-run]"
 PINNING = (
@@ -91,20 +78,10 @@ def test_text(best: dict) -> str:
 
 RESUME_USAGE = (
     "usage: python -m search resume EXPERIMENT_DIR [trials=N] [epoch_budget=N] [time_budget=S] [concurrency=N] "
-    "[verbose=1] "
-    "[tracking=mlflow] [tracking.uri=URI] [tracking.experiment=NAME]"
+    "[verbose=1] [tracking=mlflow] [tracking.uri=URI] [tracking.experiment=NAME]"
 )
 TRACKING_KEYS = {"tracking", "tracking.uri", "tracking.experiment", "verbose"}
-RESUME_KEYS = {
-    "trials",
-    "epoch_budget",
-    "time_budget",
-    "concurrency",
-    "verbose",
-    "tracking",
-    "tracking.uri",
-    "tracking.experiment",
-}
+RESUME_KEYS = {"trials", "epoch_budget", "time_budget", "concurrency"} | TRACKING_KEYS
 
 
 def cmd_resume(args: list[str]) -> int:
