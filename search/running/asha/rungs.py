@@ -55,9 +55,8 @@ def _decision_written(trial: FrozenTrial, epoch: int) -> str | None:
 
 
 def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> dict[str, int]:
-    """Fills `scheduler`'s rungs from every trial's history and returns the stops owed to running trials (trial id
-    -> the epoch to stop at). `scheduler`: a `RungStops`. At `max_t` a trial has trained its epochs: nothing is decided
-    there."""
+    """Fills `scheduler`'s rungs (a `RungStops`) from every trial's history and returns the stops owed to running
+    trials (trial id -> the epoch to stop at); nothing is decided at `max_t`."""
     arrivals = []
     for trial in sorted(trials, key=lambda t: t.number):
         trial_id, others = trial_id_of(trial), other_objectives_by_epoch(trial)
@@ -76,10 +75,9 @@ def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> 
 
 
 class RungStops:
-    """What both schedulers share: their decisions at the rungs (`decide`), the stops a kill left owed (`owed_stops`:
-    trial id -> the epoch to stop at, from `rebuild`) and those they made (`stopped`, for the decider: a trial that
-    ended before its last epoch without one of them returned on its own). A scheduler offers `rungs`, `max_t`,
-    `record` (the study's `StudyRecord`, or None), `point_of(values)` and `verdict(trial_id, milestone)`."""
+    """What both schedulers share: their decisions at the rungs (`decide`), the stops a kill left owed (`owed_stops`,
+    from `rebuild`) and those they made (`stopped`, for the decider). A scheduler offers `rungs`, `max_t`, `record`
+    (the study's `StudyRecord`, or None), `point_of(values)` and `verdict(trial_id, milestone)`."""
 
     def __init__(self):
         self.owed_stops: dict[str, int] = {}
@@ -98,9 +96,8 @@ class RungStops:
         return True
 
     def decide(self, trial_id: str, epoch, values: dict) -> str:
-        """Records the trial's point at the rung `epoch` meets, if any, decides there against what the rung holds,
-        and writes the decision into the study before returning it to Tune. An epoch that meets no new rung (one
-        replayed after a kill, or `max_t`, where a trial has trained its epochs) goes on."""
+        """Records the trial's point at the rung `epoch` meets, if any, decides there, and writes the decision into
+        the study before returning it to Tune; an epoch that meets no new rung (or `max_t`) goes on."""
         milestone = None if epoch >= self.max_t else self.record_value(trial_id, epoch, values)
         if milestone is None:
             return CONTINUE

@@ -29,9 +29,8 @@ class StudyASHA(FIFOScheduler, RungStops):
         history: list[FrozenTrial] = (),
         record=None,
     ):
-        """Tune's `ASHAScheduler` settings (one bracket, trials stopped at `max_t`). `history`: the study's trials,
-        to rebuild the rungs from once metric and mode are known; `record`: the study's `StudyRecord`, told of each
-        rung decision (None: decisions are not written, as in the replays)."""
+        """Tune's `ASHAScheduler` settings (one bracket). `history`: the study's trials, to rebuild the rungs from once
+        metric and mode are known; `record`: the study's `StudyRecord`, told of each decision (None in the replays)."""
         if not 0 < grace_period <= max_t or reduction_factor <= 1 or mode not in (None, *SIGN):
             raise ValueError(
                 f"ASHA needs 0 < grace_period <= max_t, reduction_factor > 1 and mode min or max; got {grace_period}, "

@@ -75,10 +75,8 @@ class FollowsEnds(Guarded):
 
 
 class TrialEnds(Guarded):
-    """The moment Tune ends a trial: what Tune saw handed to the decider, which decides once, writes the study, then
-    `end.json`, then tells the followers. `stopped_by_scheduler(trial_id)`: whether the scheduler stopped the trial
-    (None: not known). A study that could not be written keeps the failure (`StudyRecord.failure`), which stops the
-    search (search.running.stopping)."""
+    """The moment Tune ends a trial: what Tune saw handed to the decider. `stopped_by_scheduler(trial_id)`: whether
+    the scheduler stopped the trial (None: not known)."""
 
     what = "recording a trial's end"
 
@@ -133,9 +131,8 @@ class Tracking(FollowsEnds):
 
 
 class TensorBoardEvents(FollowsEnds):
-    """Writes each trial's TensorBoard events once (here, in the search driver, never once per worker), and at its
-    end the HParams summary from the study. A resumed trial's recovered epochs are written only where its event
-    files lack them."""
+    """Writes each trial's TensorBoard events once (in the search driver, never once per worker; a recovered epoch
+    only where its event files lack it), and at its end the HParams summary from the study."""
 
     what = "TensorBoard events"
 

@@ -19,8 +19,7 @@ log = logging.getLogger("ray.search")
 
 class Decider:
     """Ends the trials of one study. `followers`: told of each end, after the study and `end.json` hold it (each
-    guards itself: search.running.ends.callbacks.FollowsEnds). A study without trial files (the replays in
-    benchmarks/) ends its trials here too: `Decider.without_files`."""
+    guards itself: search.running.ends.callbacks.FollowsEnds)."""
 
     def __init__(self, record: StudyRecord, experiment_dir: str | None, followers: list = ()):
         self.record, self.experiment_dir, self.followers = record, experiment_dir, list(followers)
@@ -31,9 +30,8 @@ class Decider:
         return cls(record, None)
 
     def end(self, trial_id: str, facts: EndFacts, trials: list = (), tune_trial=None) -> Ending | None:
-        """Ends the running trial `trial_id` as `facts` say, and returns the ending the study holds: an ended trial
-        is final (a later account, e.g. Tune's error report after the trial completed, changes nothing). None for a
-        trial the study does not know."""
+        """Ends the running trial `trial_id` as `facts` say, and returns the ending the study holds (an ended trial
+        is final: a later account changes nothing); None for a trial the study does not know."""
         ending = self.record.decide(trial_id, facts)
         if ending is None:
             before = self.record.ending(trial_id)
@@ -48,9 +46,8 @@ class Decider:
         return ending
 
     def end_running(self, budget: str, trials: list = (), tune_trials: dict | None = None) -> list[tuple[str, Ending]]:
-        """A budget (`"time"` or `"epoch"`) ran out: every trial still running (training, starting or waiting its
-        turn) ends so, keeping its epochs and checkpoints. The epochs its files hold, which can be more than Tune
-        heard of before it stopped the trial, reach the study first."""
+        """A budget (`"time"` or `"epoch"`) ran out: every trial still running ends so, keeping its epochs and
+        checkpoints; the epochs its files hold (more than Tune may have heard of) reach the study first."""
         ends = []
         for frozen in self.record.running():
             trial_id = trial_id_of(frozen)

@@ -32,10 +32,9 @@ CARRIED = (EPOCHS_ATTR, EPOCH_OTHERS_ATTR, COSTS_ATTR, RUNGS_ATTR, SEED_KEY)  # 
 
 
 def reconcile(decider: Decider) -> list[FrozenTrial]:
-    """Bring the study up to what the trials' files know (epochs recorded, ends, trials only the files know), and
-    return the trials that had not ended, in the order they were created. Every end goes through `decider`. A
-    proposal a kill cut short (asked of the sampler, not yet named, so never handed to Tune) is failed with that
-    reason: no trial is left RUNNING."""
+    """Bring the study up to what the trials' files know (epochs recorded, ends, trials only the files know), every
+    end through `decider`, and return the trials that had not ended, in the order they were created. A proposal a
+    kill cut short before it was named is failed."""
     record, experiment_dir = decider.record, decider.experiment_dir
     for frozen in record.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if not trial_id_of(frozen):

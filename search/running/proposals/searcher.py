@@ -17,10 +17,9 @@ STEP_KEY = "epoch"
 
 
 class StudySearcher(Searcher):
-    """The search's study behind Tune's `Searcher` API: `suggest` proposes a trial (a trial the search must run again
-    first, with its own id and configuration), every reported epoch becomes an intermediate value, including the
-    epoch at which ASHA stops a trial (Tune hands that one to `on_trial_complete` only). The study persists itself:
-    Tune's own searcher snapshot is not written."""
+    """The search's study behind Tune's `Searcher` API: `suggest` proposes a trial (first those the search must run
+    again), every reported epoch becomes an intermediate value (the one ASHA stops a trial at reaches
+    `on_trial_complete` only). The study persists itself: Tune's own searcher snapshot is not written."""
 
     def __init__(self, record: StudyRecord, unended: list[FrozenTrial], metric: str, mode: str, seed: int = 0):
         """`seed`: the run's. With nothing left to search (no searched key) every trial is a repeat of the one

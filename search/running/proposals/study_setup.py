@@ -34,10 +34,9 @@ def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
 def open_search_study(
     config: RunConfig, space: Space, experiment: Experiment, enqueued: list[dict] = ()
 ) -> StudyRecord:
-    """The experiment's study, created with the configurations `enqueued` waiting first when the search starts. The
-    random start is fixed then (a quarter of the trials, plus the enqueued ones: TPE still explores after them) and a
-    grown search keeps it; the sampler's seed moves on by the trials already proposed, so a resumed search does not
-    draw its first random configurations again."""
+    """The experiment's study, created with the configurations `enqueued` waiting first when the search starts, when
+    its random start is fixed (a grown search keeps it); the sampler's seed moves on by the trials already proposed,
+    so a resumed search does not draw its first random configurations again."""
     coding = coding_for(config, space)
     constants = config.constants(space)
     record = StudyRecord.in_folder(experiment.local, coding, objectives_of(config, space), config.epochs, constants)

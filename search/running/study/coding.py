@@ -1,7 +1,5 @@
-"""The searched hyperparameters as the study holds them, and whether a value is one of a distribution's.
-
-Optuna only: no Ray, no torch.
-"""
+"""The searched hyperparameters as the study holds them, and whether a value is one of a distribution's. Optuna only:
+no Ray, no torch."""
 
 from __future__ import annotations
 
@@ -11,11 +9,9 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 
 
 class SpaceCoding:
-    """The searched hyperparameters as the study holds them. `order_numbers=True` (the search's TPE) holds a
-    categorical whose choices are all numbers (three or more) as its position in the sorted choices (an
-    IntDistribution), so that TPE sees their order: replayed on the learning-curve tables (benchmarks/README.md) it
-    was level with the values on `mlp_mnist` and `cnn_mnist` and far better on `resnet_mnist`'s. Otherwise the values
-    themselves (`batch_size` 128). `to_config` gives the values that trained either way."""
+    """The searched hyperparameters as the study holds them: the values themselves (`batch_size` 128), or with
+    `order_numbers=True` a categorical whose choices are all numbers (three or more) as its position in the sorted
+    choices (an IntDistribution, a study begun so: docs/design.md). `to_config` gives the values that trained."""
 
     def __init__(self, space: dict, order_numbers: bool = False):
         self.space = space

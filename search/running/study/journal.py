@@ -18,10 +18,8 @@ LOCK_SUFFIX = ".lock"  # Optuna's lock beside the journal, held only during an a
 
 
 def journal_storage(path: Path, writer: bool = False) -> JournalStorage:
-    """The study's storage. A driver killed during an append can leave the last line cut short (Optuna skips it when
-    reading, but the next append would land on it and leave a line no reader can parse) and Optuna's lock held
-    (which the next writer would wait 30 s for). Only the `writer`, the driver holding the experiment's lock (so no
-    other writer is alive), clears them."""
+    """The study's storage. Only the `writer` (the driver holding the experiment's lock) clears what a driver killed
+    during an append can leave: the last line cut short and Optuna's lock held (docs/design.md)."""
     if writer:
         trim_partial_tail(path)
         Path(f"{path}{LOCK_SUFFIX}").unlink(missing_ok=True)

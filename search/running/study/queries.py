@@ -33,9 +33,7 @@ PROPOSED = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialSta
 
 def epoch_values(trial: FrozenTrial) -> dict[int, float]:
     """Every epoch's value of the primary objective: the trial's intermediate values, or, in a multi-objective
-    study, its user attribute `epoch_values`. Optuna takes intermediate values of one objective only (`Trial.report`
-    refuses several) and its TPE ranks a pruned trial by them with the study's one direction, which a
-    multi-objective study has not."""
+    study (which Optuna's `Trial.report` refuses: docs/design.md, "Several objectives"), its `epoch_values`."""
     if trial.intermediate_values:
         return dict(trial.intermediate_values)
     return {int(epoch): value for epoch, value in trial.user_attrs.get(EPOCHS_ATTR, {}).items()}
@@ -61,10 +59,9 @@ def trial_id_of(trial: FrozenTrial) -> str | None:
 
 
 def ending_in_study(trial: FrozenTrial) -> Ending | None:
-    """How an ended trial ended, as the study holds it: the state says whether it ended and how (COMPLETE, PRUNED,
-    FAIL); the user attribute `status` only tells the two PRUNED endings apart (a study written before it existed
-    holds only the state). None for a trial still running, whatever its attributes say: a write of its end that
-    failed half way left them, not an ending."""
+    """How an ended trial ended, as the study holds it: the state decides, the user attribute `status` only tells
+    the two PRUNED endings apart. None for a trial still running, whatever its attributes say (a write of its end
+    that failed half way left them)."""
     if trial.state == TrialState.RUNNING:
         return None
     by_state = {TrialState.COMPLETE: COMPLETED, TrialState.PRUNED: STOPPED_EARLY}.get(trial.state, FAILED)

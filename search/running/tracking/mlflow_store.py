@@ -121,10 +121,9 @@ def refuse_unusable(config: RunConfig) -> None:
 
 
 def relocate_artifacts(database: Path) -> None:
-    """A store that moved with its experiment (runs/ brought from a cluster to a laptop, a copied folder): its
-    artifacts folder is recorded where the store is now. MLflow records an experiment's artifact location, and each
-    run's, as absolute URIs and offers no call to change them, so the store's own two columns are updated, in the
-    store this project made beside its `mlflow.db`; a store elsewhere is left alone."""
+    """A store that moved with its experiment (a copied folder): its artifacts folder is recorded where the store is
+    now. MLflow records artifact locations as absolute URIs and offers no call to change them, so the store's own two
+    columns are updated, in the store this project made beside its `mlflow.db` only."""
     import sqlite3
 
     here = (database.parent / "artifacts").resolve().as_uri()

@@ -107,9 +107,7 @@ class MlflowTracker(BackgroundCalls):
 
     def _create_parent(self) -> str:
         run = self.client.create_run(
-            self.experiment_id,
-            run_name=self.experiment.name,
-            tags={ROLE: "search", **self._identity()},
+            self.experiment_id, run_name=self.experiment.name, tags={ROLE: "search", **self._identity()}
         )
         settings = {k: v for k, v in flat(self.config.to_dict()).items() if k.split(".")[0] not in MUTABLE_SETTINGS}
         settings = {k: v for k, v in settings.items() if not k.startswith(("tracking.", "data.skip"))}
@@ -189,9 +187,7 @@ class MlflowTracker(BackgroundCalls):
     def _run_of(self, trial_id: str, config: dict) -> str:
         if trial_id not in self.runs:
             run = self.client.create_run(
-                self.experiment_id,
-                run_name=f"trial_{trial_id}",
-                tags={PARENT_TAG: self.parent, TRIAL_TAG: trial_id},
+                self.experiment_id, run_name=f"trial_{trial_id}", tags={PARENT_TAG: self.parent, TRIAL_TAG: trial_id}
             )
             params = {k: v for k, v in config.items() if k != TRIAL_KEY}
             self.client.log_batch(run.info.run_id, params=param_list(params))

@@ -154,10 +154,8 @@ def bucket_and_key(location: str) -> tuple[str, str]:
 
 
 def s3_client(location: str):
-    """A boto3 S3 client for the endpoint pyarrow would use for `location`: the URI's `endpoint_override`,
-    `scheme` and `region` where it gives them, its credentials (s3://KEY:SECRET@bucket) where it gives them, and
-    otherwise boto3's own resolution from the environment (AWS_ENDPOINT_URL, AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,
-    profiles), as pyarrow's."""
+    """A boto3 S3 client for the endpoint pyarrow would use for `location`: the URI's `endpoint_override`, `scheme`,
+    `region` and credentials (s3://KEY:SECRET@bucket) where it gives them, else boto3's own from the environment."""
     import boto3
 
     parts = urlsplit(location)
