@@ -117,31 +117,16 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
 def print_tables(report: dict) -> None:
     if "peer" in report:
         peer.print_table(report["peer"])
-    if "trials" in report:
-        t = report["trials"]
-        print(f"{'trial shape':<35}{'images/s':>9}{'bare before/after':>18}{'vs bare':>8}")
-        for label, s in t["shapes"].items():
-            b = s["bare_loop_images_per_s"]
-            print(
-                f"{label:<35}{s['images_per_s']:>9.0f}{b['before']:>10.0f} /{b['after']:>5.0f}{s['vs_bare_loop']:>8.2f}"
-            )
-        print("start chain, seconds (first trial: a new Ray instance; later trials: the mean):")
-        print(
-            f"{'trial shape':<35}{'trial':>6}{'process':>8}{'launch':>7}{'data':>6}{'model':>6}{'wrap':>6}"
-            f"{'start':>6}{'handoff':>8}{'gap':>6}"
+    for label, s in report.get("trials", {}).get("shapes", {}).items():
+        first, later = s["per_trial"][0], s["mean_after_first"]
+        busy = ", ".join(
+            f"{role} {cores:.2f}" for role, cores in s["cores_busy_while_training"].items() if cores >= 0.01
         )
-        for label, s in t["shapes"].items():
-            for which, m in (("first", s["per_trial"][0]), ("later", s["mean_after_first"])):
-                print(
-                    f"{label:<35}{which:>6}{m['process_s']:>8.1f}{m['launch_s']:>7.1f}{m['setup_data_s']:>6.1f}"
-                    f"{m['setup_model_s']:>6.1f}{m['setup_ddp_s']:>6.1f}{m['process_to_first_step_s']:>6.1f}"
-                    f"{m.get('handoff_s', 0):>8.1f}{m.get('last_report_to_next_first_step_s', 0):>6.1f}"
-                )
-        for label, s in t["shapes"].items():
-            busy = ", ".join(
-                f"{role} {cores:.3f}" for role, cores in s["cores_busy_while_training"].items() if cores >= 0.001
-            )
-            print(f"  cores busy while {label} trained: {busy}")
+        print(
+            f"{label}: {s['images_per_s']:.0f} images/s, {s['vs_bare_loop']:.2f} of the bare loop; first trial's "
+            f"start {first['process_to_first_step_s']:.1f} s, later trials "
+            f"{later.get('last_report_to_next_first_step_s', 0):.1f} s apart; cores busy while training: {busy}"
+        )
     if "ddp_without_ray" in report:
         d = report["ddp_without_ray"]
         print(
@@ -179,57 +164,42 @@ def print_tables(report: dict) -> None:
             module.print_table(report[key])
 
 
+KEYS = {"warm": "warm_start", "overhead": "trials", "ddp": "ddp_without_ray", "data": "data_path", "gpu": "accelerator"}
+
+
+def measure(part: str, args, storage: Path, shapes: list[str]) -> dict:
+    """One part's figures (its key in the JSON: KEYS, else the part's name)."""
+    root = args.root
+    if part == "peer":
+        return peer.measure(root, storage, args.peer_trials, args.peer_epochs, args.peer_keys.split())
+    if part == "warm":
+        return warm_start.measure(root, storage)
+    if part == "overhead":
+        return measure_trials(root, storage, 128, args.trial_images, args.trial_epochs, args.trials_per_shape, shapes)
+    if part == "ddp":
+        return ddp_ceiling.measure(root)
+    if part == "data":
+        return data_path.measure(root, batch=128)
+    if part == "asha":
+        return measure_asha(root, storage, args.asha_trials, args.asha_epochs, args.reduction, args.asha_images)
+    if part == "memory":
+        return memory.measure(root, storage, trials=args.memory_trials)
+    if part == "replay":
+        seeds, first, budget = args.replay_seeds, args.replay_first_seed, args.replay_epoch_budget
+        return replay_cli.measure_part(args.replay_table, seeds, first, budget, args.replay_checks)
+    if part == "hpo_tables":
+        return hpo_tables.measure(names(args.hpo_tasks) or hpo_tasks(), args.hpo_seeds, args.hpo_trials)
+    return accelerator.measure(root, storage, args.device, limit=args.gpu_images)
+
+
 def main() -> None:
     args, parts, shapes = parse_args(sys.argv[1:], __doc__.split("\n\n")[0])
-    measures = {
-        "peer": (
-            "peer",
-            lambda storage: peer.measure(
-                args.root, storage, args.peer_trials, args.peer_epochs, args.peer_keys.split()
-            ),
-        ),
-        "warm": ("warm_start", lambda storage: warm_start.measure(args.root, storage)),
-        "overhead": (
-            "trials",
-            lambda storage: measure_trials(
-                args.root, storage, 128, args.trial_images, args.trial_epochs, args.trials_per_shape, shapes
-            ),
-        ),
-        "ddp": ("ddp_without_ray", lambda storage: ddp_ceiling.measure(args.root)),
-        "data": ("data_path", lambda storage: data_path.measure(args.root, batch=128)),
-        "asha": (
-            "asha",
-            lambda storage: measure_asha(
-                args.root, storage, args.asha_trials, args.asha_epochs, args.reduction, args.asha_images
-            ),
-        ),
-        "memory": ("memory", lambda storage: memory.measure(args.root, storage, trials=args.memory_trials)),
-        "replay": (
-            "replay",
-            lambda storage: replay_cli.measure_part(
-                args.replay_table,
-                args.replay_seeds,
-                args.replay_first_seed,
-                args.replay_epoch_budget,
-                args.replay_checks,
-            ),
-        ),
-        "hpo_tables": (
-            "hpo_tables",
-            lambda storage: hpo_tables.measure(names(args.hpo_tasks) or hpo_tasks(), args.hpo_seeds, args.hpo_trials),
-        ),
-        "gpu": (
-            "accelerator",
-            lambda storage: accelerator.measure(args.root, storage, args.device, limit=args.gpu_images),
-        ),
-    }
     figures = {}
     with tempfile.TemporaryDirectory() as storage:
         for part in PARTS:
             if part in parts:
-                key, measure = measures[part]
                 try:
-                    figures[key] = measure(Path(storage))
+                    figures[KEYS.get(part, part)] = measure(part, args, Path(storage), shapes)
                 except RuntimeError as exc:  # a search the part ran failed: its command and the end of its stderr
                     kept = f"{args.out} keeps the parts before it" if figures else "nothing was measured"
                     print(f"error: the {part} part failed ({kept}): {exc}", file=sys.stderr)

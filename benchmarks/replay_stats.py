@@ -261,49 +261,20 @@ def main() -> None:
 
 
 def print_figures(figures: dict) -> None:
+    """Per table each arm's normalised regret IQM and Holm p of the search lower (higher); the targets; the ranks."""
     for name, table in figures["tables"].items():
-        share = table["search_reaches_random_asha_final_at_share_of_random_asha_wall"]
-        print(
-            f"{name} ({table['rule']}, {figures['concurrency']} side by side, {table['seeds']} seeds): "
-            f"normalised regret IQM; p of the search lower (higher), Holm over every table and arm"
-        )
+        print(f"{name} ({table['rule']}, {figures['concurrency']} side by side, {table['seeds']} seeds):")
         for arm, value in table["normalised_iqm"].items():
-            p = (
-                ""
-                if arm == OURS
-                else (f" p {table['p_search_lower_holm'][arm]:.3g} ({table['p_search_higher_holm'][arm]:.3g})")
-            )
-            print(f"  {arm:22s} {value:.3f} rank {table['mean_rank'][arm]:.2f}{p}")
-        print(
-            f"  the search's median reaches random + ASHA's final median at "
-            f"{'never' if share is None else f'{share:.0%}'} of random + ASHA's wall"
-        )
-        met = ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in table["target"].items())
-        print(f"  target: {met}")
-    for name, table in figures["tables"].items():
-        sizes = ", ".join(
-            f"{arm} {e['median_difference']:+.3f} (r {e['rank_biserial']:+.2f}{points_text(e)})"
-            for arm, e in table["effect_vs_search"].items()
-        )
-        print(f"{name}: effect, the arm's normalised regret minus the search's (median over seeds): {sizes}")
-        for points, within in (table.get("to_within_pt") or {}).items():
-            ours, other, ratio = within[OURS], within[RANDOM_ASHA], within["epochs_ratio"]
-            print(
-                f"{name}: within {points} points of the best: the search at {ours['median_epochs']} epochs "
-                f"({ours['reached']:.0%} of seeds get there), random + ASHA at {other['median_epochs']} "
-                f"({other['reached']:.0%}); ratio {ratio['ratio']} {ratio['interval']}"
-            )
-    table_ranks = figures["by_table"]["mean_rank"]
-    ordered = ", ".join(f"{arm} {rank:.2f}" for arm, rank in sorted(table_ranks.items(), key=lambda x: x[1]))
-    print(f"the table as the unit, mean rank over {len(figures['tables'])} tables: {ordered}")
+            lower, higher = table["p_search_lower_holm"].get(arm), table["p_search_higher_holm"].get(arm)
+            p = "" if lower is None else f" p {lower:.3g} ({higher:.3g}){points_text(table['effect_vs_search'][arm])}"
+            print(f"  {arm:22s} {value:.3f}{p}")
+        print("  target: " + ", ".join(f"{key} {'yes' if ok else 'no'}" for key, ok in table["target"].items()))
     goal = figures["targets"]
-    print(
-        f"targets: ahead of random + ASHA on {', '.join(goal['ahead_of_random_asha_on']) or 'no table'}; "
-        f"behind {goal['behind_on'] or 'no arm'}; met: {'yes' if goal['met'] else 'no'}"
+    ranks = ", ".join(
+        f"{arm} {rank:.2f}" for arm, rank in sorted(figures["by_table"]["mean_rank"].items(), key=lambda x: x[1])
     )
-    ranks = ", ".join(f"{arm} {rank:.2f}" for arm, rank in sorted(figures["mean_rank"].items(), key=lambda x: x[1]))
-    print(f"across {figures['blocks']} blocks: mean rank {ranks}; Friedman p {figures['friedman_p']:.3g}")
-    print("no difference (Holm, 0.05): " + "; ".join(", ".join(group) for group in figures["cliques"]))
+    print(f"mean rank over the tables: {ranks}; ahead of random + ASHA on {goal['ahead_of_random_asha_on'] or 'none'}")
+    print(f"behind {goal['behind_on'] or 'no arm'}; target met: {'yes' if goal['met'] else 'no'}")
 
 
 def plot_anytime(result: dict, concurrency: str, path: Path) -> None:
