@@ -36,17 +36,11 @@ class ParetoASHA(FIFOScheduler, RungStops):
         front_goes_on: bool = True,
         record=None,
     ):
-        """`front_goes_on`: a trial on the first front of its rung goes on even outside the best 1/reduction.
-        `record`: the study's `StudyRecord`, told of each rung decision (None in the replays)."""
+        """`front_goes_on`: a trial on the first front of its rung goes on even outside the best 1/reduction."""
         FIFOScheduler.__init__(self)
-        RungStops.__init__(self)
-        self.objectives, self.reduction, self.time_attr = objectives, reduction_factor, time_attr
-        self.front_goes_on, self.record, self.max_t = front_goes_on, record, max_t
-        self.rungs = [(milestone, {}) for milestone in milestones(grace_period, reduction_factor, max_t)]
+        RungStops.__init__(self, grace_period, reduction_factor, max_t, time_attr, record)
+        self.objectives, self.front_goes_on = objectives, front_goes_on
         self.owed_stops = rebuild(self, list(history), objectives[0].name, max_t)
-
-    def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
-        return {**self.__dict__, "record": None}
 
     def set_search_properties(self, metric, mode, **spec) -> bool:
         return True  # the objectives are the scheduler's own

@@ -75,13 +75,19 @@ def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> 
 
 
 class RungStops:
-    """What both schedulers share: their decisions at the rungs (`decide`), the stops a kill left owed (`owed_stops`,
-    from `rebuild`) and those they made (`stopped`, for the decider). A scheduler offers `rungs`, `max_t`, `record`
-    (the study's `StudyRecord`, or None), `point_of(values)` and `verdict(trial_id, milestone)`."""
+    """What both schedulers share: their rungs, their decisions there (`decide`), the stops a kill left owed
+    (`owed_stops`, from `rebuild`) and those they made (`stopped`, for the decider). `record`: the study's
+    `StudyRecord`, told of each decision (None in the replays). A scheduler offers `point_of(values)` and
+    `verdict(trial_id, milestone)`."""
 
-    def __init__(self):
+    def __init__(self, grace: float, reduction: float, max_t: float, time_attr: str, record):
+        self.rungs = [(milestone, {}) for milestone in milestones(grace, reduction, max_t)]
+        self.reduction, self.max_t, self.time_attr, self.record = reduction, max_t, time_attr, record
         self.owed_stops: dict[str, int] = {}
         self.stopped: set[str] = set()
+
+    def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
+        return {**self.__dict__, "record": None}
 
     def stopped_by_me(self, trial_id: str) -> bool:
         return trial_id in self.stopped

@@ -9,7 +9,7 @@ from __future__ import annotations
 from optuna.trial import FrozenTrial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
-from search.running.asha.rungs import RungStops, asha_cutoff, milestones, rebuild
+from search.running.asha.rungs import RungStops, asha_cutoff, rebuild
 from trainables.foundation.config import RunConfig
 from trainables.foundation.trial_files import trial_key
 
@@ -30,22 +30,20 @@ class StudyASHA(FIFOScheduler, RungStops):
         record=None,
     ):
         """Tune's `ASHAScheduler` settings (one bracket). `history`: the study's trials, to rebuild the rungs from once
-        metric and mode are known; `record`: the study's `StudyRecord`, told of each decision (None in the replays)."""
+        metric and mode are known."""
         if not 0 < grace_period <= max_t or reduction_factor <= 1 or mode not in (None, *SIGN):
             raise ValueError(
                 f"ASHA needs 0 < grace_period <= max_t, reduction_factor > 1 and mode min or max; got {grace_period}, "
                 f"{max_t}, {reduction_factor}, {mode}"
             )
         FIFOScheduler.__init__(self)
-        RungStops.__init__(self)
-        self.time_attr, self.max_t, self.reduction = time_attr, max_t, reduction_factor
-        self.rungs = [(milestone, {}) for milestone in milestones(grace_period, reduction_factor, max_t)]
-        self.metric_name, self.mode, self.record = metric, mode, record
+        RungStops.__init__(self, grace_period, reduction_factor, max_t, time_attr, record)
+        self.metric_name, self.mode = metric, mode
         self._history = list(history)
         self._rebuild_when_settled()
 
-    def __getstate__(self):  # Tune pickles its settings into tuner.pkl; the study lives in its own file
-        return {**self.__dict__, "record": None, "_history": []}
+    def __getstate__(self):
+        return {**RungStops.__getstate__(self), "_history": []}
 
     @property
     def metric(self) -> str | None:  # what Tune checks every result for (TrialScheduler.metric)
