@@ -9,8 +9,7 @@ import torch.nn.functional as F
 
 
 def random_shifts(images: torch.Tensor, shift: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Every image of a batch [N, C, H, W] translated by its own random offset in [-shift, shift] (zeros come in),
-    as one gather on the batch's device: no Python per image."""
+    """Every image of a batch [N, C, H, W] translated by its own random offset in [-shift, shift] (zeros come in)."""
     n, _, height, width = images.shape
     padded = torch.nn.functional.pad(images, (shift, shift, shift, shift))
     offsets = torch.randint(
@@ -25,9 +24,7 @@ def random_shifts(images: torch.Tensor, shift: int, generator: torch.Generator |
 
 
 def random_rotations(images: torch.Tensor, degrees: float, shift: int, generator: torch.Generator | None = None):
-    """Every image of a batch [N, C, H, W] turned by its own random angle in [-degrees, degrees] about its centre
-    and moved by up to `shift` pixels each way (zeros come in): one affine grid and one bilinear sample for the
-    whole batch, on its device."""
+    """Every image of a batch turned by its own random angle in [-degrees, degrees] and moved up to `shift` pixels."""
     n, _, height, width = images.shape
     draws = torch.rand((3, n), generator=generator, device=generator.device if generator else "cpu").to(images.device)
     angle = (draws[0] * 2 - 1) * math.radians(degrees)

@@ -1,6 +1,4 @@
-"""Every trial's checkpoints, `<experiment>/train_<id>/checkpoint_epoch_NNNN/`, written by this store (Ray Train keeps
-none here): the best `keep` by the metric plus always the latest; a folder counts only once its marker is written
-last. pyarrow only (a folder or a URI); no Ray, no torch."""
+"""A trial's checkpoints, `train_<id>/checkpoint_epoch_NNNN/`, complete once marked; pyarrow only, no Ray or torch."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from trainables.foundation.errors import UsageError
-from trainables.foundation.storage import as_location, filesystem, is_uri, uri_join
+from trainables.foundation.storage import as_location, filesystem, folders_holding, is_uri, uri_join
 from trainables.foundation.trial_files import CHECKPOINT_KEY
 
 COMPLETE_MARKER = ".complete"
@@ -32,19 +30,8 @@ def checkpoint_folder_name(epoch: int) -> str:
 
 def complete_epochs(fs, root: str) -> list[int]:
     """The epochs of a run folder's checkpoints that hold their marker (written last, so they are whole)."""
-    import pyarrow.fs
-
-    epochs = []
-    for info in fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True)):
-        match = FOLDER.match(PurePosixPath(info.path).name)
-        marker = str(PurePosixPath(info.path, COMPLETE_MARKER))
-        if (
-            match
-            and info.type == pyarrow.fs.FileType.Directory
-            and fs.get_file_info(marker).type == pyarrow.fs.FileType.File
-        ):
-            epochs.append(int(match.group(1)))
-    return sorted(epochs)
+    names = [PurePosixPath(path).name for path in folders_holding(fs, root, COMPLETE_MARKER)]
+    return sorted(int(match.group(1)) for match in map(FOLDER.match, names) if match)
 
 
 class CheckpointStore:
@@ -81,8 +68,7 @@ class CheckpointStore:
         ]
 
     def save(self, write: Callable[[Path], None], epoch: int, score: float | None) -> str:
-        """Write the epoch's checkpoint with `write(folder)` and mark it complete; returns its path (see `path_of`).
-        For a URI `write` fills a local staging folder, uploaded and removed at once (a ResNet-18 one is 86 MB)."""
+        """Write the epoch's checkpoint with `write(folder)` (staged locally for a URI), mark it complete; its path."""
         import pyarrow.fs
 
         target = self.path_of(epoch)
@@ -134,8 +120,7 @@ class CheckpointStore:
 
 
 def damage(location: str) -> str | None:
-    """What is wrong with a checkpoint folder (a path or a URI), naming the file; None when it is whole: its marker,
-    its state.json (parsed) and its model.pt (a zip archive read to its central directory, which a cut file lacks)."""
+    """What is wrong with a checkpoint folder (marker, state.json, model.pt), naming the file; None when whole."""
     import zipfile
 
     import pyarrow.fs
@@ -171,14 +156,10 @@ def refuse_damaged(location: str, remedy: str) -> None:
 
 def refuse_damaged_in(experiment_dir: str) -> None:
     """Every complete checkpoint of every trial of an experiment, checked before `resume` trains from them."""
-    import pyarrow.fs
-
     fs, root = filesystem(experiment_dir)
-    for run in fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True)):
-        if run.type != pyarrow.fs.FileType.Directory or not PurePosixPath(run.path).name.startswith("train_"):
-            continue
-        for epoch in complete_epochs(fs, run.path):
-            path = str(PurePosixPath(run.path, checkpoint_folder_name(epoch)))
+    for run in folders_holding(fs, root, "", "train_"):
+        for epoch in complete_epochs(fs, run):
+            path = str(PurePosixPath(run, checkpoint_folder_name(epoch)))
             refuse_damaged(
                 as_location(experiment_dir, path), "delete that folder to resume from the trial's checkpoint before it"
             )

@@ -1,13 +1,4 @@
-"""What a model costs, for a search with several objectives (trainables.foundation.objectives): its parameters and
-multiply-accumulates, counted exactly, and its latency at batch 1, measured.
-
-- `params`: every parameter's elements (trainable or not);
-- `macs`: the multiply-accumulates of one image's forward pass in the convolutions and matrix products, as
-  torch's FlopCounterMode counts them (half its FLOPs); normalization, activations and pooling are not counted;
-- `latency_ms`: the median of `repeats` timed forward passes of one image in eval mode, after `warmup` untimed ones,
-  on the model's device (synchronized on a GPU), to two significant figures, with the spread (`latency_iqr_ms`:
-  the interquartile range).
-"""
+"""What a model costs for a multi-objective search: `params`, `macs` (half of torch's FLOPs), `latency_ms`."""
 
 from __future__ import annotations
 
@@ -56,6 +47,5 @@ def latency(model: nn.Module, info, repeats: int = 50, warmup: int = 5) -> dict:
 
 
 def two_figures(value: float) -> float:
-    """`value` to two significant figures: finer differences are below what one measurement resolves (trials of one
-    architecture in one search measured 0.0237-0.0243 ms), and would split the Pareto front on noise."""
+    """`value` to two significant figures: finer differences are noise, which would split the Pareto front."""
     return float(f"{value:.2g}")

@@ -1,8 +1,4 @@
-"""Datasets decoded once into uint8 tensors and fed from memory, sharded per rank.
-
-Checking that a dataset is present imports neither torch nor Ray, so the CLI can refuse a bad
-`data.root` before anything heavy starts.
-"""
+"""The built-in datasets, checked without torch or Ray, so a bad `data.root` is refused before anything heavy."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ import numpy as np
 
 from trainables.data_info import DataInfo
 from trainables.foundation.errors import UsageError
-from trainables.idx_files import carved, idx_header, read_idx
+from trainables.idx_files import SPLITS, carved, idx_header, read_idx
 from trainables.image_folders import IMAGEFOLDER, IMAGEFOLDER_SPLIT, FolderDataset
 
 
@@ -47,8 +43,7 @@ class IdxDataset:
         return [f for f in files if not f.is_file()]
 
     def download(self, root: str | Path) -> None:
-        """torchvision's own download, for users who are online: into a temporary folder, and its files moved into
-        <root>/<folder>/raw only once every one arrived, so that a failed download leaves no folder behind."""
+        """torchvision's download into a temporary folder, moved into place once whole: a failure leaves nothing."""
         import contextlib
         import io
         import os
@@ -76,8 +71,7 @@ class IdxDataset:
         return True  # the t10k files, checked before the search
 
     def check(self, root: str | Path, hp: dict, download: bool, strict: bool, seed: int) -> list[str]:
-        """Preflight: make sure the files are there (downloading if allowed) and whole: headers against sizes, labels
-        against images and classes; reads headers and labels only. Returns files to skip (none)."""
+        """Preflight: the files are there (downloaded if allowed) and whole. Returns files to skip (none)."""
         ensure_idx_dataset(self, str(root), download)
         for train in (True, False):
             image_file, label_file = self.split_files(root, train)
@@ -99,8 +93,7 @@ class IdxDataset:
     def load_split(
         self, root: str | Path, split: str, val_fraction: float, seed: int, limit: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
-        """One split of the search: `train` and `val` are carved from the training files (`holdout`), `test` is the
-        test files (t10k), which the search never sees; the first `limit` if > 0."""
+        """One split: `train` and `val` carved from the training files (`carved`), `test` from the t10k files."""
         if split not in SPLITS:
             raise ValueError(f"split={split}: one of {', '.join(SPLITS)}")
         images, labels = self.load(root, train=split != "test")
@@ -119,38 +112,17 @@ class IdxDataset:
 
 
 MNIST = IdxDataset(
-    name="mnist",
-    folder="MNIST",
-    mean=(0.1307,),
-    std=(0.3081,),
-    class_names=tuple(str(d) for d in range(10)),
-    torchvision_class="MNIST",
+    "mnist", "MNIST", mean=(0.1307,), std=(0.3081,), class_names=tuple("0123456789"), torchvision_class="MNIST"
 )
-
 FASHION_MNIST = IdxDataset(
-    name="fashion_mnist",
-    folder="FashionMNIST",
+    "fashion_mnist",
+    "FashionMNIST",
     mean=(0.5,),
     std=(0.5,),
-    class_names=(
-        "T-shirt/top",
-        "Trouser",
-        "Pullover",
-        "Dress",
-        "Coat",
-        "Sandal",
-        "Shirt",
-        "Sneaker",
-        "Bag",
-        "Ankle boot",
-    ),
+    class_names=tuple("T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot".split(",")),
     torchvision_class="FashionMNIST",
 )
-
-
 DATASETS = {d.name: d for d in (MNIST, FASHION_MNIST, IMAGEFOLDER, IMAGEFOLDER_SPLIT)}
-
-SPLITS = ("train", "val", "test")
 
 
 def get_dataset(name: str, run=None) -> IdxDataset | FolderDataset:
@@ -167,8 +139,7 @@ def get_dataset(name: str, run=None) -> IdxDataset | FolderDataset:
 
 
 def ensure_idx_dataset(dataset: IdxDataset, root: str, download: bool) -> None:
-    """Make sure the dataset is under `root`, downloading it if allowed; else a UsageError naming what is missing.
-    Nothing is written under `root` unless the download succeeded."""
+    """Make sure the dataset is under `root`, downloading it if allowed; else a UsageError naming what is missing."""
     missing = dataset.missing_files(root)
     if not missing:
         return
@@ -190,8 +161,7 @@ def ensure_idx_dataset(dataset: IdxDataset, root: str, download: bool) -> None:
 
 
 def download_failure(exc: Exception) -> str:
-    """Why a download failed, whole and short: torchvision reports a mirror that did not answer (offline) as a
-    RuntimeError holding every mirror's traceback text, which is no help in one line."""
+    """Why a download failed, in a few words (torchvision's offline error holds every mirror's traceback)."""
     if isinstance(exc, OSError) and exc.strerror:  # the disk: no space, no permission
         return f"the download failed: {exc.strerror}"
     if isinstance(exc, (RuntimeError, OSError)):

@@ -1,10 +1,4 @@
-"""The torch.distributed process group of a multi-worker trial, set up as Ray Train's TorchConfig sets it up, from a
-module that does not import torch.
-
-Train's controller (one process per trial run) unpickles the trainer's backend config, and TorchConfig's module
-imports torch: 1.5-2 s of every DDP trial's start on 2 cores, in a process that never trains. Here torch is imported
-only inside the functions the workers run, and the workers have imported it already.
-"""
+"""A multi-worker trial's process group, set up as Ray Train's TorchConfig does, without importing torch."""
 
 from __future__ import annotations
 
@@ -44,18 +38,9 @@ class DDPBackend(Backend):
 
     def on_start(self, worker_group, backend_config: DDPConfig):
         address, port = worker_group.execute_single(0, get_address_and_port)
+        group = dict(backend=backend_config.backend, address=address, port=port, timeout_s=backend_config.timeout_s)
         ray.get(
-            [
-                worker_group.execute_single_async(
-                    rank,
-                    join_process_group,
-                    backend=backend_config.backend,
-                    address=address,
-                    port=port,
-                    timeout_s=backend_config.timeout_s,
-                )
-                for rank in range(len(worker_group))
-            ]
+            [worker_group.execute_single_async(rank, join_process_group, **group) for rank in range(len(worker_group))]
         )
 
     def on_shutdown(self, worker_group, backend_config: DDPConfig):

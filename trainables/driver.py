@@ -1,8 +1,4 @@
-"""The Tune trainable: one driver per trial that builds and fits a TorchTrainer.
-
-A one-worker trial fits it in Ray Train's local mode: the training function runs right here, in the trial's own
-process, which Tune reuses for the next trial. A multi-worker trial fits a DDP group of Ray Train workers.
-"""
+"""The Tune trainable: one driver per trial that fits a TorchTrainer (local mode for a one-worker trial)."""
 
 from __future__ import annotations
 
@@ -37,8 +33,7 @@ _trials_in_this_process = 0
 
 
 def process_start_figures() -> dict:
-    """How warm this trial's process was when the trial began: the trial's modules it found imported, its place among
-    the process's trials, and on a process's first trial when Ray started the process."""
+    """How warm this trial's process was when the trial began."""
     global _trials_in_this_process
     _trials_in_this_process += 1
     found = imports_found()
@@ -131,8 +126,7 @@ def prepare_worker_group(settings: RunConfig) -> None:
 
 
 def train_fn_per_worker(config: dict) -> dict:
-    """What each rank runs: `trainables.worker`'s loop, imported only there, so that a multi-worker trial's own
-    process never imports torch (1.5-2 s before its workers could start)."""
+    """What each rank runs: `trainables.worker`'s loop, imported only there (a DDP trial's process needs no torch)."""
     config = {**config, "rank_warm_imports": len(imports_found())}
     from trainables import worker
 

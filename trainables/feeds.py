@@ -1,5 +1,4 @@
-"""Batches for one rank: IDX datasets and a space's own arrays straight from memory, image folders through DataLoader
-workers."""
+"""Batches for one rank: arrays straight from memory, image folders through DataLoader workers."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ _SPLITS: dict[tuple, Split] = {}  # a trial process Tune reuses keeps the last t
 
 
 def cached_split(dataset: IdxDataset, run, split: str, limit: int, mean, std, device) -> Split:
-    """The split decoded and on `device`, once per process: the next trial in a reused process starts without
-    reading or copying its data again (a Split is never written to)."""
+    """The split decoded and on `device`, once per process (a reused process's next trial finds it there)."""
     root, fraction = str(run.data.root), run.data.val_fraction
     key = (dataset.name, root, split, fraction, run.seed, limit, tuple(mean), tuple(std), str(device))
     if key not in _SPLITS:
@@ -62,15 +60,14 @@ class MemoryFeed:
         per_rank = len(self.splits["train"]) // self.world_size
         return -(-per_rank // self.batch_size)
 
-    def val_batches(self):
-        split = self.splits["val"]
+    def val_batches(self, split: Split | None = None):
+        split = self.splits["val"] if split is None else split
         return split.batches(shard_indices(len(split), self.rank, self.world_size, seed=None), EVAL_BATCH)
 
     def test_batches(self):
         """The test split (never seen by the search), this rank's shard; loaded on first use, not kept."""
         images, labels = self.dataset.load_split(self.run.data.root, "test", self.run.data.val_fraction, self.run.seed)
-        split = Split.from_arrays(images, labels, *self.norm, self.device)
-        return split.batches(shard_indices(len(split), self.rank, self.world_size, seed=None), EVAL_BATCH)
+        return self.val_batches(Split.from_arrays(images, labels, *self.norm, self.device))
 
 
 class FolderImages(Dataset):
@@ -136,11 +133,7 @@ class FolderFeed:
         self, dataset: FolderDataset, run, hp: dict, rank: int, world_size: int, device, normalize=True, skip=()
     ):
         index = dataset.index(run.data.root, hp, run.seed, skip)
-        train, val = index.train, index.val
-        if run.data.limit:
-            train = train[: run.data.limit]
-        if run.data.val_limit:
-            val = val[: run.data.val_limit]
+        train, val = index.train[: run.data.limit or None], index.val[: run.data.val_limit or None]  # 0: all
         size = int(hp["image_size"])
         pin = torch.device(device).type == "cuda"
         workers = run.data.workers
@@ -149,12 +142,7 @@ class FolderFeed:
             sampler = ShardSampler(len(samples), rank, world_size, training_seed(run.seed, hp) if is_train else None)
             images = FolderImages(samples, folder_transforms(size, dataset.mean, dataset.std, is_train, normalize))
             return DataLoader(
-                images,
-                batch_size=batch_size,
-                sampler=sampler,
-                num_workers=workers,
-                pin_memory=pin,
-                persistent_workers=workers > 0,
+                images, batch_size, sampler=sampler, num_workers=workers, pin_memory=pin, persistent_workers=workers > 0
             )
 
         self.train_loader = loader(train, True, per_rank_batch_size(hp["batch_size"], world_size))
@@ -176,8 +164,7 @@ class FolderFeed:
 
 
 def make_feed(space, run, hp: dict, rank: int, world_size: int, device, normalize: bool = True, skip=()):
-    """This rank's batches of the space's data: an image folder through DataLoader workers, IDX files and a space's
-    own arrays (trainables.own_data) from memory."""
+    """This rank's batches of the space's data."""
     dataset = get_dataset(space.dataset, run)
     if isinstance(dataset, FolderDataset):
         return FolderFeed(dataset, run, hp, rank, world_size, device, normalize, skip)

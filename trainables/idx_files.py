@@ -1,5 +1,4 @@
-"""MNIST's IDX files: the header checked against the file's size before Ray starts (no torch), the whole file
-decoded into an array, and the seeded per-class validation split carved from the training files."""
+"""MNIST's IDX files: headers checked, files decoded, and the seeded per-class validation split."""
 
 from __future__ import annotations
 
@@ -10,12 +9,12 @@ import numpy as np
 
 from trainables.foundation.errors import UsageError
 
+SPLITS = ("train", "val", "test")
 _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
 def idx_header(path: Path, item_shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape an unsigned-byte IDX file declares, checked against its size and the expected item shape (28x28
-    images: (28, 28); labels: ()); a bad file is one UsageError line naming it. Reads the header only."""
+    """The shape an unsigned-byte IDX file's header declares, checked against its size and `item_shape`."""
     ndim = 1 + len(item_shape)
     expected = f"an unsigned-byte IDX file of {' x '.join(['N', *map(str, item_shape)])}"
     with open(path, "rb") as stream:
@@ -55,8 +54,7 @@ def read_idx(path: str | Path) -> np.ndarray:
 
 
 def holdout(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(training indices, validation indices) of a labelled split: per class, `fraction` of its samples (at least
-    one), drawn with `seed`, go to validation; both index lists in the files' order."""
+    """(train, validation) indices: per class, `fraction` of its samples (at least one) go to validation."""
     generator = np.random.default_rng(seed)
     held = []
     for label in np.unique(labels):
@@ -68,8 +66,7 @@ def holdout(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray,
 
 
 def carved(images: np.ndarray, labels: np.ndarray, split: str, val_fraction: float, seed: int, limit: int = 0):
-    """`train` or `val` carved from a labelled training split (`holdout`), any other split as it is; the first
-    `limit` if > 0. The one rule of the built-in datasets and of a space's own."""
+    """`train` or `val` carved from a labelled training split (`holdout`), any other as it is; the first `limit`."""
     if split in ("train", "val"):
         train_index, val_index = holdout(labels, val_fraction, seed)
         pick = train_index if split == "train" else val_index

@@ -27,8 +27,7 @@ class FolderIndex:
 
 @dataclass(frozen=True)
 class FolderDataset:
-    """An ImageFolder tree of RGB images: `train/<class>/` and `val/<class>/` (Tiny ImageNet layout), or one
-    `<class>/` tree split into train and val by the `train_pct` hyperparameter (Stanford Dogs tutorial)."""
+    """An ImageFolder tree: `train/<class>/` and `val/<class>/`, or one `<class>/` tree split by `train_pct`."""
 
     name: str
     split_by_pct: bool
@@ -72,6 +71,8 @@ class FolderDataset:
 
     def check(self, root: str | Path, hp: dict, download: bool, strict: bool, seed: int) -> list[str]:
         """Preflight: layout, classes and every image decodable. Returns unreadable images to skip."""
+        from PIL import Image
+
         base = Path(root).expanduser()
         splits = {"": base} if self.split_by_pct else {"train": base / "train", "val": base / "val"}
         for split, folder in splits.items():
@@ -91,7 +92,13 @@ class FolderDataset:
             raise UsageError(f"data.root={root}: train/ and val/ have different class folders")
         if self.has_test_split(base) and self._class_names(base / "test") != self._class_names(base / "train"):
             raise UsageError(f"data.root={root}: test/ has other class folders than train/ and val/")
-        bad = unreadable_images(f for folder in splits.values() for f in self._images(folder))
+        bad = []
+        for path in (f for folder in splits.values() for f in self._images(folder)):
+            try:
+                with Image.open(path) as image:
+                    image.verify()
+            except Exception:  # PIL raises many types for broken files; each one only means "skip this file"
+                bad.append(str(path))
         for split, folder in splits.items():
             for name in self._class_names(folder):
                 images = self._images(folder / name)
@@ -121,19 +128,6 @@ class FolderDataset:
         if self.split_by_pct:
             return "expected <root>/<class>/<image> (split into train/val by train_pct)"
         return "expected <root>/train/<class>/<image> and <root>/val/<class>/<image>"
-
-
-def unreadable_images(paths) -> list[str]:
-    from PIL import Image
-
-    bad = []
-    for path in paths:
-        try:
-            with Image.open(path) as image:
-                image.verify()
-        except Exception:  # PIL raises many types for broken files; each one only means "skip this file"
-            bad.append(str(path))
-    return bad
 
 
 IMAGEFOLDER = FolderDataset(name="imagefolder", split_by_pct=False)

@@ -53,10 +53,7 @@ class Bottleneck(nn.Module):
 
 
 class ResNet(nn.Module):
-    """torchvision's ResNet (`torchvision.models.resnet`), module for module: the same state_dict keys, the same
-    initialisation drawn in the same order (so the same weights for the same seed), the same forward. Written out
-    here because importing torchvision costs every fresh training process ~1 s before its first step
-    (tests/test_models.py checks it against torchvision)."""
+    """torchvision's ResNet, module for module (tests/test_models.py), without torchvision's ~1 s import."""
 
     def __init__(self, block, layers: list[int], num_classes: int = 1000, width: int = 64):
         """`width`: the first stage's channels (torchvision's 64); each later stage doubles them."""
@@ -98,10 +95,7 @@ class ResNet(nn.Module):
 
 
 def resnet18(in_channels: int, num_classes: int, stem: str = "imagenet", width: int = 64) -> nn.Module:
-    """ResNet-18 (torchvision's) with `conv1` replaced for `in_channels` (as the Ray Train MNIST tutorials do).
-    `stem="small"`: a 3x3 stride-1 `conv1` for small images (28x28 reaches the first block as 14x14 instead of 7x7,
-    at four times the compute); `imagenet`: the tutorials' 7x7 stride-2 one. `width`: the first stage's channels
-    (64: torchvision's)."""
+    """ResNet-18 with `conv1` for `in_channels`; `stem="small"`: a 3x3 stride-1 `conv1` for small images."""
     if stem not in STEMS:
         raise ValueError(f"stem={stem}: allowed values are {', '.join(STEMS)}")
     model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=num_classes, width=width)
@@ -122,8 +116,7 @@ def resnet50(in_channels: int, num_classes: int, freeze_backbone: bool = False) 
 
 
 class SmallCNN(nn.Module):
-    """The PyTorch MNIST example's net: two 3x3 convolutions (32, 64), max-pool, then 128 -> classes; `width`
-    scales them (width, 2 x width, 4 x width)."""
+    """The PyTorch MNIST example's net, its channels scaled by `width` (width, 2 x width, 4 x width)."""
 
     def __init__(
         self, in_channels: int, num_classes: int, image_size: int = 28, dropout: float = 0.25, width: int = 32
@@ -150,10 +143,6 @@ class SmallCNN(nn.Module):
         return self.classifier(self.features(x))
 
 
-def cnn(in_channels: int, num_classes: int, image_size: int = 28, dropout: float = 0.25, width: int = 32) -> nn.Module:
-    return SmallCNN(in_channels, num_classes, image_size, dropout, width)
-
-
 def mlp(
     in_channels: int, num_classes: int, image_size: int = 28, hidden: int = 256, layers: int = 2, dropout: float = 0.0
 ) -> nn.Module:
@@ -167,13 +156,13 @@ def mlp(
     return nn.Sequential(*blocks)
 
 
-MODELS = {"resnet18": resnet18, "resnet50": resnet50, "cnn": cnn, "mlp": mlp}
+MODELS = {"resnet18": resnet18, "resnet50": resnet50, "cnn": SmallCNN, "mlp": mlp}
 
 
-def resolve_builder(architecture: str):
-    """A MODELS name, or "path/to/file.py:function" / "package.module:function" for a user's own model."""
+def build_model(architecture: str, args: dict) -> nn.Module:
+    """A MODELS name, or "path/to/file.py:function" / "package.module:function" for a user's own model, built."""
     if architecture in MODELS:
-        return MODELS[architecture]
+        return MODELS[architecture](**args)
     location, _, function = architecture.rpartition(":")
     if not location or not function:
         raise ValueError(f"unknown architecture {architecture!r}; known: {', '.join(MODELS)} or 'file.py:function'")
@@ -183,11 +172,7 @@ def resolve_builder(architecture: str):
         spec.loader.exec_module(module)
     else:
         module = importlib.import_module(location)
-    return getattr(module, function)
-
-
-def build_model(architecture: str, args: dict) -> nn.Module:
-    return resolve_builder(architecture)(**args)
+    return getattr(module, function)(**args)
 
 
 PRETRAINED = {"resnet18": "ResNet18_Weights", "resnet50": "ResNet50_Weights"}
@@ -206,6 +191,5 @@ def download_pretrained(architecture: str) -> str:
 
 
 def model_for(space, hp: dict, info) -> nn.Module:
-    """The `nn.Module` of a trial: the space's architecture, built with its arguments for these hyperparameters and
-    data (`Space.builder_args`)."""
+    """The `nn.Module` of a trial: the space's architecture, built with `Space.builder_args`."""
     return build_model(space.architecture, space.builder_args(hp, info))

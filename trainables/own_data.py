@@ -1,13 +1,4 @@
-"""A space's own data: `dataset="path/to/file.py:function"` (or "package.module:function") in its `Space`.
-
-The function is called as `function(root, seed)` (`data.root` as a string, the search's `seed`) and returns an
-`OwnData`: the train, validation and optional test splits as (images, labels) arrays, the class names and,
-optionally, the normalization. The arrays are checked once (shapes, value ranges, one label per image, labels in
-range) and then fed from memory exactly like MNIST's (trainables.feeds.MemoryFeed): sharded per rank, batches in
-seeded order, `data.limit` honoured; so ASHA, resume, DDP, the test split, export and predict work unchanged.
-The function runs in every process that needs the data (the driver's preflight, each trial's workers, `export`),
-once per process. numpy only here: torch is not imported.
-"""
+"""A space's own data: `dataset="path/to/file.py:function"` returning an `OwnData`, checked, fed from memory."""
 
 from __future__ import annotations
 
@@ -19,22 +10,17 @@ import numpy as np
 
 from trainables.data_info import DataInfo
 from trainables.foundation.errors import UsageError
-from trainables.idx_files import carved
+from trainables.idx_files import SPLITS, carved
 from trainables.own_refs import own_function
 
-SPLITS = ("train", "val", "test")
 STATS_IMAGES = 10_000  # the default mean and std are measured on the first this-many training images
 
 
 @dataclass(frozen=True)
 class OwnData:
-    """What a space's own dataset function returns.
-
-    `train`, `val`, `test`: (images, labels) each; images uint8 in 0..255 or floats in 0..1, shaped [N, C, H, W]
-    with H == W; labels integers 0..len(class_names) - 1, one per image. numpy arrays or CPU torch tensors.
-    `val` None: held out from `train` as MNIST's is (`data.val_fraction` of each class, drawn with the seed).
-    `test` None: the search reports no test accuracy. `mean`, `std`: one value per channel in the 0..1 scale
-    (None: measured on the training images)."""
+    """What a space's own dataset function returns: `train`, `val`, `test` as (images, labels), images uint8 or floats
+    in 0..1 shaped [N, C, H, W] with H == W, labels 0..len(class_names) - 1 (numpy arrays or CPU tensors). `val` None:
+    held out from `train`; `test` None: no test accuracy; `mean`, `std` per channel (None: measured)."""
 
     train: tuple[Any, Any]
     class_names: Sequence[str]
@@ -53,8 +39,7 @@ class Loaded:
 
 
 class OwnDataset:
-    """A space's own dataset, answering as the built-in ones in trainables.data do (check, info, load_split).
-    `run`: the search's RunConfig, for the space's folder (relative paths) and the seed the function is given."""
+    """A space's own dataset, answering as the built-in ones in trainables.data do (check, info, load_split)."""
 
     def __init__(self, ref: str, run=None):
         self.name = ref
@@ -90,8 +75,7 @@ class OwnDataset:
         return "test" in self.loaded(root, self.seed).splits
 
     def load_split(self, root, split: str, val_fraction: float, seed: int, limit: int = 0):
-        """(images [N, C, H, W], labels int64 [N]) of one split, the first `limit` if > 0; without a `val` split,
-        `train` and `val` are carved from the function's train split (`holdout`)."""
+        """(images [N, C, H, W], labels int64 [N]) of one split, the first `limit` if > 0 (see `carved`)."""
         if split not in SPLITS:
             raise ValueError(f"split={split}: one of {', '.join(SPLITS)}")
         splits = self.loaded(root, seed).splits

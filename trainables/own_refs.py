@@ -1,11 +1,4 @@
-"""A space's own functions, named as "path/to/file.py:function" or "package.module:function".
-
-A space may name its own dataset, loss or training step this way (`Space.dataset`, `Space.loss`, `Space.train_step`).
-The function is found in whichever process needs it: the driver's preflight, every trial's workers, `export` and
-the test-split evaluation. A trial's process runs in another working directory, so a relative file path is read from
-the space file's folder, never from the current directory. What cannot be found is refused in one line naming the
-key and what is wrong.
-"""
+"""A space's own functions ("path/to/file.py:function" or "package.module:function"), found in any process."""
 
 from __future__ import annotations
 
@@ -45,11 +38,8 @@ def own_function(key: str, ref: str, space_ref: str = "") -> Callable:
     module = _module_of(key, ref, location, space_ref)
     function = getattr(module, name, None)
     if function is None:
-        defined = sorted(
-            n
-            for n, v in vars(module).items()
-            if callable(v) and getattr(v, "__module__", None) == module.__name__ and not n.startswith("_")
-        )
+        own = {n: v for n, v in vars(module).items() if getattr(v, "__module__", None) == module.__name__}
+        defined = sorted(n for n, v in own.items() if callable(v) and not n.startswith("_"))
         raise UsageError(f"{key}={ref}: {location} defines no {name}; it defines {', '.join(defined) or 'nothing'}")
     if not callable(function):
         raise UsageError(f"{key}={ref}: {name} is a {type(function).__name__}, not a function")

@@ -1,11 +1,4 @@
-"""A space's own loss or training step, in place of the built-in cross-entropy.
-
-`loss="file.py:function"` is called as `loss(logits, labels)`; `train_step="file.py:function"` as
-`train_step(model, images, labels)` (the model as the trial trains it: DDP-wrapped in a DDP trial). Either returns
-the batch's loss as a scalar tensor; the training loop does the rest (autocast, backward, the optimizer's step, the
-learning-rate schedule, checkpoints, the report ASHA judges), so everything else a trial does stays as it is.
-Validation scores stay the same for every space: `val_loss` is the cross-entropy, `val_acc` the argmax's accuracy.
-"""
+"""A space's own loss or training step, in place of the built-in cross-entropy; validation stays the same."""
 
 from __future__ import annotations
 
@@ -29,13 +22,12 @@ def training_step(space, space_ref: str = "") -> Callable | None:
     return None
 
 
-def loss_step(loss: Callable, model, images, labels):
+def loss_step(loss: Callable, model, images, labels):  # module-level: a partial of it pickles
     return loss(model(images), labels)
 
 
 def check_training_step(space, run, dataset, hp: dict) -> None:
-    """Preflight: the space's own step, called once on 2 random images of the data's shape through the space's model
-    (built with `hp`); refused in one line unless it returns a finite scalar tensor that depends on the model."""
+    """Preflight: the space's own step, on 2 random images, must give a finite scalar loss with a gradient."""
     step = training_step(space, run.space)
     if step is None:
         return

@@ -1,10 +1,4 @@
-"""A multi-worker trial waits here, not in Ray Train, until the cluster holds its worker group.
-
-Ray Train's worker-group start gives up after 60 s and, without retries, the trial fails with Train's own words.
-Waiting here first lets the trial name the cause: a lost node (checked on every poll) or resources that something
-outside the search holds (the search never starts more groups than fit, so room that does not come within
-`room_wait` seconds is held by someone else).
-"""
+"""A multi-worker trial waits here, not in Ray Train, for its worker group, naming what holds it up."""
 
 from __future__ import annotations
 
@@ -32,10 +26,7 @@ def alive_node_resources() -> list[dict]:
 
 
 def worker_resources(run: RunConfig) -> dict:
-    resources = {"CPU": run.cpus}
-    if run.gpus:
-        resources["GPU"] = run.gpus
-    return resources
+    return {"CPU": run.cpus, "GPU": run.gpus} if run.gpus else {"CPU": run.cpus}
 
 
 def wait_for_room(settings: RunConfig, poll_s: float = 0.5) -> None:

@@ -1,10 +1,4 @@
-"""What a worker asks of Ray: its rank and device, the model's wrapping, where epochs and checkpoints go.
-
-Two kinds of trial: a Ray Train DDP group (several workers), and a one-worker trial that trains inside its own Tune
-trial process (Ray Train's local mode), where `ray.train.get_context`, `prepare_model` and `ray.train.report` are
-not available, so results go to Tune directly. Both write the checkpoint, then its row, then Tune hears of the epoch
-(`trainables.foundation.trial_files`); on a URI each write first checks the lease (`trainables.foundation.trial_lease`).
-"""
+"""What a worker asks of Ray: its rank and device, the model's wrapping, where epochs and checkpoints go."""
 
 from __future__ import annotations
 
@@ -34,8 +28,7 @@ class EpochWriter:
         self.started_at, self.time_base = output.get("driver_started_at") or time.time(), output.get("time_base", 0.0)
 
     def keep(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
-        """The epoch's checkpoint (when `write` is given: it writes one into a folder), then its row; adds the
-        checkpoint's path and the seconds it took to `metrics`."""
+        """The epoch's checkpoint (when `write` is given), then its row; adds the checkpoint's path to `metrics`."""
         self.fence()
         if write:
             saving = time.perf_counter()
@@ -58,9 +51,7 @@ def checkpoint_store(output: dict) -> CheckpointStore:
 
 
 class Session:
-    """One rank: of a Ray Train worker group (Train hands each epoch's metrics to Tune), or the trial's own process,
-    the only rank, on the GPU share Ray gave it (it sets CUDA_VISIBLE_DEVICES) or the CPU. Rank 0 keeps the trial's
-    checkpoints and rows."""
+    """One rank, of a Ray Train group or the trial's own process; rank 0 keeps the checkpoints and rows."""
 
     def __init__(self, output: dict, in_process: bool):
         self.in_process = in_process

@@ -22,13 +22,7 @@ from trainables.ray_private import (
 
 
 class TrialTrainer(DataParallelTrainer):
-    """What `ray.train.torch.TorchTrainer` is (a DDP group over gloo, or NCCL with GPUs; the training function inside
-    the trial's own process in local mode), with two processes spared their work at every trial's start:
-    - the backend config is `DDPConfig`, which Train's controller unpickles without importing torch;
-    - no Ray Data DatasetManager: Train starts that actor (a process importing Ray Data) for every run, datasets or
-      not, and this project's workers read their data themselves.
-    And `fit_until` ends a worker group's run when Tune stops its trial, so that Tune can hand the trial's process to
-    the next trial."""
+    """`ray.train.torch.TorchTrainer`, less what this project does not use, and with `fit_until`."""
 
     def __init__(self, train_loop_per_worker, *, train_loop_config, scaling_config, run_config):
         super().__init__(
@@ -47,9 +41,7 @@ class TrialTrainer(DataParallelTrainer):
         return [c for c in super()._create_default_callbacks() if not isinstance(c, DatasetsCallback)]
 
     def fit_until(self, stop: threading.Event):
-        """`fit()`, aborted as soon as `stop` is set (Tune finishing the trial's session: an ASHA stop, or the process
-        handed to the next trial); returns None when aborted. A stopped trial's thread would otherwise wait inside
-        `fit()` for a controller that nobody stops, and Tune would have to kill the whole process."""
+        """`fit()`, aborted as soon as `stop` is set (None then), so Tune need not kill the process."""
         if self.running_in_local_mode:  # the training function runs in this thread: its next report ends it
             return self.fit()
         fitted = threading.Event()
@@ -70,8 +62,7 @@ class TrialTrainer(DataParallelTrainer):
                 return
 
     def _initialize_and_run_controller(self, **controller_init_kwargs):
-        """Ray's own (ray.train.v2.api.data_parallel_trainer), less the SIGINT handler (Tune's trial thread is never
-        the main thread), with the controller kept where `fit_until` can abort it."""
+        """Ray's own, less the SIGINT handler, with the controller kept where `fit_until` can abort it."""
         env_vars = get_env_vars_to_propagate()
         env_vars.setdefault(
             RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR, DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE
@@ -87,13 +78,7 @@ class TrialTrainer(DataParallelTrainer):
 
 
 def start_train_coordinator() -> None:
-    """Start the cluster's one Ray Train AutoscalingCoordinator actor now, without waiting for it.
-
-    Every Train run's controller registers its workers' resources with that actor and waits for the answer; the
-    first run of a Ray instance thereby waits for the actor's process to start (0.9 s of the first DDP trial's
-    start on 2 cores, in Train's controller log). Started by the search driver right after it connects, the actor
-    comes up while Tune starts the first trial's process. The same named actor Train would create (`get_if_exists`).
-    Only a head start: with a Ray whose internals moved, the first trial starts the actor as before."""
+    """Start Ray Train's AutoscalingCoordinator actor ahead (0.9 s of the first DDP trial's start)."""
     try:
         start_autoscaling_coordinator()
     except Exception as exc:  # noqa: BLE001 - never worth failing a search over

@@ -1,5 +1,4 @@
-"""Plain PyTorch pieces of a trial: batches from memory, one training epoch, evaluation, checkpoints; no Ray
-(`trainables.worker` wires them to Ray Train)."""
+"""Plain PyTorch pieces of a trial (batches, epochs, evaluation, checkpoints); no Ray."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ class Split:
         return (images - self.mean) / self.std, self.labels[index]
 
     def batches(self, index: torch.Tensor, batch_size: int, shift: int = 0, generator=None, rotate: float = 0.0):
-        """(images, labels) of `index`, `batch_size` at a time, straight from memory; training augmentation drawn from
-        `generator`: each image moved by up to `shift` pixels each way and turned by up to `rotate` degrees."""
+        """(images, labels) of `index`, `batch_size` at a time, with augmentation drawn from `generator`."""
         for chunk in index.to(self.labels.device).split(batch_size):
             yield self.batch(chunk, shift, generator, rotate)
 
@@ -82,10 +80,8 @@ def make_optimizer(hp: dict, model: nn.Module) -> torch.optim.Optimizer:
 
 
 class LearningRate:
-    """The learning-rate schedule of a trial (`lr_schedule`): `none`; `plateau`, ReduceLROnPlateau on the validation
-    loss once an epoch; `onecycle`, a warm-up to `lr` over the first quarter of the steps, then annealed to near
-    zero; `cosine`, a linear warm-up over the first epoch, then a cosine to zero. `cycle_ends`: epochs (before the
-    last) where a per-step schedule ends and starts again, so that a score taken there is an annealed one."""
+    """The learning-rate schedule of a trial (`lr_schedule`: none, plateau, onecycle, cosine); `cycle_ends`: epochs
+    where a per-step schedule ends and starts again, so that a score taken there is an annealed one."""
 
     def __init__(self, hp: dict, optimizer, epochs: int, steps_per_epoch: int, first_epoch: int = 1, cycle_ends=()):
         name = hp.get("lr_schedule", "none")
@@ -138,8 +134,7 @@ def cosine_with_warmup(step: int, warmup: int, total: int) -> float:
 
 
 def load_matching_weights(model: nn.Module, path: str | Path) -> list[str]:
-    """Load pretrained weights (weights_only=True) into every layer whose shape matches; returns the keys skipped
-    (typically the classifier head, which has another number of classes)."""
+    """Load pretrained weights into every layer whose shape matches; returns the keys skipped (typically the head)."""
     state = torch.load(Path(path), map_location="cpu", weights_only=True)
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
@@ -180,8 +175,7 @@ class StepOptions:
 def train_one_epoch(
     model, optimizer, batches, device, options: StepOptions = StepOptions(), after_step=None, step=None
 ) -> dict:
-    """One pass over this rank's batches: the summed loss, sample count and seconds spent. `after_step`: called after
-    every optimizer step; `step`: the space's own (model, images, labels) -> loss (trainables.own_step)."""
+    """One pass over this rank's batches: the summed loss, sample count and seconds spent."""
     model.train()
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     count = 0
@@ -205,8 +199,7 @@ def train_one_epoch(
 
 @torch.no_grad()
 def evaluate(model, batches, device, options: StepOptions = StepOptions()) -> dict:
-    """Summed loss and correct predictions (sums, so shards can be reduced across ranks). Always fp32: the
-    reported accuracy is the one the saved weights give in plain PyTorch."""
+    """Summed loss and correct predictions (sums reduce across ranks), always in fp32, as the saved weights run."""
     model.eval()
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     correct = torch.zeros((), device=device, dtype=torch.float64)

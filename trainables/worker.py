@@ -51,7 +51,7 @@ def train_fn_per_worker(config: dict) -> dict:
     if device.type == "cpu":
         torch.set_num_threads(max(1, int(run.cpus)))  # the worker's CPUs are its intra-op threads, no more
 
-    clock.note("worker_nodes", node_of_every_rank())
+    clock.figures["worker_nodes"] = node_of_every_rank()
     torch.manual_seed(training_seed(run.seed, hp))  # a repeat's own seed; the validation split keeps the run's
     feed = make_feed(space, run, hp, rank, world_size, device, skip=run.data.skip)
     clock.lap("data")
@@ -144,18 +144,13 @@ WARM_FIGURES = ("warm_imports", "torch_found", "trial_of_process", "rank_warm_im
 
 
 class SetupClock:
-    """Where a run's start-up goes: `process_s` from Ray starting the trial's process to its driver, `launch_s` from
-    the trial driver's start to this function, then the data, model and DDP steps. Reported once, with the first
-    epoch."""
+    """Where a run's start-up goes, reported once with its first epoch."""
 
     def __init__(self, driver_started_at: float | None, process_started_at: float | None = None):
         self.last = time.time()
         self.figures = {"launch_s": self.last - driver_started_at} if driver_started_at else {}
         if process_started_at and driver_started_at:
             self.figures["process_s"] = driver_started_at - process_started_at
-
-    def note(self, key: str, value) -> None:
-        self.figures[key] = value
 
     def lap(self, step: str) -> None:
         now = time.time()
@@ -178,8 +173,7 @@ def node_of_every_rank() -> list[str]:
 
 
 def broadcast_buffers_from_rank0(model: torch.nn.Module) -> None:
-    """BatchNorm running statistics drift apart per rank; evaluate and save rank 0's on every rank,
-    so the reported accuracy is the accuracy of the saved checkpoint."""
+    """BatchNorm statistics drift apart per rank: rank 0's everywhere, so the reported accuracy is the checkpoint's."""
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         for buffer in unwrap(model).buffers():
             dist.broadcast(buffer, src=0)

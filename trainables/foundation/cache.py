@@ -1,5 +1,4 @@
-"""The project's cache folder, `$XDG_CACHE_HOME/search` (default `~/.cache/search`): datasets, the unpacked sample,
-the working folders of experiments on a URI."""
+"""The project's cache folder, `$XDG_CACHE_HOME/search` (default `~/.cache/search`)."""
 
 from __future__ import annotations
 

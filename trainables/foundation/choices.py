@@ -1,5 +1,4 @@
-"""The named choices of a trial's training (optimizer, lr schedule, ResNet stem), without torch: a bad value is
-refused before torch or Ray is imported. trainables.training and trainables.models implement them."""
+"""The named choices of a trial's training, without torch: a bad value is refused before torch or Ray loads."""
 
 from trainables.foundation.schedules import LR_SCHEDULES
 

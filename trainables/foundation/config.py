@@ -1,8 +1,5 @@
-"""Typed configuration of a search, parsed from `key=value` overrides.
-
-Each field's docstring is its `--help` line. Cross-field checks live in `__post_init__` and speak in
-CLI terms. This module imports neither Ray nor torch.
-"""
+"""Typed configuration of a search, parsed from `key=value` overrides; each field's docstring is its `--help` line.
+No Ray, no torch."""
 
 from __future__ import annotations
 
@@ -39,8 +36,7 @@ class RunConfig:
     storage: str = "./runs"
     """Where experiments go: a folder (on a cluster, one every node mounts) or a pyarrow.fs URI like s3://bucket/runs."""
     trials: int = 12
-    """Number of trials (hyperparameter configurations) to run: the default stop rule (Tune's num_samples, Optuna's
-    n_trials); with epoch_budget= and no trials=, the trials follow from the budget."""
+    """Number of trials (hyperparameter configurations) to run; with epoch_budget= and no trials=, the budget rules."""
     epochs: int = 3
     """Maximum epochs per trial."""
     grace: int = 0
@@ -79,8 +75,8 @@ class RunConfig:
     spent, so the epochs ASHA saves buy more trials (trials= still caps, and is lifted when not given); the trials
     it cuts end stopped_by_budget, and `resume epoch_budget=N` with more continues them."""
     time_budget: float = 0.0
-    """Seconds for each `run` or `resume` of the search, from its first trial's start; the trials then training end
-    stopped_by_budget, and a later `resume` continues them (0: no limit)."""
+    """Seconds for each `run` or `resume`, from its first trial's start; trials then training end stopped_by_budget
+    and a later `resume` continues them (0: no limit)."""
     enqueue: str = ""
     """Configurations to run first: a JSON list of {hyperparameter: value}, or a finished experiment folder."""
     enqueue_top: int = 3
@@ -151,14 +147,11 @@ class RunConfig:
 
 
 def trials_given(run: dict) -> bool:
-    """Whether a search's settings (`search.json`'s "run") had trials= given: as recorded, or for settings written
-    before the record, guessed as before it: a budget with a trial count other than the budget's own."""
+    """Whether a search's settings (`search.json`'s "run") had trials= given: as recorded, else guessed from them."""
     if run.get("trials_given") is not None:
         return bool(run["trials_given"])
     return bool(run.get("epoch_budget")) and run["trials"] != run["epoch_budget"]
 
-
-# ---------------------------------------------------------------- parsing key=value overrides
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -197,14 +190,12 @@ SECTIONS = {"data": DataConfig, "model": ModelConfig, "tracking": TrackingConfig
 
 
 def section_key(section: str, sub: dataclasses.Field) -> str:
-    """A section's key on the command line: `data.root`, or the bare section name for its head field
-    (`tracking=mlflow` sets `tracking.to`)."""
+    """A section's key on the command line: `data.root`, or the bare section name for its head field."""
     return section if sub.metadata.get("bare") else f"{section}.{sub.name}"
 
 
 def config_keys() -> dict[str, tuple[type, bool, str, str]]:
-    """Every CLI key (`data.root` style for nested sections) with its scalar kind, whether it takes `auto`, and
-    where it goes (section, or "" for a top-level key, and field name)."""
+    """Every CLI key: (scalar kind, whether it takes `auto`, section or "" for a top-level key, field name)."""
     keys = {}
     for name, hint in _field_kinds(RunConfig).items():
         if dataclasses.is_dataclass(hint):
@@ -224,8 +215,7 @@ def split_override(arg: str) -> tuple[str, str]:
 
 
 def parse_overrides(args: list[str], hyperparameters: typing.Mapping[str, typing.Callable[[str], Any]] = {}):
-    """Parse `key=value` words into a RunConfig; `hyperparameters` maps each hyperparameter name of the chosen space
-    to a parser of its value, and those keys become fixed hyperparameters of the search."""
+    """Parse `key=value` words into a RunConfig; `hyperparameters`: parsers of the space's fixable names."""
     keys = config_keys()
     top: dict[str, Any] = {}
     sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}

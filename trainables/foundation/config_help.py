@@ -1,6 +1,4 @@
-"""`run --help`: every key with its default and the docstring under its field (litgpt's args.py convention).
-
-No Ray, no torch."""
+"""`run --help`: every key with its default and the docstring under its field (litgpt's args.py convention)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The sections of a search's configuration: the data (`data.*`), the model's weights (`model.*`) and the experiment
-tracker (`tracking=`, `tracking.*`). Each field's docstring is its `--help` line. No Ray, no torch."""
+"""The sections of a search's configuration (`data.*`, `model.*`, `tracking.*`); docstrings are `--help` lines."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The hyperparameters the training loop reads in every space (trainables.training, trainables.feeds), with their
-types: any of them may be pinned with `key=value` for a space that neither searches nor fixes it, as the
-learning-curve tables pin them (`space=cnn_mnist lr_schedule=cosine`). No Ray, no torch."""
+"""The hyperparameters the training loop reads in every space, with their types, pinnable with `key=value`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""What a search optimizes: one metric, or several objectives (`objectives=val_acc,params`), each with the one
-direction it has; the first is the primary, the space's metric (docs/objectives.md, trainables.costs). No Ray, no
-torch."""
+"""What a search optimizes: the space's metric, or several objectives (`objectives=val_acc,params`)."""
 
 from __future__ import annotations
 
@@ -25,9 +23,7 @@ class Objective:
 
 
 def parse_objectives(text: str, metric: str, mode: str) -> list[Objective]:
-    """`objectives=` as a list, primary first; empty text: the space's metric alone. Each name may carry its
-    direction (`params:min`); a direction the objective does not have, an unknown name or a repeated one is refused
-    naming it. The first objective must be the space's metric."""
+    """`objectives=` as a list, primary first (the space's metric); a name may carry its direction."""
     if not text.strip():
         return [Objective(metric, mode)]
     objectives = []

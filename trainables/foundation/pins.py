@@ -1,6 +1,4 @@
-"""What a pinned hyperparameter may be: the values the model and the training loop can build (others are refused), and
-the warning for a pin outside what the space searches, which is accepted (a space's range is what a search proposes,
-not a limit on what a user may try). No Ray, no torch."""
+"""What a pinned hyperparameter may be: what the model and the loop can build; a pin outside the space is warned."""
 
 from __future__ import annotations
 
@@ -44,9 +42,8 @@ RULES: dict[str, tuple[str, Callable[[object], bool]]] = {
 
 
 def refuse_unbuildable(key: str, text: str, value, own: BaseDistribution | object | None = None) -> None:
-    """Refuse `key=text` (parsed as `value`) when the model or the training loop cannot build it, naming what the name
-    accepts. `own`: the space's own distribution or constant of that name; a value inside its searched range is never
-    refused, and an integer rule binds only where it is an integer knob (a user's `width` may be a float)."""
+    """Refuse `key=text` (parsed as `value`) when the model or the loop cannot build it; never a value inside `own`'s
+    searched range, and an integer rule only for an integer knob (`own`: the space's distribution or constant)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise UsageError(f"{key}={text}: must be a finite number")
     rule = RULES.get(key)

@@ -1,6 +1,4 @@
-"""Repeats: a search with nothing left to search trains its one configuration once, or `trials=N` times, each with its
-own seed (the run's `seed` plus the repeat's place) for the weights, batch order and augmentation; the validation
-and test splits stay the run's. The study keeps each trial's seed as its user attribute `seed`. No Ray, no torch."""
+"""Repeats: a search with nothing left to search trains its one configuration `trials=N` times, seeds apart."""
 
 from __future__ import annotations
 
@@ -9,8 +7,7 @@ LISTED_SEEDS = 6  # more repeats than this are named by their first and last see
 
 
 def searched_names(space, fixed: dict) -> list[str]:
-    """The hyperparameters that a search of `space` (the space its objectives search: the cost knobs with several)
-    still searches once `fixed` are pinned."""
+    """The hyperparameters that a search of `space` still searches once `fixed` are pinned."""
     return [name for name in space.hyperparameters if name not in fixed]
 
 

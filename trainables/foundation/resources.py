@@ -1,7 +1,4 @@
-"""The shape of a trial (workers, CPUs and GPU share per worker), chosen to fit the cluster, refused before any trial
-when it can never fit or work (Ray Train would wait forever), and how many trials fit side by side.
-Pure logic over per-node resource dicts (as `ray.nodes()` reports them), no Ray import.
-"""
+"""The shape of a trial, chosen to fit the cluster and refused when it never can; no Ray import."""
 
 from __future__ import annotations
 
@@ -23,10 +20,6 @@ class TrialShape:
     def of(cls, config) -> TrialShape:
         """The shape a RunConfig asks for (gpus already resolved from 'auto')."""
         return cls(workers=config.workers, cpus_per_worker=config.cpus, gpus_per_worker=config.gpus or 0)
-
-    def describe(self) -> str:
-        gpu = f" and {self.gpus_per_worker:g} GPU" if self.gpus_per_worker else ""
-        return f"workers={self.workers} x ({self.cpus_per_worker:g} CPU{gpu})"
 
     def keys(self) -> str:
         """The shape as the keys that ask for it."""
@@ -58,10 +51,8 @@ def choose_shape(
     gpus: float | None = None,
     concurrency: int = 0,
 ) -> TrialShape:
-    """The trial shape for this cluster. Keys the user gave (not None) always win; the rest are chosen: with GPUs,
-    2 workers x 1 GPU where the cluster has 2+ GPUs, else one worker at 0.25 GPU; without GPUs, 2 workers where a
-    node has DDP_MIN_CORES cores, else 1; CPUs per worker split a node's cores among the workers sharing it (never
-    more than `trials`' or `concurrency`'s workers)."""
+    """The trial shape for this cluster: keys the user gave (not None) win; CPUs per worker split a node's cores among
+    the workers that share it."""
     node_gpus, node_cpus = most_on_one_node(nodes, "GPU"), most_on_one_node(nodes, "CPU")
     total_gpus = sum(math.floor(node.get("GPU", 0)) for node in nodes)
     # DDP wherever there are GPUs for two ranks, unless the given share is a part of one GPU (ranks cannot share one)
@@ -131,10 +122,11 @@ def _never_fits_message(nodes: list[dict], shape: TrialShape) -> str:
     total_cpu, total_gpu = (sum(n.get(kind, 0) for n in nodes) for kind in ("CPU", "GPU"))
     asked_cpu, asked_gpu = shape.workers * shape.cpus_per_worker, shape.workers * shape.gpus_per_worker
     asked = f"{asked_cpu:g} CPUs" + (f" and {asked_gpu:g} GPUs" if asked_gpu else "")
+    gpu = f" and {shape.gpus_per_worker:g} GPU" if shape.gpus_per_worker else ""
     have = f"{total_cpu:g} CPUs and {total_gpu:g} GPUs on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
     return (
-        f"{shape.describe()}: one trial needs {asked} but the cluster has {have}; "
-        f"lower workers=, cpus= or gpus=, or add nodes"
+        f"workers={shape.workers} x ({shape.cpus_per_worker:g} CPU{gpu}): one trial needs {asked} but the cluster has "
+        f"{have}; lower workers=, cpus= or gpus=, or add nodes"
     )
 
 

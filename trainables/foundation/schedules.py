@@ -1,7 +1,4 @@
-"""The learning-rate schedules by name, and how long each warms up: what the driver needs to place ASHA's first rung
-one epoch past the longest warm-up (a score within a warm-up says how far up it got, benchmarks/README.md) without
-importing torch. trainables/training.py builds the schedules themselves.
-"""
+"""The lr schedules by name and their warm-ups, for ASHA's first rung past the longest one, without torch."""
 
 from __future__ import annotations
 
@@ -22,27 +19,23 @@ def warmup_epochs(schedule: str, epochs: int) -> float:
 
 
 def first_rung(epochs: int, schedules: list[str]) -> int:
-    """ASHA's grace period for trials that may have any of `schedules`: the first epoch that ends past every
-    warm-up (1 without one; never past `epochs`, where ASHA stops nothing)."""
+    """ASHA's grace period: the first epoch that ends past every warm-up (1 without one; at most `epochs`)."""
     warm = max((warmup_epochs(s, epochs) for s in schedules), default=0.0)
     return max(1, min(epochs, math.floor(warm) + 1))
 
 
 def rung_milestones(epochs: int, grace: int, reduction: float) -> list[float]:
-    """Where ASHA (Ray Tune's, `grace_period=grace`, `reduction_factor=reduction`, `max_t=epochs`) compares trials,
-    before the last epoch: grace x reduction^k."""
+    """Where Ray Tune's ASHA compares trials before the last epoch: grace x reduction^k."""
     return [grace * reduction**k for k in range(64) if grace * reduction**k < epochs]
 
 
 def cycle_ends(epochs: int, grace: int, reduction: float) -> tuple[int, ...]:
-    """The epochs at whose end ASHA judges a trial (its rungs, before the last epoch): where `rung_cycles=true`
-    ends a learning-rate cycle and starts the next, so that every rung compares annealed scores."""
+    """The epochs at whose end ASHA judges a trial (before the last): where `rung_cycles=true` ends an lr cycle."""
     return tuple(sorted({math.ceil(milestone) for milestone in rung_milestones(epochs, grace, reduction)} - {epochs}))
 
 
 def schedules_of(constants: dict, hyperparameters: dict, fixed: dict) -> list[str]:
-    """The schedules a trial of a space may have: a pinned one, else the space's constant, else a searched
-    categorical's choices."""
+    """The schedules a trial of a space may have: a pinned one, else a searched one's choices, else the constant."""
     if "lr_schedule" in fixed:
         return [fixed["lr_schedule"]]
     if "lr_schedule" in hyperparameters:

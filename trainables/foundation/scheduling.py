@@ -1,9 +1,4 @@
-"""Who starts when: what each trial asks Tune for and how many run side by side.
-
-A one-worker trial trains inside its own Tune trial process, which asks for the worker's CPUs and GPU share itself;
-a multi-worker trial's DDP group is placed by Ray Train, and its trial process asks for a token of memory only.
-Pure logic over a resolved RunConfig; no Ray, no torch.
-"""
+"""What each trial asks Tune for and how many run side by side; no Ray, no torch."""
 
 from __future__ import annotations
 
@@ -33,8 +28,7 @@ def trains_in_process(workers: int, in_process: bool) -> bool:
 def place_trials(
     workers: int, cpus: float, gpus: float, concurrency: int, max_failures: int, in_process: bool = True
 ) -> TrialPlacement:
-    """`concurrency`: what the cluster fits (`resources.plan_concurrency`); `in_process=False` gives a one-worker trial
-    a Ray Train worker group like a multi-worker one."""
+    """`in_process=False` gives a one-worker trial a Ray Train worker group like a multi-worker one."""
     if trains_in_process(workers, in_process):
         resources = {"cpu": cpus, "gpu": gpus} if gpus else {"cpu": cpus}
         return TrialPlacement(True, resources, concurrency, max_failures)

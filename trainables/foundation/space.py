@@ -1,8 +1,4 @@
-"""The contract of a search space, and how spaces are found by name or path.
-
-A space is a module (in `spaces/`, or a user's file or package) that defines `SPACE = Space(...)`.
-This module imports neither Ray nor torch: listing and validating spaces must stay cheap.
-"""
+"""The contract of a search space, and how spaces are found; no Ray or torch, so listing stays cheap."""
 
 from __future__ import annotations
 
@@ -39,8 +35,7 @@ class Space:
     architecture: str
     """Model builder: a name in `trainables.models.MODELS`, or "path/to/file.py:function" / "module:function"."""
     dataset: str
-    """Name of the dataset in `trainables.data.DATASETS` (mnist, fashion_mnist, imagefolder, imagefolder_split), or
-    the space's own: "path/to/file.py:function" / "module:function" returning an `OwnData` (trainables.own_data)."""
+    """A name in `trainables.data.DATASETS`, or "path/to/file.py:function" / "module:function" giving an `OwnData`."""
     hyperparameters: dict[str, BaseDistribution]
     """The searched hyperparameters as Optuna distributions."""
     model_args: Callable[[dict, Any], dict] | None = None
@@ -48,9 +43,8 @@ class Space:
     constants: dict[str, Any] = field(default_factory=dict)
     """Hyperparameters the training loop reads that are not searched (overridable with key=value)."""
     cost_hyperparameters: dict[str, BaseDistribution] = field(default_factory=dict)
-    """Knobs that trade accuracy for cost (width, depth, image size), searched only when a second objective is
-    asked; their absence leaves the model at its defaults. A name here may widen a searched hyperparameter's range,
-    or search a constant."""
+    """Knobs that trade accuracy for cost (width, depth, image size), searched only when a second objective is asked;
+    a name here may widen a searched hyperparameter's range, or search a constant."""
     metric: str = "val_acc"
     """The metric the search optimizes."""
     mode: str = "max"
@@ -90,9 +84,7 @@ class Space:
 
 
 def coerce_hyperparameter(space: Space, key: str, text: str) -> Any:
-    """Parse `key=text` for a hyperparameter of `space` into a value of the right type, refusing what the model or
-    the loop cannot build (trainables.foundation.pins). A number outside the searched range or between the searched
-    choices is accepted (`pin_warnings` says so); a choice among names must be one of the space's."""
+    """Parse `key=text` for a hyperparameter of `space`, refusing what the model or the loop cannot build (`pins`)."""
     value = _parsed_pin(space, key, text)
     own = space.constants.get(key, space.cost_hyperparameters.get(key) or space.hyperparameters.get(key))
     refuse_unbuildable(key, text, value, own)
@@ -182,8 +174,7 @@ def _space_of(module, ref: str) -> Space:
 
 
 def _builder_beside(space: Space, module_file: str | None) -> Space:
-    """A model builder named by a relative file path ("net.py:net") is read from the space module's folder, as its
-    own data, loss and step are (trainables.own_refs): the trials run in another working directory."""
+    """A model builder named by a relative file path ("net.py:net") is read from the space module's folder."""
     location, _, function = space.architecture.rpartition(":")
     if not module_file or not location.endswith(".py") or Path(location).is_absolute():
         return space

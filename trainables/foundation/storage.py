@@ -1,8 +1,4 @@
-"""Where an experiment lives: a local (or NFS-mounted) folder, or a `pyarrow.fs` URI (s3://, gs://, file://).
-
-With a URI, the trials write their own files to it; the driver writes its files to a local working folder and uploads
-them, and readers download into a viewing folder of their own (docs/design.md). No Ray, no torch: pyarrow only.
-"""
+"""Where an experiment lives: a local (or NFS-mounted) folder, or a `pyarrow.fs` URI; pyarrow only."""
 
 from __future__ import annotations
 
@@ -89,14 +85,10 @@ def exists(location: str) -> bool:
     return fs.get_file_info(path).type != pyarrow.fs.FileType.NotFound
 
 
-def read_bytes(location: str) -> bytes:
+def read_text(location: str) -> str:
     fs, path = filesystem(location)
     with fs.open_input_stream(path) as stream:
-        return stream.read()
-
-
-def read_text(location: str) -> str:
-    return read_bytes(location).decode()
+        return stream.read().decode()
 
 
 # Experiments held through a lease (search.running.writer.lock): a write under one first calls `fence.check()`.
@@ -161,8 +153,7 @@ def viewing_folder(uri: str) -> Path:
 
 @dataclass(frozen=True)
 class Experiment:
-    """An experiment folder: `location` is where it lives (a folder or a URI), `local` where this process reads
-    and writes the project's own files (the folder itself, or the working folder of a URI)."""
+    """An experiment: `location` where it lives (a folder or a URI), `local` where this process reads and writes."""
 
     location: str
     local: Path
@@ -224,8 +215,7 @@ class Experiment:
             pyarrow.fs.copy_files(info.path, str(target), fs, local_fs)
 
     def checkpoint_location(self, recorded: str) -> str:
-        """Where a checkpoint the summary records (relative to the experiment, or an older summary's absolute place,
-        re-anchored here alike) is now, so an experiment moved or copied elsewhere still finds its checkpoints."""
+        """Where a recorded checkpoint is now (re-anchored here, so a moved experiment still finds it)."""
         parts = _checkpoint_parts(recorded)
         return self.join(*parts) if parts else recorded
 
@@ -261,10 +251,7 @@ class Experiment:
 
 
 def claim(experiment: Experiment, name: str) -> None:
-    """Create the experiment's folder, or refuse in one line when it exists: one atomic mkdir, so that of two searches
-    started at once with the same name exactly one gets it. On a URI the driver claims under the experiment's lease
-    (search.running.writer.lock): the URI may hold nothing but that lease, and the working folder is emptied but for
-    the driver's lock."""
+    """Create the experiment's folder (atomic: of two searches with one name, one wins), or refuse in one line."""
     if experiment.remote:
         if set(_names_under(experiment.location)) - {LEASE_FILE, CLOCK_FILE}:
             raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=")
@@ -288,6 +275,19 @@ def _names_under(location: str) -> list[str]:
     return [PurePosixPath(info.path).name for info in infos]
 
 
+def folders_holding(fs, root: str, name: str, prefix: str = "") -> list[str]:
+    """The paths of `root`'s folders named `prefix...` that hold a file `name` (empty: any)."""
+    import pyarrow.fs
+
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
+    folders = [i.path for i in infos if i.type == pyarrow.fs.FileType.Directory]
+    folders = [path for path in folders if PurePosixPath(path).name.startswith(prefix)]
+    if not name:
+        return folders
+    marked = fs.get_file_info([str(PurePosixPath(path, name)) for path in folders])
+    return [path for path, info in zip(folders, marked) if info.type == pyarrow.fs.FileType.File]
+
+
 def experiment_of(storage: str, name: str) -> Experiment:
     """Experiment `name` under `storage` (a folder or a URI)."""
     return Experiment.at(uri_join(storage, name) if is_uri(storage) else str(Path(storage) / name))
@@ -296,8 +296,7 @@ def experiment_of(storage: str, name: str) -> Experiment:
 def open_for_reading(
     location: str, marker: str, missing: str = "not a finished experiment", reading: bool = True
 ) -> Experiment:
-    """The experiment at `location`, downloaded when it is a URI (into the readers' own folder, unless `reading` is
-    False: a writer holding the lock); refused in one line when `marker` is not there."""
+    """The experiment at `location` (downloaded from a URI); refused in one line when `marker` is not there."""
     experiment = Experiment.at(location, reading)
     if not exists(experiment.join(marker)):
         raise UsageError(f"{location}: {missing} (no {marker})")

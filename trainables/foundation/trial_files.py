@@ -1,11 +1,5 @@
-"""A trial's own record in its experiment folder, written before Tune (and so the study) hears of an epoch: what the
-summary, `report` and `export` read, and what `resume` brings the study up to.
-
-    trial_<id>/result.json   one JSON line per epoch, after that epoch's checkpoint; only grows, rewritten whole
-    trial_<id>/end.json      how the trial ended (status, reason), written by the search driver from its study
-
-pyarrow only (a folder or a URI); no Ray, no torch.
-"""
+"""A trial's own record, written before Tune hears of an epoch: `trial_<id>/result.json` (one JSON line per epoch,
+after its checkpoint; rewritten whole) and `trial_<id>/end.json` (how it ended). pyarrow only; no Ray, no torch."""
 
 from __future__ import annotations
 
@@ -14,7 +8,7 @@ import logging
 import time
 from pathlib import PurePosixPath
 
-from trainables.foundation.storage import check_fence, filesystem, is_uri, uri_join
+from trainables.foundation.storage import check_fence, filesystem, folders_holding, is_uri, uri_join
 
 TRIAL_DIR_PREFIX = "trial_"
 RESULT_FILE = "result.json"
@@ -65,8 +59,7 @@ class TrialFiles:
         return parse_rows(self._read(RESULT_FILE) or "", self._path(RESULT_FILE))
 
     def append(self, rows: list[dict], row: dict) -> list[dict]:
-        """`rows` (what this writer last knew the file to hold) and `row`, written back whole with every row the file
-        holds now: a row another writer added since is never written over, and a recorded epoch is kept as it was."""
+        """`rows` and `row`, written back whole with every row the file holds now (none written over)."""
         if any(r.get("epoch") == row.get("epoch") for r in rows):
             return rows
         held = self.rows()
@@ -108,13 +101,6 @@ def parse_rows(text: str, source: str = RESULT_FILE) -> list[dict]:
 
 def recorded_trial_ids(experiment_dir: str) -> list[str]:
     """Trials whose folder holds a result.json: every trial that reported an epoch."""
-    import pyarrow.fs
-
     fs, root = filesystem(experiment_dir)
-    ids = []
-    for info in fs.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True)):
-        name = PurePosixPath(info.path).name
-        if info.type == pyarrow.fs.FileType.Directory and name.startswith(TRIAL_DIR_PREFIX):
-            if fs.get_file_info(str(PurePosixPath(info.path, RESULT_FILE))).type == pyarrow.fs.FileType.File:
-                ids.append(name.removeprefix(TRIAL_DIR_PREFIX))
-    return sorted(ids)
+    folders = folders_holding(fs, root, RESULT_FILE, TRIAL_DIR_PREFIX)
+    return sorted(PurePosixPath(path).name.removeprefix(TRIAL_DIR_PREFIX) for path in folders)

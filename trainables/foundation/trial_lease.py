@@ -1,13 +1,10 @@
 """A trial process's own fence: a trial writes its checkpoints and rows to a URI experiment only while the driver that
-started it holds the experiment's lease (search.running.writer.lock; docs/one-writer.md).
-
-The trial reads the lease when it starts writing and again before each checkpoint and each row: once the lease is
-another's, or removed, or cannot be read for `READ_S`, the trial stops (`TrialFenced`) without that write. A local
-experiment has no lease (its `flock` is freed only when its holder is gone). pyarrow only: no Ray, no torch.
-"""
+started it holds the experiment's lease (docs/one-writer.md); it stops (`TrialFenced`) once the lease is another's,
+removed, or unreadable for `READ_S`. pyarrow only: no Ray, no torch."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
@@ -49,8 +46,9 @@ class TrialLease:
             except FileNotFoundError:
                 return {}
             except OSError as exc:
-                if _missing(self.location):  # a store that words a missing file otherwise
-                    return {}
+                with contextlib.suppress(OSError):
+                    if not exists(self.location):  # a store that words a missing file otherwise
+                        return {}
                 if time.monotonic() - since >= READ_S:
                     self._fenced(f"it could not be read for {READ_S:.0f} s ({type(exc).__name__}: {exc})")
                 time.sleep(0.5)
@@ -66,13 +64,6 @@ class TrialLease:
 def trial_lease(experiment_dir: str) -> TrialLease | None:
     """The fence of a trial writing to `experiment_dir`: a URI's lease; None for a local folder (no lease)."""
     return TrialLease(experiment_dir) if is_uri(experiment_dir) else None
-
-
-def _missing(location: str) -> bool:
-    try:
-        return not exists(location)
-    except OSError:
-        return False
 
 
 def parse_holder(data: bytes) -> dict:

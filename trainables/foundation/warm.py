@@ -1,6 +1,4 @@
-"""How warm a trial starts (`warm_imports` of TRIAL_MODULES, `trial_of_process`), and Ray's public door to start it
-warmer, `RAY_preload_python_modules`, left to the user (docs/design.md, "A warm trial start"). No Ray, no torch.
-"""
+"""How warm a trial starts, and Ray's door to start it warmer (docs/design.md, "A warm trial start")."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ TRIAL_MODULES = (
 
 
 def raylet_environment(environ: dict) -> dict:
-    """What a local Ray instance's processes need beyond this environment: where the user preloads modules, this
-    project appended to the import path (a prestarted worker imports before Ray gives it the driver's path)."""
+    """Where the user preloads modules: this project appended to a local Ray instance's import path."""
     if not environ.get(PRELOAD_ENV):
         return {}
     path = [entry for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if entry]

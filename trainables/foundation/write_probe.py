@@ -1,5 +1,4 @@
-"""Whether a run may write its experiment where `storage=` says, checked before anything is written: a refused run
-leaves no folder behind. No Ray, no torch."""
+"""Whether a run may write where `storage=` says, checked before anything is written. No Ray, no torch."""
 
 from __future__ import annotations
 
@@ -11,10 +10,7 @@ from trainables.foundation.storage import is_uri
 
 
 def refuse_unwritable(storage: str) -> None:
-    """A local `storage` folder must be one this process can create and write into, checked without creating it: the
-    nearest folder of its path that exists must be a folder this process can write a file into (a real file, removed
-    at once, which also holds for root and read-only mounts); nothing is left behind when the run is refused. A URI is
-    checked by the nodes that write to it."""
+    """Refuse a local `storage` this process cannot create and write into, without creating it."""
     if is_uri(storage):
         return
     import tempfile
