@@ -64,15 +64,16 @@ def summary_so_far(experiment: Experiment) -> tuple[dict, int]:
     space = load_run_space(config)
     objectives = objectives_of(config, space)
     study, storage = read_study(experiment.local / STUDY_FILE)
-    constants = config.constants(space)
-    primary = objectives[0]
-    record = StudyRecord(
-        study, storage, coding_for(config, space), primary.name, primary.mode, config.epochs, constants, objectives
-    )
+    primary, coding, constants = objectives[0], coding_for(config, space), config.constants(space)
+    record = StudyRecord(study, storage, coding, primary.name, primary.mode, config.epochs, constants, objectives)
     results = trial_results(record, experiment)
     ended = [result for result in results if result.status != "running"]
-    named = [{"name": o.name, "mode": o.mode} for o in objectives]
-    summary = summarize(
-        space.name, space.metric, space.mode, config.to_dict(), ended, experiment.checkpoint_exists(), named
+    return summary_of(config, space, experiment, record, ended), len(results) - len(ended)
+
+
+def summary_of(config: RunConfig, space, experiment: Experiment, record: StudyRecord, results: list) -> dict:
+    """The summary of `results`, the trials of the search in `experiment` (search.results.summary)."""
+    named = [{"name": o.name, "mode": o.mode} for o in record.objectives]
+    return summarize(
+        space.name, space.metric, space.mode, config.to_dict(), results, experiment.checkpoint_exists(), named
     )
-    return summary, len(results) - len(ended)

@@ -14,7 +14,7 @@ import ray
 import ray.tune
 
 from search.results.files import write_json_atomically
-from search.results.summary import SUMMARY_FILE, summarize
+from search.results.summary import SUMMARY_FILE
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import import_ahead, test_accuracy
 from search.running.asha.pareto_asha import pareto_asha
@@ -33,7 +33,7 @@ from search.running.stopping import SessionStop, ctrl_c_stops
 from search.running.study.record import StudyRecord
 from search.running.tracking.mlflow_store import store_files
 from search.running.tracking.tracker import start_tracker
-from search.running.trial_results import trial_results
+from search.running.trial_results import summary_of, trial_results
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
@@ -168,11 +168,7 @@ def scheduler_of(config: RunConfig, record: StudyRecord):
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
-    results = trial_results(record, experiment)
-    objectives = [{"name": o.name, "mode": o.mode} for o in record.objectives]
-    summary = summarize(
-        space.name, space.metric, space.mode, config.to_dict(), results, experiment.checkpoint_exists(), objectives
-    )
+    summary = summary_of(config, space, experiment, record, trial_results(record, experiment))
     summary["epochs_spent"] = record.epochs_spent()  # trial-epochs, against the epoch budget when there is one
     for chosen in ([summary["best"]] if summary["best"] else []) + summary.get("front", []):
         chosen.update(test_accuracy(chosen, config, space, experiment) or {})  # at the end: data no choice was made on
