@@ -49,17 +49,14 @@ def preflight(config: RunConfig, space: Space) -> None:
 
     refuse_unusable(config)
     dataset = get_dataset(space.dataset, config)  # a space's own: its function is called and checked
-    pretrained = bool(hp.get("pretrained")) and not config.model.weights
-    # A later refusal takes back what was fetched.
-    with taken_back_on_refusal(fetch_targets(config, dataset, pretrained)):
+    pretrained, data = bool(hp.get("pretrained")) and not config.model.weights, config.data
+    with taken_back_on_refusal(fetch_targets(config, dataset, pretrained)):  # a later refusal takes it back
         try:
-            config.data.skip = dataset.check(
-                config.data.root, hp, config.data.download, config.data.strict, config.seed
-            )
+            data.skip = dataset.check(data.root, hp, data.download, data.strict, config.seed)
         except UsageError as missing:
             if not use_the_sample(config, space.dataset):
                 raise missing from None
-            config.data.skip = dataset.check(config.data.root, hp, False, config.data.strict, config.seed)
+            data.skip = dataset.check(data.root, hp, False, data.strict, config.seed)
         config.model.weights = resolve_weights(config.model.weights, space, hp)
         check_training_step(space, config, dataset, typical_hyperparameters(space) | hp)  # a space's own loss or step
     say_when_long(config, space, dataset, hp)
@@ -119,11 +116,9 @@ def use_the_sample(config: RunConfig, dataset: str) -> bool:
     else:
         why = f"no MNIST in {given_up} (data.download=false)"
     print(f"data: {why}; training on {SAMPLE_WORDS[dataset]}; for real data give data.root=PATH", flush=True)
-    config.data.root = str(
-        samples.mnist_root()
-        if dataset == "mnist"
-        else samples.digit_folders_root(split_by_pct=dataset == "imagefolder_split")
-    )
+    split = dataset == "imagefolder_split"
+    root = samples.mnist_root() if dataset == "mnist" else samples.digit_folders_root(split_by_pct=split)
+    config.data.root = str(root)
     return True
 
 
@@ -179,9 +174,6 @@ def refuse_missing_data(config: RunConfig, space: Space) -> None:
         dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
 
 
-# What the checks before Ray fetched is taken back when a later check refuses the run, so that a refused run leaves
-# no folder behind, the caches included: the data downloaded into data.root, the shipped sample unpacked into the
-# cache, pretrained weights downloaded into torch's hub cache. Only folders that did not exist before are removed.
 def first_missing(path: Path) -> Path | None:
     """The shallowest folder on the way to `path` (itself included) that does not exist yet: what creating `path`
     would create first; None when `path` exists."""
@@ -196,7 +188,8 @@ def first_missing(path: Path) -> Path | None:
 
 @contextlib.contextmanager
 def taken_back_on_refusal(paths: list[Path]):
-    """Run the checks inside; when one refuses (UsageError), remove whichever of `paths`' missing folders now exist."""
+    """Run the checks inside; when one refuses (UsageError), remove whichever of `paths`' missing folders now exist,
+    so that a refused run leaves no folder behind, the caches included."""
     created = [missing for missing in map(first_missing, paths) if missing is not None]
     try:
         yield
