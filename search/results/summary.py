@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from search.results.front import front_of
+from search.results.pareto import front_of
 from search.results.score import anneals, is_finite_number, standing_row
 from trainables.foundation.trial_files import CHECKPOINT_KEY
 
