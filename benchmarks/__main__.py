@@ -31,8 +31,6 @@ from benchmarks.options import PARTS, SHAPES, parse_args
 from benchmarks.report import write_report
 from benchmarks.search_runs import resnet_words, run_search, summary_of, trial_rows
 
-TABLES = {"warm_start": warm_start, "accelerator": accelerator, "replay": replay_cli}
-
 
 def measure_trials(
     root: str, storage: Path, batch: int, limit: int, epochs: int, trials_per_shape: int, shapes: list[str]
@@ -113,54 +111,60 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
     }
 
 
-def print_tables(report: dict) -> None:
+def summary_lines(report: dict) -> list[str]:
+    """One line per measurement, its headline figures (the JSON keeps every figure)."""
+    lines = []
     if "peer" in report:
-        peer.print_table(report["peer"])
-    for label, s in report.get("trials", {}).get("shapes", {}).items():
-        first, later = s["per_trial"][0], s["mean_after_first"]
-        busy = ", ".join(
-            f"{role} {cores:.2f}" for role, cores in s["cores_busy_while_training"].items() if cores >= 0.01
+        loop, search = report["peer"]["plain_loop"], report["peer"]["search"]
+        lines.append(
+            f"peer: search {search['wall_s']:.0f} s, plain Optuna loop {loop['wall_s']:.0f} s "
+            f"({report['peer']['search_over_loop']:.2f}x)"
         )
-        print(
-            f"{label}: {s['images_per_s']:.0f} images/s, {s['vs_bare_loop']:.2f} of the bare loop; first trial's "
-            f"start {first['process_to_first_step_s']:.1f} s, later trials "
-            f"{later.get('last_report_to_next_first_step_s', 0):.1f} s apart; cores busy while training: {busy}"
+    if "warm_start" in report:
+        warm = report["warm_start"]
+        lines.append(
+            f"warm: smallest search {warm['smallest_vs_fresh_import']:.2f}x a fresh import, reuse_actors "
+            f"{warm['reuse_true_vs_false_wall']:.2f}x the wall without, "
+            f"DDP trials {warm['ddp_start_gap_s']:.1f} s apart"
+        )
+    for label, shape in report.get("trials", {}).get("shapes", {}).items():
+        apart = shape["mean_after_first"].get("last_report_to_next_first_step_s", 0)
+        lines.append(
+            f"overhead, {label}: {shape['images_per_s']:.0f} images/s, {shape['vs_bare_loop']:.2f} of the bare loop, "
+            f"trials {apart:.1f} s apart"
         )
     if "ddp_without_ray" in report:
-        d = report["ddp_without_ray"]
-        print(
-            f"without Ray, images/s: one process 2 threads {d['one_process_2_threads']:.0f} (again "
-            f"{d['one_process_2_threads_again']:.0f}), two processes no gradient exchange "
-            f"{d['two_processes_no_gradient_exchange']:.0f}, two processes DDP/gloo {d['two_processes_ddp_gloo']:.0f}"
+        ddp = report["ddp_without_ray"]
+        lines.append(
+            f"ddp: two processes DDP/gloo {ddp['two_processes_ddp_gloo']:.0f} images/s, one process 2 threads "
+            f"{ddp['one_process_2_threads']:.0f}"
         )
-    if "data_path" in report:
-        for name, f in report["data_path"].items():
-            print(
-                f"data path, {name}: memory feed {f['memory_feed']:.2f}s, tutorial {f['tutorial']:.2f}s "
-                f"({f['tutorial_over_memory_feed']:.1f}x)"
-            )
+    for name, path in report.get("data_path", {}).items():
+        lines.append(
+            f"data, {name}: the tutorial's DataLoader {path['tutorial_over_memory_feed']:.1f}x the memory feed"
+        )
     if "asha" in report:
-        a = report["asha"]
-        print(
-            f"ASHA ({a['trials']} trials, {a.get('sampler', 'tpe')}, reduction {a['reduction']:g}): "
-            f"{a['epochs_run']['asha']} of {a['epochs_run']['full']} epochs ({a['epochs_ratio']:.2f}); best "
-            f"val_acc {a['best_value']['asha']:.4f} vs {a['best_value']['full']:.4f} with every epoch, test_acc "
-            f"{a['best_test_acc']['asha']:.4f} vs {a['best_test_acc']['full']:.4f}; "
-            f"same configuration: {a['same_best_configuration']}"
+        asha = report["asha"]
+        lines.append(
+            f"asha: {asha['epochs_run']['asha']} of {asha['epochs_run']['full']} epochs, best val_acc "
+            f"{asha['best_value']['asha']:.4f} against {asha['best_value']['full']:.4f} with every epoch"
         )
     if "memory" in report:
-        m = report["memory"]
-        d, w = m["peak_rss_mib"]["trial_driver"], m["peak_rss_mib"]["training_worker"]
-        print(
-            f"memory over {m['trials']} trials: driver peak {d['first']:.0f} -> {d['last']:.0f} MiB "
-            f"(max {d['max']:.0f}),"
-            f" worker peak {w['first']:.0f} -> {w['last']:.0f} MiB (max {w['max']:.0f})"
+        driver = report["memory"]["peak_rss_mib"]["trial_driver"]
+        lines.append(
+            f"memory: a trial driver's peak {driver['first']:.0f} MiB at the first trial, "
+            f"{driver['last']:.0f} at the last"
         )
-        for role, r in m["long_lived_rss_mib"].items():
-            print(f"  {role}: {r['after_trial_2']:.0f} MiB after trial 2, {r['after_last_trial']:.0f} MiB at the end")
-    for key, module in TABLES.items():
-        if key in report:
-            module.print_table(report[key])
+    if "accelerator" in report and "skipped" in report["accelerator"]:
+        lines.append(f"gpu: skipped ({report['accelerator']['skipped']})")
+    elif "accelerator" in report:
+        bare = report["accelerator"]["bare_loop"]
+        rates = [
+            f"{label} " + ("failed" if "failed" in row else f"{row['images_per_s']:.0f}") for label, row in bare.items()
+        ]
+        trial = report["accelerator"]["search_trial"]["fp32"]["vs_bare_loop"]
+        lines.append(f"gpu: a trial {trial:.2f} of the bare loop (fp32); bare loop images/s: {', '.join(rates)}")
+    return lines
 
 
 KEYS = {"warm": "warm_start", "overhead": "trials", "ddp": "ddp_without_ray", "data": "data_path", "gpu": "accelerator"}
@@ -202,7 +206,10 @@ def main() -> None:
                     print(f"error: the {part} part failed ({kept}): {exc}", file=sys.stderr)
                     raise SystemExit(1) from None
                 write_report(args.out, {**figures, "complete": False})  # what is measured so far survives a crash
-    print_tables(write_report(args.out, {**figures, "complete": True}))
+    report = write_report(args.out, {**figures, "complete": True})
+    print("\n".join(summary_lines(report)))
+    if "replay" in report:
+        replay_cli.print_table(report["replay"])
 
 
 if __name__ == "__main__":

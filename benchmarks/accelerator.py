@@ -138,21 +138,3 @@ def measure(
             "vs_tutorial_dataloader": rate / tutorial,
         }
     return figures
-
-
-def print_table(figures: dict) -> None:
-    if "skipped" in figures:
-        print(f"accelerator: skipped ({figures['skipped']})")
-        return
-    print(f"on {figures['device']}, batch {figures['batch']}:")
-    for label, f in figures["bare_loop"].items():
-        if "failed" in f:
-            print(f"  bare loop, {label}: failed ({f['failed']})")
-            continue
-        busy = "" if f["utilization_pct"] is None else f", device busy {f['utilization_pct']:.0f}%"
-        print(f"  bare loop, {label}: {f['images_per_s']:.0f} images/s{busy}")
-    for label, f in figures["search_trial"].items():
-        print(
-            f"  search trial, {label}: {f['images_per_s']:.0f} images/s, {f['vs_bare_loop']:.2f} of the bare loop, "
-            f"{f['vs_tutorial_dataloader']:.2f}x the tutorial DataLoader"
-        )

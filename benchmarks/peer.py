@@ -174,31 +174,3 @@ def trial_start_phases(trials: list[list[dict]]) -> dict:
 
 def between_epochs_s(rows: list[dict]) -> float:
     return sum(b["started_at"] - last_report_at([a]) for a, b in zip(rows, rows[1:]))
-
-
-def print_table(p: dict) -> None:
-    s, loop = p["search"], p["plain_loop"]
-    print(
-        f"peer, {p['trials']} trials x {p['epochs']} epochs: plain Optuna loop {loop['wall_s']:.0f} s "
-        f"({loop['threads']} threads, best {loop['best_val_acc']:.4f}), search {s['wall_s']:.0f} s "
-        f"(workers={s['shape']['workers']} cpus={s['shape']['cpus']:g}, best {s['best_val_acc']:.4f}): "
-        f"{p['search_over_loop']:.2f}x the loop"
-    )
-    busy = lambda pct: "" if pct is None else f", GPU busy {pct:.0f}%"  # noqa: E731
-    print("  loop: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in loop["split"].items()) + busy(loop["gpu_busy_pct"]))
-    w = s["split"]
-    print(
-        f"  search: Ray and Tune start {w['ray_and_tune_start_s']:.1f} s, trials {w['trials_span_s']:.1f} s "
-        f"({w['trials_at_once']} at once), end {w['end_s']:.1f} s{busy(s['gpu_busy_pct'])}; images/s "
-        f"{w['images_per_s_per_trial']:.0f} per trial, {w['images_per_s_together']:.0f} together"
-    )
-    print(
-        "  search's start: "
-        + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.1f} s" for k, v in w["ray_and_tune_start"].items())
-    )
-    print(
-        "  trials' starts (summed): "
-        + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.1f} s" for k, v in w["trial_start_s"].items())
-        + busy(s.get("gpu_busy_pct_while_trials_train")).replace("GPU busy", "GPU busy while trials train")
-    )
-    print("  trial-seconds: " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in w["trial_s"].items()))

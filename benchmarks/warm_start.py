@@ -66,19 +66,3 @@ def measure(root: str, storage: Path, trials: int = 6) -> dict:
         "ddp_start_gap_vs_fresh_import": ddp_gap["fixed_overhead_s"] / fresh_import,
         "ddp_mean_after_first": ddp_gap,
     }
-
-
-def print_table(figures: dict) -> None:
-    fresh = sum(figures["fresh_import_s"].values()) / 2
-    print(f"\nwarm starts (fresh `{figures['fresh_import']}`: {fresh:.1f} s)")
-    print(f"  smallest search: {figures['smallest_search_s']:.1f} s, {figures['smallest_vs_fresh_import']:.2f}x")
-    for label, run in figures["one_worker"].items():
-        starts = ", ".join(f"{s:.1f}" for s in run["driver_to_first_step_s"])
-        print(
-            f"  {label}: {run['wall_s']:.1f} s; imports found {run['warm_imports']} of {len(TRIAL_MODULES)}; "
-            f"driver to first step {starts} s"
-        )
-    print(
-        f"  DDP trials start {figures['ddp_start_gap_s']:.1f} s apart, "
-        f"{figures['ddp_start_gap_vs_fresh_import']:.2f}x a fresh import"
-    )
