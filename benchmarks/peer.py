@@ -4,7 +4,6 @@ trials report, and on a GPU how busy nvidia-smi saw it."""
 
 from __future__ import annotations
 
-import datetime
 import os
 import time
 from pathlib import Path
@@ -117,7 +116,6 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
     split = {
         "trials_window": (min(starts), max(ends)),
         "ray_and_tune_start_s": min(starts) - run["started_at"],
-        "ray_and_tune_start": start_phases(run, min(starts)),
         "trials_span_s": span,
         "end_s": run["ended_at"] - max(ends),
         "trials_at_once": at_once,
@@ -130,46 +128,10 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
         },
     }
     split["trial_s"]["empty_slots"] = at_once * span - sum(split["trial_s"].values())
-    split["trial_start_s"] = trial_start_phases(trials)
     images = sum(r["train_samples"] for rows in trials for r in rows)
     split["images_per_s_together"] = images / span
     split["images_per_s_per_trial"] = sum(r["images_per_s"] for rows in trials for r in rows) / sum(map(len, trials))
     return split
-
-
-# search.log lines that end each phase before the first trial's driver starts, after the command's own start
-START_MARKERS = {
-    "command_s": "search is starting a local Ray instance",
-    "ray_init_s": "search started a local Ray instance",
-    "checks_s": "search hands the trials to Tune",
-}
-
-
-def start_phases(run: dict, first_trial_driver_at: float) -> dict:
-    """The command's start -> ray.init -> the search's own checks -> the first trial's driver, from search.log."""
-    stamps = {}
-    for line in (run["experiment"] / "search.log").read_text(errors="replace").splitlines():
-        for phase, marker in START_MARKERS.items():
-            if marker in line and phase not in stamps:
-                stamps[phase] = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-    phases, last = {}, run["started_at"]
-    for phase in START_MARKERS:
-        if phase in stamps:
-            phases[phase], last = stamps[phase] - last, stamps[phase]
-    phases["tune_to_first_trial_driver_s"] = first_trial_driver_at - last
-    return phases
-
-
-SETUP_PHASES = ("process_s", "launch_s", "setup_data_s", "setup_model_s", "setup_ddp_s")
-
-
-def trial_start_phases(trials: list[list[dict]]) -> dict:
-    """Each trial's start by phase, summed over trials, and the first epoch's steps beyond a later epoch's."""
-    phases = {phase: sum(rows[0].get(phase, 0.0) for rows in trials) for phase in SETUP_PHASES}
-    phases["first_epoch_warmup_s"] = sum(
-        max(0.0, rows[0]["train_s"] - min(r["train_s"] for r in rows[1:])) for rows in trials if len(rows) > 1
-    )
-    return phases
 
 
 def between_epochs_s(rows: list[dict]) -> float:

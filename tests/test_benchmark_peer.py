@@ -1,5 +1,3 @@
-import datetime
-
 import pytest
 
 from benchmarks.peer import search_split
@@ -17,29 +15,13 @@ def row(started_at: float, epoch_s: float, train_s: float, **first_only) -> dict
     }
 
 
-def log_line(at: float, text: str) -> str:
-    return datetime.datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S,%f")[:23] + "\tINFO x.py:1 -- " + text
-
-
-def test_the_search_wall_splits_into_start_phases_trial_seconds_and_the_end(tmp_path):
+def test_the_search_wall_splits_into_its_start_trial_seconds_and_the_end():
     t0 = 1_800_000_000.0
-    (tmp_path / "search.log").write_text(
-        "\n".join(
-            [
-                log_line(t0 + 2.0, "search is starting a local Ray instance"),
-                log_line(t0 + 5.0, "search started a local Ray instance, session /tmp/ray/x"),
-                log_line(t0 + 5.5, "search hands the trials to Tune"),
-            ]
-        )
-    )
     start = {"launch_s": 1.0, "setup_data_s": 0.5, "setup_model_s": 0.5, "setup_ddp_s": 0.0, "process_s": 9.0}
     first = [row(t0 + 10.0, 4.0, 3.0, **start), row(t0 + 15.0, 4.0, 3.0)]  # driver at t0 + 8, ends at t0 + 19.5
     second = [row(t0 + 11.0, 2.0, 1.0, **start)]  # driver at t0 + 9, ends at t0 + 13.5
-    split = search_split({"experiment": tmp_path, "started_at": t0, "ended_at": t0 + 22.0}, [first, second])
+    split = search_split({"started_at": t0, "ended_at": t0 + 22.0}, [first, second])
 
-    assert split["ray_and_tune_start"] == pytest.approx(
-        {"command_s": 2.0, "ray_init_s": 3.0, "checks_s": 0.5, "tune_to_first_trial_driver_s": 2.5}, abs=2e-3
-    )
     assert split["ray_and_tune_start_s"] == pytest.approx(8.0)  # the trials' process starts (process_s) don't count
     assert split["trials_span_s"] == pytest.approx(11.5) and split["end_s"] == pytest.approx(2.5)
     assert split["trials_at_once"] == 2
@@ -50,13 +32,3 @@ def test_the_search_wall_splits_into_start_phases_trial_seconds_and_the_end(tmp_
     assert sum(trial_s.values()) == pytest.approx(2 * 11.5)  # every slot-second is accounted for
     assert split["images_per_s_together"] == pytest.approx(3000 / 11.5)
     assert split["trials_window"] == pytest.approx((t0 + 8.0, t0 + 19.5))
-    assert split["trial_start_s"] == pytest.approx(
-        {
-            "process_s": 18.0,
-            "launch_s": 2.0,
-            "setup_data_s": 1.0,
-            "setup_model_s": 1.0,
-            "setup_ddp_s": 0.0,
-            "first_epoch_warmup_s": 0.0,
-        }
-    )
