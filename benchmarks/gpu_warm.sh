@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a 1-GPU machine (see benchmarks/README.md, "On a GPU"), in one device call: the peer (a plain Optuna loop against
-# the search, the search's start and each trial's start by phase, the GPU's busy share), the default command on
+# the search, the search's start and its trials' start in trial-seconds, the GPU's busy share), the default command on
 # 60,000 digits with nvidia-smi sampling every second and each trial's start figures (how many of its modules it
 # found imported, driver to first step), tests/test_gpu.py before it. Writes under $OUT (or ./gpu-out): gpu.txt,
 # peer.json, peer.log, peer-no-preload.{json,log}, test_gpu.log, default.log, smi-default.csv, default-trials.json.
