@@ -12,10 +12,8 @@ def random_shifts(images: torch.Tensor, shift: int, generator: torch.Generator |
     """Every image of a batch [N, C, H, W] translated by its own random offset in [-shift, shift] (zeros come in)."""
     n, _, height, width = images.shape
     padded = torch.nn.functional.pad(images, (shift, shift, shift, shift))
-    offsets = torch.randint(
-        0, 2 * shift + 1, (2, n), generator=generator, device=generator.device if generator else "cpu"
-    )
-    offsets = offsets.to(images.device)
+    draw_on = generator.device if generator else "cpu"
+    offsets = torch.randint(0, 2 * shift + 1, (2, n), generator=generator, device=draw_on).to(images.device)
     rows = (torch.arange(height, device=images.device)[None, :] + offsets[0][:, None])[:, None, :, None]
     cols = (torch.arange(width, device=images.device)[None, :] + offsets[1][:, None])[:, None, None, :]
     batch = torch.arange(n, device=images.device)[:, None, None, None]

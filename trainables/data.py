@@ -106,9 +106,7 @@ class IdxDataset:
         labels = read_idx(label_file).astype(np.int64)
         if len(images) != len(labels):
             raise ValueError(f"{image_file} has {len(images)} images but {label_file} has {len(labels)} labels")
-        if limit:
-            images, labels = images[:limit], labels[:limit]
-        return images[:, None, :, :], labels
+        return images[: limit or None, None, :, :], labels[: limit or None]  # limit 0: all
 
 
 MNIST = IdxDataset(

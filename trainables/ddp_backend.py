@@ -13,26 +13,6 @@ from trainables.ray_private import TrainingFramework, get_address_and_port
 PROCESS_GROUP_SHUTDOWN_S = 30
 
 
-@dataclass
-class DDPConfig(BackendConfig):
-    """`backend`: gloo (CPU workers) or nccl (a GPU each); `timeout_s`: how long a collective may wait."""
-
-    backend: str = "gloo"
-    timeout_s: int = 1800
-
-    @property
-    def backend_cls(self):
-        return DDPBackend
-
-    @property
-    def train_func_context(self):
-        return WorkerDevice
-
-    @property
-    def framework(self):
-        return TrainingFramework.TORCH
-
-
 class DDPBackend(Backend):
     share_cuda_visible_devices: bool = True  # each rank sees the group's GPUs and picks its own (as TorchConfig)
 
@@ -58,26 +38,14 @@ def join_process_group(backend: str, address: str, port: int, timeout_s: int) ->
     import torch.distributed as dist
 
     context = ray.train.get_context()
-    os.environ.update(
-        {
-            "MASTER_ADDR": address,
-            "MASTER_PORT": str(port),
-            "RANK": str(context.get_world_rank()),
-            "WORLD_SIZE": str(context.get_world_size()),
-            "LOCAL_RANK": str(context.get_local_rank()),
-            "LOCAL_WORLD_SIZE": str(context.get_local_world_size()),
-            "NODE_RANK": str(context.get_node_rank()),
-        }
-    )
+    rank, world_size = context.get_world_rank(), context.get_world_size()
+    os.environ.update(MASTER_ADDR=address, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size))
+    os.environ.update(LOCAL_RANK=str(context.get_local_rank()), LOCAL_WORLD_SIZE=str(context.get_local_world_size()))
+    os.environ["NODE_RANK"] = str(context.get_node_rank())
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")  # a timed-out collective fails, not hangs
-    dist.init_process_group(
-        backend=backend,
-        init_method="env://",
-        rank=context.get_world_rank(),
-        world_size=context.get_world_size(),
-        timeout=timedelta(seconds=timeout_s),
-    )
+    timeout = timedelta(seconds=timeout_s)
+    dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world_size, timeout=timeout)
 
 
 def leave_process_group() -> None:
@@ -105,3 +73,14 @@ class WorkerDevice:
 
     def __exit__(self, *exc):
         return False
+
+
+@dataclass
+class DDPConfig(BackendConfig):
+    """`backend`: gloo (CPU workers) or nccl (a GPU each); `timeout_s`: how long a collective may wait."""
+
+    backend: str = "gloo"
+    timeout_s: int = 1800
+    backend_cls = DDPBackend  # BackendConfig's properties, as plain class attributes
+    train_func_context = WorkerDevice
+    framework = TrainingFramework.TORCH

@@ -37,11 +37,8 @@ def process_start_figures() -> dict:
     global _trials_in_this_process
     _trials_in_this_process += 1
     found = imports_found()
-    figures = {
-        "warm_imports": len(found),
-        "torch_found": int("torch" in found),
-        "trial_of_process": _trials_in_this_process,
-    }
+    figures = {"warm_imports": len(found), "torch_found": int("torch" in found)}
+    figures["trial_of_process"] = _trials_in_this_process
     if _trials_in_this_process == 1:
         import psutil  # comes with ray[default]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
@@ -57,8 +59,7 @@ class MemoryFeed:
         return split.batches(index, self.batch_size, self.shift, generator, self.rotate)
 
     def steps_per_epoch(self) -> int:
-        per_rank = len(self.splits["train"]) // self.world_size
-        return -(-per_rank // self.batch_size)
+        return math.ceil(len(self.splits["train"]) // self.world_size / self.batch_size)
 
     def val_batches(self, split: Split | None = None):
         split = self.splits["val"] if split is None else split

@@ -71,6 +71,4 @@ def carved(images: np.ndarray, labels: np.ndarray, split: str, val_fraction: flo
         train_index, val_index = holdout(labels, val_fraction, seed)
         pick = train_index if split == "train" else val_index
         images, labels = images[pick], labels[pick]
-    if limit:
-        images, labels = images[:limit], labels[:limit]
-    return images, labels
+    return images[: limit or None], labels[: limit or None]  # limit 0: all

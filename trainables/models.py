@@ -22,7 +22,6 @@ class BasicBlock(nn.Module):
         self.conv2 = nn.Conv2d(planes, planes, 3, 1, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(planes)
         self.downsample = downsample
-        self.stride = stride
 
     def forward(self, x):
         out = self.relu(self.bn1(self.conv1(x)))
@@ -43,7 +42,6 @@ class Bottleneck(nn.Module):
         self.bn3 = nn.BatchNorm2d(planes * self.expansion)
         self.relu = nn.ReLU(inplace=True)
         self.downsample = downsample
-        self.stride = stride
 
     def forward(self, x):
         out = self.relu(self.bn1(self.conv1(x)))

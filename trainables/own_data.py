@@ -81,7 +81,7 @@ class OwnDataset:
         splits = self.loaded(root, seed).splits
         if split == "test" or "val" in splits:  # given by the function: as it is
             images, labels = splits[split]
-            return images[:limit] if limit else images, labels[:limit] if limit else labels
+            return images[: limit or None], labels[: limit or None]
         return carved(*splits["train"], split, val_fraction, seed, limit)
 
 

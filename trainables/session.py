@@ -69,9 +69,6 @@ class Session:
         """On the device; in a group, wrapped in DistributedDataParallel."""
         return model.to(self.device) if self.in_process else ray.train.torch.prepare_model(model)
 
-    def latest_checkpoint(self):
-        return self.store.latest()
-
     def report(self, metrics: dict, write: Callable[[Path], None] | None, epoch: int) -> None:
         if self.writer:
             self.writer.keep(metrics, write, epoch)

@@ -8,17 +8,8 @@ import threading
 import ray
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
+from trainables import ray_private
 from trainables.ddp_backend import DDPConfig
-from trainables.ray_private import (
-    DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE,
-    NODE_ID_LABEL,
-    RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR,
-    DatasetsCallback,
-    TrainController,
-    get_env_vars_to_propagate,
-    local_torch_controller,
-    start_autoscaling_coordinator,
-)
 
 
 class TrialTrainer(DataParallelTrainer):
@@ -35,10 +26,10 @@ class TrialTrainer(DataParallelTrainer):
         self._controller = None
 
     def _get_local_controller(self):
-        return local_torch_controller()(experiment_name=self.run_config.name, datasets=self.datasets)
+        return ray_private.local_torch_controller()(experiment_name=self.run_config.name, datasets=self.datasets)
 
     def _create_default_callbacks(self):
-        return [c for c in super()._create_default_callbacks() if not isinstance(c, DatasetsCallback)]
+        return [c for c in super()._create_default_callbacks() if not isinstance(c, ray_private.DatasetsCallback)]
 
     def fit_until(self, stop: threading.Event):
         """`fit()`, aborted as soon as `stop` is set (None then), so Tune need not kill the process."""
@@ -63,15 +54,12 @@ class TrialTrainer(DataParallelTrainer):
 
     def _initialize_and_run_controller(self, **controller_init_kwargs):
         """Ray's own, less the SIGINT handler, with the controller kept where `fit_until` can abort it."""
-        env_vars = get_env_vars_to_propagate()
-        env_vars.setdefault(
-            RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR, DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE
-        )
-        controller_cls = ray.remote(
-            num_cpus=0,
-            runtime_env={"env_vars": env_vars},
-            label_selector={NODE_ID_LABEL: ray.get_runtime_context().get_node_id()},
-        )(TrainController)
+        env_vars = ray_private.get_env_vars_to_propagate()
+        blocking_get = ray_private.RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_ENV_VAR
+        env_vars.setdefault(blocking_get, ray_private.DEFAULT_RAY_WARN_BLOCKING_GET_INSIDE_ASYNC_VALUE)
+        node = {ray_private.NODE_ID_LABEL: ray.get_runtime_context().get_node_id()}
+        remote = ray.remote(num_cpus=0, runtime_env={"env_vars": env_vars}, label_selector=node)
+        controller_cls = remote(ray_private.TrainController)
         self._controller = controller_cls.remote(**controller_init_kwargs)
         ray.get(self._controller.run.remote())
         return ray.get(self._controller.get_result.remote())
@@ -80,6 +68,6 @@ class TrialTrainer(DataParallelTrainer):
 def start_train_coordinator() -> None:
     """Start Ray Train's AutoscalingCoordinator actor ahead (0.9 s of the first DDP trial's start)."""
     try:
-        start_autoscaling_coordinator()
+        ray_private.start_autoscaling_coordinator()
     except Exception as exc:  # noqa: BLE001 - never worth failing a search over
         logging.getLogger("ray").info("Ray Train's AutoscalingCoordinator not started ahead: %r", exc)

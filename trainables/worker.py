@@ -15,7 +15,7 @@ from trainables.costs import counted_costs, latency
 from trainables.data import get_dataset
 from trainables.feeds import make_feed
 from trainables.foundation.config import RunConfig
-from trainables.foundation.objectives import is_multi_objective, measures_latency, objectives_of
+from trainables.foundation.objectives import MEASURED, objectives_of
 from trainables.foundation.repeats import training_seed
 from trainables.foundation.space import load_run_space
 from trainables.models import model_for
@@ -61,12 +61,12 @@ def train_fn_per_worker(config: dict) -> dict:
     if run.model.weights:
         load_matching_weights(model, run.model.weights)
     objectives = objectives_of(run, space)
-    costs = counted_costs(model, info) if is_multi_objective(objectives) else {}  # fixed: every row carries them
+    costs = counted_costs(model, info) if len(objectives) > 1 else {}  # fixed: every row carries them
     clock.lap("model")
 
     # 2. After a worker failure (or `resume`) the trial continues from its latest checkpoint.
     first_epoch, optimizer_state = 1, None
-    with session.latest_checkpoint() as directory:
+    with session.store.latest() as directory:
         if directory:
             load_model_weights(directory, model)
             first_epoch = read_checkpoint_state(directory)["epoch"] + 1
@@ -94,7 +94,8 @@ def train_fn_per_worker(config: dict) -> dict:
         val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
         metrics.update(epoch=epoch, lr=optimizer.param_groups[0]["lr"], epoch_s=time.perf_counter() - epoch_start)
-        if measures_latency(objectives) and epoch in (first_epoch, run.epochs):  # at the first rung, and at the end
+        measures_latency = any(objective.name in MEASURED for objective in objectives)
+        if measures_latency and epoch in (first_epoch, run.epochs):  # at the first rung, and at the end
             costs.update(latency(unwrap(model), info))
         metrics.update(costs)
         metrics["resumed_from"] = first_epoch - 1  # the checkpoint's epoch this run continued from (0: none)

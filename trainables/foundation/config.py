@@ -100,8 +100,8 @@ class RunConfig:
     """Whether the user gave trials= (it then caps an epoch budget); None: settings written before it was recorded."""
 
     def __post_init__(self):
-        require(self.trials >= 1, f"trials={self.trials}: must be >= 1")
-        require(self.epochs >= 1, f"epochs={self.epochs}: must be >= 1")
+        for key in ("trials", "epochs", "enqueue_top", "checkpoints"):
+            require(getattr(self, key) >= 1, f"{key}={getattr(self, key)}: must be >= 1")
         require(
             0 <= self.grace <= self.epochs,
             f"grace={self.grace}: must be between 1 and epochs={self.epochs}, or 0 (past the lr warm-up)",
@@ -113,8 +113,6 @@ class RunConfig:
         require(self.concurrency >= 0, f"concurrency={self.concurrency}: must be >= 0 (0: as many as fit)")
         require(self.epoch_budget >= 0, f"epoch_budget={self.epoch_budget}: must be >= 0 trial-epochs (0: no limit)")
         require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
-        require(self.enqueue_top >= 1, f"enqueue_top={self.enqueue_top}: must be >= 1")
-        require(self.checkpoints >= 1, f"checkpoints={self.checkpoints}: must be >= 1")
         require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
         require(self.room_wait > 0, f"room_wait={self.room_wait:g}: must be > 0 seconds")
         for key, allowed in (("sampler", SAMPLERS), ("precision", PRECISIONS), ("compile_mode", COMPILE_MODES)):

@@ -24,13 +24,9 @@ def field_docs(cls) -> dict[str, str]:
 
 
 def _default_text(value: Any) -> str:
-    if value is None:
-        return "auto"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+    if value is None or isinstance(value, bool):
+        return "auto" if value is None else str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def help_rows() -> list[tuple[str, str, str]]:

@@ -50,14 +50,6 @@ def objectives_of(config, space) -> list[Objective]:
     return parse_objectives(config.objectives, space.metric, space.mode)
 
 
-def is_multi_objective(objectives: list[Objective]) -> bool:
-    return len(objectives) > 1
-
-
-def measures_latency(objectives: list[Objective]) -> bool:
-    return any(o.name in MEASURED for o in objectives)
-
-
 BOUND = re.compile(r"^([a-z_]+)(<=|>=)([-+0-9.eE]+)$")
 
 

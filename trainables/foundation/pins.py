@@ -84,7 +84,8 @@ def pin_warnings(searched: dict[str, BaseDistribution], fixed: dict) -> list[str
             continue
         categorical = isinstance(dist, CategoricalDistribution)
         where = "not among the searched choices" if categorical else "outside the searched range"
-        lines.append(f"warning: {key}={_text(value)} is {where} ({describe_distribution(dist)})")
+        text = f"{value:g}" if isinstance(value, float) else value
+        lines.append(f"warning: {key}={text} is {where} ({describe_distribution(dist)})")
     return lines
 
 
@@ -93,10 +94,6 @@ def _within(dist: BaseDistribution, value) -> bool:
         return any(value == choice and isinstance(value, bool) == isinstance(choice, bool) for choice in dist.choices)
     low, high = getattr(dist, "low", None), getattr(dist, "high", None)
     return low is None or not _number(value) or low <= value <= high
-
-
-def _text(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def describe_distribution(dist: BaseDistribution) -> str:

@@ -11,11 +11,7 @@ ONECYCLE_WARMUP = 0.25  # of all the steps: OneCycle's pct_start
 
 def warmup_epochs(schedule: str, epochs: int) -> float:
     """Epochs of learning-rate warm-up: OneCycle's first quarter of the steps, cosine's first epoch, else none."""
-    if schedule == "onecycle":
-        return ONECYCLE_WARMUP * epochs
-    if schedule == "cosine":
-        return min(1.0, epochs)
-    return 0.0
+    return {"onecycle": ONECYCLE_WARMUP * epochs, "cosine": min(1.0, epochs)}.get(schedule, 0.0)
 
 
 def first_rung(epochs: int, schedules: list[str]) -> int:

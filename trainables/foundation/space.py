@@ -117,8 +117,7 @@ BUILTIN_PACKAGE = "spaces"
 def builtin_space_names() -> list[str]:
     """The modules of the `spaces` package that define a SPACE."""
     package = importlib.import_module(BUILTIN_PACKAGE)
-    names = [m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")]
-    return sorted(names)
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
 
 
 def load_space(ref: str) -> Space:

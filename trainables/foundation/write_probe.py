@@ -18,16 +18,15 @@ def refuse_unwritable(storage: str) -> None:
     nearest = Path(storage)
     while not os.path.lexists(nearest) and nearest.parent != nearest:
         nearest = nearest.parent
-    culprit = f" ({nearest})" if str(nearest) != storage else ""
-    if not nearest.is_dir():
-        raise UsageError(
-            f"storage={storage}: cannot write there: Not a directory{culprit}; give a folder you can write to, or a URI"
-        )
-    try:
-        with tempfile.NamedTemporaryFile(dir=nearest, prefix=".search-write-probe-"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
+    reason = None if nearest.is_dir() else "Not a directory"
+    if reason is None:
+        try:
+            with tempfile.NamedTemporaryFile(dir=nearest, prefix=".search-write-probe-"):
+                pass
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+    if reason:
+        culprit = f" ({nearest})" if str(nearest) != storage else ""
         raise UsageError(
             f"storage={storage}: cannot write there: {reason}{culprit}; give a folder you can write to, or a URI"
-        ) from None
+        )
