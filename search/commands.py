@@ -20,7 +20,7 @@ from trainables.foundation.pins import describe_distribution
 from trainables.foundation.repeats import searched_names
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space, builtin_space_names, coerce_hyperparameter, load_run_space, load_space
-from trainables.foundation.storage import SEARCH_FILE, Experiment, delete_file, exists, filesystem, is_uri
+from trainables.foundation.storage import SEARCH_FILE, Experiment, delete, exists, filesystem, is_uri
 
 RUN_USAGE = "usage: python -m search run space=NAME [key=value ...] [--dry-run]"
 PINNING = (
@@ -138,7 +138,7 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
     refuse_missing_data(config, space)  # before Ray: no trial starts only to fail on data that is gone
     if finished:  # a continued search is unfinished until its trials end: no summary may look complete
         if experiment.remote:
-            delete_file(experiment.join(SUMMARY_FILE))
+            delete(experiment.join(SUMMARY_FILE))
         (experiment.local / SUMMARY_FILE).unlink(missing_ok=True)
     if config.to_dict() != before:
         write_settings(experiment, {"run": config.to_dict()})

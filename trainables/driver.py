@@ -14,7 +14,7 @@ from trainables.foundation.resources import TrialShape, plan_concurrency
 from trainables.foundation.scheduling import trains_in_process
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 from trainables.foundation.warm import imports_found
-from trainables.room import alive_node_resources, alive_nodes, wait_for_room, worker_resources
+from trainables.room import alive_nodes, wait_for_room, worker_resources
 
 # Ray Train is imported by `fit_trial`, in the trial's process (the search driver imports this module but never
 # trains), and torch only where training happens: on the ranks, or here for one-worker trials.
@@ -118,7 +118,7 @@ def prepare_worker_group(settings: RunConfig) -> None:
     if len(alive_nodes()) == 1:
         os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
     # Nodes may have left since the search started; Ray Train would wait for them forever.
-    plan_concurrency(alive_node_resources(), TrialShape.of(settings), 1)
+    plan_concurrency(alive_nodes("Resources"), TrialShape.of(settings), 1)
     wait_for_room(settings)
 
 

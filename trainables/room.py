@@ -15,14 +15,9 @@ class NoRoom(RuntimeError):
     """Resources this search does not hold keep a trial from starting."""
 
 
-def alive_nodes() -> list[dict]:
-    """Every node of the cluster that is alive now, as `ray.nodes()` describes it."""
-    return [node for node in ray.nodes() if node.get("Alive")]
-
-
-def alive_node_resources() -> list[dict]:
-    """Total resources of every node of the cluster that is alive now."""
-    return [node["Resources"] for node in alive_nodes()]
+def alive_nodes(entry: str = "") -> list[dict]:
+    """Every node of the cluster that is alive now, as `ray.nodes()` describes it, or that entry of it ("Resources")."""
+    return [node[entry] if entry else node for node in ray.nodes() if node.get("Alive")]
 
 
 def worker_resources(run: RunConfig) -> dict:
@@ -35,7 +30,7 @@ def wait_for_room(settings: RunConfig, poll_s: float = 0.5) -> None:
     since = time.monotonic()
     try:
         while not ray.wait([room.ready()], timeout=poll_s)[0]:
-            plan_concurrency(alive_node_resources(), shape, 1)  # a node left: refused, not waited for
+            plan_concurrency(alive_nodes("Resources"), shape, 1)  # a node left: refused, not waited for
             if time.monotonic() - since > settings.room_wait:
                 raise NoRoom(no_room_message(settings))
     finally:

@@ -124,16 +124,10 @@ def write_text(location: str, text: str) -> None:
         stream.write(text.encode())
 
 
-def delete_folder(location: str) -> None:
+def delete(location: str, folder: bool = False) -> None:
     check_fence(location)
     fs, path = filesystem(location)
-    fs.delete_dir(path)
-
-
-def delete_file(location: str) -> None:
-    check_fence(location)
-    fs, path = filesystem(location)
-    fs.delete_file(path)
+    fs.delete_dir(path) if folder else fs.delete_file(path)
 
 
 def cache_root() -> Path:
@@ -252,9 +246,10 @@ class Experiment:
 
 def claim(experiment: Experiment, name: str) -> None:
     """Create the experiment's folder (atomic: of two searches with one name, one wins), or refuse in one line."""
+    taken = UsageError(f"name={name}: {experiment.location} already exists; choose another name=")
     if experiment.remote:
         if set(_names_under(experiment.location)) - {LEASE_FILE, CLOCK_FILE}:
-            raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=")
+            raise taken
         for path in experiment.local.iterdir() if experiment.local.is_dir() else ():
             if path.name != LOCK_FILE:
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
@@ -264,7 +259,7 @@ def claim(experiment: Experiment, name: str) -> None:
     try:
         experiment.local.mkdir()
     except FileExistsError:
-        raise UsageError(f"name={name}: {experiment.location} already exists; choose another name=") from None
+        raise taken from None
 
 
 def _names_under(location: str) -> list[str]:

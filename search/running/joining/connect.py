@@ -23,7 +23,7 @@ from search.running.joining.cluster import (
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import SearchFailed, UsageError
 from trainables.foundation.resources import local_cpu_count
-from trainables.foundation.storage import Experiment, delete_file, read_text, write_text
+from trainables.foundation.storage import Experiment, delete, read_text, write_text
 from trainables.foundation.warm import raylet_environment
 from trainables.ray_private import canonical_bootstrap_address  # checks every Ray internal this project uses
 from trainables.room import alive_nodes
@@ -130,5 +130,5 @@ def check_paths_on_every_node(config: RunConfig, experiment: Experiment, timeout
                 f"a node of the cluster did not answer within {timeout_s:g} s; see `ray status`"
             ) from None
     finally:
-        delete_file(marker)
+        delete(marker)
     check_every_node_sees(answers, paths)
