@@ -20,7 +20,7 @@ from ray.tune.schedulers import TrialScheduler
 
 from search.results.score import standing_row
 from search.results.summary import best_rank
-from search.running.asha.study_asha import study_asha
+from search.running.asha.study_asha import StudyASHA
 from search.running.ends.decider import Decider
 from search.running.proposals.searcher import StudySearcher
 from search.running.study.endings import EndFacts, Ending
@@ -224,7 +224,7 @@ def search_asha(space: Space, epochs: int, settings: dict | None = None, metric:
     config = RunConfig(epochs=epochs, reduction=float(settings.get("reduction", DEFAULTS.reduction)))
     grace = int(settings.get("grace", 0))
     config.grace = min(grace, epochs) if grace else grace_of(space, epochs)
-    scheduler = study_asha(config)
+    scheduler = StudyASHA(time_attr="epoch", max_t=epochs, grace_period=config.grace, reduction_factor=config.reduction)
     if metric:
         scheduler.set_search_properties(space.metric, space.mode)
     return scheduler

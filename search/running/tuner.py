@@ -17,8 +17,8 @@ from search.results.files import write_json_atomically
 from search.results.summary import SUMMARY_FILE
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import import_ahead, test_accuracy
-from search.running.asha.pareto_asha import pareto_asha
-from search.running.asha.study_asha import study_asha
+from search.running.asha.pareto_asha import ParetoASHA
+from search.running.asha.study_asha import StudyASHA
 from search.running.clock import clock_prefix, command_began
 from search.running.driver_words import asha_words, budget_words, first_line_words, no_result_message, route_logs
 from search.running.ends.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
@@ -40,9 +40,9 @@ from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageE
 from trainables.foundation.resources import plan_concurrency, settle_shape
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
-from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete_folder, fence_lost
+from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete, fence_lost
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
-from trainables.room import alive_node_resources
+from trainables.room import alive_nodes
 
 LOG_FILE = "search.log"
 
@@ -65,7 +65,7 @@ def run_search(config: RunConfig, space: Space, experiment: Experiment, enqueued
             # error (even one worded as bad input, e.g. storage that stopped answering) keeps every file.
             shutil.rmtree(experiment.local)
             if experiment.remote:
-                delete_folder(experiment.location)
+                delete(experiment.location, folder=True)
         raise
 
 
@@ -120,7 +120,7 @@ def fit(config, space, experiment, record, unended, to_run: int, log_file: Path,
         if started_here:
             print(f"{clock_prefix()}search: Ray is up; the trials start", flush=True)
         import_ahead()  # what the best checkpoint's test needs at the end
-        nodes = alive_node_resources()
+        nodes = alive_nodes("Resources")
         shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
         concurrency = plan_concurrency(nodes, shape, config.concurrency)
         check_paths_on_every_node(config, experiment)
@@ -161,10 +161,12 @@ def stopped_by(record: StudyRecord, experiment: Experiment) -> Exception | None:
 
 
 def scheduler_of(config: RunConfig, record: StudyRecord):
-    """ASHA, on one objective or several, rebuilt from the study and writing its decisions into it."""
+    """ASHA for `config` (whose grace is resolved), on one objective or several, rebuilt from the study and writing
+    its decisions into it; the Tuner gives one objective's ASHA its metric and mode."""
+    rungs = dict(max_t=config.epochs, grace_period=config.grace, reduction_factor=config.reduction)
     if record.multi_objective:
-        return pareto_asha(config, record.objectives, record.proposed(), record)
-    return study_asha(config, record.proposed(), record)
+        return ParetoASHA(objectives=record.objectives, history=record.proposed(), record=record, **rungs)
+    return StudyASHA(time_attr="epoch", history=record.proposed(), record=record, **rungs)
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:

@@ -13,7 +13,6 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from search.results.pareto import as_minimised, nondominated_ranks, pareto_order
 from search.running.asha.rungs import RungStops, milestones, rebuild
-from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import trial_key
 
@@ -74,17 +73,3 @@ class ParetoASHA(FIFOScheduler, RungStops):
 
     def debug_string(self) -> str:
         return f"ParetoASHA: trials recorded at each rung: {self.rung_sizes()}"
-
-
-def pareto_asha(
-    config: RunConfig, objectives: list[Objective], history: list[FrozenTrial] = (), record=None
-) -> ParetoASHA:
-    """The multi-objective ASHA the search sets up for `config` (whose grace is resolved)."""
-    return ParetoASHA(
-        objectives=objectives,
-        max_t=config.epochs,
-        grace_period=config.grace,
-        reduction_factor=config.reduction,
-        history=history,
-        record=record,
-    )

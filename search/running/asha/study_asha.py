@@ -10,7 +10,6 @@ from optuna.trial import FrozenTrial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from search.running.asha.rungs import RungStops, asha_cutoff, rebuild
-from trainables.foundation.config import RunConfig
 from trainables.foundation.trial_files import trial_key
 
 SIGN = {"max": 1.0, "min": -1.0}  # a point is the metric signed so that higher is better, as in Tune's ASHA
@@ -97,15 +96,3 @@ class StudyASHA(FIFOScheduler, RungStops):
 
     def debug_string(self) -> str:
         return f"StudyASHA: trials recorded at each rung: {self.rung_sizes()}"
-
-
-def study_asha(config: RunConfig, history: list[FrozenTrial] = (), record=None) -> StudyASHA:
-    """ASHA as the search sets it up for `config` (whose grace is resolved); the Tuner gives it metric and mode."""
-    return StudyASHA(
-        time_attr="epoch",
-        max_t=config.epochs,
-        grace_period=config.grace,
-        reduction_factor=config.reduction,
-        history=history,
-        record=record,
-    )
