@@ -15,7 +15,8 @@ from search.running.ends.decider import Decider
 from search.running.ends.reconcile import continue_stopped_by_budget, reconcile
 from search.running.study.coding import SpaceCoding, contains
 from search.running.study.endings import EndFacts, Ending, ending_of
-from search.running.study.record import StudyRecord, trial_id_of
+from search.running.study.queries import trial_id_of
+from search.running.study.record import StudyRecord
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 

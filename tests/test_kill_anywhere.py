@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from search.running.study.record import epoch_values
+from search.running.study.queries import epoch_values
 from tests.conftest import REPO
 from tests.e2e_helpers import descendants, kill_pids, run_cli
 

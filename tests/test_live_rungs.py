@@ -16,13 +16,8 @@ from search.running.asha.pareto_asha import ParetoASHA, rung_epochs
 from search.running.asha.study_asha import StudyASHA
 from search.running.ends.callbacks import TrialEnds
 from search.running.ends.decider import Decider
-from search.running.study.record import (
-    StudyRecord,
-    epoch_values,
-    other_objectives_by_epoch,
-    rung_decisions,
-    trial_id_of,
-)
+from search.running.study.queries import epoch_values, other_objectives_by_epoch, rung_decisions, trial_id_of
+from search.running.study.record import StudyRecord
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY
 

@@ -12,7 +12,8 @@ from search.results.pareto import crowding, front_of, hypervolume, nondominated_
 from search.running.asha.pareto_asha import ParetoASHA, rung_epochs
 from search.running.ends.decider import Decider
 from search.running.study.endings import EndFacts, Ending
-from search.running.study.record import StudyRecord, epoch_values, trial_id_of
+from search.running.study.queries import epoch_values, trial_id_of
+from search.running.study.record import StudyRecord
 from trainables.foundation.errors import UsageError
 from trainables.foundation.objectives import Objective, parse_bound, parse_objectives
 from trainables.foundation.trial_files import TRIAL_KEY

@@ -16,7 +16,8 @@ from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.proposals.searcher import StudySearcher
 from search.running.study.coding import SpaceCoding
 from search.running.study.endings import EndFacts, Ending
-from search.running.study.record import StudyRecord, trial_id_of
+from search.running.study.queries import trial_id_of
+from search.running.study.record import StudyRecord
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
 

@@ -10,7 +10,8 @@ from search.running.ends.decider import Decider
 from search.running.proposals.sampler import make_sampler
 from search.running.proposals.study_setup import enqueued_configurations, open_search_study
 from search.running.study.endings import EndFacts, Ending
-from search.running.study.record import STARTUP_ATTR, StudyRecord
+from search.running.study.queries import STARTUP_ATTR
+from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import load_space

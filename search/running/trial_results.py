@@ -11,7 +11,8 @@ from search.results.summary import CHECKPOINT_KEY, TrialResult, summarize
 from search.running.proposals.study_setup import coding_for
 from search.running.settings import read_settings
 from search.running.study.journal import read_study
-from search.running.study.record import StudyRecord, ending_in_study, trial_id_of
+from search.running.study.queries import ending_in_study, trial_id_of
+from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import objectives_of
 from trainables.foundation.space import load_run_space

@@ -12,14 +12,14 @@ import contextlib
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
-from search.running.study.record import (
+from search.running.study.queries import (
     RUNGS_ATTR,
-    StudyWriteFailed,
     epoch_values,
     other_objectives_by_epoch,
     rung_decisions,
     trial_id_of,
 )
+from search.running.study.record import StudyWriteFailed
 
 CONTINUE, STOP = "CONTINUE", "STOP"  # Tune's TrialScheduler.CONTINUE and .STOP
 

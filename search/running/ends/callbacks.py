@@ -19,7 +19,8 @@ from search.results.tensorboard import TrialEventWriter, written_epochs
 from search.running.ends.decider import Decider
 from search.running.ends.failures import root_cause
 from search.running.study.endings import STOPPED_EARLY, EndFacts, Ending
-from search.running.study.record import OBJECTIVES_ATTR, SCORE_ATTR, StudyRecord, StudyWriteFailed, epoch_values
+from search.running.study.queries import OBJECTIVES_ATTR, SCORE_ATTR, epoch_values
+from search.running.study.record import StudyRecord, StudyWriteFailed
 from search.running.writer.lock import LeaseLost
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, trial_key

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 
 from search.running.study.endings import EndFacts, Ending
-from search.running.study.record import StudyRecord, trial_id_of
+from search.running.study.queries import trial_id_of
+from search.running.study.record import StudyRecord
 from trainables.foundation.trial_files import TrialFiles
 
 log = logging.getLogger("ray.search")

@@ -11,7 +11,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from search.running.ends.decider import Decider
 from search.running.study.endings import STATUSES, EndFacts, Ending
-from search.running.study.record import (
+from search.running.study.queries import (
     CONTINUES_ATTR,
     COSTS_ATTR,
     EPOCH_OTHERS_ATTR,
@@ -19,10 +19,10 @@ from search.running.study.record import (
     ID_ATTR,
     INHERITED_ATTR,
     RUNGS_ATTR,
-    StudyRecord,
     epoch_values,
     trial_id_of,
 )
+from search.running.study.record import StudyRecord
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.repeats import SEED_KEY
 from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids

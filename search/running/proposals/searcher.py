@@ -9,7 +9,8 @@ import contextlib
 from optuna.trial import FrozenTrial
 from ray.tune.search import Searcher
 
-from search.running.study.record import StudyRecord, StudyWriteFailed, trial_id_of
+from search.running.study.queries import trial_id_of
+from search.running.study.record import StudyRecord, StudyWriteFailed
 from trainables.foundation.repeats import SEED_KEY, seed_of
 from trainables.foundation.trial_files import TRIAL_KEY
 

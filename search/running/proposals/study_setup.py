@@ -14,8 +14,8 @@ from optuna.distributions import IntDistribution
 from search.results.summary import SUMMARY_FILE
 from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.study.coding import SpaceCoding, ordered_choices
-from search.running.study.queries import COUNT_DEFAULT_ATTR
-from search.running.study.record import SEARCH_ID_ATTR, STARTUP_ATTR, StudyRecord
+from search.running.study.queries import COUNT_DEFAULT_ATTR, SEARCH_ID_ATTR, STARTUP_ATTR
+from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
 from trainables.foundation.objectives import objectives_of

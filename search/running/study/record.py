@@ -20,24 +20,17 @@ from search.running.study.coding import SpaceCoding
 from search.running.study.endings import EndFacts, Ending, decide
 from search.running.study.journal import open_study
 from search.running.study.optuna_private import prune_with_value, running_trial
-from search.running.study.queries import (  # noqa: F401 - the names other modules read the study by
-    CONTINUES_ATTR,
-    COSTS_ATTR,
+from search.running.study.queries import (
     EPOCH_OTHERS_ATTR,
     EPOCHS_ATTR,
     ID_ATTR,
-    INHERITED_ATTR,
     OBJECTIVES_ATTR,
-    PROPOSED,
     REASON_ATTR,
     RUNGS_ATTR,
     SCORE_ATTR,
-    SEARCH_ID_ATTR,
-    STARTUP_ATTR,
     STATE_OF,
     STATUS_ATTR,
     StudyQueries,
-    ending_in_study,
     epoch_values,
     other_objectives_by_epoch,
     rung_decisions,

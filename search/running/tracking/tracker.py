@@ -11,7 +11,8 @@ import logging
 from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, read_summary
-from search.running.study.record import SEARCH_ID_ATTR, StudyRecord, ending_in_study, trial_id_of
+from search.running.study.queries import SEARCH_ID_ATTR, ending_in_study, trial_id_of
+from search.running.study.record import StudyRecord
 from search.running.tracking.calls import BackgroundCalls, queued, safely
 from search.running.tracking.mlflow_store import (
     EXPERIMENT_TAG,
