@@ -23,8 +23,6 @@ def cmd_export(args: list[str]) -> int:
     positional, options, flags = split_options(args, {"out", "trial", "tracking.register", "--replace"})
     if len(positional) != 1:
         raise UsageError(EXPORT_USAGE)
-    if bounds and "trial" in options:
-        raise UsageError("give trial=ID or bounds on the objectives, not both")
     options["bounds"], options["replace"] = bounds, "--replace" in flags  # an earlier export: replaced only so
     register = options.get("tracking.register")
     if not register:

@@ -55,8 +55,6 @@ class SearchResult:
         picked, rest = split_bounds(list(bounds))
         if rest:
             raise UsageError(f"{' '.join(rest)}: not a bound; give bounds as max.OBJECTIVE=N or min.OBJECTIVE=N")
-        if picked and trial:
-            raise UsageError("give trial=ID or bounds on the objectives, not both")
         return export_experiment(self.experiment, Path(out).expanduser() if out else None, trial, picked, replace)
 
 

@@ -102,3 +102,5 @@ def test_a_result_exports_only_within_well_formed_bounds(tmp_path):
         result.export(bounds=["params<200000"])
     with pytest.raises(UsageError, match="not a bound"):
         result.export(bounds=["out=x"])
+    with pytest.raises(UsageError, match="give trial=ID or bounds on the objectives, not both"):
+        result.export(trial="a", bounds=["max.params=200000"])

@@ -102,6 +102,8 @@ def export_experiment(
 ) -> dict:
     """Write the export folder atomically and verify it; returns its model.json content. A multi-objective search
     exports its Pareto front's most accurate member within `bounds`."""
+    if bounds and trial_id:
+        raise UsageError("give trial=ID or bounds on the objectives, not both")
     summary = read_summary(experiment.local)
     run = RunConfig.from_dict(summary["run"])
     space = load_run_space(run)
