@@ -12,7 +12,7 @@ import optuna
 import optuna_dashboard
 import pytest
 
-from search.results.dashboard import READS, dashboard_address, read_only
+from search.viewers import READS, dashboard_address, read_only
 from trainables.foundation.errors import UsageError
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
