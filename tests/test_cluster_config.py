@@ -117,10 +117,34 @@ def test_from_the_cli_a_ray_client_address_is_refused_before_anything_starts():
         parse_run(["space=resnet_mnist", "address=ray://head:10001"])
 
 
-def test_a_free_port_is_never_one_ray_takes_by_default():
-    from search.results.tensorboard import RAY_DEFAULT_PORTS, first_not_taken, free_port
+class HandsOut:
+    """A socket as `free_port` uses it, bound by the system to each of `ports` in turn."""
 
-    assert first_not_taken(iter([52365, 6379, 8265, 10001, 40123]), RAY_DEFAULT_PORTS) == 40123
+    ports = iter([52365, 6379, 8265, 10001, 40123])
+
+    def __init__(self, *args):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def bind(self, address):
+        self.port = next(HandsOut.ports)
+
+    def getsockname(self):
+        return ("127.0.0.1", self.port)
+
+
+def test_a_free_port_is_never_one_ray_takes_by_default(monkeypatch):
+    from search.results import tensorboard
+    from search.results.tensorboard import RAY_DEFAULT_PORTS, free_port
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tensorboard.socket, "socket", HandsOut)
+        assert free_port() == 40123
     port = free_port()
     assert port not in RAY_DEFAULT_PORTS and 0 < port < 65536
 

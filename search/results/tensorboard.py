@@ -82,8 +82,13 @@ RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365})
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now, and none that Ray gives its own components by default."""
-    return first_not_taken(system_ports(host), RAY_DEFAULT_PORTS)
+    """A port the system hands out on `host` (nothing listens on it now) that Ray gives none of its components."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            port = probe.getsockname()[1]
+        if port not in RAY_DEFAULT_PORTS:
+            return port
 
 
 def viewer_port(port: int, host: str = "127.0.0.1") -> int:
@@ -93,19 +98,6 @@ def viewer_port(port: int, host: str = "127.0.0.1") -> int:
     if not port_is_free(port, host):
         raise UsageError(f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)")
     return port
-
-
-def system_ports(host: str):
-    """Ports the system hands out on `host`, one after another (each free when handed out)."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
-            port = probe.getsockname()[1]
-        yield port
-
-
-def first_not_taken(ports, taken: frozenset[int]) -> int:
-    return next(port for port in ports if port not in taken)
 
 
 def start_server(experiment: Path, port: int, host: str = "127.0.0.1") -> tuple[subprocess.Popen, str]:
