@@ -43,9 +43,6 @@ def latency(model: nn.Module, info, repeats: int = 50, warmup: int = 5) -> dict:
                 times.append((time.perf_counter() - started) * 1000)
     model.train(was_training)
     quartiles = statistics.quantiles(times, n=4)
-    return {"latency_ms": two_figures(statistics.median(times)), "latency_iqr_ms": quartiles[2] - quartiles[0]}
-
-
-def two_figures(value: float) -> float:
-    """`value` to two significant figures: finer differences are noise, which would split the Pareto front."""
-    return float(f"{value:.2g}")
+    # two significant figures: finer differences are noise, which would split the Pareto front
+    median = float(f"{statistics.median(times):.2g}")
+    return {"latency_ms": median, "latency_iqr_ms": quartiles[2] - quartiles[0]}

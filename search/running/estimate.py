@@ -108,8 +108,10 @@ def long_search_line(config, space, train_images: int, info, cores: int) -> str 
     else:
         trials = "1 trial" if config.trials == 1 else f"{config.trials} trials"
         work, keys = f"{trials} x up to {config.epochs} epochs", "trials="
+    minutes = round(seconds / 60)
+    duration = f"{minutes} min" if minutes < 90 else f"{minutes / 60:.1f} h"
     return (
-        f"search: about {_duration(seconds)} on this machine's {cores} CPU cores, no GPU ({work} of "
+        f"search: about {duration} on this machine's {cores} CPU cores, no GPU ({work} of "
         f"{train_images:,} images at ~{rate:.0f} img/s{asha_words(config)}; Ray's start and each trial's start come "
         f"on top); shorten it with {keys}, epochs= or data.limit="
     )
@@ -118,8 +120,3 @@ def long_search_line(config, space, train_images: int, info, cores: int) -> str 
 def asha_words(config) -> str:
     """The words for ASHA's savings when it may stop trials before their last epoch, else nothing."""
     return ", ASHA stopping some" if config.grace < config.epochs else ""
-
-
-def _duration(seconds: float) -> str:
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 90 else f"{minutes / 60:.1f} h"

@@ -227,11 +227,7 @@ def parse_overrides(args: list[str], hyperparameters: typing.Mapping[str, typing
         elif key in hyperparameters:
             fixed[key] = hyperparameters[key](text)
         else:
-            raise UsageError(_unknown_key_message(key, list(keys) + list(hyperparameters)))
+            close = difflib.get_close_matches(key, list(keys) + list(hyperparameters), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]}?" if close else "; see `python -m search run --help`"
+            raise UsageError(f"{key}: unknown key{hint}")
     return RunConfig(**top, **{name: SECTIONS[name](**values) for name, values in sections.items()}, fixed=fixed)
-
-
-def _unknown_key_message(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]}?" if close else "; see `python -m search run --help`"
-    return f"{key}: unknown key{hint}"

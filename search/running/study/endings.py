@@ -46,7 +46,8 @@ def ending_of(
     if epochs_run >= epochs:
         return Ending(COMPLETED)
     if budget:
-        return Ending(STOPPED_BY_BUDGET, budget_reason(epochs_run, budget))
+        where = f"after epoch {epochs_run}" if epochs_run else "before its first epoch"
+        return Ending(STOPPED_BY_BUDGET, f"stopped by the {budget} budget {where}")
     if epochs_run == 0:
         return Ending(FAILED, "it ended before its first epoch")
     return Ending(STOPPED_EARLY, f"stopped by ASHA at epoch {epochs_run}")
@@ -91,8 +92,3 @@ def with_score(ending: Ending, score: float | None) -> Ending:
     if score is None and ending.status in (COMPLETED, STOPPED_EARLY):
         return Ending(FAILED, NOTHING_TO_RANK)
     return ending
-
-
-def budget_reason(epochs_run: int, budget: str = "time") -> str:
-    where = f"after epoch {epochs_run}" if epochs_run else "before its first epoch"
-    return f"stopped by the {budget} budget {where}"

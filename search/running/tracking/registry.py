@@ -35,16 +35,13 @@ def register_export(run: RunConfig, space_name: str, experiment: Experiment, met
     client.log_artifacts(parent.info.run_id, str(Path(meta["folder"])), artifact_path)
     if not client.search_registered_models(f"name = '{name}'"):
         client.create_registered_model(name)
+    metric = meta.get("metric") or {}
+    metric_tag = {metric["name"]: str(metric["value"])} if "name" in metric else {}
     version = client.create_model_version(
         name,
         source=f"{parent.info.artifact_uri}/{artifact_path}",
         run_id=parent.info.run_id,
-        tags={"trial_id": meta["trial_id"], "epoch": str(meta["epoch"]), **_metric_tag(meta)},
+        tags={"trial_id": meta["trial_id"], "epoch": str(meta["epoch"]), **metric_tag},
         description=f"trial {meta['trial_id']} epoch {meta['epoch']} of {experiment.location}",
     )
     return int(version.version), uri
-
-
-def _metric_tag(meta: dict) -> dict:
-    metric = meta.get("metric") or {}
-    return {metric["name"]: str(metric["value"])} if "name" in metric else {}

@@ -84,7 +84,8 @@ class MlflowTracker(BackgroundCalls):
             self.client.log_batch(self.parent, tags=tag_list(self._identity()))  # where it is now (a moved search)
         else:
             self.parent = self._create_parent()
-        self.client.log_batch(self.parent, tags=tag_list(self._mutable_settings()))
+        mutable = {f"search.{key}": getattr(self.config, key) for key in sorted(MUTABLE_SETTINGS)}
+        self.client.log_batch(self.parent, tags=tag_list(mutable))
         children = self.client.search_runs(
             [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.parent}'", max_results=5000
         )
@@ -114,9 +115,6 @@ class MlflowTracker(BackgroundCalls):
         settings = {k: v for k, v in settings.items() if not k.startswith(("tracking.", "data.skip"))}
         self.client.log_batch(run.info.run_id, params=param_list(settings))
         return run.info.run_id
-
-    def _mutable_settings(self) -> dict:
-        return {f"search.{key}": getattr(self.config, key) for key in sorted(MUTABLE_SETTINGS)}
 
     @safely
     def shape(self, words: str, concurrency: int) -> None:
