@@ -162,7 +162,7 @@ def test_submitted_as_a_ray_job_a_search_on_s3_storage_spans_two_nodes_and_every
 
     def submitted(*args: str) -> subprocess.CompletedProcess:
         job = [str(Path(sys.executable).parent / "ray"), "job", "submit", "--address", f"http://127.0.0.1:{dashboard}"]
-        entrypoint = [*job, "--", "python", "-m", "search", "run", *args]
+        entrypoint = [*job, "--", sys.executable, "-m", "search", "run", *args]
         return subprocess.run(entrypoint, cwd=REPO, capture_output=True, text=True, timeout=600)
 
     # after s3_bucket: the nodes' processes (and the job's) inherit its AWS_* variables
@@ -171,8 +171,11 @@ def test_submitted_as_a_ray_job_a_search_on_s3_storage_spans_two_nodes_and_every
         result = submitted(*search_args(mnist_root, runs, "on-s3", "trials=1", "epochs=2", "grace=2"))
         both_nodes = {cluster.head_node.node_id, second.node_id}
         assert cluster.remaining_processes_alive()
+        # The project's code reached the nodes through the job's runtime_env (py_modules), not through this checkout.
+        session = Path(cluster.head_node.get_session_dir_path())
+        assert list((session / "runtime_resources").rglob("trainables/worker.py")), "trainables was not shipped"
     # Checked on the cluster (the search's preflight), the one line reaches the job's submitter.
-    assert refused.returncode != 0, refused.stdout[-2000:]
+    assert refused.returncode == 1, refused.stdout[-2000:]  # a failed job: `ray job submit` exits 1, whatever the code
     assert f"error: data.root={tmp_path / 'nothing-here'}" in refused.stdout + refused.stderr
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
