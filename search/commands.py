@@ -122,8 +122,15 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
             f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
             "; give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials a budget stopped"
         )
-        if config.tracking.to == "mlflow":
-            track_finished(experiment, config, before, space)
+        if config.tracking.to == "mlflow":  # MLflow brought up to it (tracked from now on when given tracking=mlflow)
+            from search.running.tracking.mlflow_store import mlflow_ui_words, refuse_unusable
+            from search.running.tracking.tracker import bring_up_to_date
+
+            refuse_unusable(config)
+            if config.to_dict() != before:
+                write_settings(experiment, {"run": config.to_dict()})
+            if bring_up_to_date(config, space, experiment):
+                print(f"MLflow holds all of it: {mlflow_ui_words(config.tracking.uri, experiment)}")
         return 0
     if finished:
         refuse_idle(config, options, so_far)  # asked to train, with nothing it would train: one line, exit 2
@@ -146,19 +153,6 @@ def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
 
     print_result(resume_search(experiment, config, space), experiment)
     return 0
-
-
-def track_finished(experiment: Experiment, config: RunConfig, before: dict, space: Space) -> None:
-    """MLflow brought up to a finished search (tracked from now on when `resume` was given tracking=mlflow)."""
-    from search.running.settings import write_settings
-    from search.running.tracking.mlflow_store import mlflow_ui_words, refuse_unusable
-    from search.running.tracking.tracker import bring_up_to_date
-
-    refuse_unusable(config)
-    if config.to_dict() != before:
-        write_settings(experiment, {"run": config.to_dict()})
-    if bring_up_to_date(config, space, experiment):
-        print(f"MLflow holds all of it: {mlflow_ui_words(config.tracking.uri, experiment)}")
 
 
 def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:

@@ -118,10 +118,6 @@ def estimate_words(config: RunConfig, space: Space) -> str:
     rate = trial_images_per_s(space, hp, dataset.info(config.data.root, hp), threads) * shape.workers
     seconds = epochs * count / (rate * side_by_side) * 1.1  # and validation: a tenth of the images, forward only
     speed = f"{side_by_side} trials at ~{rate:.0f} img/s each" if side_by_side > 1 else f"1 trial at ~{rate:.0f} img/s"
-    return f"{work}: ~{duration_words(seconds)} of training, {speed}; Ray's start and each trial's start come on top"
-
-
-def duration_words(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    took = f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    took = f"{seconds:.0f} s" if seconds < 90 else took
+    return f"{work}: ~{took} of training, {speed}; Ray's start and each trial's start come on top"

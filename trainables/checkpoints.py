@@ -90,13 +90,10 @@ class CheckpointStore:
                 "(is the disk full, or the folder gone?)"
             ) from None
         self.scores[epoch] = score
-        self._prune(latest=epoch)
+        for pruned in epochs_to_delete(self.scores, self.mode, self.keep, latest=epoch):
+            self.fs.delete_dir(self.path_of(pruned))
+            del self.scores[pruned]
         return target
-
-    def _prune(self, latest: int) -> None:
-        for epoch in epochs_to_delete(self.scores, self.mode, self.keep, latest):
-            self.fs.delete_dir(self.path_of(epoch))
-            del self.scores[epoch]
 
     @contextmanager
     def latest(self):

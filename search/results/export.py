@@ -47,13 +47,6 @@ class NormalizedClassifier(nn.Module):
         return self.network((images - self.mean) / self.std)
 
 
-def project_version() -> str:
-    try:
-        return version("search")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def pick_trial(summary: dict, trial_id: str | None) -> dict:
     """The summary's entry of the best trial, or of `trial_id`, refused without a checkpoint."""
     if trial_id is None:
@@ -70,6 +63,10 @@ def pick_trial(summary: dict, trial_id: str | None) -> dict:
 
 
 def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, trial_id: str, value: float) -> dict:
+    try:
+        project_version = version("search")
+    except PackageNotFoundError:
+        project_version = "unknown"
     return {
         "format": 1,
         "space": space.name,
@@ -89,7 +86,7 @@ def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, 
         "metric": {"name": summary["metric"], "mode": summary["mode"], "value": value},
         "trial_id": trial_id,
         "epoch": epoch,
-        "versions": {"torch": torch.__version__, "search": project_version()},
+        "versions": {"torch": torch.__version__, "search": project_version},
     }
 
 

@@ -19,18 +19,6 @@ PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
 FRONT_PLOT = "pareto_front.png"  # a search with two or three objectives
 
 
-def early_stopping_savings(summary: dict) -> dict:
-    epochs = summary["run"]["epochs"]
-    run = sum(t["epochs_run"] for t in summary["trials"])
-    full = epochs * len(summary["trials"])
-    return {
-        "epochs_run": run,
-        "epochs_if_all_ran": full,
-        "saved": full - run,
-        "saved_fraction": (full - run) / full if full else 0.0,
-    }
-
-
 def savings_line(savings: dict) -> str:
     return (
         f"early stopping: {savings['epochs_run']} epochs run of {savings['epochs_if_all_ran']} if every trial had "
@@ -48,7 +36,13 @@ def build_report(
     histories = {
         t["trial_id"]: TrialFiles(str(location or experiment), t["trial_id"]).rows() for t in summary["trials"]
     }
-    savings = early_stopping_savings(summary)
+    run, full = sum(t["epochs_run"] for t in summary["trials"]), summary["run"]["epochs"] * len(summary["trials"])
+    savings = {
+        "epochs_run": run,
+        "epochs_if_all_ran": full,
+        "saved": full - run,
+        "saved_fraction": (full - run) / full if full else 0.0,
+    }
     out = experiment / REPORT_FOLDER
     staging = staging_folder(out)
     try:

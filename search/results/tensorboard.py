@@ -64,18 +64,6 @@ def written_epochs(folder: Path) -> set[int]:
     return {int(event.step) for event in events if any(value.tag == SCALARS[0] for value in event.summary.value)}
 
 
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """Nothing listens on host:port. A port a stopped server's connections keep in TIME-WAIT is free: the probe, like
-    the servers (wsgiref, TensorBoard's), binds with SO_REUSEADDR."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
 # Ray's default ports on a node (GCS, dashboard, Ray Client server, dashboard agent's HTTP server): the system hands out
 # ports in a range holding 52365, and a viewer that took it would make `ray.init` refuse to start.
 RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365})
@@ -95,8 +83,16 @@ def viewer_port(port: int, host: str = "127.0.0.1") -> int:
     """The port a viewer serves on: `port`, or any free one for 0; refused in one line when it is taken."""
     if port == 0:
         return free_port(host)
-    if not port_is_free(port, host):
-        raise UsageError(f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)")
+    # A port a stopped server's connections keep in TIME-WAIT is free: the probe, like the servers (wsgiref,
+    # TensorBoard's), binds with SO_REUSEADDR.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            raise UsageError(
+                f"port={port}: already in use on {host}; choose another port= (or port=0 for any free one)"
+            ) from None
     return port
 
 
@@ -113,8 +109,18 @@ def start_server(experiment: Path, port: int, host: str = "127.0.0.1") -> tuple[
     log = tempfile.NamedTemporaryFile("w+", prefix="search-tensorboard-", suffix=".log", delete=False)
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
     url = f"http://{host}:{port}/"
-    wait_until_up(server, url, Path(log.name))
-    return server, url
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            output = Path(log.name).read_text().strip()[-300:]
+            raise UsageError(f"TensorBoard exited with code {server.returncode}: {output}")
+        try:
+            with urllib.request.urlopen(url + "data/environment", timeout=2):
+                return server, url
+        except OSError:
+            time.sleep(0.3)
+    stop_server(server)
+    raise UsageError(f"TensorBoard did not answer on {url} within 120s")
 
 
 def stop_server(server: subprocess.Popen) -> None:
@@ -125,17 +131,3 @@ def stop_server(server: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-
-
-def wait_until_up(server: subprocess.Popen, url: str, log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise UsageError(f"TensorBoard exited with code {server.returncode}: {log.read_text().strip()[-300:]}")
-        try:
-            with urllib.request.urlopen(url + "data/environment", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.3)
-    stop_server(server)
-    raise UsageError(f"TensorBoard did not answer on {url} within {timeout:.0f}s")

@@ -34,9 +34,8 @@ def coding_for(config: RunConfig, space: Space) -> SpaceCoding:
 def open_search_study(
     config: RunConfig, space: Space, experiment: Experiment, enqueued: list[dict] = ()
 ) -> StudyRecord:
-    """The experiment's study, created with the configurations `enqueued` waiting first when the search starts, when
-    its random start is fixed (a grown search keeps it); the sampler's seed moves on by the trials already proposed,
-    so a resumed search does not draw its first random configurations again."""
+    """The experiment's study, created with `enqueued` waiting first when the search starts, when its random start is
+    fixed (a grown search keeps it); the sampler's seed moves on by the trials proposed: a resume repeats no draw."""
     coding = coding_for(config, space)
     constants = config.constants(space)
     record = StudyRecord.in_folder(experiment.local, coding, objectives_of(config, space), config.epochs, constants)
@@ -88,36 +87,29 @@ def enqueued_configurations(config: RunConfig, space: Space) -> list[dict]:
         return []
     source = Path(config.enqueue).expanduser()
     coding = coding_for(config, space)
-    if source.is_dir():
-        configurations = _best_of_experiment(source, config.enqueue_top, coding)
+    if source.is_dir():  # the best `enqueue_top` trials of a finished search, by its summary's ranking
+        try:
+            summary = json.loads((source / SUMMARY_FILE).read_text())
+        except (OSError, json.JSONDecodeError):
+            raise UsageError(f"enqueue={source}: not a finished experiment (no readable {SUMMARY_FILE})") from None
+        ranked = [trial for trial in summary.get("trials", []) if trial.get("status") != "failed"]
+        configurations = [
+            {name: value for name, value in trial["config"].items() if name in coding.space}
+            for trial in ranked[: config.enqueue_top]
+        ]
     else:
-        configurations = _read_list(source)
+        try:
+            configurations = json.loads(source.read_text())
+        except OSError as exc:
+            raise UsageError(
+                f"enqueue={source}: cannot read it ({exc.strerror or exc}); give a JSON file or an experiment folder"
+            ) from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"enqueue={source}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        if not isinstance(configurations, list) or not all(isinstance(item, dict) for item in configurations):
+            raise UsageError(f'enqueue={source}: expected a JSON list of configurations, e.g. [{{"lr": 0.05}}]')
     for number, configuration in enumerate(configurations, start=1):
         why = coding.refusal(configuration)
         if why:
             raise UsageError(f"enqueue={config.enqueue}: configuration {number}: {why}")
     return configurations
-
-
-def _read_list(path: Path) -> list[dict]:
-    try:
-        value = json.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(
-            f"enqueue={path}: cannot read it ({exc.strerror or exc}); give a JSON file or an experiment folder"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"enqueue={path}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise UsageError(f'enqueue={path}: expected a JSON list of configurations, e.g. [{{"lr": 0.05}}]')
-    return value
-
-
-def _best_of_experiment(folder: Path, top: int, coding: SpaceCoding) -> list[dict]:
-    """The best `top` trials of a finished search, by its summary's ranking, with the keys this search searches."""
-    try:
-        summary = json.loads((folder / SUMMARY_FILE).read_text())
-    except (OSError, json.JSONDecodeError):
-        raise UsageError(f"enqueue={folder}: not a finished experiment (no readable {SUMMARY_FILE})") from None
-    ranked = [trial for trial in summary.get("trials", []) if trial.get("status") != "failed"][:top]
-    return [{name: value for name, value in trial["config"].items() if name in coding.space} for trial in ranked]

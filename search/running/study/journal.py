@@ -21,33 +21,25 @@ def journal_storage(path: Path, writer: bool = False) -> JournalStorage:
     """The study's storage. Only the `writer` (the driver holding the experiment's lock) clears what a driver killed
     during an append can leave: the last line cut short and Optuna's lock held (docs/design.md)."""
     if writer:
-        trim_partial_tail(path)
+        data = path.read_bytes() if path.is_file() else b""
+        if data and not data.endswith(b"\n"):
+            with open(path, "r+b") as file:
+                file.truncate(data.rfind(b"\n") + 1)
         Path(f"{path}{LOCK_SUFFIX}").unlink(missing_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return JournalStorage(JournalFileBackend(str(path)))
 
 
-def trim_partial_tail(path: Path) -> None:
-    if not path.is_file():
-        return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        with open(path, "r+b") as file:
-            file.truncate(data.rfind(b"\n") + 1)
-
-
 def read_study(path: Path) -> tuple[optuna.Study, BaseStorage]:
-    """The study in the journal file `path` and its storage, as a reader opens them (optuna-dashboard, `report`,
-    `resume`'s look before it locks): never trimmed, never unlocked, never written."""
+    """The study in `path` and its storage as a reader opens them: never trimmed, unlocked or written."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = journal_storage(path)
     return optuna.load_study(study_name=STUDY_NAME, storage=storage), storage
 
 
 def open_study(folder: Path, objectives: list[Objective], sampler=None) -> tuple[optuna.Study, BaseStorage]:
-    """The search's study and its storage, opened by its driver (the holder of the experiment's lock): one
-    direction per objective."""
+    """The search's study and storage as its driver (the lock's holder) opens them: one direction per objective."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = journal_storage(folder / STUDY_FILE, writer=True)
     directions = [o.direction for o in objectives]

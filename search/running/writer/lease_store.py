@@ -97,7 +97,8 @@ class ConditionalStore:
     def __init__(self, location: str):
         self.location = location
         self.client = s3_client(location)
-        self.bucket, self.key = bucket_and_key(location)
+        parts = urlsplit(location)  # the bucket and key as pyarrow reads them (credentials and query aside)
+        self.bucket, self.key = parts.netloc.rpartition("@")[2], parts.path.lstrip("/")
 
     def read(self) -> Lease:
         with self._errors():
@@ -145,12 +146,6 @@ class ConditionalStore:
 
 
 CHANGED_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"}
-
-
-def bucket_and_key(location: str) -> tuple[str, str]:
-    """The bucket and key of an s3:// URI, as pyarrow reads them (credentials and query aside)."""
-    parts = urlsplit(location)
-    return parts.netloc.rpartition("@")[2], parts.path.lstrip("/")
 
 
 def s3_client(location: str):
