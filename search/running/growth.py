@@ -55,9 +55,8 @@ def refuse_idle(config: RunConfig, options: dict, so_far: SoFar) -> None:
 
 
 def under_former_default_budget(before: dict, so_far: SoFar) -> bool:
-    """Whether the search was started under the former default stop rule (its budget the epochs of 8 full trials,
-    trials lifted to the budget): its settings say so and its study was created before the default became a count
-    (a budget of 8 x epochs given since is the user's and stands)."""
+    """Whether the search began under the former default stop rule (a budget of 8 full trials' epochs, trials lifted
+    to it): its settings say so and its study predates the count default (a budget of 8 x epochs given since stands)."""
     budget = before.get("epoch_budget", 0)
     former = bool(budget) and budget == FORMER_DEFAULT_FULL_TRIALS * before["epochs"] and not trials_given(before)
     return former and not so_far.under_count_default

@@ -35,9 +35,8 @@ class ProgressView(FollowsEnds):
         epoch_budget: int = 0,
         began: float | None = None,
     ):
-        """`record`: the search's study (search.running.study.record.StudyRecord); `budget_s`: the session's time
-        budget; `epoch_budget`: the search's, in trial-epochs; `began`: the command's start (time.monotonic()), where
-        the clock counts from (None: from the view's start)."""
+        """`record`: the search's study (a StudyRecord); `budget_s`: the session's time budget; `epoch_budget`: the
+        search's, in trial-epochs; `began`: the command's start (time.monotonic(); None: the view's start)."""
         self.record, self.epochs, self.total, self.budget_s = record, epochs, total_trials, budget_s
         self.epoch_budget = epoch_budget
         self.metric, self.mode = record.metric, record.mode
@@ -122,9 +121,8 @@ class ProgressView(FollowsEnds):
         return epochs + f" | budget {_clock(self.budget_s - elapsed).strip()} left"
 
     def _note_work_began(self, elapsed: float, latest: dict, ended: int) -> None:
-        """The estimate's clock starts when the first epoch of this run or resume began (its report's `epoch_s`
-        before it), not when Ray and the first trial's processes started; a trial ended before any epoch was seen
-        keeps the view's start. A recovered epoch was trained by an earlier run or resume: it does not count."""
+        """The estimate's clock starts when this session's first epoch began (its report's `epoch_s` before it), not
+        when Ray started; with no epoch seen, at the view's start. Epochs an earlier session trained do not count."""
         if self.work_began is not None or ended > self.ended_before:
             return
         fresh = [last for last in latest.values() if "epoch" in last and not last.get("recovered")]

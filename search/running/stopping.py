@@ -22,9 +22,8 @@ class SessionStop(ray.tune.Stopper):
     def __init__(
         self, budget_s: float = 0.0, on_start=None, epoch_budget: int = 0, epochs_spent: int = 0, failure=lambda: None
     ):
-        """`on_start(deadline)`: told the budget's end (a `time.time()`) when the clock starts; `epochs_spent`: the
-        trial-epochs the search had trained before this run or resume; `failure()`: what stops the search at once
-        when it is not None (the study could not be written, the experiment's lease was lost)."""
+        """`on_start(deadline)`: told the budget's end (a time.time()) as its clock starts; `epochs_spent`: trial-epochs
+        trained earlier; `failure()`: None, or what stops the search at once (a failed study write, a lost lease)."""
         self.budget_s, self.on_start, self.failure = budget_s, on_start, failure
         self.epoch_budget, self.epochs_spent = epoch_budget, epochs_spent
         self.counted: set[tuple] = set()  # (Tune's trial id, epoch) counted in this run or resume

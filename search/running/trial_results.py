@@ -59,8 +59,7 @@ def _clean_row(row: dict) -> dict:
 
 
 def summary_so_far(experiment: Experiment) -> tuple[dict, int]:
-    """(the summary of the trials that have ended, the number of trials that have not). `experiment`: its settings
-    and study in its local folder (search.viewers downloads a URI's)."""
+    """(the summary of the ended trials, the number not ended) of `experiment`, read from its local folder."""
     config = RunConfig.from_dict(read_settings(experiment.local)["run"])
     space = load_run_space(config)
     objectives = objectives_of(config, space)

@@ -76,9 +76,8 @@ def resume_search(experiment: Experiment, config: RunConfig, space: Space) -> di
 
 
 def drive(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord) -> dict:
-    """Bring the study up to the trials' files, run what is left on Ray Tune (always releasing Ray), then write the
-    summary of a finished search. The trials to run first: those an earlier session left unended, then those a
-    budget stopped (continued from their checkpoints). Every trial's end goes through one decider."""
+    """Bring the study up to the trials' files, run what is left on Ray Tune (first the trials an earlier session
+    left unended, then those a budget stopped), then write the summary of a finished search."""
     log_file = experiment.local / LOG_FILE
     route_logs(log_file, config.verbose)
     tensorboard = TensorBoardEvents(record, experiment.local)
@@ -112,9 +111,8 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
 
 
 def fit(config, space, experiment, record, unended, to_run: int, log_file: Path, tracker, stop, decider) -> None:
-    """Run `to_run` trials on Ray Tune, `unended` first, until they are done or `stop` stops them (a budget: the
-    trials it stopped are ended so; Ctrl-C or a failed write of the study: they stay unended, for `resume`).
-    `tracker`: the search's MlflowTracker, or None."""
+    """Run `to_run` trials on Ray Tune, `unended` first, until done or stopped by `stop` (a budget: its trials end so;
+    Ctrl-C or a failed write of the study: they stay unended, for `resume`). `tracker`: a MlflowTracker or None."""
     started_here = connect(config)
     try:
         if started_here:
@@ -186,9 +184,8 @@ def write_summary(config, space, experiment: Experiment, record: StudyRecord, lo
 
 
 def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
-    """This project's files in an experiment's working folder (Ray's own files reach storage through Ray): the
-    search's own, its MLflow store when it keeps one there, and the TensorBoard events of every trial, of
-    `trial_folder` only, or of none ("")."""
+    """This project's files in an experiment's working folder (Ray's own reach storage through Ray): the search's own,
+    its MLflow store there, and the TensorBoard events of every trial, of `trial_folder` only, or of none ("")."""
     names = [SEARCH_FILE, STUDY_FILE, LOG_FILE]
     files = [name for name in names if (folder / name).is_file()]
     files += store_files(folder)

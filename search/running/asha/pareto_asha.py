@@ -52,9 +52,8 @@ class ParetoASHA(FIFOScheduler, RungStops):
         return as_minimised(point, [o.mode for o in self.objectives])
 
     def verdict(self, trial_id: str, milestone: float) -> str:
-        """Whether the trial goes on from rung `milestone`: among the best ceil(n / reduction) of the n trials
-        recorded there, or on their Pareto front (no trial recorded there is better in every objective: as ASHA lets
-        the best go on)."""
+        """Whether the trial goes on from rung `milestone`: among the best ceil(n / reduction) of the n trials there, or
+        on their Pareto front (none of them better in every objective: as ASHA lets the best go on)."""
         recorded = dict(self.rungs)[milestone]
         ids = list(recorded)
         points = [recorded[i] for i in ids]

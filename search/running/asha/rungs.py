@@ -25,8 +25,7 @@ CONTINUE, STOP = "CONTINUE", "STOP"  # Tune's TrialScheduler.CONTINUE and .STOP
 
 
 def milestones(grace: float, reduction: float, max_t: float) -> list[float]:
-    """The rungs' milestones, highest first, exactly as Tune's ASHA computes them (its last may equal max_t, where
-    a trial ends rather than being decided)."""
+    """Rung milestones, highest first, as Tune's ASHA computes them (the last may be max_t: an end, not a rung)."""
     count = int(np.log(max_t / grace) / np.log(reduction) + 1)
     return [grace * reduction**k for k in reversed(range(count))]
 
@@ -102,8 +101,7 @@ class RungStops:
         return True
 
     def decide(self, trial_id: str, epoch, values: dict) -> str:
-        """Records the trial's point at the rung `epoch` meets, if any, decides there, and writes the decision into
-        the study before returning it to Tune; an epoch that meets no new rung (or `max_t`) goes on."""
+        """Decides at the rung `epoch` meets (none, or `max_t`: it goes on), the decision written before Tune acts."""
         milestone = None if epoch >= self.max_t else self.record_value(trial_id, epoch, values)
         if milestone is None:
             return CONTINUE

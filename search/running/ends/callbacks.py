@@ -100,8 +100,7 @@ class TrialEnds(Guarded):
         self._end(trials, trial, error=_divergence(trial) or root_cause(_error_text(trial)))
 
     def out_of_budget(self, budget: str = "time") -> None:
-        """A budget ran out (Tune stopped its trials without a callback): every trial the study still holds as
-        running is ended so, with the epochs its files hold."""
+        """A budget ran out (Tune stopped its trials without a callback): every trial still running ends so."""
         self.decider.end_running(budget, self.trials, self.tune_trials)
 
     def _end(self, trials, tune_trial, **facts) -> None:

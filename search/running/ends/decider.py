@@ -68,6 +68,5 @@ class Decider:
         return int(rows[-1]["epoch"]) if rows else 0
 
     def fail_unnamed(self, number: int, reason: str) -> None:
-        """A proposal with no trial id (a kill cut it short before it was named): failed in the study, which is all
-        it has (no trial folder, no follower knew of it)."""
+        """A proposal a kill cut short before it was named: failed in the study, the one place that knows of it."""
         self.record.fail_unnamed(number, reason)

@@ -32,9 +32,8 @@ CARRIED = (EPOCHS_ATTR, EPOCH_OTHERS_ATTR, COSTS_ATTR, RUNGS_ATTR, SEED_KEY)  # 
 
 
 def reconcile(decider: Decider) -> list[FrozenTrial]:
-    """Bring the study up to what the trials' files know (epochs recorded, ends, trials only the files know), every
-    end through `decider`, and return the trials that had not ended, in the order they were created. A proposal a
-    kill cut short before it was named is failed."""
+    """Bring the study up to the trials' files (epochs, ends, trials only the files know), every end through `decider`;
+    returns the unended trials in the order they were created. A proposal a kill cut short before it was named fails."""
     record, experiment_dir = decider.record, decider.experiment_dir
     for frozen in record.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if not trial_id_of(frozen):
@@ -67,9 +66,8 @@ def _ending_in_files(written: dict | None, frozen: FrozenTrial) -> Ending | None
 
 
 def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> None:
-    """A trial the study does not know (its line was lost with a URI's last upload, or the experiment predates the
-    study): added as running, with the hyperparameters its rows name; the trial's epochs follow, and its rungs are
-    decided anew (the decisions were lost with its line)."""
+    """A trial the study does not know (its line lost with a URI's last upload, or older than the study): added running
+    with the hyperparameters its rows name; its epochs follow, its rungs decided anew (their decisions were lost)."""
     config = dict(rows[0].get("config") or {}) if rows else {}
     params = record.coding.to_params(config)
     distributions = {name: record.coding.distributions[name] for name in params}

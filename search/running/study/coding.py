@@ -54,8 +54,7 @@ def contains(distribution, value) -> bool:
 
 
 def ordered_choices(space: dict) -> dict[str, list]:
-    """The categoricals of three or more choices, all numbers, each with its choices sorted (two have no order that
-    TPE could use)."""
+    """The categoricals of three or more choices, all numbers, each sorted (two choices have no order for TPE)."""
 
     def orderable(distribution) -> bool:
         choices = distribution.choices if isinstance(distribution, CategoricalDistribution) else ()

@@ -59,9 +59,8 @@ def trial_id_of(trial: FrozenTrial) -> str | None:
 
 
 def ending_in_study(trial: FrozenTrial) -> Ending | None:
-    """How an ended trial ended, as the study holds it: the state decides, the user attribute `status` only tells
-    the two PRUNED endings apart. None for a trial still running, whatever its attributes say (a write of its end
-    that failed half way left them)."""
+    """How an ended trial ended, as the study holds it: the state decides, `status` only tells the two PRUNED endings
+    apart. None for a trial still running, whatever its attributes say (a failed write of its end left them)."""
     if trial.state == TrialState.RUNNING:
         return None
     by_state = {TrialState.COMPLETE: COMPLETED, TrialState.PRUNED: STOPPED_EARLY}.get(trial.state, FAILED)
@@ -95,9 +94,8 @@ class StudyQueries:
         return self.configuration(self.frozen(trial_id))
 
     def proposed(self) -> list[FrozenTrial]:
-        """Every trial the search has proposed, one per trial id (a configuration given with `enqueue` waits until
-        its turn; a proposal a kill cut short before it was named is no trial of the search; a trial the budget
-        stopped that a later session continues is stood for by its continuation)."""
+        """Every trial the search proposed, one per trial id: no `enqueue` configuration still waiting, no proposal
+        a kill cut short before it was named; a budget-stopped trial a later session continues, as its continuation."""
         trials = [t for t in self.study.get_trials(deepcopy=False, states=PROPOSED) if trial_id_of(t)]
         continued = {t.user_attrs[CONTINUES_ATTR] for t in trials if CONTINUES_ATTR in t.user_attrs}
         return [t for t in trials if t.number not in continued]
@@ -135,6 +133,5 @@ class StudyQueries:
         return pick(scored, key=lambda pair: pair[0]) if scored else None
 
     def epochs_spent(self) -> int:
-        """Trial-epochs the search has trained: every proposed trial's epochs (a continuation's include the ones it
-        took over, once)."""
+        """Trial-epochs trained: every proposed trial's (a continuation's include those it took over, once)."""
         return sum(max(epoch_values(trial), default=0) for trial in self.proposed())

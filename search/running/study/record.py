@@ -118,8 +118,7 @@ class StudyRecord(StudyQueries):
 
     @contextmanager
     def writing(self, what: str):
-        """A guard around one write: a failure becomes the record's `failure` (raised), and once there is one nothing
-        more is written (`StudyWriteFailed` at once)."""
+        """A guard around one write: its failure is kept as `failure` and raised; after one, nothing is written."""
         if self.failure is not None:
             raise self.failure
         try:

@@ -44,8 +44,7 @@ UI_PORT = 5000  # `mlflow ui`'s own default, written out so that the link beside
 
 
 def mlflow_ui_words(uri: str | None, experiment: Experiment) -> str:
-    """How to look at the search in MLflow's UI: the server to start (for a store in a file or a database) and the
-    link that opens its runs table."""
+    """How to see the search in MLflow's UI: the server to start (a store in a file or a database), its runs' link."""
     uri = uri or default_uri(experiment)
     server = uri if uri.startswith(("http://", "https://")) else f"http://127.0.0.1:{UI_PORT}"
     where = experiment_id_of(uri, experiment.location)
@@ -78,8 +77,7 @@ def experiment_id_of(uri: str, location: str) -> str | None:
 
 
 def mlflow_client(uri: str):
-    """MLflow's client on `uri`, with short HTTP timeouts and few retries: a server that stops answering may slow a
-    search by seconds, never hang it."""
+    """MLflow's client on `uri`, short HTTP timeouts, few retries: a dead server slows a search, never hangs it."""
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
     return client_class()(tracking_uri=uri, registry_uri=uri)

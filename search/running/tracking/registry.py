@@ -23,8 +23,7 @@ def refuse_unregistrable(run: RunConfig, name: str) -> None:
 
 
 def register_export(run: RunConfig, space_name: str, experiment: Experiment, meta: dict, name: str) -> tuple[int, str]:
-    """(version, tracking URI): the export folder logged under the search's parent run and registered as a new
-    version of the model `name` (created when missing)."""
+    """(version, tracking URI): the export logged under the search's parent run, a new version of model `name`."""
     uri = tracking_uri(run.tracking, experiment)
     client = mlflow_client(uri)
     mlflow_experiment = client.get_experiment_by_name(run.tracking.experiment or space_name)

@@ -152,8 +152,7 @@ class MlflowTracker(BackgroundCalls):
 
     @safely
     def finish(self, summary: dict) -> None:
-        """The search's result on its parent run (the best trial's metrics, test_acc, counts; the summary and the
-        report's plots as artifacts), and the parent run ended."""
+        """The search's result on its parent run, which ends: the best trial's metrics, counts, summary and plots."""
         artifacts = [self.experiment.local / SUMMARY_FILE, *report_plots(self.experiment)]
         best = summary.get("best") or {}
         metrics = {f"best_{k}": v for k, v in (best.get("metrics") or {}).items() if k not in NOT_METRICS}
@@ -209,8 +208,7 @@ class MlflowTracker(BackgroundCalls):
             self.logged[run_id].add(epoch)
 
     def _reopen(self, run_id: str) -> None:
-        """A trial running again in the study (continued after a budget stopped it, or resumed after an
-        interruption): its run is running again, until the study ends it."""
+        """A trial running again in the study (continued after a budget stopped it, or resumed): so is its run."""
         if self.statuses.get(run_id) != "RUNNING":
             self.client.update_run(run_id, status="RUNNING")
             self.client.log_batch(run_id, tags=tag_list({"search.status": "running", "search.reason": ""}))
@@ -232,8 +230,7 @@ class MlflowTracker(BackgroundCalls):
 
 
 def report_plots(experiment: Experiment) -> list[Path]:
-    """The plots the report drew (search.results.report: the Pareto front's too, for several objectives); none when
-    the report cannot be built."""
+    """The plots the report drew (for several objectives, the front's too); none when the report cannot be built."""
     from search.results.report import build_report
 
     try:
