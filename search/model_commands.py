@@ -24,6 +24,9 @@ def cmd_export(args: list[str]) -> int:
     if len(positional) != 1:
         raise UsageError(EXPORT_USAGE)
     options["bounds"], options["replace"] = bounds, "--replace" in flags  # an earlier export: replaced only so
+    from search.results.export import refuse_trial_and_bounds
+
+    refuse_trial_and_bounds(options.get("trial"), bounds)  # before the lock and the download
     register = options.get("tracking.register")
     if not register:
         return export_and_register(open_for_reading(positional[0], SUMMARY_FILE), options)

@@ -131,6 +131,15 @@ def test_a_refused_resume_writes_nothing(root, capsys, mnist_root):
     assert line.startswith(f"error: epochs={config.epochs + 1}: a search's epochs cannot change on resume")
 
 
+def test_an_export_given_a_trial_and_bounds_takes_no_lock_and_writes_nothing(root, capsys):
+    experiment = root / "runs" / "done"
+    experiment.mkdir(parents=True)
+    (experiment / "search.json").write_text("{}")
+    (experiment / "summary.json").write_text("{}")
+    words = ["export", str(experiment), "trial=abc", "max.params=1000", "tracking.register=digits"]
+    assert refused(root, capsys, *words) == "error: give trial=ID or bounds on the objectives, not both"
+
+
 @pytest.mark.parametrize("tracked", [False, True])
 def test_a_dry_run_writes_nothing(root, capsys, mnist_root, tracked):
     """Nor does its check of a new MLflow store: the folder must be writable, the store is made by the run."""

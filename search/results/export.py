@@ -90,6 +90,11 @@ def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, 
     }
 
 
+def refuse_trial_and_bounds(trial_id: str | None, bounds) -> None:
+    if bounds and trial_id:
+        raise UsageError("give trial=ID or bounds on the objectives, not both")
+
+
 def export_experiment(
     experiment: Experiment,
     out: Path | None = None,
@@ -99,8 +104,7 @@ def export_experiment(
 ) -> dict:
     """Write the export folder atomically and verify it; returns its model.json content. A multi-objective search
     exports its Pareto front's most accurate member within `bounds`."""
-    if bounds and trial_id:
-        raise UsageError("give trial=ID or bounds on the objectives, not both")
+    refuse_trial_and_bounds(trial_id, bounds)
     summary = read_summary(experiment.local)
     run = RunConfig.from_dict(summary["run"])
     space = load_run_space(run)
