@@ -52,7 +52,9 @@ class Split:
             images = random_shifts(images, shift, generator)
         return (images - self.mean) / self.std, self.labels[index]
 
-    def batches(self, index: torch.Tensor, batch_size: int, shift: int = 0, generator=None, rotate: float = 0.0):
+    def batches(
+        self, index: torch.Tensor, batch_size: int, shift: int = 0, generator: torch.Generator | None = None, rotate=0.0
+    ):
         """(images, labels) of `index`, `batch_size` at a time, with augmentation drawn from `generator`."""
         for chunk in index.to(self.labels.device).split(batch_size):
             yield self.batch(chunk, shift, generator, rotate)
@@ -83,7 +85,9 @@ class LearningRate:
     """The learning-rate schedule of a trial (`lr_schedule`: none, plateau, onecycle, cosine); `cycle_ends`: epochs
     where a per-step schedule ends and starts again, so that a score taken there is an annealed one."""
 
-    def __init__(self, hp: dict, optimizer, epochs: int, steps_per_epoch: int, first_epoch: int = 1, cycle_ends=()):
+    def __init__(
+        self, hp: dict, optimizer, epochs: int, steps_per_epoch: int, first_epoch: int = 1, cycle_ends: tuple = ()
+    ):
         name = hp.get("lr_schedule", "none")
         if name not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule={name}: allowed values are {', '.join(LR_SCHEDULES)}")

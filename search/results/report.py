@@ -7,6 +7,7 @@ import shutil
 import warnings
 from itertools import accumulate
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from search.results.files import publish_folder, staging_folder
 from search.results.summary import format_front, format_table, objectives_words, read_summary
@@ -15,6 +16,9 @@ from trainables.foundation.space import load_run_space
 from trainables.foundation.trial_files import TrialFiles
 
 REPORT_FOLDER = "report"
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 PLOTS = ("optimization_history.png", "learning_curves.png", "importance.png")
 FRONT_PLOT = "pareto_front.png"  # a search with two or three objectives
 
@@ -83,19 +87,19 @@ def _pyplot():
     return plt
 
 
-def new_axes(width: float, height: float):
+def new_axes(width: float, height: float) -> Axes:
     """Axes on a new figure, drawn off-screen (Agg)."""
     return _pyplot().subplots(figsize=(width, height))[1]
 
 
-def save(ax, path: Path) -> None:
+def save(ax: Axes, path: Path) -> None:
     """Write the axes' figure as a PNG and free it."""
     ax.figure.tight_layout()
     ax.figure.savefig(path, format="png")
     _pyplot().close(ax.figure)
 
 
-def plot_optimization_history(summary: dict, histories: dict):
+def plot_optimization_history(summary: dict, histories: dict) -> Axes:
     metric, mode = summary["metric"], summary["mode"]
 
     def started(trial):  # the start order: each trial's first epoch's wall clock
@@ -124,7 +128,7 @@ def trial_styles(count: int, markers: str = "os^DvP*<>h") -> list[tuple[str, str
     return [(colours[i % 20], markers[i // 20 % len(markers)]) for i in range(count)]
 
 
-def draw_learning_curves(ax, summary: dict, histories: dict):
+def draw_learning_curves(ax: Axes, summary: dict, histories: dict) -> Axes:
     """Every trial's curve on `ax` (returned), its line style saying how it ended."""
     metric = summary["metric"]
     for trial, (colour, marker) in zip(summary["trials"], trial_styles(len(summary["trials"]))):
@@ -174,7 +178,7 @@ def hyperparameter_importance(summary: dict) -> dict[str, float]:
         return {}
 
 
-def pareto_axes(summary: dict):
+def pareto_axes(summary: dict) -> Axes:
     """Optuna's `plot_pareto_front` of the completed trials, on a study rebuilt from the summary; with two
     objectives, the trials stopped early drawn too, at the epoch that stands for them."""
     import optuna
@@ -208,7 +212,7 @@ def pareto_axes(summary: dict):
     return axes
 
 
-def plot_importance(importances: dict[str, float], metric: str):
+def plot_importance(importances: dict[str, float], metric: str) -> Axes:
     ax = new_axes(7, 3.5)
     if importances:
         names = list(importances)[::-1]

@@ -15,7 +15,7 @@ from search.running.study.queries import ending_in_study, trial_id_of
 from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import objectives_of
-from trainables.foundation.space import load_run_space
+from trainables.foundation.space import Space, load_run_space
 from trainables.foundation.storage import STUDY_FILE, Experiment, relative_checkpoint
 from trainables.foundation.trial_files import TrialFiles
 
@@ -71,7 +71,7 @@ def summary_so_far(experiment: Experiment) -> tuple[dict, int]:
     return summary_of(config, space, experiment, record, ended), len(results) - len(ended)
 
 
-def summary_of(config: RunConfig, space, experiment: Experiment, record: StudyRecord, results: list) -> dict:
+def summary_of(config: RunConfig, space: Space, experiment: Experiment, record: StudyRecord, results: list) -> dict:
     """The summary of `results`, the trials of the search in `experiment` (search.results.summary)."""
     named = [{"name": o.name, "mode": o.mode} for o in record.objectives]
     return summarize(

@@ -194,7 +194,16 @@ def own_files(folder: Path, trial_folder: str = "*") -> list[str]:
 
 
 def build_tuner(
-    config, space, experiment, placement: TrialPlacement, record, unended, to_run: int, callbacks: list, stop, scheduler
+    config: RunConfig,
+    space: Space,
+    experiment: Experiment,
+    placement: TrialPlacement,
+    record: StudyRecord,
+    unended: list,
+    to_run: int,
+    callbacks: list,
+    stop: SessionStop,
+    scheduler,
 ) -> ray.tune.Tuner:
     """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
     trainable = ray.tune.with_parameters(

@@ -127,7 +127,7 @@ def write_text(location: str, text: str) -> None:
 def delete(location: str, folder: bool = False) -> None:
     check_fence(location)
     fs, path = filesystem(location)
-    fs.delete_dir(path) if folder else fs.delete_file(path)
+    (fs.delete_dir if folder else fs.delete_file)(path)
 
 
 def cache_root() -> Path:

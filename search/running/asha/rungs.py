@@ -2,7 +2,7 @@
 
 A rung is met as Tune's `AsyncHyperBandScheduler` meets it, each decision is written into the study before Tune acts
 on it, and a resumed or grown search rebuilds the rungs from the study (`rebuild`), owing the stops a kill took with
-it (docs/design.md, "ASHA's rungs"). Pure logic over Optuna's trials: no Ray.
+it (docs/design.md, "How a trial ends"). Pure logic over Optuna's trials: no Ray.
 """
 
 from __future__ import annotations
