@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -198,7 +199,7 @@ def wall_share_to(runs: list[dict], target: float) -> float:
     return float(np.median(shares))
 
 
-def plot_critical_difference(figures: dict, ours: str, path) -> None:
+def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
     """Demsar's layout: the rank axis on top, best on the right, a red bar under each group no test tells apart;
     `ours` in bold."""
     import matplotlib
@@ -243,7 +244,7 @@ def plot_critical_difference(figures: dict, ours: str, path) -> None:
     plt.close(figure)
 
 
-def plot_anytime(result: dict, concurrency: str, arms: tuple[str, str, str], path) -> None:
+def plot_anytime(result: dict, concurrency: str, arms: tuple[str, str, str], path: Path) -> None:
     """Each arm's median regret over wall time, scaled by the last of `arms` (random search); the first (ours) drawn
     bold, the first two (ours and its rival) with their quartiles shaded."""
     ours, rival, baseline = arms

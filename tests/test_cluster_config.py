@@ -118,9 +118,9 @@ def test_from_the_cli_a_ray_client_address_is_refused_before_anything_starts():
 
 
 class HandsOut:
-    """A socket as `free_port` uses it, bound by the system to each of `ports` in turn."""
+    """A socket as `free_port` uses it, bound by the system to each of `ports` in turn (set by the test)."""
 
-    ports = iter([52365, 6379, 8265, 10001, 40123])
+    ports = iter(())
 
     def __init__(self, *args):
         pass
@@ -143,6 +143,7 @@ def test_a_free_port_is_never_one_ray_takes_by_default(monkeypatch):
     from search.results.tensorboard import RAY_DEFAULT_PORTS, free_port
 
     with monkeypatch.context() as patched:
+        patched.setattr(HandsOut, "ports", iter([52365, 6379, 8265, 10001, 40123]))
         patched.setattr(tensorboard.socket, "socket", HandsOut)
         assert free_port() == 40123
     port = free_port()

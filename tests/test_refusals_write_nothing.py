@@ -135,7 +135,7 @@ def test_an_export_given_a_trial_and_bounds_takes_no_lock_and_writes_nothing(roo
     experiment = root / "runs" / "done"
     experiment.mkdir(parents=True)
     (experiment / "search.json").write_text("{}")
-    (experiment / "summary.json").write_text("{}")
+    (experiment / "summary.json").write_text(json.dumps({"run": {}}))  # what a read of it needs to go on
     words = ["export", str(experiment), "trial=abc", "max.params=1000", "tracking.register=digits"]
     assert refused(root, capsys, *words) == "error: give trial=ID or bounds on the objectives, not both"
 

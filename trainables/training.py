@@ -53,7 +53,12 @@ class Split:
         return (images - self.mean) / self.std, self.labels[index]
 
     def batches(
-        self, index: torch.Tensor, batch_size: int, shift: int = 0, generator: torch.Generator | None = None, rotate=0.0
+        self,
+        index: torch.Tensor,
+        batch_size: int,
+        shift: int = 0,
+        generator: torch.Generator | None = None,
+        rotate: float = 0.0,
     ):
         """(images, labels) of `index`, `batch_size` at a time, with augmentation drawn from `generator`."""
         for chunk in index.to(self.labels.device).split(batch_size):

@@ -90,8 +90,8 @@ def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, 
     }
 
 
-def refuse_trial_and_bounds(trial_id: str | None, bounds) -> None:
-    if bounds and trial_id:
+def refuse_trial_and_bounds(trial_id: str | None, bounds: list[Bound]) -> None:
+    if bounds and trial_id is not None:
         raise UsageError("give trial=ID or bounds on the objectives, not both")
 
 

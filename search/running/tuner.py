@@ -32,7 +32,7 @@ from search.running.settings import write_settings
 from search.running.stopping import SessionStop, ctrl_c_stops
 from search.running.study.record import StudyRecord
 from search.running.tracking.mlflow_store import store_files
-from search.running.tracking.tracker import start_tracker
+from search.running.tracking.tracker import MlflowTracker, start_tracker
 from search.running.trial_results import summary_of, trial_results
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
@@ -96,7 +96,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), failure)
     try:
         if to_run:
-            fit(config, space, experiment, record, unended, to_run, log_file, tracker, stop, decider)
+            fit(config, space, experiment, unended, to_run, tracker, stop, decider)
         if failure() is not None:
             raise failure()
         if stop.interrupted or not (budget_spent or stop.out_of_budget or record.finished() >= config.trials):
@@ -110,9 +110,12 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     return write_summary(config, space, experiment, record, log_file, tracker)
 
 
-def fit(config, space, experiment, record, unended, to_run: int, log_file: Path, tracker, stop, decider) -> None:
+def fit(
+    config, space, experiment, unended: list, to_run: int, tracker: MlflowTracker | None, stop: SessionStop, decider
+) -> None:
     """Run `to_run` trials on Ray Tune, `unended` first, until done or stopped by `stop` (a budget: its trials end so;
-    Ctrl-C or a failed write of the study: they stay unended, for `resume`). `tracker`: a MlflowTracker or None."""
+    Ctrl-C or a failed write of the study: they stay unended, for `resume`), every end through `decider`."""
+    record, log_file = decider.record, experiment.local / LOG_FILE
     started_here = connect(config)
     try:
         if started_here:

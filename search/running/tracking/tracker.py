@@ -52,7 +52,6 @@ class MlflowTracker(BackgroundCalls):
         self.config, self.experiment, self.metric = config, experiment, metric
         self.uri = tracking_uri(config.tracking, experiment)
         self.experiment_name = config.tracking.experiment or space_name
-        self.broken = False
         self.client = self.parent = self.experiment_id = self.search_id = None
         self.runs: dict[str, str] = {}  # trial id -> nested run id
         self.logged: dict[str, set[int]] = {}  # run id -> epochs logged
