@@ -101,6 +101,7 @@ def test_the_cluster_command_without_a_cluster_writes_nothing(root, capsys, mnis
         (["trails=3"], "error: trails: unknown key; did you mean trials?"),
         (["name=taken"], "error: name=taken: "),
         (["model.weights=nothing.pt"], "error: model.weights=nothing.pt: no such file"),
+        (["address=ray://head:10001"], "error: address=ray://head:10001: Ray Client is not supported"),
     ],
 )
 def test_bad_input_writes_nothing(root, capsys, mnist_root, words, culprit):
