@@ -201,6 +201,30 @@ def test_a_refusal_after_the_sample_was_unpacked_takes_back_the_sample_and_the_w
     assert line.startswith("error: pretrained=true: give model.weights=PATH"), line
 
 
+def test_a_refusal_takes_back_what_it_fetched_and_spares_what_another_search_put_beside_it(tmp_path):
+    """Two searches started at once on a fresh machine (tests/test_cluster.py submits two such jobs): the refused
+    one's take-back removes the sample it unpacked and the folders it made, not the other's working folder."""
+    from search.running.preflight import taken_back_on_refusal
+    from trainables.foundation.errors import UsageError
+
+    cache = tmp_path / "cache"
+    sample, other = cache / "search" / "samples" / "mnist-1", cache / "search" / "experiments" / "on-s3"
+    with pytest.raises(UsageError), taken_back_on_refusal([sample]):
+        sample.mkdir(parents=True)
+        (sample / "train-images.gz").write_text("digits")
+        other.mkdir(parents=True)  # the other search's, made meanwhile
+        raise UsageError("refused")
+    assert not (cache / "search" / "samples").exists() and other.is_dir()
+    with pytest.raises(UsageError), taken_back_on_refusal([sample]):
+        sample.mkdir(parents=True)
+        raise UsageError("refused")
+    assert sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*")) == [
+        "search",
+        "search/experiments",
+        "search/experiments/on-s3",
+    ]
+
+
 def test_a_warned_pin_with_a_refused_run_says_only_the_refusal(root, capsys):
     data = root / "no-data"
     line = refused(root, capsys, "run", "space=mlp_mnist", "lr=5", f"data.root={data}", DATA_MISSING)

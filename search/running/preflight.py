@@ -64,12 +64,11 @@ def preflight(config: RunConfig, space: Space) -> None:
 
 def refuse_no_cluster(address: str) -> None:
     """A cluster that does not answer, refused before the experiment's folder is claimed."""
-    from search.running.joining.cluster import refuse_unreachable
-
     if not address:
         return
     import ray
 
+    from search.running.joining.cluster import refuse_unreachable
     from search.running.joining.connect import bootstrap_address
 
     if not ray.is_initialized():
@@ -178,27 +177,29 @@ def first_missing(path: Path) -> Path | None:
     """The shallowest folder on the way to `path` (itself included) that does not exist yet: what creating `path`
     would create first; None when `path` exists."""
     path = Path(path).expanduser().absolute()
-    if path.exists():
-        return None
-    missing = path
-    while not missing.parent.exists():
-        missing = missing.parent
-    return missing
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    return missing[-1] if missing else None
 
 
 @contextlib.contextmanager
 def taken_back_on_refusal(paths: list[Path]):
-    """Run the checks inside; when one refuses (UsageError), remove whichever of `paths`' missing folders now exist,
-    so that a refused run leaves no folder behind, the caches included."""
-    created = [missing for missing in map(first_missing, paths) if missing is not None]
+    """Run the checks inside; when one refuses (UsageError), remove what they fetched into those of `paths` that were
+    missing, then the folders made on the way to them that nothing else is in: a refused run leaves no folder behind,
+    the caches included, and never takes what another process put beside it meanwhile (a search started at once)."""
+    created = [(Path(path).expanduser().absolute(), missing) for path in paths if (missing := first_missing(path))]
     try:
         yield
     except UsageError:
-        for folder in created:
-            if folder.is_dir():
-                shutil.rmtree(folder, ignore_errors=True)
-            elif folder.exists():
-                folder.unlink(missing_ok=True)
+        for path, missing in created:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.exists():
+                path.unlink(missing_ok=True)
+            folder = path.parent
+            while folder != missing.parent:  # up to the first folder that was missing, each only when empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+                folder = folder.parent
         raise
 
 
