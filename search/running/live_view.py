@@ -121,8 +121,8 @@ class ProgressView(FollowsEnds):
         return epochs + f" | budget {_clock(self.budget_s - elapsed).strip()} left"
 
     def _note_work_began(self, elapsed: float, latest: dict, ended: int) -> None:
-        """The estimate's clock starts when this session's first epoch began (its report's `epoch_s` before it), not
-        when Ray started; with no epoch seen, at the view's start. Epochs an earlier session trained do not count."""
+        """The estimate's clock starts when this run's (or resume's) first epoch began (its report's `epoch_s` before
+        it), not when Ray started; with no epoch seen, at the view's start. Earlier runs' epochs do not count."""
         if self.work_began is not None or ended > self.ended_before:
             return
         fresh = [last for last in latest.values() if "epoch" in last and not last.get("recovered")]
