@@ -46,7 +46,7 @@ def test_transfer_learning_on_image_folders_in_a_ddp_trial_runs_exports_and_logs
         "run",
         "space=resnet50_transfer",
         f"data.root={samples.digit_folders_root(split_by_pct=True)}",
-        "image_size=64",
+        "image_size=32",
         f"model.weights={random_resnet50_weights}",
         f"storage={tmp_path}",
         "name=s",
