@@ -205,7 +205,9 @@ def main() -> None:
     ]
     random.Random(0).shuffle(jobs)  # a build stopped part way holds an even sample of the grid
     print(f"{len(done)} rows done, {len(jobs)} to train", flush=True)
-    context = multiprocessing.get_context("spawn" if args.device != "cpu" else None)  # CUDA cannot fork
+    # spawn, never fork: CUDA cannot fork, and a fork of a process with threads (a test runner's, torch's) can leave
+    # a pool worker waiting forever on a lock another thread held at the fork (seen once: the suite hung there)
+    context = multiprocessing.get_context("spawn")
     with open(partial, "a") as stream, context.Pool(args.jobs) as pool:
         for number, row in enumerate(pool.imap_unordered(train_row, jobs), start=1):
             stream.write(json.dumps(row) + "\n")
