@@ -250,6 +250,13 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
         assert summary["best"]["epoch"] == 2
     exported = run_cli("export", str(experiment), f"out={tmp_path / 'model'}")
     assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
+    if "objectives=val_acc,params" in SHAPES[shape]:  # both objectives outlived every kill: a front, picked from
+        assert finishers and summary["front"], summary
+        for trial in study_trials(experiment):
+            if trial.state.name == "COMPLETE":
+                objectives = trials[trial.user_attrs["trial_id"]]["objectives"]
+                assert trial.values == [objectives["val_acc"], objectives["params"]], (trial.values, objectives)
+        assert "objectives" in json.loads((tmp_path / "model" / "model.json").read_text())
     for (label, at), before in zip(kills, snapshots):  # what each resume found recorded, and kept
         recorded = {name.removeprefix("trial_"): len(text.splitlines()) for name, text in before["results"].items()}
         print(f"{shape}: killed {at:>5.1f} s into the segment, {label}: epochs recorded {recorded or 'none'}, all kept")

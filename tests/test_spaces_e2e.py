@@ -52,6 +52,7 @@ def test_transfer_learning_on_image_folders_in_a_ddp_trial_runs_exports_and_logs
         "name=s",
         "trials=1",
         "epochs=1",
+        "freeze_backbone=true",
         "workers=2",  # a frozen backbone: parameters without gradients, which a DDP group must be told of
         "data.limit=256",
         "data.val_limit=200",
