@@ -18,6 +18,7 @@ from search.running.ends.callbacks import TrialEnds
 from search.running.ends.decider import Decider
 from search.running.study.queries import epoch_values, other_objectives_by_epoch, rung_decisions, trial_id_of
 from search.running.study.record import StudyRecord
+from tests.test_study_asha import on_a_split, ties_at_cutoff
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY
 
@@ -45,11 +46,12 @@ def tune_trial(trial_id, last=None):
     )
 
 
-def live_search(rng, folder, record, scheduler, oracle=None, trials=8, side_by_side=3, events=None):
+def live_search(rng, folder, record, scheduler, oracle=None, trials=8, side_by_side=3, events=None, split=(), log=None):
     """Trials side by side report their epochs as Tune hands them over: the scheduler decides (Tune's own ASHA,
     `oracle`, decides the same), the epoch reaches the study (as `StudySearcher` reports it), and a trial stopped or
-    done ends through the decider. `events`: stop after so many reported epochs (None: run every trial to its end).
-    Returns each trial's decisions by epoch."""
+    done ends through the decider. `events`: stop after so many reported epochs (None: run every trial to its end);
+    `split`: the values as a validation split reports them (on_a_split); `log`: a list given each event (trial id,
+    epoch, value, decision). Returns each trial's decisions by epoch."""
     ends = TrialEnds(Decider(record, str(folder)), MAX_T, scheduler.stopped_by_me)
     schedulers = [s for s in (scheduler, oracle) if s is not None]
     quality = {f"t{i}": rng.random() for i in range(trials)}
@@ -65,12 +67,14 @@ def live_search(rng, folder, record, scheduler, oracle=None, trials=8, side_by_s
                 s.on_trial_add(None, tune_trial(trial_id))
         trial_id = rng.choice(sorted(running))
         epoch = running[trial_id] = running[trial_id] + 1
-        value = quality[trial_id] * (1 - 0.5 / epoch) + 0.2 * rng.random()  # the last epoch is often not the best
+        value = on_a_split(quality[trial_id] * (1 - 0.5 / epoch) + 0.2 * rng.random(), *split)  # often not the best
         result = {"epoch": epoch, "val_acc": value, "params": cost[trial_id]}
         decision = scheduler.on_trial_result(None, tune_trial(trial_id), result)
         if oracle is not None:
             assert decision == oracle.on_trial_result(None, tune_trial(trial_id), result), (trial_id, epoch)
         decided.setdefault(trial_id, {})[epoch] = decision
+        if log is not None:
+            log.append((trial_id, epoch, value, decision))
         record.report(trial_id, epoch, value, record.other_objectives_in(result))
         if decision == "STOP" or epoch >= MAX_T:
             for s in schedulers:
@@ -95,10 +99,17 @@ def stopped_trials(record):
     return pruned
 
 
-@pytest.mark.parametrize("reduction", [2, 2.5, 3])
-def test_live_study_asha_writes_tunes_decisions_and_a_stopped_trial_holds_its_standing_value(tmp_path, reduction):
-    rng = random.Random(int(reduction * 10))
-    last_was_not_best = 0
+@pytest.mark.parametrize(
+    "reduction, split", [(2, ()), (2.5, ()), (3, ()), (2, (200, None)), (2, (200, 10)), (2.5, (200, 10)), (3, (200, 4))]
+)
+def test_live_study_asha_writes_tunes_decisions_and_a_stopped_trial_holds_its_standing_value(
+    tmp_path, reduction, split
+):
+    """Side by side with Tune's ASHA, event by event, on raw values and on accuracies a 200-image validation split
+    reports (on_a_split: the trials over the whole range, or within 10 or 4 images, where most values tie: a value
+    equal to the cutoff goes on, as in Tune's ASHA)."""
+    rng = random.Random(int(reduction * 10) + len(split))
+    last_was_not_best, log = 0, []
     for search in range(5):
         record = study([ACC])
         scheduler = StudyASHA(time_attr="epoch", max_t=MAX_T, grace_period=1, reduction_factor=reduction, record=record)
@@ -106,7 +117,7 @@ def test_live_study_asha_writes_tunes_decisions_and_a_stopped_trial_holds_its_st
         oracle = ASHAScheduler(
             time_attr="epoch", metric="val_acc", mode="max", max_t=MAX_T, grace_period=1, reduction_factor=reduction
         )
-        decided = live_search(rng, tmp_path / str(search), record, scheduler, oracle)
+        decided = live_search(rng, tmp_path / str(search), record, scheduler, oracle, split=split, log=log)
         assert_the_study_holds_every_decision(record, decided, reduction)
         for trial in stopped_trials(record):
             epochs = epoch_values(trial)
@@ -115,6 +126,8 @@ def test_live_study_asha_writes_tunes_decisions_and_a_stopped_trial_holds_its_st
         for trial in record.proposed():
             assert trial.values == [max(epoch_values(trial).values())]  # a completed one too, through Study.tell
     assert last_was_not_best  # the test tells the standing epoch from the last
+    if split and split[1] is not None:  # decisions made on a tie at the cutoff: one stopped there departs from Tune's
+        assert ties_at_cutoff(log, MAX_T, reduction) >= 1
 
 
 @pytest.mark.parametrize("reduction", [2, 3])

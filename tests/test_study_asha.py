@@ -11,6 +11,7 @@ from optuna.trial import TrialState, create_trial
 from ray.tune.schedulers import ASHAScheduler
 
 from search.running.asha.pareto_asha import ParetoASHA
+from search.running.asha.rungs import asha_cutoff, milestones, rung_met
 from search.running.asha.study_asha import StudyASHA
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import TRIAL_KEY
@@ -103,9 +104,20 @@ class _Trial:
         self.trial_id, self.config = trial_id, {TRIAL_KEY: trial_id}
 
 
-def _random_search(rng, max_t, concurrency, count, live):
+def on_a_split(raw, images=None, span=None):
+    """The accuracy a validation split of `images` images reports for a trial whose `raw` value (0 to about 1) is
+    drawn: a multiple of 1/images, the search's trials spread over `span` images of it (None: over the whole range;
+    trials of one search often lie a few images apart). `raw` itself for None. Such values tie often, and a value
+    equal to ASHA's cutoff goes on."""
+    if images is None:
+        return raw
+    value = raw if span is None else 0.8 + raw * span / images
+    return round(value * images) / images
+
+
+def _random_search(rng, max_t, concurrency, count, live, split=()):
     """Events (trial id, epoch, value) as trials side by side would report them, and the `live` scheduler's
-    decisions."""
+    decisions; `split`: the values as a validation split reports them (on_a_split's images and span)."""
     quality = {f"t{i}": rng.random() for i in range(count)}
     waiting, running, events = list(quality), {}, []
     while waiting or running:
@@ -115,7 +127,7 @@ def _random_search(rng, max_t, concurrency, count, live):
             live.on_trial_add(None, _Trial(trial_id))
         trial_id = rng.choice(sorted(running))
         epoch = running[trial_id] + 1
-        value = quality[trial_id] * (1 - 0.5 / epoch) + 0.1 * rng.random()
+        value = on_a_split(quality[trial_id] * (1 - 0.5 / epoch) + 0.1 * rng.random(), *split)
         decision = live.on_trial_result(None, _Trial(trial_id), {"epoch": epoch, "val_acc": value})
         events.append((trial_id, epoch, value, decision))
         running[trial_id] = epoch
@@ -192,12 +204,41 @@ def test_the_rebuilt_rungs_decide_as_tunes_own_asha_did_live(reduction, schedule
     rebuilt scheduler owes exactly the stops Tune decided and never carried out, lets every other running trial
     replay its epochs, and then decides every later event as Tune's own ASHA, which saw them all live, did (for the
     multi-objective ASHA: as one that saw them live)."""
+    assert_rebuilt_decides_as_live(scheduler, reduction, random.Random(int(reduction * 10)), searches=100)
+
+
+@pytest.mark.parametrize("scheduler", [tunes_asha, pareto_asha_on_accuracy])
+@pytest.mark.parametrize("reduction, span", [(2, None), (2, 10), (2.5, 10), (3, 10), (2, 4), (3, 4)])
+def test_the_rebuilt_rungs_decide_as_tunes_own_asha_did_live_when_values_tie(reduction, span, scheduler):
+    """The same on accuracies a 200-image validation split reports (multiples of 1/200), the trials spread over the
+    whole range or over `span` images, where most values tie: a value equal to the cutoff goes on, live and rebuilt,
+    as in Tune's ASHA. Decisions are made on such a tie (one stopped there departs from Tune's ASHA)."""
+    rng = random.Random(int(reduction * 10) + (span or 0))
+    ties = assert_rebuilt_decides_as_live(scheduler, reduction, rng, searches=30, split=(200, span))
+    assert ties >= (1 if span is None else 10), ties
+
+
+def ties_at_cutoff(events, max_t, reduction):
+    """How many of the events meet a rung with a value equal to the cutoff there (Tune's rule: the quantile of the
+    values recorded there before)."""
+    rungs, ties = [(m, {}) for m in milestones(1, reduction, max_t)], 0
+    for trial_id, epoch, value, _ in events:
+        milestone = rung_met(rungs, trial_id, epoch)
+        if milestone is not None:
+            ties += epoch < max_t and value == asha_cutoff(dict(rungs)[milestone].values(), reduction)
+            dict(rungs)[milestone][trial_id] = value
+    return ties
+
+
+def assert_rebuilt_decides_as_live(scheduler, reduction, rng, searches, split=()) -> int:
+    """Runs `searches` random searches live (`_random_search`), kills each at a random event, and holds the scheduler
+    rebuilt from the study to the live one's decisions; returns how many rung decisions were made on a tie."""
     global REDUCTION
     REDUCTION = reduction
-    rng = random.Random(int(reduction * 10))
-    max_t = 8
-    for _ in range(100):
-        events = _random_search(rng, max_t, 3, 6, scheduler(max_t))
+    max_t, ties = 8, 0
+    for _ in range(searches):
+        events = _random_search(rng, max_t, 3, 6, scheduler(max_t), split)
+        ties += ties_at_cutoff(events, max_t, reduction)
         kill_at, lost = rng.randrange(len(events)), rng.choice(["acted", "decided", "files"])
         trials = _study_after_kill(events, kill_at, lost, max_t)
         rebuilt = scheduler(max_t, trials)
@@ -225,3 +266,4 @@ def test_the_rebuilt_rungs_decide_as_tunes_own_asha_did_live(reduction, schedule
             if trial_id not in {t.user_attrs["trial_id"] for t in trials}:
                 rebuilt.on_trial_add(None, tune_trial(trial_id))
             assert report(rebuilt, trial_id, epoch, value) == decision, (events, kill_at, lost, trial_id, epoch)
+    return ties
