@@ -3,7 +3,7 @@ overhead, throughput against a bare loop, the data path, DDP without Ray, ASHA's
 search, the training step on a GPU, and the search method itself replayed as the command line runs it on a
 learning-curve table (replay).
 
-    python -m benchmarks [--out benchmarks.json] [--only peer,warm,overhead,ddp,data,asha,memory,gpu,replay]
+    python -m benchmarks [--out benchmarks.json] [--only peer,warm,overhead,ddp,data,asha,memory,gpu,scale,replay]
         [--device cuda]
 
 Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
@@ -24,6 +24,7 @@ from benchmarks import (
     overhead,
     peer,
     replay_cli,
+    scale,
     throughput,
     warm_start,
 )
@@ -155,6 +156,11 @@ def summary_lines(report: dict) -> list[str]:
             f"memory: a trial driver's peak {driver['first']:.0f} MiB at the first trial, "
             f"{driver['last']:.0f} at the last"
         )
+    for label, run in report.get("scale", {}).get("runs", {}).items():
+        lines.append(
+            f"scale {label}: {run['wall_s']:.0f} s ({run['wall_over_ideal']:.2f}x ideal), driver CPU a trial "
+            f"{run['cpu_late_over_early']:.2f}x late/early, RSS {run['rss_end_over_10pct']:.2f}x"
+        )
     if "accelerator" in report and "skipped" in report["accelerator"]:
         lines.append(f"gpu: skipped ({report['accelerator']['skipped']})")
     elif "accelerator" in report:
@@ -187,6 +193,11 @@ def measure(part: str, args, storage: Path, shapes: list[str]) -> dict:
         return measure_asha(root, storage, args.asha_trials, args.asha_epochs, args.reduction, args.asha_images)
     if part == "memory":
         return memory.measure(root, storage, trials=args.memory_trials)
+    if part == "scale":
+        keep = Path(args.scale_keep) if args.scale_keep else storage
+        keep.mkdir(exist_ok=True)
+        trial_counts = [int(n) for n in args.scale_trials.split(",")]
+        return scale.measure(keep, trial_counts, [word == "on" for word in args.scale_mlflow.split(",")])
     if part == "replay":
         seeds, first, budget = args.replay_seeds, args.replay_first_seed, args.replay_epoch_budget
         return replay_cli.measure_part(args.replay_table, seeds, first, budget, args.replay_checks)

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 DEFAULT_ROOT = ""  # the package's MNIST sample (search.samples), unpacked when a part runs
-PARTS = ("peer", "warm", "overhead", "ddp", "data", "asha", "memory", "gpu", "replay")
-DEFAULT_PARTS = PARTS[:-1]  # replay measures the method, not this machine
+PARTS = ("peer", "warm", "overhead", "ddp", "data", "asha", "memory", "gpu", "scale", "replay")
+DEFAULT_PARTS = PARTS[:-2]  # scale takes hours on 2 cores; replay measures the method, not this machine
 REPLAY_TABLE = str(Path(__file__).parent / "results" / "tables" / "mlp_mnist-3ep-4seeds.jsonl.gz")
 SHAPES = {
     "workers=1 cpus=2": ("workers=1", "cpus=2"),  # trains in its own trial process, reused for the next trial
@@ -66,6 +66,11 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--asha-images", type=int, default=1024, help="ASHA part: training images (0: all)")
     parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
     parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
+    parser.add_argument(
+        "--scale-trials", default="500,2000", help="scale part: comma-separated trial counts (10000: the cluster's)"
+    )
+    parser.add_argument("--scale-mlflow", default="on,off", help="scale part: tracking=mlflow on, off or both")
+    parser.add_argument("--scale-keep", default="", help="scale part: a folder to keep its experiments in")
     add_method_options(parser)
     return parser
 
@@ -118,6 +123,12 @@ def first_problem(args: argparse.Namespace) -> str | None:
             return f"--{key.replace('_', '-')}={getattr(args, key)}: must be >= {smallest}"
     if not args.reduction > 1:
         return f"--reduction={args.reduction:g}: must be > 1"
+    if not all(n.isdigit() and int(n) >= 20 for n in names(args.scale_trials)) or not names(args.scale_trials):
+        return f"--scale-trials={args.scale_trials}: allowed are trial counts >= 20, comma-separated"
+    if not names(args.scale_mlflow) or set(names(args.scale_mlflow)) - {"on", "off"}:
+        return f"--scale-mlflow={args.scale_mlflow}: allowed are on, off, or on,off"
+    if args.scale_keep and (Path(args.scale_keep).exists() or not Path(args.scale_keep).parent.is_dir()):
+        return f"--scale-keep={args.scale_keep}: must be a new folder in an existing one"
     if not DEVICE.fullmatch(args.device):
         return f"--device={args.device}: allowed devices are cpu, cuda, cuda:N"
     if not (Path(args.root) / "MNIST" / "raw").is_dir():

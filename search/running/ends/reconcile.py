@@ -83,7 +83,7 @@ def _add_from_files(record: StudyRecord, trial_id: str, rows: list[dict]) -> Non
 def _add(record: StudyRecord, trial_id: str, trial: FrozenTrial, what: str) -> None:
     with record.writing(what):
         record.study.add_trial(trial)
-    record.numbers[trial_id] = len(record.study.get_trials(deepcopy=False)) - 1
+    record.known(trial_id, record.study.get_trials(deepcopy=False)[-1])
 
 
 def continue_stopped_by_budget(record: StudyRecord) -> list[FrozenTrial]:

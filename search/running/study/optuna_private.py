@@ -17,7 +17,14 @@ from trainables.foundation.errors import UsageError
 
 TESTED_OPTUNA = "5.0.0"
 
-__all__ = ["TESTED_OPTUNA", "OptunaInternalsMoved", "PastParamsHook", "running_trial", "prune_with_value"]
+__all__ = [
+    "TESTED_OPTUNA",
+    "OptunaInternalsMoved",
+    "PastParamsHook",
+    "running_trial",
+    "prune_with_value",
+    "storage_id",
+]
 
 
 class OptunaInternalsMoved(UsageError):
@@ -44,6 +51,14 @@ def running_trial(study: optuna.Study, frozen: FrozenTrial) -> Trial:
     `ask`, in the process that asked: a trial `resume` runs again was asked by an earlier session. Without it a
     resumed search could write none of its running trials' epochs, rung decisions or ends."""
     return Trial(study, frozen._trial_id)
+
+
+def storage_id(trial: Trial | FrozenTrial) -> int:
+    """The trial's id in its storage (`_trial_id`), by which `BaseStorage.get_trial` returns it alone. Public Optuna
+    reaches one trial only through `Study.get_trials()[number]`, which lists every trial: the driver asks for one
+    trial at each reported epoch and each end, so a search's driver would spend time growing with its trials on
+    each (docs/design.md, "Many trials")."""
+    return trial._trial_id
 
 
 def prune_with_value(study: optuna.Study, storage: BaseStorage, frozen: FrozenTrial, values: list[float] | None):

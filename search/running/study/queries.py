@@ -70,6 +70,43 @@ def ending_in_study(trial: FrozenTrial) -> Ending | None:
     return Ending(status, trial.user_attrs.get(REASON_ATTR))
 
 
+class Tally:
+    """What the whole study answers of its proposed trials, kept by its one writer as it writes (StudyRecord): how
+    many ended each way, which, the best score (and trial) and each trial's epochs. The same answers as a full scan
+    (`StudyQueries`): among equal scores the earlier trial stands first, as the scan's `max` and `min` pick it."""
+
+    def __init__(self, mode: str):
+        self.mode, self.counts, self.ended = mode, dict.fromkeys(STATUSES, 0), set()
+        self.best: tuple[float, int, str] | None = None  # (score, number, trial id)
+        self.epochs: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, trials: list[FrozenTrial], mode: str) -> Tally:
+        tally = cls(mode)
+        for trial in trials:
+            tally.epochs[trial_id_of(trial)] = max(epoch_values(trial), default=0)
+            ending = ending_in_study(trial)
+            if ending is not None:
+                tally.ended_so(trial_id_of(trial), trial.number, ending.status, trial.user_attrs.get(SCORE_ATTR))
+        return tally
+
+    def ended_so(self, trial_id: str, number: int, status: str, score: float | None) -> None:
+        self.counts[status] += 1
+        self.ended.add(trial_id)
+        if score is None:
+            return
+        if self.best is None or (score > self.best[0] if self.mode == "max" else score < self.best[0]):
+            self.best = (score, number, trial_id)
+        elif score == self.best[0] and number < self.best[1]:
+            self.best = (score, number, trial_id)
+
+    def epoch(self, trial_id: str, epoch: int) -> None:
+        self.epochs[trial_id] = max(self.epochs.get(trial_id, 0), epoch)
+
+    def best_pair(self) -> tuple[float, str] | None:
+        return None if self.best is None else (self.best[0], self.best[2])
+
+
 class StudyQueries:
     """What the driver asks of the study as a whole. A reader's (`StudyQueries(study)`) answers what needs the study
     alone (`proposed` and what follows from it); the record's also needs `numbers` (trial id -> number),

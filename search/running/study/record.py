@@ -19,7 +19,7 @@ from search.results.score import is_finite_number, standing_row
 from search.running.study.coding import SpaceCoding
 from search.running.study.endings import EndFacts, Ending, decide
 from search.running.study.journal import open_study
-from search.running.study.optuna_private import prune_with_value, running_trial
+from search.running.study.optuna_private import prune_with_value, running_trial, storage_id
 from search.running.study.queries import (
     EPOCH_OTHERS_ATTR,
     EPOCHS_ATTR,
@@ -31,6 +31,7 @@ from search.running.study.queries import (
     STATE_OF,
     STATUS_ATTR,
     StudyQueries,
+    Tally,
     epoch_values,
     other_objectives_by_epoch,
     rung_decisions,
@@ -76,8 +77,13 @@ class StudyRecord(StudyQueries):
         self.metric, self.mode, self.epochs = metric, mode, epochs
         self.objectives = objectives or [Objective(metric, mode)]
         self.other_names = [o.name for o in self.objectives[1:]]
-        self.numbers = {trial_id_of(t): t.number for t in study.get_trials(deepcopy=False) if trial_id_of(t)}
+        self.numbers: dict[str, int] = {}  # trial id -> number
+        self.storage_ids: dict[str, int] = {}  # trial id -> its id in the storage (one trial read alone: `frozen`)
+        for trial in study.get_trials(deepcopy=False):
+            if trial_id_of(trial):
+                self.known(trial_id_of(trial), trial)
         self.failure: StudyWriteFailed | None = None
+        self.tally: Tally | None = None  # what the whole study answers, kept up to date by each write (`_tally`)
 
     @classmethod
     def in_folder(
@@ -108,6 +114,41 @@ class StudyRecord(StudyQueries):
         coding = SpaceCoding(space, order_numbers)
         return cls(study, storage, coding, metric, mode, epochs, constants or {}, objectives)
 
+    def known(self, trial_id: str, trial) -> None:
+        """`trial` (a FrozenTrial, or a Trial asked for) is the one `trial_id` names from now on (a new trial, or a
+        continuation standing for a trial a budget stopped: the tally is taken anew)."""
+        replaces = trial_id in self.numbers
+        self.numbers[trial_id], self.storage_ids[trial_id] = trial.number, storage_id(trial)
+        if replaces:
+            self.tally = None
+
+    def frozen(self, trial_id: str) -> FrozenTrial | None:
+        """The trial `trial_id` names, read alone from the storage (its journal's new lines read first)."""
+        found = self.storage_ids.get(trial_id)
+        return None if found is None else self.storage.get_trial(found)
+
+    def _tally(self) -> Tally:
+        """The whole study's answers (counts, ended ids, the best, epochs spent): taken once from every trial, then
+        kept up to date by this record's own writes (the one writer), so that each event costs the same at any size."""
+        if self.tally is None:
+            self.tally = Tally.of(self.proposed(), self.mode)
+        return self.tally
+
+    def counts(self) -> dict[str, int]:
+        return dict(self._tally().counts)
+
+    def ended_ids(self) -> set[str]:
+        return self._tally().ended
+
+    def finished(self) -> int:
+        return len(self._tally().ended)
+
+    def best(self) -> tuple[float, str] | None:
+        return self._tally().best_pair()
+
+    def epochs_spent(self) -> int:
+        return sum(self._tally().epochs.values())
+
     @property
     def multi_objective(self) -> bool:
         return len(self.objectives) > 1
@@ -137,7 +178,7 @@ class StudyRecord(StudyQueries):
             trial.set_user_attr(ID_ATTR, trial_id)
             # its rung decisions are kept from the start (search.running.asha.rungs)
             trial.set_user_attr(RUNGS_ATTR, {})
-        self.numbers[trial_id] = trial.number
+        self.known(trial_id, trial)
         return trial
 
     def live_trial(self, frozen: FrozenTrial) -> optuna.Trial:
@@ -163,6 +204,8 @@ class StudyRecord(StudyQueries):
                 trial.set_user_attr(EPOCHS_ATTR, {str(e): v for e, v in sorted({**recorded, epoch: value}.items())})
             else:
                 trial.report(float(value), epoch)
+        if self.tally is not None:
+            self.tally.epoch(trial_id, epoch)
 
     def note_rung(self, trial_id: str, epoch: int, decision: str) -> None:
         """The scheduler's decision at the rung `epoch` met, written before Tune acts on it: a kill between the two
@@ -213,6 +256,8 @@ class StudyRecord(StudyQueries):
                 prune_with_value(self.study, self.storage, frozen, one_value)
             else:
                 self.study.tell(frozen.number, values if state == TrialState.COMPLETE else None, state=state)
+        if self.tally is not None:
+            self.tally.ended_so(trial_id, frozen.number, ending.status, score)
 
     def fail_unnamed(self, number: int, reason: str) -> None:
         """A proposal a kill cut short before it was named (no trial id, never handed to Tune): failed with `reason`."""

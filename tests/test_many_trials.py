@@ -1,0 +1,59 @@
+"""A search of many trials: the driver's per-event questions of the study (one trial, the counts, the best, the ended
+ids, the epochs spent) are answered by the record's tally, kept by its own writes, never by listing every trial,
+and say exactly what a full scan of the study says. Pure logic: milliseconds, no Ray."""
+
+from __future__ import annotations
+
+import optuna
+from optuna.distributions import FloatDistribution
+
+from search.running.study.endings import EndFacts
+from search.running.study.queries import StudyQueries
+from search.running.study.record import StudyRecord
+
+
+def _scan(record: StudyRecord) -> tuple:
+    """The answers of a reader that scans the whole study."""
+    reader = StudyQueries(record.study)
+    reader.mode = record.mode
+    return reader.counts(), reader.ended_ids(), reader.best(), reader.epochs_spent(), reader.finished()
+
+
+def _answers(record: StudyRecord) -> tuple:
+    return record.counts(), record.ended_ids(), record.best(), record.epochs_spent(), record.finished()
+
+
+def test_the_tally_answers_as_a_full_scan_and_never_lists_the_study_per_event():
+    sampler = optuna.samplers.RandomSampler(seed=0)
+    record = StudyRecord.in_memory({"x": FloatDistribution(0, 1)}, "val_acc", "max", sampler, epochs=3)
+    assert _answers(record) == _scan(record)  # the tally taken from an empty study
+    listed = []
+    get_trials = record.study.get_trials
+    record.study.get_trials = lambda *a, **k: listed.append(1) or get_trials(*a, **k)
+    scores = [0.5, 0.7, 0.7, 0.2, 0.9, 0.9, 0.1]  # ties: the earlier trial stands first, as the scan picks it
+    for index in range(len(scores)):
+        record.create(f"t{index}")
+    for index in (3, 2, 6, 1, 0, 5, 4):  # ending out of order
+        last = index % 3 + 1
+        for epoch in range(1, last + 1):
+            record.report(f"t{index}", epoch, scores[index] - 0.01 * (last - epoch))
+        facts = EndFacts(last, stopped_by_scheduler=index % 3 < 2, error="boom" if index == 6 else None)
+        record.write_end(f"t{index}", record.decide(f"t{index}", facts))
+        assert record.frozen(f"t{index}").number == index
+        answers = _answers(record)
+        record.study.get_trials = get_trials
+        assert answers == _scan(record)
+        record.study.get_trials = lambda *a, **k: listed.append(1) or get_trials(*a, **k)
+    assert listed == []  # each event's questions cost the same at any size of study
+    assert record.best()[1] == "t4"  # 0.9 first reached by t4, ended after t5
+
+
+def test_a_record_opened_over_an_ended_study_takes_its_tally_from_the_study():
+    sampler = optuna.samplers.RandomSampler(seed=1)
+    record = StudyRecord.in_memory({"x": FloatDistribution(0, 1)}, "val_acc", "min", sampler, epochs=2)
+    for index in range(4):
+        record.create(f"u{index}")
+        record.report(f"u{index}", 1, 0.3 + index % 2)
+        record.write_end(f"u{index}", record.decide(f"u{index}", EndFacts(1, stopped_by_scheduler=True)))
+    reopened = StudyRecord(record.study, record.storage, record.coding, "val_acc", "min", 2, {})
+    assert _answers(reopened) == _scan(reopened) and reopened.best() == (0.3, "u0")
