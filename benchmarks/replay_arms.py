@@ -18,6 +18,7 @@ from __future__ import annotations
 import optuna
 
 from benchmarks.replay import DEFAULTS, _Named, asha_stops, end_in_study, grace_of, search_asha, study_searcher
+from benchmarks.replay_peers import PEERS, make_peer
 from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
 from search.running.study.coding import SpaceCoding, ordered_choices
@@ -189,9 +190,10 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = settings.get("tpe", "optuna") not in TPES or settings.get("coding", "values") not in CODINGS
     bad_value = bad_value or settings.get("liar", "0") != "0" or settings.get("grow", "1") != "1"
-    if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS:
+    if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
-            f"{arm}: an arm of {', '.join(ARMS)}, or search|KEY=VALUE|... with keys {', '.join(VARIANT_KEYS)}"
+            f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "
+            f"{', '.join(VARIANT_KEYS)}"
         )
     return name, settings
 
@@ -199,6 +201,8 @@ def parse_variant(arm: str) -> tuple[str, dict]:
 def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int, concurrency: int = 1):
     """`arm` for a search of `trials` trials of at most `epochs` epochs, `concurrency` of them side by side."""
     arm, settings = parse_variant(arm)
+    if arm in PEERS:  # the field's optimizers, their own code (benchmarks.replay_peers)
+        return make_peer(arm, space, seed, epochs)
     if arm in ("search", "random_asha") and settings.keys() - {"trials", "budget", "epoch_budget"}:
         sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
         return SideBySideArm(space, sampler, seed, trials, epochs, True, settings, concurrency)

@@ -24,6 +24,7 @@ from benchmarks import git_commit, portable
 from benchmarks.families import refuse, replay_settings
 from benchmarks.replay import DEFAULTS, _table, replay_search, table_space
 from benchmarks.replay_arms import ARMS, make_arm, parse_variant
+from benchmarks.replay_peers import PEERS, versions
 from benchmarks.statistics import anytime_quartiles, bootstrap_interval, iqm, to_within, wall_share_to, wilcoxon
 from trainables.foundation.errors import UsageError
 
@@ -89,6 +90,8 @@ def measure(
     figures = {"code": git_commit(), "table": portable(path), "space": table.space, "epochs": table.epochs}
     if table.held_out:
         figures["held_out"] = True  # a workload no default was chosen on (benchmarks.replay)
+    if PEERS.keys() & set(arms):
+        figures["peers"] = versions()  # the field's optimizers replayed, each its version (benchmarks.replay_peers)
     figures["seeds"] = seeds
     figures["replayed_seconds"] = {"cores": CORES, "slowdown": {str(k): max(1.0, k / CORES) for k in concurrencies}}
     figures.update(first_seed=first_seed, seed_set=seed_set_of(replayed), **seed_sets())
@@ -172,22 +175,10 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--trials", type=int, help="the stop rule trials=N (default: the product's trial count)")
     parser.add_argument("--concurrency", default="1,2,4")
-    parser.add_argument(
-        "--epoch-budget",
-        type=int,
-        help="the stop rule: trial-epochs, trials lifted unless --trials caps them (default: none)",
-    )
-    parser.add_argument(
-        "--arms",
-        default=",".join(ARMS),
-        help="comma-separated: the search first; a variant: search|reduction=2|grace=2",
-    )
-    parser.add_argument(
-        "--family", help="a family registered in benchmarks/families.json: its arms, concurrency, trials"
-    )
-    parser.add_argument(
-        "--cores", type=int, default=CORES, help=f"the cores the trials side by side share (default {CORES})"
-    )
+    parser.add_argument("--epoch-budget", type=int, help="the stop rule: trial-epochs, trials lifted unless capped")
+    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated, the search first; or search|grace=2")
+    parser.add_argument("--family", help="a family of benchmarks/families.json: its arms, concurrency, trials")
+    parser.add_argument("--cores", type=int, default=CORES, help=f"cores the trials share (default {CORES})")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -206,9 +197,7 @@ def main() -> None:
             settings = replay_settings(args.family, portable(args.table), f"{replayed.start}-{replayed.stop - 1}")
         except UsageError as error:
             refuse(error)
-        arms, concurrencies, args.trials, family = (
-            settings[key] for key in ("arms", "concurrency", "trials", "family")
-        )
+        arms, concurrencies, args.trials, family = (settings[k] for k in ("arms", "concurrency", "trials", "family"))
     try:  # a held-out table is replayed only to report a registered family that names it, never to tune
         table = _table(args.table, held_out_ok=family is not None)
     except UsageError as error:

@@ -253,13 +253,22 @@ def main() -> None:
         every["target"] = family_target(every)
     every["replayed_seconds"] = seconds_assumption(entry["concurrency"])
     every["family"] = named(args.family, entry)
+    if any("peers" in result for result in results):  # each peer's version, as its replays ran
+        every["peers"] = {name: version for result in results for name, version in result.get("peers", {}).items()}
     for k, figures in every["concurrency"].items():
         for result in results:
-            plot_anytime(result, k, (OURS, RANDOM_ASHA, RANDOM), args.figures / f"anytime-{result['space']}-{k}.png")
+            plot_anytime(result, k, (OURS, RANDOM_ASHA, RANDOM), args.figures / anytime_figure(result["space"], k))
         plot_critical_difference(figures, OURS, args.figures / f"critical-difference-{k}.png")
         print_figures(figures)
     if args.out:
         Path(args.out).write_text(json.dumps(every, indent=1))
+
+
+def anytime_figure(space: str, concurrency: str) -> str:
+    """The anytime figure's file name; a space named by its file path is named by the file's stem (its slashes would
+    name folders that do not exist)."""
+    label = Path(space).stem if space.endswith(".py") or "/" in space else space
+    return f"anytime-{label}-{concurrency}.png"
 
 
 def print_figures(figures: dict) -> None:

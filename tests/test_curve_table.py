@@ -119,3 +119,17 @@ def test_a_held_out_spaces_table_says_so_in_its_header(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="held-out"):
         CurveTable.load(out)
     assert CurveTable.load(out, held_out_ok=True).held_out == "digits_mlp"
+
+
+def test_the_new_held_out_workloads_search_the_built_in_ranges_with_2000_validation_and_test_examples():
+    import importlib
+
+    from benchmarks.curve_table import held_out
+    from trainables.foundation.space import load_space
+
+    for workload, source in (("glyphs_cnn", "cnn_mnist"), ("tabular_mlp", "mlp_mnist")):
+        space = load_space(f"spaces.heldout.{workload}")
+        assert space.name == workload and space.hyperparameters == load_space(source).hyperparameters
+        assert held_out(f"spaces.heldout.{workload}") and held_out(f"spaces/heldout/{workload}.py")
+        splits = importlib.import_module(f"spaces.heldout.{workload}").SPLITS
+        assert splits["val"] >= 2000 and splits["test"] >= 2000  # one example at most 0.05 points

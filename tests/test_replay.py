@@ -333,3 +333,34 @@ def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
     assert not sampler(make_arm("search|liar=0", space, 0, 12, 3, 4))._constant_liar
     with pytest.raises(ValueError, match="KEY=VALUE"):
         make_arm("search|liar=1", space, 0, 12, 3)
+
+
+def test_the_anytime_figure_of_a_space_named_by_its_path_is_named_by_the_files_stem():
+    from benchmarks.replay_stats import anytime_figure
+
+    assert anytime_figure("spaces/heldout/glyphs_cnn.py", "2") == "anytime-glyphs_cnn-2.png"
+    assert anytime_figure("spaces.heldout.digits_cnn", "4") == "anytime-spaces.heldout.digits_cnn-4.png"
+    assert anytime_figure("mlp_mnist", "1") == "anytime-mlp_mnist-1.png"
+
+
+@pytest.mark.parametrize("peer", ["peer_dehb", "peer_smac", "peer_synetune_bohb", "peer_priorband"])
+def test_a_peer_replays_under_an_epoch_budget_with_its_version_named(peer):
+    """Run where the peers are installed (pip install -e ".[peers]"); skipped elsewhere, so the suite's time holds."""
+    from benchmarks.replay_peers import PEERS, versions
+
+    pytest.importorskip({"peer_dehb": "dehb", "peer_smac": "smac", "peer_synetune_bohb": "syne_tune"}.get(peer, "neps"))
+    run = replay_cli(("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", peer, 1, 24, 2, 24))
+    assert run["epochs"] == 24 and 0 <= run["regret"] < 0.5
+    assert replay_cli(("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", peer, 1, 24, 2, 24)) == run  # its seed's
+    assert versions()[PEERS[peer]][0].isdigit()
+
+
+def test_a_peers_configuration_comes_back_in_the_spaces_types_and_a_missing_peer_is_named():
+    from benchmarks.replay_arms import parse_variant
+    from benchmarks.replay_peers import back, installed
+
+    config = back(SPACE, {"lr": "0.001", "hidden": "256", "layers": 2.0, "dropout": 0.25, "batch_size": "64"})
+    assert config == {"lr": 0.001, "hidden": 256, "layers": 2, "dropout": 0.25, "batch_size": 64}
+    assert type(config["hidden"]) is int and type(config["layers"]) is int
+    assert parse_variant("peer_priorband") == ("peer_priorband", {})
+    assert installed("no-such-peer-distribution") == "not installed"
