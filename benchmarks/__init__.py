@@ -19,13 +19,20 @@ def portable(path: str | os.PathLike) -> str:
     return f"~/{resolved.relative_to(home)}" if resolved.is_relative_to(home) else str(path)
 
 
-def git_commit() -> str:
-    """The code a result was measured with: HEAD, or $COMMIT where the tree came without its git folder (the device
-    machine)."""
-    if os.environ.get("COMMIT"):
-        return os.environ["COMMIT"]
+def git(folder: Path, *args: str) -> subprocess.CompletedProcess | None:
+    """`git ARGS` run in `folder` (None: git cannot run here)."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
+        return subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return None
+
+
+def code_state(folder: Path = REPOSITORY) -> dict:
+    """The code a result was measured with: HEAD and whether tracked files differed from it, or $COMMIT (dirty
+    unknown) where the tree came without its git folder (the device machine)."""
+    if os.environ.get("COMMIT"):
+        return {"code": os.environ["COMMIT"], "code_dirty": None}
+    head, status = git(folder, "rev-parse", "HEAD"), git(folder, "status", "--porcelain", "-uno")
+    if not (head and status) or head.returncode or status.returncode:
+        return {"code": "unknown", "code_dirty": None}
+    return {"code": head.stdout.strip(), "code_dirty": bool(status.stdout.strip())}

@@ -40,14 +40,8 @@ def measure_trials(
     breakdown and the cores every process kept busy while the trials trained. This machine's speed drifts (shared
     cores), so the bare loop runs right before and right after each search."""
     cores = len(os.sched_getaffinity(0))
-    figures = {
-        "bare_loop_threads": cores,
-        "epochs": epochs,
-        "train_images": limit,
-        "batch": batch,
-        "trials_per_shape": trials_per_shape,
-        "shapes": {},
-    }
+    figures = dict(bare_loop_threads=cores, epochs=epochs, train_images=limit, batch=batch)
+    figures.update(trials_per_shape=trials_per_shape, shapes={})
     for label in shapes:
         words = f"data.limit={limit} data.val_limit=500 batch_size={batch} trials={trials_per_shape} concurrency=1"
         overrides = [*resnet_words(root, f"{words} epochs={epochs} grace={epochs}"), *SHAPES[label]]
@@ -140,9 +134,9 @@ def summary_lines(report: dict) -> list[str]:
             f"ddp: two processes DDP/gloo {ddp['two_processes_ddp_gloo']:.0f} images/s, one process 2 threads "
             f"{ddp['one_process_2_threads']:.0f}"
         )
-    for name, path in report.get("data_path", {}).items():
+    for name, data in report.get("data_path", {}).items():
         lines.append(
-            f"data, {name}: the tutorial's DataLoader {path['tutorial_over_memory_feed']:.1f}x the memory feed"
+            f"data, {name}: the tutorial's DataLoader {data['tutorial_over_memory_feed']:.1f}x the memory feed"
         )
     if "asha" in report:
         asha = report["asha"]

@@ -106,22 +106,14 @@ def search_trial(root: str, storage, batch: int, limit: int, epochs: int, varian
     return steady_images_per_s(trial_rows(run["experiment"])[0])
 
 
-def measure(
-    root: str, storage, device_name: str = "cuda", batch: int = 128, limit: int = 6000, epochs: int = 6
-) -> dict:
+def measure(root: str, storage, device_name="cuda", batch=128, limit=6000, epochs=6) -> dict:
     """Every variant on the device (`cpu`: a smoke run of the code); `batch`: the largest resnet_mnist offers."""
     if device_name == "cuda" and not torch.cuda.is_available():
         return {"skipped": "no CUDA device visible to torch"}
     device = torch.device(device_name)
     feed = memory_feed(root, batch, limit, device)
-    figures = {
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "batch": batch,
-        "train_images": limit,
-        "epochs": epochs,
-        "bare_loop": {},
-        "search_trial": {},
-    }
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    figures = dict(device=name, batch=batch, train_images=limit, epochs=epochs, bare_loop={}, search_trial={})
     for label, variant in VARIANTS.items():
         figures["bare_loop"][label] = row_or_failure(
             lambda variant=variant: train_rate(feed.train_batches, device, variant, epochs)
@@ -132,9 +124,7 @@ def measure(
     for label in ("fp32", "bf16 channels_last"):
         rate = search_trial(root, storage, batch, limit, epochs, VARIANTS[label], label)
         bare = figures["bare_loop"][label]["images_per_s"]
-        figures["search_trial"][label] = {
-            "images_per_s": rate,
-            "vs_bare_loop": rate / bare,
-            "vs_tutorial_dataloader": rate / tutorial,
-        }
+        figures["search_trial"][label] = dict(
+            images_per_s=rate, vs_bare_loop=rate / bare, vs_tutorial_dataloader=rate / tutorial
+        )
     return figures

@@ -1,7 +1,9 @@
 """The families of comparisons registered before their replays run (benchmarks/families.json): a verdict
 (`replay_stats`, `replay_pairs`) is reported only for a registered family whose results are the ones it names, and
 names its family and a hash of the entry, so an entry changed after the fact no longer matches. An entry may name
-`replays_of`, an earlier family whose replays it reads under another analysis.
+`replays_of`, an earlier family whose replays it reads under another analysis. Provably registered first: the entry
+lands in a commit of its own, unchanged since, and every replay's code (its results' `code`) descends from that
+commit; git's history shows it, and a clone without it gets no verdict.
 """
 
 from __future__ import annotations
@@ -11,11 +13,17 @@ import json
 import sys
 from pathlib import Path
 
+from benchmarks import git
 from trainables.foundation.errors import UsageError
 
 REGISTRY = Path(__file__).resolve().parent / "families.json"
 KINDS = ("arms", "pairs")  # arms: every arm against the search (replay_stats); pairs: A against B (replay_pairs)
 REQUIRED = ("kind", "registered", "tables", "seeds", "concurrency", "trials", "test", "correction")
+# Registered before the rule (a commit of its own before the replays), so git cannot show their order: their hash alone
+GRANDFATHERED = frozenset(
+    "defaults-tuning defaults-evidence defaults-fresh sampler-decision early-stopping stop-rule "
+    "concurrency-sampler-tuning heldout-defaults heldout-defaults-both-directions".split()
+)
 
 
 def families(registry: Path | None = None) -> dict[str, dict]:
@@ -117,6 +125,8 @@ def replay_settings(name: str, table: str, seeds: str, registry: Path | None = N
         raise UsageError(f"--family {name}: {table} is not one of its tables ({', '.join(entry['tables'])})")
     if seeds not in entry["seeds"]:
         raise UsageError(f"--family {name}: seeds {seeds} are not its ({', '.join(entry['seeds'])})")
+    if name not in GRANDFATHERED:  # refused before hours of replays that no verdict could use
+        registration_commit(name, entry, registry or REGISTRY)
     trials = entry["trials"] if isinstance(entry["trials"], int) else None
     concurrency = [int(k) for k in entry["concurrency"]]
     return {"arms": tuple(arms_of(entry)), "concurrency": concurrency, "trials": trials, "family": named(name, entry)}
@@ -128,9 +138,56 @@ def registered_results(name: str | None, kind: str, paths: list[str]) -> tuple[d
     try:
         entry = registration(name, kind)
         check_results(name, entry, results)
+        check_provenance(name, entry, results)
     except UsageError as error:
         refuse(error)
     return entry, results
+
+
+def check_provenance(name: str, entry: dict, results: list[dict], registry: Path | None = None) -> None:
+    """Family `name` (and the family whose replays it reads) registered in a commit of its own, unchanged since, and
+    every replay's code a descendant of that commit; else the first failure in one line."""
+    registry = registry or REGISTRY
+    source = entry.get("replays_of", name)
+    for family in dict.fromkeys((name, source)):
+        if family in GRANDFATHERED:
+            continue
+        registered = entry if family == name else registration(family, None, registry)
+        commit = registration_commit(family, registered, registry)
+        for result in results if family == source else []:
+            code = result.get("code", "unrecorded")
+            if git(registry.parent, "merge-base", "--is-ancestor", commit, code).returncode:
+                raise UsageError(
+                    f"--family {name}: {result['table']} was replayed at {code[:12]}, not a descendant of {family}'s "
+                    f"registration commit {commit[:12]}: a replay runs on code that holds its family's registration"
+                )
+
+
+def registration_commit(name: str, entry: dict, registry: Path) -> str:
+    """The commit that introduced family `name` (the oldest that changed the count of `"name"` in the registry),
+    checked to change the registry alone and to hold the entry as it stands."""
+    folder, file = registry.parent, registry.name
+    found = git(folder, "log", "--reverse", "--format=%H", f'-S"{name}"', "--", file)
+    if not found or found.returncode or not found.stdout.strip():
+        why = "git cannot run" if not found else (found.stderr.strip().splitlines() or ["no commit adds it"])[0]
+        raise UsageError(
+            f"--family {name}: its registration cannot be shown ({why}): a verdict needs the repository's git "
+            f"history, in which the family's entry lands in {file} in a commit of its own before its replays"
+        )
+    commit = found.stdout.split()[0]
+    own = git(folder, "rev-parse", "--show-prefix").stdout.strip() + file
+    touched = git(folder, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", commit).stdout.split()
+    if touched != [own]:
+        raise UsageError(
+            f"--family {name}: registered in {commit[:12]}, which also changes "
+            f"{', '.join(path for path in touched if path != own)}: a registration changes {own} alone"
+        )
+    if json.loads(git(folder, "show", f"{commit}:./{file}").stdout)["families"][name] != entry:
+        raise UsageError(
+            f"--family {name}: its entry differs from the one registered in {commit[:12]}: an entry is not edited "
+            "after its registration (a changed question is a new family)"
+        )
+    return commit
 
 
 def refuse(error: Exception) -> None:

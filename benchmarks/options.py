@@ -32,6 +32,31 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+OPTIONS = (  # option, type, default, help
+    ("--peer-trials", int, 8, "peer part: trials of the loop and of the search"),
+    ("--peer-epochs", int, 2, "peer part: epochs per trial"),
+    ("--peer-keys", str, "", "peer part: key=value words added to the search's command (e.g. gpus=0.125), spaced"),
+    ("--trials-per-shape", int, 3, "overhead part: trials one after another"),
+    ("--trial-images", int, 2048, "overhead part: training images per trial"),
+    ("--trial-epochs", int, 5, "overhead part: epochs (the first two are warm-up)"),
+    ("--memory-trials", int, 20, "memory part: trials of the search it samples"),
+    ("--reduction", float, 3.0, "ASHA reduction factor of the ASHA part"),
+    ("--asha-trials", int, 10, "more than 10: random sampler"),
+    ("--asha-epochs", int, 8, "ASHA part: epochs of a trial run to the end"),
+    ("--asha-images", int, 1024, "ASHA part: training images (0: all)"),
+    ("--device", str, "cuda", "device of the gpu part (cpu: a smoke run of its code)"),
+    ("--gpu-images", int, 6000, "training images of the gpu part"),
+    ("--scale-trials", str, "500,2000", "scale part: comma-separated trial counts (10000: the cluster's)"),
+    ("--scale-mlflow", str, "on,off", "scale part: tracking=mlflow on, off or both"),
+    ("--scale-keep", str, "", "scale part: a folder to keep its experiments in"),
+    ("--replay-table", str, REPLAY_TABLE, "replay part: a learning-curve table"),
+    ("--replay-seeds", int, 300, "replay part: seeds per arm"),
+    ("--replay-first-seed", int, 0, "replay part: the first seed (another set: e.g. 10000)"),
+    ("--replay-epoch-budget", int, 0, "replay part: the stop rule, an epoch budget (0: the product's trial count)"),
+    ("--replay-checks", int, 4, "replay part: real searches through Ray it is checked against"),
+)
+
+
 def build_parser(description: str) -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m benchmarks", description=description)
     parser.add_argument(
@@ -44,53 +69,14 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--only",
         default=",".join(DEFAULT_PARTS),
-        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but the search-method part replay)",
+        help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but scale, hours long, and replay)",
     )
     parser.add_argument(
         "--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}"
     )
-    parser.add_argument("--peer-trials", type=int, default=8, help="peer part: trials of the loop and of the search")
-    parser.add_argument("--peer-epochs", type=int, default=2, help="peer part: epochs per trial")
-    parser.add_argument(
-        "--peer-keys",
-        default="",
-        help="peer part: key=value words added to the search's command (e.g. gpus=0.125), space-separated",
-    )
-    parser.add_argument("--trials-per-shape", type=int, default=3, help="overhead part: trials one after another")
-    parser.add_argument("--trial-images", type=int, default=2048, help="overhead part: training images per trial")
-    parser.add_argument("--trial-epochs", type=int, default=5, help="overhead part: epochs (the first two are warm-up)")
-    parser.add_argument("--memory-trials", type=int, default=20, help="memory part: trials of the search it samples")
-    parser.add_argument("--reduction", type=float, default=3.0, help="ASHA reduction factor of the ASHA part")
-    parser.add_argument("--asha-trials", type=int, default=10, help="more than 10: random sampler")
-    parser.add_argument("--asha-epochs", type=int, default=8, help="ASHA part: epochs of a trial run to the end")
-    parser.add_argument("--asha-images", type=int, default=1024, help="ASHA part: training images (0: all)")
-    parser.add_argument("--device", default="cuda", help="device of the gpu part (cpu: a smoke run of its code)")
-    parser.add_argument("--gpu-images", type=int, default=6000, help="training images of the gpu part")
-    parser.add_argument(
-        "--scale-trials", default="500,2000", help="scale part: comma-separated trial counts (10000: the cluster's)"
-    )
-    parser.add_argument("--scale-mlflow", default="on,off", help="scale part: tracking=mlflow on, off or both")
-    parser.add_argument("--scale-keep", default="", help="scale part: a folder to keep its experiments in")
-    add_method_options(parser)
+    for option, kind, default, text in OPTIONS:
+        parser.add_argument(option, type=kind, default=default, help=text)
     return parser
-
-
-def add_method_options(parser: argparse.ArgumentParser) -> None:
-    """The replay part's options."""
-    parser.add_argument("--replay-table", default=REPLAY_TABLE, help="replay part: a learning-curve table")
-    parser.add_argument("--replay-seeds", type=int, default=300, help="replay part: seeds per arm")
-    parser.add_argument(
-        "--replay-first-seed", type=int, default=0, help="replay part: the first seed (another set: e.g. 10000)"
-    )
-    parser.add_argument(
-        "--replay-epoch-budget",
-        type=int,
-        default=0,
-        help="replay part: the stop rule, an epoch budget (0: the product's default trial count)",
-    )
-    parser.add_argument(
-        "--replay-checks", type=int, default=4, help="replay part: real searches through Ray it is checked against"
-    )
 
 
 def parse_args(argv: list[str] | None, description: str) -> tuple[argparse.Namespace, set[str], list[str]]:

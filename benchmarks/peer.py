@@ -35,14 +35,7 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
     feed = MemoryFeed(MNIST, run, {"batch_size": BATCH}, rank=0, world_size=1, device=device)  # loaded once
     spent = {"imports_s": loading - started, "data_s": time.perf_counter() - loading, "steps_s": 0.0, "eval_s": 0.0}
     space = load_space("resnet_mnist")
-    hp = {
-        "lr": 0.02,
-        "momentum": 0.9,
-        "weight_decay": 1e-4,
-        "optimizer": "sgd",
-        "batch_size": BATCH,
-        "stem": "imagenet",
-    }
+    hp = dict(lr=0.02, momentum=0.9, weight_decay=1e-4, optimizer="sgd", batch_size=BATCH, stem="imagenet")
 
     def objective(trial: optuna.Trial) -> float:
         trial.suggest_categorical("batch_size", [BATCH])
@@ -68,14 +61,8 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
         study.optimize(objective, n_trials=trials)
     wall = time.perf_counter() - started
     spent["other_s"] = wall - sum(spent.values())  # models, optimizers, Optuna
-    return {
-        "wall_s": wall,
-        "best_val_acc": study.best_value,
-        "threads": threads,
-        "device": str(device),
-        "split": spent,
-        "gpu_busy_pct": gpu.mean(),
-    }
+    figures = dict(wall_s=wall, best_val_acc=study.best_value, threads=threads, device=str(device), split=spent)
+    return {**figures, "gpu_busy_pct": gpu.mean()}
 
 
 def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] = ()) -> dict:

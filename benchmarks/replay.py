@@ -66,9 +66,8 @@ class CurveTable:
             for into, values in ((val, row["val"]), (test, row["test"]), (seconds, row["s"])):
                 into.setdefault(key, np.full((len(seeds), header["epochs"]), np.nan))[slot] = values
         held_out = workload if header.get("held_out") else ""
-        return cls(
-            header["space"], header["epochs"], seeds, grid, val, test, seconds, header.get("fixed", {}), held_out
-        )
+        fixed = header.get("fixed", {})
+        return cls(header["space"], header["epochs"], seeds, grid, val, test, seconds, fixed, held_out)
 
     def key(self, config: dict, space: dict) -> tuple:
         """The grid point nearest to `config`."""
@@ -96,14 +95,7 @@ def nearest(values: list, value, distribution=None):
 
 
 def replay_search(
-    table: CurveTable,
-    space: Space,
-    runner,
-    seed: int,
-    trials: int,
-    concurrency: int = 1,
-    epoch_budget: int = 0,
-    cores=2,
+    table: CurveTable, space: Space, runner, seed: int, trials: int, concurrency=1, epoch_budget=0, cores=2
 ) -> dict:
     """One search replayed as the command line runs it: `trials` trials, `concurrency` side by side in wall time
     (each epoch the table's seconds, slowed by concurrency / `cores` above it), each proposed while the others run
@@ -160,16 +152,8 @@ def incumbent(standing: dict[int, tuple]) -> tuple[tuple, int]:
 
 def study_searcher(space: Space, sampler, epochs: int, objectives=None, order_numbers: bool = True) -> StudySearcher:
     """The search's proposal path: its `StudySearcher` over an in-memory study of the space, with `sampler`."""
-    record = StudyRecord.in_memory(
-        space.hyperparameters,
-        space.metric,
-        space.mode,
-        sampler,
-        epochs,
-        constants=space.constants,
-        objectives=objectives,
-        order_numbers=order_numbers,
-    )
+    settings = dict(constants=space.constants, objectives=objectives, order_numbers=order_numbers)
+    record = StudyRecord.in_memory(space.hyperparameters, space.metric, space.mode, sampler, epochs, **settings)
     return StudySearcher(record, [], space.metric, space.mode)
 
 

@@ -109,11 +109,9 @@ class RungTpeAsha:
     def __init__(self, space: Space, seed: int, trials: int, epochs: int):
         self.coding = SpaceCoding(space.hyperparameters, order_numbers=coding_orders({}, DEFAULTS.sampler, space))
         self.startup, self.rungs = startup_trials(trials), rungs_of(space, epochs)
+        samplers = [search_sampler(DEFAULTS.sampler, space, seed + i, 0) for i in range(len(self.rungs))]
         self.studies = {
-            rung: optuna.create_study(
-                direction=direction(space), sampler=search_sampler(DEFAULTS.sampler, space, seed + i, 0)
-            )
-            for i, rung in enumerate(self.rungs)
+            r: optuna.create_study(direction=direction(space), sampler=s) for r, s in zip(self.rungs, samplers)
         }
         self.random = optuna.create_study(sampler=make_sampler("random", seed, 0))
         self.scheduler, self.metric = search_asha(space, epochs), space.metric

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 import optuna
 
-from benchmarks import git_commit, portable
+from benchmarks import code_state, portable
 from benchmarks.families import refuse, replay_settings
 from benchmarks.replay import DEFAULTS, _table, replay_search, table_space
 from benchmarks.replay_arms import ARMS, make_arm, parse_variant
@@ -71,14 +71,7 @@ def product_stop_rule(epochs: int, trials: int | None, epoch_budget: int | None)
 
 
 def measure(
-    path: str,
-    seeds: int,
-    trials: int,
-    concurrencies: list[int],
-    jobs: int,
-    epoch_budget: int = 0,
-    first_seed: int = 0,
-    arms: tuple[str, ...] = ARMS,
+    path: str, seeds: int, trials: int, concurrencies: list[int], jobs: int, epoch_budget=0, first_seed=0, arms=ARMS
 ) -> dict:
     """Every arm on seeds `first_seed`.. at each concurrency: per arm its regret's IQM, each seed's final regret
     and its anytime quartiles."""
@@ -87,7 +80,7 @@ def measure(
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         results = pool.map(replay_cli, work, chunksize=8)
     table = _table(path)
-    figures = {"code": git_commit(), "table": portable(path), "space": table.space, "epochs": table.epochs}
+    figures = {**code_state(), "table": portable(path), "space": table.space, "epochs": table.epochs}
     if table.held_out:
         figures["held_out"] = True  # a workload no default was chosen on (benchmarks.replay)
     if PEERS.keys() & set(arms):

@@ -71,15 +71,8 @@ class ParetoArm:
         self.params_of = PARAMS[space.name]
         sampler = nsga2_sampler(seed, trials) if nsga2 else make_sampler(DEFAULTS.sampler, seed, startup_trials(trials))
         self.searcher = study_searcher(space, sampler, epochs, objectives_of(space))
-        self.scheduler = None
-        if stop_on:
-            self.scheduler = ParetoASHA(
-                objectives=stop_on,
-                max_t=epochs,
-                grace_period=grace_of(space, epochs),
-                reduction_factor=DEFAULTS.reduction,
-                front_goes_on=front_goes_on,
-            )
+        rules = dict(max_t=epochs, grace_period=grace_of(space, epochs), reduction_factor=DEFAULTS.reduction)
+        self.scheduler = ParetoASHA(objectives=stop_on, front_goes_on=front_goes_on, **rules) if stop_on else None
         self.metric, self.params = space.metric, {}
 
     def propose(self, trial_id: str) -> dict:

@@ -64,14 +64,10 @@ def time_to_quality(arms: dict) -> dict | None:
     figures = {}
     for points in (f"{p:g}" for p in WITHIN_PT):
         ours, other = arms[OURS]["to_within_pt"][points], arms[RANDOM_ASHA]["to_within_pt"][points]
-        figures[points] = {
-            **{
-                arm: {key: f[key] for key in ("reached", "median_epochs", "median_wall_s")}
-                for arm, f in ((OURS, ours), (RANDOM_ASHA, other))
-            },
-            "epochs_ratio": median_ratio(ours["epochs"], other["epochs"]),
-            "wall_ratio": median_ratio(ours["wall_s"], other["wall_s"]),
-        }
+        keys = ("reached", "median_epochs", "median_wall_s")
+        figures[points] = {OURS: {k: ours[k] for k in keys}, RANDOM_ASHA: {k: other[k] for k in keys}}
+        figures[points]["epochs_ratio"] = median_ratio(ours["epochs"], other["epochs"])
+        figures[points]["wall_ratio"] = median_ratio(ours["wall_s"], other["wall_s"])
     return figures
 
 
@@ -79,11 +75,8 @@ def by_table(tables: dict, arms: list[str]) -> dict:
     """The table as the unit (seeds are repeats within one): each arm's rank on each table, their mean, Friedman's p."""
     iqms = np.array([[table["normalised_iqm"][arm] for arm in arms] for table in tables.values()])
     ranks = {name: dict(zip(arms, rankdata(row).tolist())) for name, row in zip(tables, iqms)}
-    return {
-        "ranks": ranks,
-        "mean_rank": average_ranks(iqms, arms),
-        "friedman_p": friedman(iqms) if len(tables) > 2 else None,
-    }
+    friedman_p = friedman(iqms) if len(tables) > 2 else None
+    return {"ranks": ranks, "mean_rank": average_ranks(iqms, arms), "friedman_p": friedman_p}
 
 
 def targets(tables: dict, entry: dict | None = None) -> dict:

@@ -13,11 +13,7 @@ from search.results.files import write_json_atomically
 
 
 def write_report(path: str | Path, figures: dict) -> dict:
-    report = {
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "torch": torch.__version__,
-        **figures,
-    }
+    machine = f"{platform.machine()}, {os.cpu_count()} cores"
+    report = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "torch": torch.__version__, **figures}
     write_json_atomically(Path(path), report)  # a reader never sees half a report
     return report

@@ -25,12 +25,7 @@ def resnet_words(root: str, words: str, fixed: bool = True) -> list[str]:
 
 
 def run_search(
-    storage: Path,
-    name: str,
-    overrides: list[str],
-    sample_processes: bool = False,
-    module: str = "search",
-    env: dict | None = None,
+    storage: Path, name: str, overrides: list[str], sample_processes=False, module="search", env: dict | None = None
 ) -> dict:
     """Run one search (`python -m module`) to completion: its experiment folder, wall time and processes' samples."""
     command = [sys.executable, "-m", module, "run", f"storage={storage}", f"name={name}", *overrides]
@@ -47,13 +42,8 @@ def run_search(
         sampler.stop()
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {stderr.strip()[-2000:]}")
-    return {
-        "experiment": storage / name,
-        "wall_s": time.perf_counter() - start,
-        "processes": sampler,
-        "started_at": started_at,
-        "ended_at": time.time(),
-    }
+    wall = time.perf_counter() - start
+    return dict(experiment=storage / name, wall_s=wall, processes=sampler, started_at=started_at, ended_at=time.time())
 
 
 def trial_rows(experiment: Path) -> list[list[dict]]:

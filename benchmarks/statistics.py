@@ -54,11 +54,8 @@ def friedman(scores: np.ndarray) -> float:
 
 def pairwise_holm(scores: np.ndarray, names: list[str]) -> dict[tuple[str, str], float]:
     """Two-sided Wilcoxon of every pair of columns over the blocks, Holm-corrected as one family."""
-    raw = {
-        (names[i], names[j]): wilcoxon(scores[:, i], scores[:, j], "two-sided")
-        for i, j in itertools.combinations(range(len(names)), 2)
-    }
-    return holm(raw)
+    pairs = itertools.combinations(range(len(names)), 2)
+    return holm({(names[i], names[j]): wilcoxon(scores[:, i], scores[:, j], "two-sided") for i, j in pairs})
 
 
 def cliques(ranks: dict[str, float], adjusted: dict[tuple[str, str], float], alpha: float = 0.05) -> list[list[str]]:
@@ -101,10 +98,8 @@ def hodges_lehmann(difference, confidence: float = 0.95) -> dict:
     z = stats.norm.ppf(0.5 + confidence / 2)
     k = int(np.floor(n * (n + 1) / 4 - z * np.sqrt(n * (n + 1) * (2 * n + 1) / 24))) - 1  # 0-based, outward
     k = min(max(k, 0), (len(walsh) - 1) // 2)
-    return {
-        "hodges_lehmann": float(np.median(walsh)),
-        "hodges_lehmann_interval": [float(walsh[k]), float(walsh[len(walsh) - 1 - k])],
-    }
+    interval = [float(walsh[k]), float(walsh[len(walsh) - 1 - k])]
+    return {"hodges_lehmann": float(np.median(walsh)), "hodges_lehmann_interval": interval}
 
 
 def median_ratio(ours: list, other: list, resamples: int = 2000, seed: int = 0) -> dict:
@@ -233,12 +228,11 @@ def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
         weight = "bold" if arm == ours else "normal"
         axes.text(edge, y, f" {label} ", va="center", ha="left" if right else "right", fontsize=8, fontweight=weight)
     tables = ", ".join(figures["tables"])
-    axes.set_title(
-        f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side\n"
-        f"Friedman p {figures['friedman_p']:.2g}; red: no difference (Wilcoxon, Holm, 0.05)",
-        fontsize=8,
-        pad=18,
+    title = (
+        f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side"
     )
+    title += f"\nFriedman p {figures['friedman_p']:.2g}; red: no difference (Wilcoxon, Holm, 0.05)"
+    axes.set_title(title, fontsize=8, pad=18)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

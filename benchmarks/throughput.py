@@ -14,8 +14,6 @@ from trainables.training import make_optimizer, train_one_epoch
 
 # The Ray Train tutorial's ResNet-18 (7x7 stride-2 stem), which every benchmark has measured.
 TUTORIAL_MODEL = {"stem": "imagenet"}
-
-
 SGD = {"lr": 0.02, "momentum": 0.9}
 
 

@@ -29,14 +29,12 @@ def fresh_import_s(repeats: int = 3) -> float:
 def trials_figures(run: dict) -> dict:
     trials = trial_rows(run["experiment"])
     firsts = [rows[0] for rows in trials]
-    return {
-        "wall_s": run["wall_s"],
-        "trials": len(trials),
-        "warm_imports": [row.get("warm_imports") for row in firsts],
-        "trial_of_process": [row.get("trial_of_process") for row in firsts],
-        "driver_to_first_step_s": [driver_to_first_step_s(row) for row in firsts],
-        "process_s": [row.get("process_s", 0.0) for row in firsts],
-    }
+    figures = {"wall_s": run["wall_s"], "trials": len(trials)}
+    for key in ("warm_imports", "trial_of_process"):
+        figures[key] = [row.get(key) for row in firsts]
+    figures["driver_to_first_step_s"] = [driver_to_first_step_s(row) for row in firsts]
+    figures["process_s"] = [row.get("process_s", 0.0) for row in firsts]
+    return figures
 
 
 def measure(root: str, storage: Path, trials: int = 6) -> dict:

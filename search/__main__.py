@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from search.commands import cmd_resume, cmd_run, cmd_spaces
+from search.commands import cmd_run, cmd_spaces
 from search.model_commands import cmd_export, cmd_predict
+from search.resuming import cmd_resume
 from search.running.clock import start_clock, this_process_age_s
 from search.viewers import cmd_dashboard, cmd_report, cmd_tensorboard
 from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
@@ -17,7 +18,10 @@ COMMANDS = {
         cmd_export,
         "export a trial's best checkpoint: export EXPERIMENT_DIR [out=PATH] [trial=ID] [max.params=N ...] [--replace]",
     ),
-    "predict": (cmd_predict, "classify images or IDX files: predict EXPORT_DIR INPUT... [--json]"),
+    "predict": (
+        cmd_predict,
+        "classify images, folders or IDX files (labelled: the accuracy): predict EXPORT_DIR INPUT... [--all] [--json]",
+    ),
     "tensorboard": (
         cmd_tensorboard,
         "serve an experiment's TensorBoard on 127.0.0.1: tensorboard EXPERIMENT_DIR [port=N]",

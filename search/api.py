@@ -1,6 +1,8 @@
 """The search from Python, for notebooks and scripts: the same keys, checks and search as `python -m search run`
 (README.md shows it). A key is a keyword argument (`lr=0.01` pins a hyperparameter); a section's keys go as a dict
-(`data={"root": "..."}`) or dotted (`**{"data.root": "..."}`). Bad input raises `UsageError` before Ray starts."""
+(`data={"root": "..."}`) or dotted (`**{"data.root": "..."}`). Bad input raises `UsageError` before Ray starts.
+The local Ray instance the first search starts stays up for the next ones of the same process (Ray stops it when
+Python exits; `shutdown()` stops it sooner)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ import sys
 from pathlib import Path
 
 from search.commands import parse_run
+from search.running.joining.kept_ray import keep_ray_up, stop_kept_ray
 from search.start import SearchResult, start
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import Space, builtin_space_names, load_space
 
-__all__ = ["SearchResult", "UsageError", "run", "start"]
+__all__ = ["SearchResult", "UsageError", "run", "shutdown", "start"]
 
 
 def run(space: str | Space, dry_run: bool = False, **keys) -> SearchResult | None:
@@ -28,7 +31,14 @@ def run(space: str | Space, dry_run: bool = False, **keys) -> SearchResult | Non
 
         print_plan(config, loaded)
         return None
+    keep_ray_up()  # a script's next search starts its trials at once, not after another Ray start
     return start(config, loaded, words)
+
+
+def shutdown() -> bool:
+    """Stop the Ray instance `run` started and kept for this process's next search (Ray also stops it when Python
+    exits); False when there was none. A Ray the caller started with its own `ray.init` is left alone."""
+    return stop_kept_ray()
 
 
 def words_of(space: str | Space, keys: dict) -> list[str]:

@@ -10,17 +10,17 @@ from pathlib import Path
 
 from search.results.summary import SUMMARY_FILE, format_front, format_table
 from search.running.joining.cluster import resolve_address
-from search.start import command_words, start
+from search.start import start
 from trainables.foundation.config import RunConfig, config_keys, parse_overrides, split_override, trials_given
 from trainables.foundation.config_help import format_help, help_rows
-from trainables.foundation.errors import SearchInterrupted, UsageError
+from trainables.foundation.errors import UsageError
 from trainables.foundation.loop_keys import LOOP_KEYS, parse_loop_key
 from trainables.foundation.objectives import objectives_of
 from trainables.foundation.pins import describe_distribution
 from trainables.foundation.repeats import searched_names
 from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space, builtin_space_names, coerce_hyperparameter, load_run_space, load_space
-from trainables.foundation.storage import SEARCH_FILE, Experiment, delete, exists, filesystem, is_uri
+from trainables.foundation.storage import Experiment, filesystem, is_uri
 
 RUN_USAGE = "usage: python -m search run space=NAME [key=value ...] [--dry-run]"
 PINNING = (
@@ -68,12 +68,19 @@ def print_result(summary: dict, experiment: Experiment) -> None:
         from search.running.tracking.mlflow_store import mlflow_ui_words
 
         print(f"mlflow: {mlflow_ui_words(tracking.get('uri'), experiment)}")
+    from search.running.driver_words import next_commands_words
+
+    print(next_commands_words(experiment.location))
 
 
 def test_text(best: dict) -> str:
     if "test_acc" not in best:
         return " (no test split: the figure is the validation split's, which chose it)"
-    return f" test_acc={best['test_acc']:.4f} ({best['test_samples']} test images the search never saw)"
+    metric = "".join(f" {k}={v:.4f}" for k, v in best.items() if k.startswith("test_") and k not in TEST_COUNTS)
+    return f"{metric} test_acc={best['test_acc']:.4f} ({best['test_samples']} test images the search never saw)"
+
+
+TEST_COUNTS = ("test_acc", "test_samples")  # beside them: the space's metric on the test split (test_f1)
 
 
 RESUME_USAGE = (
@@ -82,77 +89,6 @@ RESUME_USAGE = (
 )
 TRACKING_KEYS = {"tracking", "tracking.uri", "tracking.experiment", "verbose"}
 RESUME_KEYS = {"trials", "epoch_budget", "time_budget", "concurrency"} | TRACKING_KEYS
-
-
-def cmd_resume(args: list[str]) -> int:
-    positional, options, _ = split_options(args, RESUME_KEYS | {"epochs"})
-    if len(positional) != 1:
-        raise UsageError(RESUME_USAGE)
-    experiment = Experiment.at(positional[0])
-    if not exists(experiment.join(SEARCH_FILE)):
-        raise UsageError(f"{positional[0]}: not an experiment folder (no {SEARCH_FILE}); give the folder `run` created")
-    from search.running.writer.lock import WriterLock
-
-    if not experiment.remote:  # the keys, checked before the lock's file is written: a refusal writes nothing
-        from search.running.settings import read_settings
-
-        resumed_config(read_settings(experiment.local)["run"], options)
-    try:
-        with WriterLock(experiment, command_words("resume", args)):  # before the download: a live driver's files
-            return resume_held(experiment, options)
-    except KeyboardInterrupt:
-        raise SearchInterrupted(experiment.location) from None
-
-
-def resume_held(experiment: Experiment, options: dict[str, str]) -> int:
-    """`resume`, holding the experiment's lock."""
-    experiment.download()  # a URI's settings, study, log and events, into the working folder
-    from search.running.settings import read_settings, write_settings
-
-    before = read_settings(experiment.local)["run"]
-    from search.running.growth import grow, refuse_idle, study_so_far
-
-    so_far = study_so_far(experiment.local)
-    config = grow(before, resumed_config(before, options), options, so_far)
-    finished = exists(experiment.join(SUMMARY_FILE))
-    space = load_run_space(config)
-    grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)
-    if finished and not grown and options.keys() <= TRACKING_KEYS:  # asked nothing to train: where the result is
-        print(
-            f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
-            "; give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials a budget stopped"
-        )
-        if config.tracking.to == "mlflow":  # MLflow brought up to it (tracked from now on when given tracking=mlflow)
-            from search.running.tracking.mlflow_store import mlflow_ui_words, refuse_unusable
-            from search.running.tracking.tracker import bring_up_to_date
-
-            refuse_unusable(config)
-            if config.to_dict() != before:
-                write_settings(experiment, {"run": config.to_dict()})
-            if bring_up_to_date(config, space, experiment):
-                print(f"MLflow holds all of it: {mlflow_ui_words(config.tracking.uri, experiment)}")
-        return 0
-    if finished:
-        refuse_idle(config, options, so_far)  # asked to train, with nothing it would train: one line, exit 2
-    from trainables.checkpoints import refuse_damaged_in
-
-    refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
-    from search.running.tracking.mlflow_store import refuse_unusable
-
-    refuse_unusable(config)
-    from search.running.preflight import refuse_missing_data
-
-    refuse_missing_data(config, space)  # before Ray: no trial starts only to fail on data that is gone
-    if finished:  # a continued search is unfinished until its trials end: no summary may look complete
-        if experiment.remote:
-            delete(experiment.join(SUMMARY_FILE))
-        (experiment.local / SUMMARY_FILE).unlink(missing_ok=True)
-    if config.to_dict() != before:
-        write_settings(experiment, {"run": config.to_dict()})
-    from search.running.tuner import resume_search
-
-    print_result(resume_search(experiment, config, space), experiment)
-    return 0
 
 
 def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:

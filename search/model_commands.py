@@ -55,7 +55,7 @@ def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
         values = ", ".join(f"{name}={value:g}" for name, value in meta["objectives"].items())
         print(f"objectives: {values}; latency at export {latency_words(meta['measured_at_export'])}")
     print(
-        f"verified: val_acc={verified['val_acc']:.4f} on {verified['samples']} validation images "
+        f"verified: {verified['metric']}={verified[verified['metric']]:.4f} on {verified['samples']} validation images "
         f"(trial reported {verified['reported']:.4f})"
     )
     if register:
@@ -70,14 +70,17 @@ def export_and_register(experiment: Experiment, options: dict[str, str]) -> int:
 
 
 def cmd_predict(args: list[str]) -> int:
-    positional, _, flags = split_options(args, {"--json"})
+    positional, _, flags = split_options(args, {"--json", "--all"})
     if len(positional) < 2:
-        raise UsageError("usage: python -m search predict EXPORT_DIR INPUT... [--json]")
+        raise UsageError("usage: python -m search predict EXPORT_DIR INPUT... [--all] [--json]")
     folder, inputs = Path(positional[0]), positional[1:]
     from search.results.export import META_FILE, load_model
     from search.results.predict import predict_files, write_predictions
 
     if not (folder / META_FILE).is_file():
         raise UsageError(f"{folder}: not an export folder (no {META_FILE}); create one with `python -m search export`")
-    predictions, hints = predict_files(load_model(folder), inputs)
-    return write_predictions(predictions, as_json="--json" in flags, hints=hints)
+    model = load_model(folder)
+    if "length" in model.meta["input"]:  # a model of sequences [N, C, L]: predict reads images
+        raise UsageError(f"{folder}: a model of sequences [N, C, L]; predict reads images: load {folder}/model.pt2")
+    predictions, hints = predict_files(model, inputs)
+    return write_predictions(predictions, "--json" in flags, hints, "--all" in flags, model.class_names)

@@ -7,7 +7,6 @@ import contextlib
 import io
 import struct
 import sys
-import time
 
 from trainables.foundation.config import RunConfig
 from trainables.foundation.pins import pin_warnings
@@ -20,14 +19,15 @@ LONG_LINE = "search: about "  # preflight's own estimate of a long search
 def dry_run(config: RunConfig, space: Space) -> int:
     """Print what `run` would do with these words, having refused what it would refuse before Ray starts."""
     from search.running.preflight import fetched_since
+    from trainables.foundation.fetching import placed_since
 
-    started = time.time()
+    mark = len(placed_since(0))
     said = checked(config, space)  # the same checks as `run`: keys' values, data, shape, weights, tracking
     print(f"search: {shape_words(config, space)}")
     print(f"stop rule: {stop_rule_words(config, space)}")
     if LONG_LINE not in said:
         print(f"estimate: {estimate_words(config, space)}")
-    fetched = fetched_since(config, space, started)  # the only writes a dry run may make: the data, the weights
+    fetched = fetched_since(config, mark)  # the only writes a dry run may make: the data, the weights
     written = f"nothing written but {' and '.join(fetched)}" if fetched else "nothing written"
     print(f"dry run: nothing started, {written}; without --dry-run this search goes to {config.storage}/{config.name}")
     return 0

@@ -40,6 +40,12 @@ class SearchResult:
         return self.summary.get("front", [])
 
     @property
+    def repeats(self) -> dict | None:
+        """For repeats of one configuration (`trials=N`, nothing left to search): the mean and standard deviation
+        across them, {"count", METRIC: {"mean", "std", "n"}, "test_acc": {...}}; None for a search."""
+        return self.summary.get("repeats")
+
+    @property
     def trials(self) -> list[dict]:
         """Every trial: its id, status, epochs, configuration and metrics."""
         return self.summary["trials"]
@@ -48,14 +54,23 @@ class SearchResult:
         self, out: str | Path | None = None, trial: str | None = None, bounds: list[str] = (), replace: bool = False
     ) -> dict:
         """Export the best trial (or `trial`, or the front's most accurate member within `bounds` such as
-        ["max.params=200000"]) as `python -m search export` does; returns the export's model.json."""
+        ["max.params=200000"]) as `python -m search export` does; returns the export's model.json. Into the
+        experiment, as the command's export goes: `export/` there, or `out` (a relative path) there; an absolute
+        or `~` path as given. A notebook's working folder is wherever it was opened: no place for a model."""
         from search.bounds import split_bounds
         from search.results.export import export_experiment
 
         picked, rest = split_bounds(list(bounds))
         if rest:
             raise UsageError(f"{' '.join(rest)}: not a bound; give bounds as max.OBJECTIVE=N or min.OBJECTIVE=N")
-        return export_experiment(self.experiment, Path(out).expanduser() if out else None, trial, picked, replace)
+        return export_experiment(self.experiment, self.export_folder(out), trial, picked, replace)
+
+    def export_folder(self, out: str | Path | None) -> Path | None:
+        """Where `export(out)` writes: None (the command's default, `export/` in the experiment), `out` inside the
+        experiment's folder when relative, else `out` itself."""
+        if not out:
+            return None
+        return self.experiment.local / Path(out).expanduser()  # an absolute path replaces the experiment's
 
 
 def start(config: RunConfig, space: Space, words: list[str]) -> SearchResult:

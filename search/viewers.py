@@ -130,7 +130,6 @@ def cmd_report(args: list[str]) -> int:
         print(report["front"])
     print(savings_line(report["savings"]))
     if report["importances"]:
-        ranked = ", ".join(f"{k} {v:.2f}" for k, v in report["importances"].items())
-        print(f"hyperparameter importance for {report['metric']}: {ranked}")
+        print(report["importance_line"])
     print(f"plots: {', '.join(report['plots'])} and index.html in {report['folder']}")
     return 0

@@ -6,6 +6,7 @@ import re
 import pytest
 import torch
 
+from search.running.driver_words import next_commands_words
 from tests.conftest import MNIST_MINI
 from tests.e2e_helpers import VAL_LIMIT, event_data, ray_processes_of, session_dir_of
 from trainables.data import MNIST
@@ -107,6 +108,7 @@ def test_best_is_the_final_epoch_of_the_best_trial_that_finished_its_schedule(se
     assert best["checkpoint"] == f"train_{best['trial_id']}/checkpoint_epoch_{best['epoch']:04d}"  # relative
     assert (experiment / best["checkpoint"]).is_dir()
     assert f"best checkpoint: {experiment / best['checkpoint']}" in search["output"]
+    assert next_commands_words(str(experiment)) in search["output"]  # the last lines: what to run on it next
 
 
 def test_best_checkpoint_reproduces_reported_val_acc(search):

@@ -1,6 +1,6 @@
 """A failed trial's root cause out of the texts Ray and Ray Train wrap around it (shapes seen in real error.txt)."""
 
-from search.running.ends.failures import root_cause
+from search.running.ends.failures import plain_text, root_cause
 
 WORKER_KILLED = """Failure # 1 (occurred at 2026-11-23_13-36-36)
 \x1b[36mray::ImplicitFunc.train()\x1b[39m (pid=16999, ip=192.0.2.2, actor_id=62d8, repr=train_trial)
@@ -75,3 +75,14 @@ def test_of_chained_exceptions_the_last_raised_is_kept():
 def test_text_without_an_exception_line_gives_its_last_line():
     assert root_cause("something odd\n  happened here\n") == "happened here"
     assert root_cause("") == "unknown error"
+
+
+def test_a_trials_error_file_is_rewritten_as_plain_text(tmp_path):
+    error = tmp_path / "error.txt"
+    error.write_text(WORKER_KILLED + "\x1b[1;31mValueError: red\x1b[0m\n")
+    text = plain_text(error)
+    assert "\x1b" not in error.read_text() and text == error.read_text()
+    assert text.splitlines()[1].startswith("ray::ImplicitFunc.train() (pid=16999") and text.endswith(
+        "ValueError: red\n"
+    )
+    assert plain_text(tmp_path / "missing.txt") == "" and plain_text(None) == ""

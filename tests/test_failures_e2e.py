@@ -81,6 +81,8 @@ def test_trials_that_raise_run_out_of_memory_or_diverge_name_each_cause_and_the_
         error_file = tmp_path / "f" / f"trial_{trial['trial_id']}" / "error.txt"
         # a loss that diverges at the last epoch: Tune ends the trial there, before its driver raises (no traceback)
         assert (f"see {error_file}" in result.stdout) == (trial["config"]["failure"] != "diverge")
+        if error_file.is_file():  # plain text: Ray's colour codes taken out (search.running.ends.failures)
+            assert "ray::" in error_file.read_text() and "\x1b" not in error_file.read_text()
         _, hparams = event_data(tmp_path / "f" / f"trial_{trial['trial_id']}")
         assert hparams["status"] == "failed"  # failed trials are in TensorBoard's HParams too
     first = summary["trials"][0]

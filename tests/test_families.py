@@ -1,21 +1,34 @@
 """A verdict comes only from a family registered before its replays (benchmarks/families.py): replay_stats and
 replay_pairs refuse any other in one line with exit 2 and write nothing, a registered one gets its verdict with the
-family's name and hash in the JSON, an entry edited after its replays is refused; and the figures beside each
-p-value (effects in points with intervals, time to quality). Hand-made results, no Ray, milliseconds."""
+family's name and hash in the JSON, an entry edited after its replays is refused; a family registered in a commit of
+its own before its replays, as a repository of the test's own shows with git; and the figures beside each p-value
+(effects in points with intervals, time to quality). Hand-made results, no Ray, milliseconds."""
 
 import json
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from benchmarks import families, replay_pairs, replay_stats
-from benchmarks.families import entry_hash, registration, replay_settings
+from benchmarks import code_state, families, replay_pairs, replay_stats
+from benchmarks.families import check_provenance, entry_hash, registration, registration_commit, replay_settings
 from benchmarks.statistics import median_ratio, paired_effect, time_to_within, to_within
 from trainables.foundation.errors import UsageError
 
 TABLES = ("t/one.jsonl.gz", "t/two.jsonl.gz")
 ARMS = ["search", "random_asha", "random"]
+ENTRY = {
+    "kind": "arms",
+    "registered": "in advance",
+    "tables": list(TABLES),
+    "arms": ARMS,
+    "seeds": ["7000-7039"],
+    "concurrency": [2],
+    "trials": 12,
+    "test": "Wilcoxon",
+    "correction": "Holm",
+}
 
 
 def result(table: str, offset: int, family=None) -> dict:
@@ -41,21 +54,13 @@ def result(table: str, offset: int, family=None) -> dict:
 
 @pytest.fixture
 def registry(tmp_path, monkeypatch):
-    entry = {
-        "kind": "arms",
-        "registered": "in advance",
-        "tables": list(TABLES),
-        "arms": ARMS,
-        "seeds": ["7000-7039"],
-        "concurrency": [2],
-        "trials": 12,
-        "test": "Wilcoxon",
-        "correction": "Holm",
-    }
+    """A registry outside git of families whose analysis is tested; their provenance is tested with `history`."""
+    entry = dict(ENTRY)
     pairs = {**entry, "kind": "pairs", "pairs": ["search>random_asha"], "correction": "Holm over every comparison"}
     path = tmp_path / "families.json"
     path.write_text(json.dumps({"families": {"fixed": entry, "fixed-pairs": pairs}}))
     monkeypatch.setattr(families, "REGISTRY", path)
+    monkeypatch.setattr(families, "GRANDFATHERED", {"fixed", "fixed-pairs", "apart", "together"})
     return {"fixed": entry, "fixed-pairs": pairs}
 
 
@@ -142,12 +147,100 @@ def test_replay_cli_takes_what_it_replays_from_the_family(registry):
 
 
 def test_every_committed_verdict_names_its_registered_family_unchanged():
+    assert families.GRANDFATHERED < families.families().keys()
+    root = families.REGISTRY.parent.parent
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=root, capture_output=True, text=True)
+    if shallow.stdout.strip() == "false":  # a copy without the history (an archive, a shallow clone) cannot show it
+        for name in families.families().keys() - families.GRANDFATHERED:  # registered alone, unchanged since
+            registration_commit(name, families.families()[name], families.REGISTRY)
     for name, entry in families.families().items():
         for key in families.REQUIRED:
             assert key in entry, (name, key)
         path = families.REGISTRY.parent.parent / entry["verdict"]
         if path.exists():  # a family registered in advance has no verdict until its replays ran
             assert json.loads(path.read_text())["family"] == families.named(name, entry), name
+
+
+def sh(repo, *args: str) -> str:
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", *args]
+    return subprocess.run(command, cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo, files: dict[str, str]) -> str:
+    """A commit of `files` (path: text); its hash."""
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    sh(repo, "add", "-A")
+    sh(repo, "commit", "-qm", "a change")
+    return sh(repo, "rev-parse", "HEAD")
+
+
+def registry_text(**entries) -> str:
+    return json.dumps({"families": entries})
+
+
+@pytest.fixture
+def history(tmp_path):
+    """A repository of the test's own: some code, then family `fresh` registered in a commit of its own."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    sh(repo, "init", "-q")
+    before = commit(repo, {"benchmarks/replay.py": "x = 0\n"})
+    registered = commit(repo, {"benchmarks/families.json": registry_text(fresh=ENTRY)})
+    return repo, repo / "benchmarks" / "families.json", before, registered
+
+
+def test_a_registration_in_a_commit_of_its_own_then_replays_recording_their_code_pass(history, monkeypatch):
+    repo, registry, _, registered = history
+    replayed = commit(repo, {"benchmarks/replay.py": "x = 1\n"})
+    monkeypatch.delenv("COMMIT", raising=False)
+    state = code_state(repo)
+    assert state == {"code": replayed, "code_dirty": False}
+    (repo / "benchmarks" / "replay.py").write_text("x = 2\n")
+    assert code_state(repo)["code_dirty"]
+    assert registration_commit("fresh", ENTRY, registry) == registered
+    check_provenance("fresh", ENTRY, [{"table": "t", **state}, {"table": "u", "code": registered}], registry)
+
+
+def test_a_replay_whose_code_is_not_a_descendant_of_the_registration_is_refused(history):
+    _, registry, before, registered = history
+    for code in (before, "unrecorded"):
+        with pytest.raises(UsageError, match=f"not a descendant of fresh's registration commit {registered[:12]}"):
+            check_provenance(
+                "fresh", ENTRY, [{"table": "t", "code": registered}, {"table": "u", "code": code}], registry
+            )
+
+
+def test_an_entry_edited_in_the_commit_of_its_results_is_refused(history):
+    repo, registry, _, registered = history
+    edited = {**ENTRY, "seeds": ["7000-7019"]}
+    code = commit(repo, {"benchmarks/families.json": registry_text(fresh=edited), "benchmarks/results/r.json": "{}"})
+    with pytest.raises(UsageError, match=f"fresh: its entry differs from the one registered in {registered[:12]}"):
+        check_provenance("fresh", edited, [{"table": "t", "code": code}], registry)
+
+
+def test_a_registration_commit_that_changes_other_files_is_refused(history):
+    repo, registry, _, _ = history
+    code = commit(repo, {"benchmarks/families.json": registry_text(fresh=ENTRY, late=ENTRY), "r.json": "{}"})
+    with pytest.raises(UsageError, match=f"late: registered in {code[:12]}, which also changes r.json: a registration"):
+        check_provenance("late", ENTRY, [{"table": "t", "code": code}], registry)
+
+
+def test_without_git_history_or_git_a_family_gets_no_verdict_in_one_line(registry, tmp_path, monkeypatch, capsys):
+    (tmp_path / "families.json").write_text(registry_text(unproven=registry["fixed"]))
+    named = {"name": "unproven", "hash": entry_hash(registry["fixed"])}
+    code, verdict = run(
+        replay_stats, tmp_path, monkeypatch, "unproven", [result(t, i, named) for i, t in enumerate(TABLES)]
+    )
+    error = capsys.readouterr().err.strip()
+    assert (code, verdict) == (2, None) and "\n" not in error
+    assert error.startswith("--family unproven: its registration cannot be shown (fatal: not a git repository")
+    with pytest.raises(UsageError, match="unproven: its registration cannot be shown"):
+        replay_settings("unproven", TABLES[0], "7000-7039")  # refused before any replay
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(UsageError, match=r"cannot be shown \(git cannot run\): a verdict needs"):
+        registration_commit("unproven", registry["fixed"], tmp_path / "families.json")
 
 
 def test_time_to_quality_counts_epochs_until_the_incumbent_is_within_the_points():

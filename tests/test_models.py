@@ -31,3 +31,11 @@ def assert_same(ours, theirs, images):
     ours.eval(), theirs.eval()
     with torch.no_grad():
         assert torch.equal(ours(images), theirs(images))
+
+
+def test_the_builder_checks_list_of_shipped_builders_is_the_registrys():
+    """model_check skips building (and importing torch) only for the registry's own builders, known there by name."""
+    from trainables.model_check import SHIPPED
+    from trainables.models import MODELS
+
+    assert SHIPPED == tuple(MODELS)

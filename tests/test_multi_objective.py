@@ -24,7 +24,10 @@ ACC_PARAMS = [Objective("val_acc", "max"), Objective("params", "min")]
 @pytest.mark.parametrize(
     "text, words",
     [
-        ("val_acc,flops", "unknown objective 'flops'; allowed: val_acc, val_loss, params, macs, latency_ms"),
+        (
+            "val_acc,flops",
+            "unknown objective 'flops'; allowed: val_acc, val_loss, val_f1, val_auc, params, macs, latency_ms",
+        ),
         ("val_acc,params:max", "params is minimised, not maximised"),
         ("val_acc,params,params", "params is named twice"),
         ("params,val_acc", "the first objective is the primary and must be the space's metric, val_acc"),

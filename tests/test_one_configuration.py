@@ -145,8 +145,46 @@ def test_a_repeats_seed_moves_its_batch_order_not_its_validation_split(tmp_path)
     assert torch.equal(*validation)
 
 
+def test_repeats_report_the_mean_and_spread_of_validation_and_test_accuracy(tmp_path):
+    """Repeats are measured as mean and standard deviation across the seeds (table, summary.json, report, the
+    API's result), not by one "best" seed; each repeat's test accuracy is measured, the best's not twice."""
+    from search.results.repeat_spread import add_repeats
+    from search.results.summary import format_table
+    from search.start import SearchResult
+
+    trials = [
+        {"trial_id": f"r{seed}", "status": "completed", "epochs_run": 1, "config": {SEED_KEY: seed, "lr": 0.001}}
+        for seed in range(3)
+    ]
+    for trial, value in zip(trials, (0.90, 0.92, 0.94)):
+        trial.update(val_acc=value, checkpoint=f"c{trial['trial_id']}")
+    best = {"trial_id": "r2", "test_acc": 0.93, "test_samples": 100}
+    summary = {"metric": "val_acc", "mode": "max", "best": best, "trials": trials}
+    tested = []
+
+    def test_of(trial):
+        tested.append(trial["trial_id"])
+        return {"test_acc": {"r0": 0.89, "r1": 0.91}[trial["trial_id"]], "test_samples": 100}
+
+    add_repeats(summary, test_of)
+    assert tested == ["r0", "r1"] and [trial["test_acc"] for trial in trials] == [0.89, 0.91, 0.93]
+    figures = summary["repeats"]
+    assert figures["count"] == 3 and figures["val_acc"]["n"] == figures["test_acc"]["n"] == 3
+    assert figures["val_acc"]["mean"] == pytest.approx(0.92) and figures["val_acc"]["std"] == pytest.approx(0.02)
+    assert figures["test_acc"]["mean"] == pytest.approx(0.91) and figures["test_acc"]["std"] == pytest.approx(0.02)
+    assert format_table(summary).splitlines()[-1] == (
+        "repeats: 3 seeds of one configuration, mean ± standard deviation: val_acc 0.9200 ± 0.0200 (n=3), "
+        "test_acc 0.9100 ± 0.0200 (n=3)"
+    )
+    assert SearchResult(summary, Experiment.at(str(tmp_path))).repeats == figures
+    searched = {**summary, "trials": [{**trial, "config": {"lr": 0.001}} for trial in trials]}
+    searched.pop("repeats")
+    add_repeats(searched, test_of)
+    assert "repeats" not in searched and "repeats:" not in format_table(searched)  # a search has no spread
+
+
 @pytest.mark.e2e
-def test_a_fully_pinned_search_trains_one_trial(tmp_path):
+def test_a_fully_pinned_search_trains_its_repeats(tmp_path):
     result = run_cli(
         "run",
         *[word if not word.startswith("lr=") else "lr=0.02" for word in MLP_PINS],  # outside the range: kept
@@ -154,18 +192,26 @@ def test_a_fully_pinned_search_trains_one_trial(tmp_path):
         f"storage={tmp_path}",
         "name=one",
         "epochs=1",
+        "trials=2",
         "data.limit=256",
         "data.val_limit=64",
         env={PRELOAD_ENV: "torch"},  # Ray's door to warm workers, as a user sets it
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "search: 1 trial of mlp_mnist, " in result.stdout and "log in" in result.stdout
+    assert "search: 2 trials of mlp_mnist, " in result.stdout and "log in" in result.stdout
     assert "warning: lr=0.02 is outside the searched range (float, log scale, 0.0001 .. 0.01)\n" in result.stderr
     summary = json.loads((tmp_path / "one" / "summary.json").read_text())
-    assert [trial["config"][SEED_KEY] for trial in summary["trials"]] == [0]
-    assert summary["trials"][0]["status"] == "completed"
-    assert len([path for path in (tmp_path / "one").glob("trial_*") if path.is_dir()]) == 1
+    assert sorted(trial["config"][SEED_KEY] for trial in summary["trials"]) == [0, 1]
+    assert [trial["status"] for trial in summary["trials"]] == ["completed", "completed"]
+    assert len([path for path in (tmp_path / "one").glob("trial_*") if path.is_dir()]) == 2
+    # each repeat tested, and their spread in summary.json and at the end of the table
+    assert all(0 < trial["test_acc"] <= 1 for trial in summary["trials"])
+    figures = summary["repeats"]
+    assert figures["count"] == 2 and figures["val_acc"]["n"] == figures["test_acc"]["n"] == 2
+    tests = [trial["test_acc"] for trial in summary["trials"]]
+    assert figures["test_acc"]["mean"] == pytest.approx(sum(tests) / 2)
+    assert "repeats: 2 seeds of one configuration, mean ± standard deviation: val_acc " in result.stdout
     # The trial's process had torch imported before the trial began (preloaded), not yet the rest of its modules.
-    trial_id = summary["trials"][0]["trial_id"]
+    trial_id = next(trial["trial_id"] for trial in summary["trials"] if trial["config"][SEED_KEY] == 0)
     first = json.loads((tmp_path / "one" / f"trial_{trial_id}" / "result.json").read_text().splitlines()[0])
     assert first["torch_found"] == 1 and first["warm_imports"] < len(TRIAL_MODULES), first

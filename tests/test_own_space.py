@@ -23,10 +23,19 @@ def net(in_channels, num_classes):
     return nn.Sequential(nn.Flatten(), nn.Linear(in_channels * 4 * 4, num_classes))
 
 
+def broken(in_channels, num_classes):
+    raise ValueError("no such layer")
+
+
+def text(in_channels, num_classes):
+    return "a net"
+
+
 SPACE = Space(
     name="own",
     description="a space of its own",
-    architecture=__file__ + ":net",
+    architecture=ARCHITECTURE,
+    model_args=MODEL_ARGS,
     dataset="DATASET",
     loss="LOSS",
     train_step="STEP",
@@ -59,13 +68,23 @@ def step(model, images, labels):
 """
 
 
-def own_space(tmp_path, dataset="my_data.py:data", loss="", step="", brk="pass", loss_body="return logits.mean()"):
+def own_space(
+    tmp_path,
+    dataset="my_data.py:data",
+    loss="",
+    step="",
+    brk="pass",
+    loss_body="return logits.mean()",
+    architecture='__file__ + ":net"',
+    model_args="None",
+):
     """A space file and, beside it, its data file (named relative to the space's folder); returns the space file."""
     folder = tmp_path / "mine"
     folder.mkdir(exist_ok=True)
     (folder / "my_data.py").write_text(DATA.replace("BREAK", brk).replace("LOSS", loss_body))
     space = folder / "my_space.py"
-    space.write_text(SPACE.replace("DATASET", dataset).replace("LOSS", loss).replace("STEP", step))
+    text = SPACE.replace("DATASET", dataset).replace("LOSS", loss).replace("STEP", step)
+    space.write_text(text.replace("ARCHITECTURE", architecture).replace("MODEL_ARGS", model_args))
     return space
 
 
@@ -85,11 +104,24 @@ def test_an_own_space_with_its_data_and_loss_plans(capsys, tmp_path):
 @pytest.mark.parametrize(
     "dataset, brk, fragment",
     [
-        ("my_data.py:data", "images = images[:, 0]", "train images have shape (40, 4, 4); expected [N, C, H, W]"),
+        ("my_data.py:data", "images = images[:, 0, 0]", "train images have shape (40, 4); expected [N, C, H, W]"),
         ("my_data.py:data", "labels = labels + 1", "train labels run from 1 to 3; expected 0..2"),
+        ("my_data.py:data", "labels = labels - 1", "train labels run from -1 to 1; expected 0..2"),
         ("my_data.py:data", "labels = labels[:-1]", "train has 40 images but labels of shape (39,); expected one"),
         ("my_data.py:data", "images = images / 1.0", "train images are float64 from 0 to 255; expected uint8"),
-        ("my_data.py:data", "images = images[:, :, :3]", "train images are 1x3x4; expected square images"),
+        ("my_data.py:data", "images = images[:, :0]", "train images are 0x4x4; expected at least one channel"),
+        ("my_data.py:data", "images = images[:, :, :0, :0] / 255", "train images are 1x0x0; expected at least one"),
+        (
+            "my_data.py:data",
+            "images = torch.rand(40, 1, 4, 4, requires_grad=True)",
+            "train images are a tensor that requires grad; return it .detach()ed",
+        ),
+        (
+            "my_data.py:data",
+            "labels = labels[:3]; images = images[:3]",
+            "train has 3 images, all held out for "
+            "validation (data.val_fraction=0.1, at least one a class), so none are left to train on",
+        ),
         ("my_data.py:data", "labels = labels / 2", "train labels are float64; expected integers 0..2"),
         ("my_data.py:data", "return {'train': (images, labels)}", "returned a dict; expected OwnData(train="),
         ("my_data.py:data", "raise OSError('no digits here')", "data(root, seed) raised OSError: no digits here"),
@@ -103,6 +135,66 @@ def test_bad_own_data_is_refused_in_one_line_naming_the_function(capsys, tmp_pat
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith(f"error: dataset={dataset}: "), err
     assert fragment in err
+
+
+ARGS = "lambda hp, data: {'in_channels': data.in_channels, 'num_classes': data.num_classes"
+
+
+@pytest.mark.parametrize(
+    "change, refused",
+    [
+        (
+            {"architecture": '"my_data.py:nett"'},
+            "{folder}/my_data.py:nett: {folder}/my_data.py defines no nett; it defines data, loss, step",
+        ),
+        ({"architecture": '"nett.py:net"'}, "{folder}/nett.py:net: no such file {folder}/nett.py"),
+        (
+            {"model_args": ARGS + ", 'widht': 3}"},
+            "{space}:net: net() takes no widht (given by model_args); it takes in_channels, num_classes",
+        ),
+        (
+            {"model_args": ARGS[: -len(", 'num_classes': data.num_classes")] + "}"},
+            "{space}:net: net() needs num_classes, which model_args does not give (it gives in_channels)",
+        ),
+        (
+            {"brk": "images = images[:, :, :3]"},
+            "{space}:net: on 2 examples of the data's shape 1x3x4 it raised RuntimeError: ",
+        ),
+        ({"architecture": '"mlp"'}, "mlp: on 2 examples of the data's shape 1x4x4 it raised RuntimeError: "),
+        (
+            {"architecture": '"my_data.py:data"'},
+            "{folder}/my_data.py:data: data() takes no in_channels, num_classes (given by model_args); it takes "
+            "root, seed",
+        ),
+        (
+            {"architecture": '__file__ + ":broken"'},
+            "{space}:broken: building it with in_channels=1, num_classes=3 raised ValueError: no such layer",
+        ),
+        ({"architecture": '__file__ + ":text"'}, "{space}:text: returned a str; expected an nn.Module"),
+        (
+            {"model_args": "lambda hp, data: {'in_channels': data.in_channels, 'num_classes': 5}"},
+            "{space}:net: on 2 examples of the data's shape 1x4x4 it returned shape (2, 5); expected logits of shape "
+            "(2, 3) (one per class)",
+        ),
+    ],
+)
+def test_a_model_builder_that_cannot_build_for_the_data_is_refused_in_one_line_before_ray(
+    capsys, tmp_path, change, refused
+):
+    """The builder is found (a relative file from the space's folder), given only arguments it takes, built and run
+    on 2 examples of the data's shape in the dry run already: each mistake in one line naming it."""
+    space = own_space(tmp_path, **change)
+    code, err = dry_run(capsys, tmp_path, space)
+    assert code == 2, err
+    expected = "error: architecture=" + refused.format(folder=space.parent, space=space)
+    assert len(err.splitlines()) == 1 and err.startswith(expected), (err, expected)
+
+
+@pytest.mark.parametrize("shape", ["(40, 1, 2, 8)", "(40, 1, 16)"])
+def test_data_of_any_height_and_width_or_sequences_plan_with_a_model_to_match(capsys, tmp_path, shape):
+    space = own_space(tmp_path, brk=f"images = images.reshape{shape}", loss="my_data.py:loss")
+    code, err = dry_run(capsys, tmp_path, space)
+    assert code == 0, err
 
 
 @pytest.mark.parametrize(
@@ -197,6 +289,72 @@ def test_given_splits_are_kept_and_must_agree_in_shape():
         checked("f.py:d", OwnData(train=split(20), class_names="xyz"))
 
 
+@pytest.mark.parametrize(
+    "given, refused",
+    [
+        ({"mean": (float("nan"),)}, r"mean is \(nan,\); expected 1 value\(s\), one per channel, each finite$"),
+        ({"std": (float("inf"),)}, r"std is \(inf,\); expected 1 value\(s\), one per channel, each finite and > 0$"),
+        ({"mean": [float("-inf")]}, r"mean is \(-inf,\); expected 1 value"),
+        ({"std": "wide"}, r"std is 'wide'; expected 1 number\(s\), one per channel$"),
+    ],
+)
+def test_a_normalization_that_is_not_finite_is_refused(given, refused):
+    with pytest.raises(UsageError, match=r"^dataset=f.py:d: " + refused):
+        checked("f.py:d", OwnData(train=split(20), class_names=["x", "y", "z"], **given))
+
+
+def test_images_of_any_height_and_width_and_sequences_are_accepted_with_their_shape():
+    wide = checked(
+        "f.py:d", OwnData(train=(np.zeros((6, 2, 3, 5), np.uint8), np.arange(6) % 2), class_names=["a", "b"])
+    )
+    assert (wide.info.shape, wide.info.in_channels, wide.info.mean) == ((2, 3, 5), 2, (0.0, 0.0))
+    sequences = OwnData(train=(np.random.default_rng(0).random((6, 3, 40)), np.arange(6) % 2), class_names=["a", "b"])
+    info = checked("f.py:d", sequences).info
+    assert (info.shape, len(info.mean)) == ((3, 40), 3) and all(0.4 < m < 0.6 for m in info.mean)
+    with pytest.raises(UsageError, match=r"^dataset=f.py:d: test images are 3x41; train's are 3x40$"):
+        checked("f.py:d", OwnData(train=sequences.train, test=(np.zeros((2, 3, 41)), [0, 1]), class_names=["a", "b"]))
+
+
+def test_a_sequence_split_is_fed_normalized_per_channel():
+    from trainables.training import Split
+
+    images = np.stack([np.full((4, 5), 51.0), np.full((4, 5), 102.0)], axis=1).astype(np.float32)  # [N=4, C=2, L=5]
+    split_ = Split.from_arrays(images, np.arange(4), (0.2, 0.4), (0.5, 0.5), torch.device("cpu"))
+    batch, labels = split_.batch(torch.arange(4))
+    assert batch.shape == (4, 2, 5) and torch.allclose(batch, torch.zeros(4, 2, 5)) and labels.tolist() == [0, 1, 2, 3]
+
+
+def test_shifts_and_rotations_of_sequences_are_refused_not_ignored():
+    from trainables.data_info import DataInfo
+    from trainables.foundation.space import Space
+    from trainables.model_check import refuse_image_moves
+
+    space = Space(name="s", description="d", architecture="mlp", dataset="f.py:d", hyperparameters={})
+    sequences = DataInfo(("a", "b"), 3, 40, (0.5,) * 3, (0.25,) * 3, sizes=(40,))
+    with pytest.raises(
+        UsageError, match=r"^shift=2: shifts and rotations move images \[N, C, H, W\], and this data is"
+    ):
+        refuse_image_moves(space, {"shift": 2}, sequences)
+    refuse_image_moves(space, {"shift": 0, "rotate": 0.0}, sequences)
+    refuse_image_moves(space, {"shift": 2}, DataInfo(("a", "b"), 1, 8, (0.5,), (0.5,), sizes=(8, 6)))
+
+
+def test_an_export_records_the_shape_it_takes():
+    from search.results.export import NormalizedClassifier, input_shape
+    from trainables.data_info import DataInfo
+
+    wide = DataInfo(("a", "b"), 1, 8, (0.5,), (0.5,), sizes=(8, 6))
+    assert {k: v for k, v in input_shape(wide).items() if k != "program_input"} == {
+        "channels": 1,
+        "height": 8,
+        "width": 6,
+    }
+    sequences = DataInfo(("a", "b"), 3, 40, (0.5,) * 3, (0.25,) * 3, sizes=(40,))
+    assert input_shape(sequences)["length"] == 40 and "height" not in input_shape(sequences)
+    classifier = NormalizedClassifier(torch.nn.Flatten(), sequences.mean, sequences.std)
+    assert torch.equal(classifier(torch.full((1, 3, 40), 0.5)), torch.zeros(1, 120))
+
+
 def test_an_epoch_trains_on_the_own_step_and_reports_its_loss():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3))
@@ -250,4 +408,6 @@ def test_a_relative_model_builder_is_read_from_the_space_folder_whatever_the_wor
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
+    assert load_space(str(folder / "sp.py")).architecture == f"{folder / 'net.py'}:net"
+    (folder / "net.py").rename(elsewhere / "net.py")  # only in the working folder: still looked for beside the space
     assert load_space(str(folder / "sp.py")).architecture == f"{folder / 'net.py'}:net"

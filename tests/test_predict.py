@@ -171,3 +171,64 @@ def test_replace_never_replaces_what_is_not_an_export(tmp_path):
             refuse_overwrite(path, replace=True)
         with pytest.raises(UsageError, match="is already there"):
             refuse_overwrite(path, replace=False)
+
+
+# ---------------------------------------------------------------- labelled inputs (search.results.labelled)
+
+
+def write_idx_pair(folder, count: int):
+    """The sample's first `count` test digits as MNIST ships them: an images file and its labels file beside it."""
+    images, labels = MNIST.load(MNIST_MINI, train=False, limit=count)
+    path = folder / "t10k-images-idx3-ubyte"
+    path.write_bytes(b"\x00\x00\x08\x03" + struct.pack(">3I", count, 28, 28) + images.tobytes())
+    (folder / "t10k-labels-idx1-ubyte").write_bytes(
+        b"\x00\x00\x08\x01" + struct.pack(">I", count) + labels.astype(np.uint8).tobytes()
+    )
+    return path, [int(label) for label in labels]
+
+
+def test_a_labelled_idx_pair_gives_the_accuracy_and_a_line_per_class_not_every_image(tmp_path, capsys):
+    idx, labels = write_idx_pair(tmp_path, 30)
+    model = mnist_model({})
+    predictions, _ = predict_files(model, [str(idx)])
+    assert [p.label for p in predictions] == labels
+    right = sum(p.class_index == p.label for p in predictions)
+    assert write_predictions(predictions, class_names=model.class_names) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:20] == [p.as_line() for p in predictions[:20]]
+    assert out[20] == "... 10 more predictions (--all prints every one, --json writes them all)"
+    assert out[21] == f"accuracy: {right / 30:.4f} ({right} of 30 labelled images)"
+    per_class = out[22:]
+    assert len(per_class) == len(set(labels)) and all(" images  accuracy " in line for line in per_class)
+    three = next(line for line in per_class if line.startswith("  class 3 "))
+    threes = [p for p in predictions if p.label == 3]
+    assert f"{len(threes):>5} images  accuracy {sum(p.class_index == 3 for p in threes) / len(threes):.4f}" in three
+
+    write_predictions(predictions, every=True, class_names=model.class_names)
+    assert len([line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{idx}[")]) == 30
+    write_predictions(predictions, as_json=True, class_names=model.class_names)
+    out, err = capsys.readouterr()
+    assert [p["label"] for p in json.loads(out)] == labels and err.startswith("accuracy: ")
+
+
+def test_a_folder_of_class_folders_is_labelled_by_them_and_an_unknown_class_refused(tmp_path, capsys):
+    from PIL import Image
+
+    digits, labels = MNIST.load(MNIST_MINI, train=False, limit=4)
+    for number, (digit, label) in enumerate(zip(digits, labels)):
+        (tmp_path / "split" / str(label)).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(digit[0]).save(tmp_path / "split" / str(label) / f"{number}.png")
+    (tmp_path / "split" / str(labels[0]) / "notes.png").write_text("hello")
+    model = mnist_model({})
+    predictions, _ = predict_files(model, [str(tmp_path / "split")])
+    errors = [p for p in predictions if p.error]
+    assert [p.input for p in errors] == [str(tmp_path / "split" / str(labels[0]) / "notes.png")]
+    assert sorted(p.label for p in predictions if not p.error) == sorted(int(label) for label in labels)
+    assert write_predictions(predictions, class_names=model.class_names) == 1
+    assert "accuracy: " in capsys.readouterr().out
+
+    (tmp_path / "split" / "cats").mkdir()
+    refused = predict_files(model, [str(tmp_path / "split")])[0]
+    assert [p.error for p in refused] == [
+        f"{tmp_path / 'split'}: folder cats names no class of the model; its classes: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9"
+    ]

@@ -2,6 +2,7 @@
 imported, never started). How trials ended and the best ended score come from the study; the clock counts from the
 command's start."""
 
+import io
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from search.running import clock
 from search.running.clock import MOST_BEFORE_MAIN_S, clock_prefix, command_began, process_age_s, start_clock
 from search.running.ends.decider import Decider
 from search.running.live_view import ProgressView, event_words
+from search.running.status_line import CLEAR
 from search.running.study.endings import EndFacts, Ending, ending_of
 from search.running.study.record import StudyRecord
 
@@ -188,3 +190,93 @@ def test_the_drivers_lines_carry_the_commands_clock(monkeypatch):
     origin = start_clock(age_s=3.4)
     assert command_began() == origin and clock_prefix() == "[ 0m03s] "
     assert clock.clock_words(3725) == "1h02m" and clock.clock_words(605) == "10m05s"
+
+
+# ---------------------------------------------------------------- on a terminal: the status line rewritten in place
+
+
+class Terminal(io.StringIO):
+    """What the view writes to a terminal (a stand-in stdout that says it is one)."""
+
+    def isatty(self):
+        return True
+
+
+def screen(text: str) -> list[str]:
+    """The lines a terminal shows for `text`: a carriage return and an erase empty the current line."""
+    lines = [""]
+    for chunk in text.split(CLEAR):
+        lines[-1] = ""
+        first, *rest = chunk.split("\n")
+        lines[-1] += first
+        lines += rest
+    return lines
+
+
+def test_on_a_terminal_trial_ends_stay_and_the_status_is_rewritten_under_them(monkeypatch):
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    monkeypatch.setenv("COLUMNS", "100")
+    view = view_of(record_with({}, epochs=3), 3)
+    trials = [trial("d1", "RUNNING", 2, 0.8), trial("d2", "RUNNING", 1, 0.4)]
+    view._show(trials, latest={"d1": {"epoch": 2, "val_acc": 0.8, "images_per_s": 100}})
+    view._show(trials, latest={"d2": {"epoch": 2, "val_acc": 0.6, "images_per_s": 100}})
+    assert "epoch 2/3" not in sys.stdout.getvalue()  # no epoch lines on a terminal
+    assert screen(sys.stdout.getvalue())[-1].endswith(
+        "2 running, 0/3 done, 0 early-stopped, 0 failed | best val_acc 0.8000 d1"
+    )
+    view.record = record_with({"d1": (3, 0.9, ending_of(3, 3))}, epochs=3)
+    view.trial_ended(trials, "d1", view.record.ending("d1"))
+    view._show(trials[1:], latest={"d2": {"epoch": 3, "val_acc": 0.7, "images_per_s": 100}})
+    shown = screen(sys.stdout.getvalue())
+    assert len(shown) == 2 and shown[0].endswith("] trial d1 finished: completed | 3 epochs, val_acc 0.9000"), shown
+    assert "1 running, 1/3 done" in shown[1] and "best val_acc 0.9000 d1" in shown[1], shown
+    assert not sys.stdout.getvalue().endswith("\n")  # the status line stays open for the next rewrite
+    view.on_experiment_end(trials)  # the search's end: the status once more, its line ended
+    assert sys.stdout.getvalue().endswith("\n") and len(screen(sys.stdout.getvalue())) == 3
+
+
+def test_a_terminals_status_line_fits_its_width_and_never_wraps(monkeypatch):
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    monkeypatch.setenv("COLUMNS", "90")
+    view_of(record_with(ENDS), total=600, budget_s=36000)._show([])
+    status = screen(sys.stdout.getvalue())
+    assert len(status) == 1 and len(status[0]) < 90, status
+    assert "| budget 9h59m left" in status[0] and "best" not in status[0]  # the best dropped first
+
+
+def test_piped_or_verbose_the_lines_are_plain_as_in_a_log_file(monkeypatch):
+    latest = {"d1": {"epoch": 2, "val_acc": 0.8, "images_per_s": 100}}
+    for stdout, verbose in ((io.StringIO(), 0), (Terminal(), 1)):
+        monkeypatch.setattr(sys, "stdout", stdout)
+        view = ProgressView(record_with({}, epochs=3), epochs=3, total_trials=3, verbose=verbose)
+        view._show([trial("d1", "RUNNING", 1, 0.5)], latest=latest)
+        lines = stdout.getvalue().splitlines()
+        assert CLEAR not in stdout.getvalue() and stdout.getvalue().endswith("\n")
+        assert lines[0].split() == ["d1", "epoch", "2/3", "val_acc", "0.8000", "100", "img/s"]
+        assert "1 running, 0/3 done" in lines[1] and len(lines) == 2
+
+
+# ---------------------------------------------------------------- the estimate's floor: what running trials need
+
+
+def test_the_estimate_is_never_below_the_epochs_the_running_trials_still_need():
+    view = view_of(record_with({}), 4)
+    view.record = record_with({"e1": (4, 0.9, ending_of(4, 4))})  # 1 trial in 2 min: ~6m00s for the 3 to go
+    trials = [trial("e2", "RUNNING", 1, 0.5)]
+    slow = {"e2": {"epoch": 1, "val_acc": 0.5, "epoch_s": 200.0}}
+    assert "~10m00s left" in view.render(trials, elapsed=120, latest=slow)[-1]  # 3 epochs of 200 s still to train
+    view = view_of(record_with({}), 4)
+    view.record = record_with({"e1": (4, 0.9, ending_of(4, 4))})
+    view.render(trials, elapsed=120)
+    assert (
+        "~0m20s left" in view.render(trials, 880, latest={"e2": {"epoch": 2, "epoch_s": 10.0}})[-1]
+    )  # overdue by pace
+    assert "~0m10s left" in view.render(trials, elapsed=890)[-1]  # counting down through the epoch under way
+    assert "~0m10s left" in view.render(trials, elapsed=950)[-1]  # that epoch late: the one after it still to run
+
+
+def test_no_estimate_once_every_trial_ended():
+    failed = {f"f{n}": (1, 0.1, ending_of(1, 4, error="RuntimeError: boom")) for n in range(2)}
+    view = view_of(record_with({}), 2)
+    view.record = record_with(failed)
+    assert "left" not in " ".join(view.render([], elapsed=60)) and "0/2 done" in view.render([], elapsed=60)[-1]

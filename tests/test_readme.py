@@ -27,7 +27,7 @@ OPTIONS = {  # the options of the commands that read a finished experiment, as t
     "export": {"out", "trial", "tracking.register", "--replace"},
     "tensorboard": {"port"},
     "dashboard": {"port"},
-    "predict": {"--json"},
+    "predict": {"--json", "--all"},
     "report": set(),
     "resume": RESUME_KEYS,
 }
@@ -90,6 +90,7 @@ def test_bash_delivers_the_words_as_typed(delivered):
     words = [call for call in delivered if call[:2] == ["-m", "search"]]
     assert len(words) == sum(command.startswith("python -m search ") for command in COMMANDS)
     assert ["-m", "pip", "install", "-e", ".[test]"] in delivered and ["-m", "pytest", "-q"] in delivered
+    assert ["-m", "pip", "install", "-e", "."] in delivered  # the plain install for users; `.[test]` for the tests
     cpu_build = ["--index-url", "https://download.pytorch.org/whl/cpu"]  # not the CUDA wheel on a machine without GPU
     assert ["-m", "venv", ".venv"] in delivered and any(call[-2:] == cpu_build for call in delivered)
 

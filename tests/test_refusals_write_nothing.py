@@ -2,16 +2,23 @@
 dry run writes nothing at all when its data is there. Each case runs the real CLI entry in this process (no Ray starts)
 with storage, data, $HOME (so ~/.cache) and the temporary folder all under one root, whose tree must not change."""
 
+import gzip
 import json
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from search import samples
 from search.__main__ import main
 from search.commands import parse_run
+from tests.conftest import REPO
+from trainables.foundation.errors import UsageError
+from trainables.foundation.fetching import put_in_place, staging_beside, taken_back_on_refusal
 
 DATA_MISSING = "data.download=false"
 
@@ -122,14 +129,54 @@ def test_unwritable_storage_writes_nothing(root, capsys, mnist_root):
     )
 
 
-def test_a_refused_resume_writes_nothing(root, capsys, mnist_root):
-    config, _ = parse_run(["space=mlp_mnist", f"storage={root / 'runs'}", "name=old", f"data.root={mnist_root}"])
+def an_experiment(root: Path, on_uri: bool, *words: str) -> str:
+    """A search's folder as `run` leaves it before its first trial (its settings and the lock's emptied file), under
+    `root/runs`: given as the folder, or as a file:// URI (whose working folder would be in ~/.cache/search)."""
+    config, _ = parse_run(["space=mlp_mnist", f"storage={root / 'runs'}", "name=old", *words])
     experiment = root / "runs" / "old"
     experiment.mkdir(parents=True)
     (experiment / "search.json").write_text(json.dumps({"run": config.to_dict()}))
     (experiment / "driver.lock").write_text("")  # as every driver leaves it: a refusal must not take the lock
-    line = refused(root, capsys, "resume", str(experiment), f"epochs={config.epochs + 1}")
-    assert line.startswith(f"error: epochs={config.epochs + 1}: a search's epochs cannot change on resume")
+    return f"file://{experiment}" if on_uri else str(experiment)
+
+
+@pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])
+@pytest.mark.parametrize(
+    "key, culprit",
+    [
+        ("epochs=4", "error: epochs=4: a search's epochs cannot change on resume"),
+        ("trials=abc", "error: trials=abc: "),
+        ("concurrency=-1", "error: concurrency=-1"),
+    ],
+)
+def test_a_refused_resume_writes_nothing(root, capsys, mnist_root, on_uri, key, culprit):
+    """Every key checked before the lock and before a URI's files are downloaded into the working folder."""
+    experiment = an_experiment(root, on_uri, f"data.root={mnist_root}", "epochs=3")
+    line = refused(root, capsys, "resume", experiment, key)
+    assert line.startswith(culprit), line
+
+
+@pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])
+def test_resume_refuses_data_that_is_gone_before_ray_starts_writing_nothing(root, capsys, on_uri):
+    """A search whose data.root has gone: `resume` says so in one line, before its lock and before Ray (before, Ray
+    started and every trial failed on the missing files), and writes nothing."""
+    gone = root / "moved-away"
+    experiment = an_experiment(root, on_uri, f"data.root={gone}", DATA_MISSING)
+    line = refused(root, capsys, "resume", experiment)
+    assert line.startswith(f"error: data.root={gone}: mnist is missing"), line
+
+
+@pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])
+def test_resuming_a_finished_search_with_nothing_to_train_writes_nothing(root, capsys, mnist_root, on_uri):
+    """Asked nothing to train, `resume` of a finished search says where its result is: exit 0, and no lock taken,
+    nothing downloaded."""
+    experiment = an_experiment(root, on_uri, f"data.root={mnist_root}")
+    (root / "runs" / "old" / "summary.json").write_text("{}")
+    before = tree(root)
+    code = main(["resume", experiment])
+    out, err = capsys.readouterr()
+    assert code == 0 and not err and out.startswith(f"{experiment}: this search already finished"), (out, err)
+    assert tree(root) == before
 
 
 def test_an_export_given_a_trial_and_bounds_takes_no_lock_and_writes_nothing(root, capsys):
@@ -180,49 +227,83 @@ def test_a_dry_run_on_the_shipped_sample_writes_only_the_sample_and_says_where(r
     assert all(path.is_relative_to(sample) or sample.is_relative_to(path) for path in written), written
 
 
-def test_a_refusal_after_the_sample_was_unpacked_takes_back_the_sample_and_the_weights_folder(
-    root, capsys, monkeypatch
-):
-    """resnet50_transfer offline: the shipped sample is unpacked into the cache, then the pretrained weights cannot be
-    fetched (torch's hub folder made first, as torch makes it): both are taken back, and the refusal is one line (no
-    `data:` line, no torch 'Downloading:' line before it)."""
+@pytest.fixture
+def offline_weights(monkeypatch):
+    """torchvision's download of pretrained weights, run as it is (torch makes its folders, prints its 'Downloading:'
+    line, opens its temporary file) against a closed local port: no network is touched."""
     import torch.hub
 
-    import trainables.models
+    download, port = torch.hub.download_url_to_file, closed_port()
+    monkeypatch.setattr(
+        torch.hub,
+        "download_url_to_file",
+        lambda url, *args, **kwargs: download(f"http://127.0.0.1:{port}/{url.rsplit('/', 1)[-1]}", *args, **kwargs),
+    )
 
-    def offline(architecture: str) -> str:
-        checkpoints = Path(torch.hub.get_dir()) / "checkpoints"
-        checkpoints.mkdir(parents=True, exist_ok=True)
-        print(f'Downloading: "https://download.pytorch.org/models/{architecture}.pth" to {checkpoints}')
-        raise OSError("no network")
 
-    monkeypatch.setattr(trainables.models, "download_pretrained", offline)
+def test_a_refusal_after_the_sample_was_unpacked_takes_back_the_sample_and_the_weights_folder(
+    root, capsys, offline_weights
+):
+    """resnet50_transfer offline: the shipped sample is unpacked into the cache, then the pretrained weights cannot be
+    fetched (torch's hub folder made first): both are taken back, and the refusal is one line (no `data:` line, no
+    torch 'Downloading:' line before it)."""
     line = refused(root, capsys, "run", "space=resnet50_transfer", f"storage={root / 'runs'}")
     assert line.startswith("error: pretrained=true: give model.weights=PATH"), line
 
 
-def test_a_refusal_takes_back_what_it_fetched_and_spares_what_another_search_put_beside_it(tmp_path):
-    """Two searches started at once on a fresh machine (tests/test_cluster.py submits two such jobs): the refused
-    one's take-back removes the sample it unpacked and the folders it made, not the other's working folder."""
-    from search.running.preflight import taken_back_on_refusal
-    from trainables.foundation.errors import UsageError
+def test_a_refused_run_spares_the_sample_another_search_unpacked_while_it_checked(
+    root, capsys, monkeypatch, offline_weights
+):
+    """Two searches started at once on a fresh machine: while this one's checks run, the other (a process of its own)
+    unpacks the shipped sample; this one trains on the same sample and is then refused (its pretrained weights cannot
+    be fetched). It takes back what it made (torch's hub folder), never the sample the other search is reading."""
+    import search.running.preflight
 
-    cache = tmp_path / "cache"
-    sample, other = cache / "search" / "samples" / "mnist-1", cache / "search" / "experiments" / "on-s3"
-    with pytest.raises(UsageError), taken_back_on_refusal([sample]):
-        sample.mkdir(parents=True)
-        (sample / "train-images.gz").write_text("digits")
-        other.mkdir(parents=True)  # the other search's, made meanwhile
+    sample = root / "home" / ".cache" / "search" / "samples" / "mnist-1"
+    use_the_sample = search.running.preflight.use_the_sample
+
+    def unpacked_meanwhile(config, dataset: str) -> bool:  # the other search's unpack, whole before this one looks
+        other = "from search import samples; samples.mnist_root()"
+        subprocess.run([sys.executable, "-c", other], cwd=REPO, check=True, timeout=120)
+        return use_the_sample(config, dataset)
+
+    monkeypatch.setattr(search.running.preflight, "use_the_sample", unpacked_meanwhile)
+    before = tree(root)
+    code = main(["run", "space=resnet50_transfer", f"storage={root / 'runs'}"])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith("error: pretrained=true: give model.weights=PATH") and not out, (out, err)
+    written = [root / path for path in sorted(tree(root).keys() - before.keys())]
+    assert all(path.is_relative_to(sample) or sample.is_relative_to(path) for path in written), written
+    for name in samples.RAW_FILES:  # whole, as the other search unpacked it
+        assert (sample / "MNIST" / "raw" / name).read_bytes() == gzip.open(samples.PACKED / f"{name}.gz").read()
+
+
+def test_a_refusal_takes_back_what_it_put_in_place_and_spares_what_another_process_put(tmp_path, monkeypatch):
+    """What this process fetched (the sample it unpacked, the folders it made on the way) is taken back; what another
+    put in place meanwhile is not, nor the folder that holds it, though this process made that folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cache = tmp_path / "cache" / "search"
+    other = cache / "experiments" / "on-s3"
+    with pytest.raises(UsageError), taken_back_on_refusal():
+        assert samples.mnist_root() == cache / "samples" / "mnist-1"
+        other.mkdir(parents=True)  # another search's working folder, made meanwhile
         raise UsageError("refused")
-    assert not (cache / "search" / "samples").exists() and other.is_dir()
-    with pytest.raises(UsageError), taken_back_on_refusal([sample]):
-        sample.mkdir(parents=True)
-        raise UsageError("refused")
-    assert sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*")) == [
-        "search",
-        "search/experiments",
-        "search/experiments/on-s3",
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "cache",
+        "cache/search",
+        "cache/search/experiments",
+        "cache/search/experiments/on-s3",
     ]
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    theirs.write_text("the other's")
+    with pytest.raises(UsageError), taken_back_on_refusal():
+        with staging_beside(cache / "samples" / "mnist-1") as staging:
+            (staging / "built").mkdir()
+            assert put_in_place(staging / "built", cache / "samples" / "mnist-1")
+            ours.write_text("ours")
+            assert not put_in_place(ours, theirs) and not ours.exists()  # a file there: the other's kept
+        raise UsageError("refused")
+    assert theirs.read_text() == "the other's" and not (cache / "samples").exists()
 
 
 def test_a_warned_pin_with_a_refused_run_says_only_the_refusal(root, capsys):
@@ -231,17 +312,35 @@ def test_a_warned_pin_with_a_refused_run_says_only_the_refusal(root, capsys):
     assert line.startswith(f"error: data.root={data}: mnist is missing"), line
 
 
-def test_resume_refuses_data_that_is_gone_before_ray_starts(root, capsys, mnist_root):
-    """A search whose data.root has gone: `resume` says so in one line and starts no trial (before, Ray started and
-    every trial failed on the missing files)."""
-    gone = root / "moved-away"
-    config, _ = parse_run(["space=mlp_mnist", f"storage={root / 'runs'}", "name=old", f"data.root={gone}"])
-    config.data.download = False
-    experiment = root / "runs" / "old"
-    experiment.mkdir(parents=True)
-    (experiment / "search.json").write_text(json.dumps({"run": config.to_dict()}))
-    code = main(["resume", str(experiment)])
-    out, err = capsys.readouterr()
-    assert code == 2 and err.startswith(f"error: data.root={gone}: mnist is missing"), (out, err)
-    assert len(err.strip().splitlines()) == 1
-    assert sorted(p.name for p in experiment.iterdir()) == ["driver.lock", "search.json"]  # no trial, no study
+def test_a_download_is_named_by_a_dry_run_and_taken_back_by_a_refusal(root, capsys, monkeypatch):
+    """torchvision's download of MNIST, from a mirror on 127.0.0.1 serving the shipped digits: each file put in place
+    by this process is what a dry run names as fetched, and what a refusal after it takes back, folders included."""
+    import functools
+    import http.server
+    import threading
+
+    import torchvision.datasets
+
+    from trainables.data import get_dataset
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(samples.PACKED))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setattr(torchvision.datasets.MNIST, "mirrors", [f"http://127.0.0.1:{server.server_port}/"])
+        monkeypatch.setattr(torchvision.datasets.MNIST, "resources", [(f"{n}.gz", None) for n in samples.RAW_FILES])
+        data = root / "fresh" / "mnist"
+        code = main(["run", "space=mlp_mnist", f"storage={root / 'runs'}", "name=x", f"data.root={data}", "--dry-run"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert f"nothing written but the data, fetched into {data};" in out.splitlines()[-1], out
+        before = tree(root)
+        with pytest.raises(UsageError), taken_back_on_refusal():
+            get_dataset("mnist").download(root / "other" / "mnist")
+            assert (root / "other" / "mnist" / "MNIST" / "raw" / samples.RAW_FILES[0]).is_file()
+            raise UsageError("refused after the download")
+        assert tree(root) == before
+    finally:
+        server.shutdown()
+        server.server_close()

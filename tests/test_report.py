@@ -3,11 +3,12 @@ writes them (finished, or still running), and the report read back from index.ht
 (The report of a real search: test_e2e.py and test_multi_objective_e2e.py.)"""
 
 import json
+from wsgiref.util import setup_testing_defaults
 
 import pytest
 
 from search.results.files import write_json_atomically
-from search.results.report import build_report, pareto_axes
+from search.results.report import build_report, hyperparameter_importance, pareto_axes
 from search.running.ends.decider import Decider
 from search.running.proposals.study_setup import open_search_study
 from search.running.settings import write_settings
@@ -98,6 +99,30 @@ def test_a_report_of_a_search_still_running_draws_what_has_ended_and_says_so(tmp
     page = (experiment.local / "report" / "index.html").read_text()
     assert words in page and "t5" not in page
     assert not (experiment.local / "summary.json").exists(), "nothing may look like a finished search's result"
+    # One importance: what optuna-dashboard shows for the same study (Optuna's PED-ANOVA over the completed trials;
+    # t4, stopped early, is PRUNED in the study and counted by neither), the evaluator named.
+    line = next(line for line in out.splitlines() if line.startswith("hyperparameter importance"))
+    assert line.startswith(
+        "hyperparameter importance for val_acc (Optuna's PED-ANOVA, as optuna-dashboard computes it, 3 completed "
+        "trials): "
+    )
+    shown = dashboards_importance(experiment)
+    assert line.endswith(": " + ", ".join(f"{name} {value:.2f}" for name, value in shown.items()))
+    reported = hyperparameter_importance(summary_so_far(experiment)[0])
+    assert {name: round(value, 6) for name, value in reported.items()} == {k: round(v, 6) for k, v in shown.items()}
+
+
+def dashboards_importance(experiment: Experiment) -> dict[str, float]:
+    """The first objective's importance optuna-dashboard serves for the experiment's study (its HTTP API)."""
+    import optuna_dashboard
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    app = optuna_dashboard.wsgi(JournalStorage(JournalFileBackend(str(experiment.local / "study.log"))))
+    environ = {"PATH_INFO": "/api/studies/0/param_importances"}
+    setup_testing_defaults(environ)
+    body = b"".join(app(environ, lambda status, headers, *error: None))
+    return {item["name"]: item["importance"] for item in json.loads(body)["param_importances"][0]}
 
 
 @pytest.mark.parametrize("folder", ["nothing", "empty"])

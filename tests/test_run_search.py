@@ -7,7 +7,7 @@ import pytest
 
 from search.running import tuner
 from trainables.foundation.config import RunConfig
-from trainables.foundation.errors import UsageError
+from trainables.foundation.errors import RayDidNotStart, UsageError
 from trainables.foundation.space import load_space
 from trainables.foundation.storage import experiment_of
 
@@ -44,3 +44,26 @@ def test_a_refusal_before_any_trial_ran_leaves_no_experiment(tmp_path, monkeypat
     with pytest.raises(UsageError):
         tuner.run_search(config, load_space("mlp_mnist"), experiment)
     assert not experiment.local.exists()
+
+
+def test_a_ray_that_does_not_start_is_one_line_and_leaves_no_experiment(tmp_path, monkeypatch):
+    """Ray's start fails for real (its temporary folder cannot be made: a file stands where it goes; on a busy
+    machine a start that times out fails inside ray.init alike): one line naming the cause and what to try, exit
+    code 75 (a temporary failure), no experiment left and no Ray left connected."""
+    import ray
+
+    blocked = tmp_path / "not_a_folder"
+    blocked.write_text("")
+    monkeypatch.setenv("RAY_TMPDIR", str(blocked))
+    config = RunConfig(space="mlp_mnist", storage=str(tmp_path / "runs"), name="e", trials=1, epochs=1)
+    experiment = experiment_of(config.storage, config.name)
+    experiment.local.mkdir(parents=True)  # claimed, as `run` claims it before Ray
+    with pytest.raises(RayDidNotStart) as refused:
+        tuner.run_search(config, load_space("mlp_mnist"), experiment)
+    words = str(refused.value)
+    assert refused.value.exit_code == 75 and "\n" not in words
+    assert words.startswith("Ray: the local Ray instance did not start (NotADirectoryError: ") and words.endswith(
+        "nothing ran: try again once the machine is less busy (fewer processes beside it), or join a running "
+        "cluster with address=HOST:PORT"
+    ), words
+    assert not experiment.local.exists() and not ray.is_initialized()

@@ -11,7 +11,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 
 def one_image(info, device: torch.device) -> torch.Tensor:
-    return torch.zeros(1, info.in_channels, info.image_size, info.image_size, device=device)
+    """One example of the data's shape (a DataInfo's; a plain record of in_channels and image_size: square)."""
+    shape = getattr(info, "shape", None) or (info.in_channels, info.image_size, info.image_size)
+    return torch.zeros(1, *shape, device=device)
 
 
 def counted_costs(model: nn.Module, info) -> dict:

@@ -46,23 +46,24 @@ class IdxDataset:
         """torchvision's download into a temporary folder, moved into place once whole: a failure leaves nothing."""
         import contextlib
         import io
-        import os
         import shutil
         import tempfile
 
         import torchvision.datasets
+
+        from trainables.foundation.fetching import make_folders, put_in_place, staging_beside
 
         dataset_class = getattr(torchvision.datasets, self.torchvision_class)
         with tempfile.TemporaryDirectory(prefix=f"search-{self.name}-download-") as partial:
             with contextlib.redirect_stdout(io.StringIO()):  # torchvision's words name the temporary folder
                 for train in (True, False):
                     dataset_class(root=partial, train=train, download=True)
-            raw = self.raw_dir(root)
-            raw.mkdir(parents=True, exist_ok=True)
+            raw = make_folders(self.raw_dir(root))
             for fetched in sorted(self.raw_dir(partial).iterdir()):
-                if not (raw / fetched.name).exists():  # through a hidden name: a reader never sees half a file
-                    shutil.move(fetched, raw / f".{fetched.name}.partial")
-                    os.replace(raw / f".{fetched.name}.partial", raw / fetched.name)
+                if not (raw / fetched.name).exists():  # through a name of its own: a reader never sees half a file
+                    with staging_beside(raw / fetched.name) as staging:
+                        shutil.move(fetched, staging / fetched.name)
+                        put_in_place(staging / fetched.name, raw / fetched.name)  # recorded: a refusal takes it back
 
     def info(self, root: str | Path, hp: dict) -> DataInfo:
         return DataInfo(self.class_names, self.in_channels, self.image_size, self.mean, self.std)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 
 from torch import nn
 
 from trainables.foundation.choices import STEMS
+from trainables.own_refs import own_function
 
 
 class BasicBlock(nn.Module):
@@ -161,16 +160,9 @@ def build_model(architecture: str, args: dict) -> nn.Module:
     """A MODELS name, or "path/to/file.py:function" / "package.module:function" for a user's own model, built."""
     if architecture in MODELS:
         return MODELS[architecture](**args)
-    location, _, function = architecture.rpartition(":")
-    if not location or not function:
+    if ":" not in architecture:
         raise ValueError(f"unknown architecture {architecture!r}; known: {', '.join(MODELS)} or 'file.py:function'")
-    if location.endswith(".py"):
-        spec = importlib.util.spec_from_file_location(f"user_model_{Path(location).stem}", location)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(location)
-    return getattr(module, function)(**args)
+    return own_function("architecture", architecture)(**args)  # a file imported once per process
 
 
 PRETRAINED = {"resnet18": "ResNet18_Weights", "resnet50": "ResNet50_Weights"}
@@ -183,9 +175,17 @@ def download_pretrained(architecture: str) -> str:
 
     if architecture not in PRETRAINED:
         raise ValueError(f"no pretrained weights known for {architecture}")
+    from trainables.foundation.fetching import make_folders, put_in_place, staging_beside
+
     weights = getattr(torchvision.models, PRETRAINED[architecture]).DEFAULT
-    weights.get_state_dict(progress=False)  # downloads into the hub cache, or raises when offline
-    return str(Path(torch.hub.get_dir()) / "checkpoints" / Path(weights.url).name)
+    target = make_folders(Path(torch.hub.get_dir()) / "checkpoints") / Path(weights.url).name
+    if target.is_file():
+        weights.get_state_dict(progress=False)  # read whole, as a download is
+        return str(target)
+    with staging_beside(target) as staging:  # downloaded aside: a refused run takes back its own download only
+        weights.get_state_dict(progress=False, model_dir=str(staging))  # raises when offline
+        put_in_place(staging / target.name, target)
+    return str(target)
 
 
 def model_for(space, hp: dict, info) -> nn.Module:

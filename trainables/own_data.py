@@ -10,7 +10,7 @@ import numpy as np
 
 from trainables.data_info import DataInfo
 from trainables.foundation.errors import UsageError
-from trainables.idx_files import SPLITS, carved
+from trainables.idx_files import SPLITS, carved, holdout
 from trainables.own_refs import own_function
 
 STATS_IMAGES = 10_000  # the default mean and std are measured on the first this-many training images
@@ -19,8 +19,9 @@ STATS_IMAGES = 10_000  # the default mean and std are measured on the first this
 @dataclass(frozen=True)
 class OwnData:
     """What a space's own dataset function returns: `train`, `val`, `test` as (images, labels), images uint8 or floats
-    in 0..1 shaped [N, C, H, W] with H == W, labels 0..len(class_names) - 1 (numpy arrays or CPU tensors). `val` None:
-    held out from `train`; `test` None: no test accuracy; `mean`, `std` per channel (None: measured)."""
+    in 0..1 shaped [N, C, H, W] (any H and W) or [N, C, L] (sequences), labels 0..len(class_names) - 1 (numpy arrays
+    or CPU tensors). `val` None: held out from `train`; `test` None: no test accuracy; `mean`, `std` per channel
+    (None: measured)."""
 
     train: tuple[Any, Any]
     class_names: Sequence[str]
@@ -45,6 +46,7 @@ class OwnDataset:
         self.name = ref
         self.space_ref = getattr(run, "space", "") or ""
         self.seed = int(getattr(run, "seed", 0) or 0)
+        self.val_fraction = float(getattr(getattr(run, "data", None), "val_fraction", 0.1))
 
     def loaded(self, root, seed: int) -> Loaded:
         key = (self.name, self.space_ref, str(root), seed)
@@ -65,7 +67,9 @@ class OwnDataset:
 
     def check(self, root, hp: dict, download: bool, strict: bool, seed: int) -> list[str]:
         """Preflight: call the function and check what it returns; refused in one line. Returns files to skip (none)."""
-        self.loaded(root, seed)
+        splits = self.loaded(root, seed).splits
+        if "val" not in splits:
+            refuse_empty_carve(f"dataset={self.name}", splits["train"][1], self.val_fraction, seed)
         return []
 
     def info(self, root, hp: dict) -> DataInfo:
@@ -110,20 +114,25 @@ def checked(ref: str, data) -> Loaded:
         if images.shape[1:] != shape:
             raise UsageError(f"{where}: {split} images are {_dims(images.shape[1:])}; train's are {_dims(shape)}")
     mean, std = normalization(where, data, splits["train"][0])
-    return Loaded(splits, DataInfo(names, int(shape[0]), int(shape[1]), mean, std))
+    sizes = tuple(int(d) for d in shape[1:])  # (H, W) or (L,); image_size: H (a square image's side) or L
+    return Loaded(splits, DataInfo(names, int(shape[0]), sizes[0], mean, std, sizes=sizes))
 
 
 def checked_split(where: str, split: str, pair, classes: int) -> tuple[np.ndarray, np.ndarray]:
     """(images, labels) of one split as the feed takes them: uint8 kept, floats scaled to 0..255; labels int64."""
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
         raise UsageError(f"{where}: {split} is a {type(pair).__name__}; expected a pair (images, labels)")
-    images, labels = np.asarray(pair[0]), np.asarray(pair[1])
-    if images.ndim != 4:
-        raise UsageError(f"{where}: {split} images have shape {tuple(images.shape)}; expected [N, C, H, W]")
+    images, labels = as_array(where, split, "images", pair[0]), as_array(where, split, "labels", pair[1])
+    if images.ndim not in (3, 4):
+        raise UsageError(
+            f"{where}: {split} images have shape {tuple(images.shape)}; expected [N, C, H, W] (or [N, C, L])"
+        )
     if len(images) == 0:
         raise UsageError(f"{where}: {split} has no images")
-    if images.shape[2] != images.shape[3]:
-        raise UsageError(f"{where}: {split} images are {_dims(images.shape[1:])}; expected square images (H == W)")
+    if 0 in images.shape[1:]:
+        raise UsageError(
+            f"{where}: {split} images are {_dims(images.shape[1:])}; expected at least one channel and one pixel"
+        )
     if images.dtype != np.uint8:
         low, high = (float(images.min()), float(images.max())) if images.dtype.kind == "f" else (None, None)
         if low is None or not (np.isfinite(low) and np.isfinite(high) and 0.0 <= low and high <= 1.0):
@@ -147,22 +156,54 @@ def checked_split(where: str, split: str, pair, classes: int) -> tuple[np.ndarra
     return np.ascontiguousarray(images), labels.astype(np.int64)
 
 
+def as_array(where: str, split: str, what: str, value) -> np.ndarray:
+    """A numpy array or CPU tensor as a numpy array; anything else (a tensor needing grad, on a GPU) in one line."""
+    if getattr(value, "requires_grad", False):
+        raise UsageError(f"{where}: {split} {what} are a tensor that requires grad; return it .detach()ed")
+    device = getattr(value, "device", None)
+    if device is not None and getattr(device, "type", "cpu") != "cpu":
+        raise UsageError(f"{where}: {split} {what} are a tensor on {device}; return it on the CPU (.cpu())")
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # a ragged list, an object that is no array: say what broke, in one line
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise UsageError(
+            f"{where}: {split} {what} cannot be read as an array ({type(exc).__name__}: {first}); "
+            "expected a numpy array or a CPU tensor"
+        ) from None
+
+
+def refuse_empty_carve(where: str, labels: np.ndarray, val_fraction: float, seed: int) -> None:
+    """No `val` given: the held-out share (at least one image a class) must leave training images."""
+    train_index, _ = holdout(labels, val_fraction, seed)
+    if len(train_index) == 0:
+        raise UsageError(
+            f"{where}: train has {len(labels)} images, all held out for validation (data.val_fraction="
+            f"{val_fraction:g}, at least one a class), so none are left to train on; give more images a class "
+            "or val=(images, labels)"
+        )
+
+
 def normalization(where: str, data: OwnData, train: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(mean, std) per channel in the 0..1 scale: the ones given, or measured on the first training images."""
     channels = train.shape[1]
     sample = train[:STATS_IMAGES].astype(np.float64) / 255.0
-    measured = {"mean": sample.mean(axis=(0, 2, 3)), "std": sample.std(axis=(0, 2, 3))}
+    axes = (0, *range(2, train.ndim))  # all but the channel
+    measured = {"mean": sample.mean(axis=axes), "std": sample.std(axis=axes)}
     values = {}
     for name in ("mean", "std"):
         given = getattr(data, name)
         if given is None:
             values[name] = tuple(float(v) if name == "mean" or v > 0 else 1.0 for v in measured[name])
             continue
-        given = tuple(float(v) for v in np.atleast_1d(np.asarray(given, dtype=np.float64)))
-        if len(given) != channels or (name == "std" and min(given) <= 0):
+        try:
+            given = tuple(float(v) for v in np.atleast_1d(np.asarray(given, dtype=np.float64)).ravel())
+        except (TypeError, ValueError):
+            raise UsageError(f"{where}: {name} is {given!r}; expected {channels} number(s), one per channel") from None
+        if len(given) != channels or not all(np.isfinite(given)) or (name == "std" and min(given) <= 0):
             raise UsageError(
-                f"{where}: {name} is {given}; expected {channels} value(s), one per channel"
-                + (", each > 0" if name == "std" else "")
+                f"{where}: {name} is {given}; expected {channels} value(s), one per channel, each finite"
+                + (" and > 0" if name == "std" else "")
             )
         values[name] = given
     return values["mean"], values["std"]

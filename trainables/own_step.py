@@ -38,7 +38,7 @@ def check_training_step(space, run, dataset, hp: dict) -> None:
     key, ref = ("train_step", space.train_step) if space.train_step else ("loss", space.loss)
     info = dataset.info(run.data.root, hp)
     torch.manual_seed(run.seed)
-    images = torch.randn(2, info.in_channels, info.image_size, info.image_size)
+    images = torch.randn(2, *info.shape)
     labels = torch.tensor([0, min(1, info.num_classes - 1)])
     model = model_for(space, hp, info).train()
     try:

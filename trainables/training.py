@@ -33,7 +33,7 @@ class Split:
 
     @classmethod
     def from_arrays(cls, images, labels, mean, std, device) -> Split:
-        shape = (1, len(mean), 1, 1)
+        shape = (1, len(mean)) + (1,) * (images.ndim - 2)  # [N, C, H, W], or [N, C, L] for sequences
         return cls(
             images=torch.from_numpy(images.copy()).to(device),
             labels=torch.from_numpy(labels.copy()).to(device),
@@ -207,19 +207,26 @@ def train_one_epoch(
 
 
 @torch.no_grad()
-def evaluate(model, batches, device, options: StepOptions = StepOptions()) -> dict:
-    """Summed loss and correct predictions (sums reduce across ranks), always in fp32, as the saved weights run."""
+def evaluate(model, batches, device, options: StepOptions = StepOptions(), keep: bool = False) -> dict:
+    """Summed loss and correct predictions (sums reduce across ranks), always in fp32, as the saved weights run;
+    with `keep`, also every batch's `logits` and `labels` (for figures of the whole split: trainables.metrics)."""
     model.eval()
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     correct = torch.zeros((), device=device, dtype=torch.float64)
-    count = 0
+    count, kept = 0, []
     for images, labels in batches:
         images, labels = options.layout(images.to(device, non_blocking=True)), labels.to(device, non_blocking=True)
         logits = model(images)
         loss_sum += F.cross_entropy(logits, labels, reduction="sum").double()
         correct += (logits.argmax(dim=1) == labels).sum().double()
         count += len(labels)
-    return {"loss_sum": loss_sum, "correct": correct, "count": count}
+        if keep:
+            kept.append((logits.float(), labels))
+    stats = {"loss_sum": loss_sum, "correct": correct, "count": count}
+    if keep:  # a share without samples still has a logits matrix (0 x 0), for the gathering across ranks
+        stats["logits"] = torch.cat([k[0] for k in kept]) if kept else torch.zeros((0, 0), device=device)
+        stats["labels"] = torch.cat([k[1] for k in kept]) if kept else torch.zeros(0, dtype=torch.int64, device=device)
+    return stats
 
 
 def prepare_layout(model: nn.Module, options: StepOptions) -> nn.Module:

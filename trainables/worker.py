@@ -18,6 +18,7 @@ from trainables.foundation.config import RunConfig
 from trainables.foundation.objectives import MEASURED, objectives_of
 from trainables.foundation.repeats import training_seed
 from trainables.foundation.space import load_run_space
+from trainables.metrics import metric_functions, validation_figures
 from trainables.models import model_for
 from trainables.own_step import training_step
 from trainables.session import session_for
@@ -61,6 +62,7 @@ def train_fn_per_worker(config: dict) -> dict:
     if run.model.weights:
         load_matching_weights(model, run.model.weights)
     objectives = objectives_of(run, space)
+    figure_functions = metric_functions(space, run)  # val_f1, val_auc or the space's own, of the whole validation split
     costs = counted_costs(model, info) if len(objectives) > 1 else {}  # fixed: every row carries them
     clock.lap("model")
 
@@ -91,8 +93,10 @@ def train_fn_per_worker(config: dict) -> dict:
                 model, optimizer, feed.train_batches(epoch), device, options, learning_rate.after_step, step
             )
         broadcast_buffers_from_rank0(model)
-        val_stats = evaluate(unwrap(model), feed.val_batches(), device, options)
+        val_stats = evaluate(unwrap(model), feed.val_batches(), device, options, keep=bool(figure_functions))
         metrics = reduce_epoch_metrics(train_stats, val_stats, device)
+        finite = all(map(math.isfinite, (metrics["train_loss"], metrics["val_loss"])))
+        metrics.update(validation_figures(figure_functions, val_stats, finite))  # every rank's share gathered
         metrics.update(epoch=epoch, lr=optimizer.param_groups[0]["lr"], epoch_s=time.perf_counter() - epoch_start)
         measures_latency = any(objective.name in MEASURED for objective in objectives)
         if measures_latency and epoch in (first_epoch, run.epochs):  # at the first rung, and at the end
@@ -101,7 +105,7 @@ def train_fn_per_worker(config: dict) -> dict:
         metrics["resumed_from"] = first_epoch - 1  # the checkpoint's epoch this run continued from (0: none)
         metrics["started_at"] = started_at  # wall clock, for overhead measurements across trials
         metrics.update(clock.take())  # the run's start-up figures, on its first report only
-        metrics["diverged"] = not all(map(math.isfinite, (metrics["train_loss"], metrics["val_loss"])))
+        metrics["diverged"] = not finite
         if not metrics["diverged"]:
             learning_rate.after_epoch(metrics["val_loss"])
 

@@ -44,7 +44,8 @@ class NormalizedClassifier(nn.Module):
         self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.network((images - self.mean) / self.std)
+        shape = (1, -1) + (1,) * (images.dim() - 2)  # [N, C, H, W], or [N, C, L] for sequences
+        return self.network((images - self.mean.view(shape)) / self.std.view(shape))
 
 
 def pick_trial(summary: dict, trial_id: str | None) -> dict:
@@ -74,12 +75,7 @@ def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, 
         "architecture_args": space.builder_args(config, info),
         "num_classes": info.num_classes,
         "class_names": list(info.class_names),
-        "input": {
-            "channels": info.in_channels,
-            "height": info.image_size,
-            "width": info.image_size,
-            "program_input": "float32 [N, C, H, W] in [0, 1]; model.pt2 normalizes inside",
-        },
+        "input": input_shape(info),
         "preprocessing": preprocessing(space, info),
         "normalization": {"mean": list(info.mean), "std": list(info.std)},
         "hyperparameters": config,
@@ -88,6 +84,17 @@ def model_metadata(space: Space, info, summary: dict, config: dict, epoch: int, 
         "epoch": epoch,
         "versions": {"torch": torch.__version__, "search": project_version},
     }
+
+
+def input_shape(info) -> dict:
+    """model.json's `input`: channels and height and width, or channels and length for sequences."""
+    if len(info.shape) == 2:
+        channels, length = info.shape
+        program = "float32 [N, C, L] in [0, 1]; model.pt2 normalizes inside"
+        return {"channels": channels, "length": length, "program_input": program}
+    channels, height, width = info.shape
+    program = "float32 [N, C, H, W] in [0, 1]; model.pt2 normalizes inside"
+    return {"channels": channels, "height": height, "width": width, "program_input": program}
 
 
 def refuse_trial_and_bounds(trial_id: str | None, bounds: list[Bound]) -> None:
@@ -122,7 +129,7 @@ def export_experiment(
     staging = staging_folder(out)
     try:
         meta = model_metadata(space, info, summary, config, trial["best_epoch"], trial["trial_id"], reported)
-        look = training_look(space, run, config, meta)  # what predict compares an input's polarity with
+        look = training_look(space, run, config, meta) if "height" in meta["input"] else None  # images only
         meta.update({"training_images": look} if look else {})
         if member:  # what the search measured, and the latency again on the exported model, here
             meta["objectives"] = member["objectives"]
@@ -157,13 +164,14 @@ def preprocessing(space: Space, info) -> dict:
 
     if isinstance(get_dataset(space.dataset), FolderDataset):
         return {"resize_shorter_side": eval_resize(info.image_size), "center_crop": info.image_size}
-    return {"resize": [info.image_size, info.image_size]}
+    return {"resize": list(info.shape[1:])} if len(info.shape) == 3 else {}
 
 
 def write_export(folder: Path, classifier: NormalizedClassifier, meta: dict) -> None:
     write_weights(folder, classifier.network, meta)
     shape = meta["input"]
-    example = torch.rand(2, shape["channels"], shape["height"], shape["width"])
+    sizes = [shape["length"]] if "length" in shape else [shape["height"], shape["width"]]
+    example = torch.rand(2, shape["channels"], *sizes)
     batch = torch.export.Dim("batch", min=1, max=65536)
     program = torch.export.export(classifier, (example,), dynamic_shapes={"images": {0: batch}})
     torch.export.save(program, str(folder / PROGRAM_FILE))
@@ -182,28 +190,31 @@ def write_meta(folder: Path, meta: dict) -> None:
 
 
 def verify_export(folder: Path, run: RunConfig, space: Space, config: dict, metric: str, reported: float) -> dict:
-    """Re-evaluate the exported program and the exported weights on the trial's validation split."""
-    if metric != "val_acc":
-        raise SearchFailed(f"export can only verify val_acc, not {metric}")
+    """Re-evaluate the exported program and the exported weights on the trial's validation split: the space's metric
+    (val_acc, val_loss, val_f1, val_auc or its own) against the figure the trial reported."""
     program = torch.export.load(str(folder / PROGRAM_FILE)).module()
-    figures = {}
+    found = {}
     for label, model in (("program", program), ("weights", load_model(folder))):
-        figures[label], samples = accuracy_like_training(_FromUnitRange(model), space, run, config)
-        # Same data, preprocessing and shards as the trial: at most one sample may flip on float noise.
-        if abs(figures[label] - reported) > 1.0 / samples + 1e-12:
+        found[label], samples = metric_like_training(_FromUnitRange(model), space, run, config, metric)
+        # Same data, preprocessing and shards as the trial: float noise may flip a sample's prediction (accuracy
+        # moves by 1/samples, a macro F1 by about twice that) or move a loss in its third digit.
+        allowed = 1.0 / samples if metric == "val_acc" else max(2.0 / samples, 1e-3 * abs(reported))
+        if not abs(found[label] - reported) <= allowed + 1e-12:
             raise SearchFailed(
-                f"export verification failed: {label} gives val_acc={figures[label]:.6f} but the trial reported "
+                f"export verification failed: {label} gives {metric}={found[label]:.6f} but the trial reported "
                 f"{reported:.6f}"
             )
-    return {"val_acc": figures["program"], "reported": reported, "samples": samples}
+    return {"metric": metric, metric: found["program"], "reported": reported, "samples": samples}
 
 
-def accuracy_like_training(model, space: Space, run: RunConfig, config: dict) -> tuple[float, int]:
-    """Accuracy over the same per-rank shards and batches the trial evaluated, images in [0, 1]."""
+def metric_like_training(model, space: Space, run: RunConfig, config: dict, metric: str) -> tuple[float, int]:
+    """`metric` over the same per-rank shards and batches the trial evaluated (images in [0, 1]), with the count."""
     from trainables.feeds import make_feed
+    from trainables.metrics import figures, metric_functions
 
+    functions = {name: f for name, f in metric_functions(space, run).items() if name == metric}
     run = dataclasses.replace(run, data=dataclasses.replace(run.data, workers=0))  # decode in this process
-    correct, count = 0.0, 0
+    correct, loss_sum, count, logits, labels = 0.0, 0.0, 0, [], []
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as in a training worker
     try:
@@ -211,11 +222,17 @@ def accuracy_like_training(model, space: Space, run: RunConfig, config: dict) ->
             feed = make_feed(
                 space, run, config, rank, run.workers, torch.device("cpu"), normalize=False, skip=run.data.skip
             )
-            stats = evaluate(model, feed.val_batches(), torch.device("cpu"))
+            stats = evaluate(model, feed.val_batches(), torch.device("cpu"), keep=bool(functions))
             correct, count = correct + stats["correct"].item(), count + stats["count"]
+            loss_sum += stats["loss_sum"].item()
+            if functions:
+                logits.append(stats["logits"])
+                labels.append(stats["labels"])
     finally:
         torch.set_num_threads(threads)
-    return correct / count, count
+    if functions:
+        return figures(functions, torch.cat(logits), torch.cat(labels))[metric], count
+    return (loss_sum if metric == "val_loss" else correct) / count, count
 
 
 class _FromUnitRange(nn.Module):

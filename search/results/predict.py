@@ -1,7 +1,8 @@
-"""Predict with an exported model: image files (PNG/JPEG) and MNIST IDX files, each converted to the model's
-recorded input; one that cannot be gets an error naming it, and the others are still predicted. An input of the
-other polarity than the training images (light on dark or dark on light, its border telling its background) gets a
-hint instead of a confident wrong class."""
+"""Predict with an exported model: image files (PNG/JPEG), folders of them and MNIST IDX files, each converted to the
+model's recorded input; one that cannot be gets an error naming it, and the others are still predicted. Labelled
+inputs (an IDX file beside its labels file, a folder of class folders: search.results.labelled) give the accuracy
+and a line per class. An input of the other polarity than the training images (light on dark or dark on light, its
+border telling its background) gets a hint instead of a confident wrong class."""
 
 from __future__ import annotations
 
@@ -14,14 +15,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from search.results.labelled import (
+    SHOWN,
+    InputError,
+    accuracy_lines,
+    folder_images,
+    idx_labels,
+    more_words,
+)
 from trainables.idx_files import read_idx
 
 SAMPLE = 512  # training images measured at export: spread over the split, enough for a share to 5%
 CONSISTENT = 0.9  # the share of training images whose background must agree for the split to have one
-
-
-class InputError(ValueError):
-    """An input that cannot be turned into the model's input; the message names it."""
 
 
 @dataclass
@@ -31,6 +36,7 @@ class Prediction:
     class_name: str | None = None
     probability: float | None = None
     error: str | None = None
+    label: int | None = None  # the input's true class, when it is labelled
 
     def as_dict(self) -> dict:
         if self.error:
@@ -40,6 +46,7 @@ class Prediction:
             "class": self.class_index,
             "class_name": self.class_name,
             "probability": self.probability,
+            **({"label": self.label} if self.label is not None else {}),
         }
 
     def as_line(self) -> str:
@@ -49,14 +56,32 @@ class Prediction:
         return f"{self.input}: {self.class_name} ({index}p={self.probability:.4f})"
 
 
-def write_predictions(predictions: list[Prediction], as_json: bool = False, hints: list[str] = ()) -> int:
-    """The predictions on stdout (one line each, or a JSON list), an input that failed as an `error:` line on
-    stderr (in the JSON list with --json), then the hints on stderr; the exit code: 1 when an input failed."""
+def write_predictions(
+    predictions: list[Prediction],
+    as_json: bool = False,
+    hints: list[str] = (),
+    every: bool = False,
+    class_names: list[str] = (),
+) -> int:
+    """The predictions on stdout (a line each for the first SHOWN, all with `every`; or every one in a JSON list),
+    an input that failed as an `error:` line on stderr (in the JSON list with --json); of labelled inputs the
+    accuracy and a line per class (on stderr beside JSON); then the hints on stderr. The exit code: 1 when an input
+    failed."""
     if as_json:
         print(json.dumps([p.as_dict() for p in predictions], indent=2))
     else:
+        shown = 0
         for prediction in predictions:
-            print(prediction.as_line(), file=sys.stderr if prediction.error else sys.stdout)
+            if prediction.error:
+                print(prediction.as_line(), file=sys.stderr)
+            elif every or shown < SHOWN:
+                print(prediction.as_line())
+                shown += 1
+        hidden = sum(1 for p in predictions if not p.error) - shown
+        if hidden:
+            print(more_words(hidden))
+    for line in accuracy_lines(predictions, list(class_names)):
+        print(line, file=sys.stderr if as_json else sys.stdout)
     for hint in hints:
         print(hint, file=sys.stderr)
     return 1 if any(p.error for p in predictions) else 0
@@ -71,6 +96,26 @@ def read_inputs(path: str, channels: int, height: int, width: int, preprocessing
     if len(head) == 4 and head[:2] == b"\x00\x00":
         return read_idx_images(file, channels, height, width)
     return [(path, read_image(file, channels, height, width, preprocessing or {}))]
+
+
+def labelled_inputs(path: str, model) -> tuple[list, list[int | None], list[Prediction]]:
+    """An input's (items, their true classes or None, the errors of its images): an IDX file with the labels beside
+    it, a folder's images (labelled by class folders) each read alone, or one image file."""
+    shape, preprocessing = model.meta["input"], model.meta.get("preprocessing", {})
+    size = (shape["channels"], shape["height"], shape["width"])
+    if not Path(path).is_dir():
+        items = read_inputs(path, *size, preprocessing)
+        is_idx = not (len(items) == 1 and items[0][0] == path)
+        labels = idx_labels(Path(path), len(items), len(model.class_names)) if is_idx else None
+        return items, labels or [None] * len(items), []
+    items, labels, errors = [], [], []
+    for image, label in folder_images(Path(path), list(model.class_names)):
+        try:
+            items.append((image, read_image(Path(image), *size, preprocessing)))
+            labels.append(label)
+        except InputError as exc:
+            errors.append(Prediction(input=image, error=str(exc)))
+    return items, labels, errors
 
 
 def read_idx_images(file: Path, channels: int, height: int, width: int) -> list[tuple[str, np.ndarray]]:
@@ -120,17 +165,18 @@ def fit_image(image, height: int, width: int, preprocessing: dict):
 def predict_files(model, paths: list[str]) -> tuple[list[Prediction], list[str]]:
     """The predictions of every input, and a hint for each input file whose images are of the other polarity than
     the training images (none for an export without that record)."""
-    shape = model.meta["input"]
-    preprocessing = model.meta.get("preprocessing", {})
     predictions, hints = [], []
     for path in paths:
         try:
-            items = read_inputs(path, shape["channels"], shape["height"], shape["width"], preprocessing)
+            items, labels, errors = labelled_inputs(path, model)
         except InputError as exc:
             predictions.append(Prediction(input=path, error=str(exc)))
             continue
-        predictions.extend(classify(model, items))
-        if not items:  # an IDX file of no images: nothing predicted, nothing to hint at
+        predictions.extend(errors)
+        for prediction, label in zip(classify(model, items), labels):
+            prediction.label = label
+            predictions.append(prediction)
+        if not items:  # an IDX file or a folder of no images: nothing predicted, nothing to hint at
             continue
         hints.append(polarity_hint(model.meta.get("training_images"), path, np.stack([array for _, array in items])))
     return predictions, [hint for hint in hints if hint]

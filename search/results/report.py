@@ -70,6 +70,7 @@ def build_report(
         "table": table,
         "savings": savings,
         "importances": importances,
+        "importance_line": importance_words(summary["metric"], importances, len(completed_trials(summary))),
         "folder": str(out),
         "best": summary["best"],
         "metric": summary["metric"],
@@ -153,14 +154,27 @@ def draw_learning_curves(ax: Axes, summary: dict, histories: dict) -> Axes:
     return ax
 
 
+# The importance the report gives is the one optuna-dashboard shows for the same study: Optuna's PED-ANOVA evaluator
+# (deterministic: no seed) over the trials the study holds complete, each with the value that stands for it. Trials
+# stopped early are PRUNED in the study, which both leave out; counting them gave other figures than the dashboard's.
+IMPORTANCE_EVALUATOR = "Optuna's PED-ANOVA, as optuna-dashboard computes it"
+
+
+def importance_words(metric: str, importances: dict[str, float], completed: int) -> str:
+    """The report's line: the importances, with the evaluator and the trials they come from."""
+    ranked = ", ".join(f"{name} {value:.2f}" for name, value in importances.items())
+    return f"hyperparameter importance for {metric} ({IMPORTANCE_EVALUATOR}, {completed} completed trials): {ranked}"
+
+
 def hyperparameter_importance(summary: dict) -> dict[str, float]:
-    """Optuna PED-ANOVA importance of each searched hyperparameter for the metric ({} when it cannot be computed)."""
+    """The importance of each searched hyperparameter for the metric ({} when it cannot be computed): PED-ANOVA
+    over the completed trials (IMPORTANCE_EVALUATOR)."""
     import optuna
 
     run = RunConfig.from_dict(summary["run"])
     space = load_run_space(run)
     searched = {k: d for k, d in space.hyperparameters.items() if k not in run.fixed}
-    scored = [t for t in summary["trials"] if t[summary["metric"]] is not None]
+    scored = completed_trials(summary)
     if len(scored) < 2 or not searched:
         return {}
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -171,11 +185,20 @@ def hyperparameter_importance(summary: dict) -> dict[str, float]:
             optuna.trial.create_trial(params=params, distributions=searched, value=trial[summary["metric"]])
         )
     try:
-        return dict(
-            optuna.importance.get_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # too few trials: equal importances, which it warns of
+            return dict(
+                optuna.importance.get_param_importances(
+                    study, evaluator=optuna.importance.PedAnovaImportanceEvaluator()
+                )
+            )
     except (RuntimeError, ValueError):
         return {}
+
+
+def completed_trials(summary: dict) -> list[dict]:
+    """The trials the study holds complete (trained to the end) with a value: those the importance counts."""
+    return [t for t in summary["trials"] if t["status"] == "completed" and t[summary["metric"]] is not None]
 
 
 def pareto_axes(summary: dict) -> Axes:
@@ -217,7 +240,7 @@ def plot_importance(importances: dict[str, float], metric: str) -> Axes:
     if importances:
         names = list(importances)[::-1]
         ax.barh(names, [importances[n] for n in names])
-        ax.set_xlabel("importance (PED-ANOVA)")
+        ax.set_xlabel(f"importance ({IMPORTANCE_EVALUATOR})")
     else:
         ax.text(0.5, 0.5, "not enough scored trials to estimate importance", ha="center", va="center")
         ax.set_axis_off()
@@ -233,8 +256,9 @@ def render_html(summary: dict, table: str, savings: dict, importances: dict, plo
         best_line = f"best {summary['metric']}: trial {best['trial_id']} epoch {best['epoch']}{test}, checkpoint "
         best_line += str(best["checkpoint"])
     front = f"<h2>Pareto front</h2><pre>{html.escape(format_front(summary))}</pre>" if summary.get("front") else ""
-    ranked = ", ".join(f"{name} {value:.2f}" for name, value in importances.items())
-    importance = f"<p>hyperparameter importance for {html.escape(summary['metric'])}: {ranked}</p>" if ranked else ""
+    completed = len(completed_trials(summary))
+    importance = importance_words(summary["metric"], importances, completed) if importances else ""
+    importance = f"<p>{html.escape(importance)}</p>" if importance else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>search report</title></head><body>"
         f"<h1>{html.escape(summary['space'])}: {html.escape(objectives_words(summary))}</h1>"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from search.results.pareto import front_of
+from search.results.repeat_spread import repeats_line
 from search.results.score import anneals, is_finite_number, standing_row
 from trainables.foundation.trial_files import CHECKPOINT_KEY
 
@@ -125,6 +126,8 @@ def format_table(summary: dict, limit: int = 20) -> str:
     hidden = len(summary["trials"]) - limit
     if hidden > 0:
         lines.append(f"... {hidden} more trials in summary.json")
+    if summary.get("repeats"):
+        lines.append(repeats_line(summary))
     return "\n".join(lines)
 
 

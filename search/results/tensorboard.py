@@ -21,14 +21,16 @@ EVENT_FILES = "events.out.tfevents.*"
 class TrialEventWriter:
     """One trial's event file: scalars per epoch, then the HParams summary when the trial ends."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, figures: tuple[str, ...] = ()):
+        """`figures`: scalars beside SCALARS, the search's metric when it is another (val_f1, a space's own)."""
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(log_dir=str(folder))
+        self.scalars = tuple(dict.fromkeys(SCALARS + COST_SCALARS + tuple(figures)))
 
     def epoch(self, result: dict) -> None:
         step = int(result["epoch"])
-        for key in SCALARS + COST_SCALARS:
+        for key in self.scalars:
             value = result.get(key)
             if isinstance(value, (int, float)):
                 self.writer.add_scalar(key, value, global_step=step)

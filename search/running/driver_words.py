@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -64,3 +65,12 @@ def asha_words(config: RunConfig) -> str:
     ends = config.lr_cycle_ends()
     restarts = f" (lr cycles end at epoch {', '.join(map(str, ends))})" if ends else ""
     return f"ASHA from epoch {config.grace} of {config.epochs}{restarts}, "
+
+
+NEXT_COMMANDS = ("report", "export", "tensorboard", "dashboard")  # what a user does with a finished search
+
+
+def next_commands_words(location: str) -> str:
+    """The last lines of a finished search: the commands that read it next, with its path (quoted for the shell)."""
+    commands = [f"python -m search {name} {shlex.quote(location)}" for name in NEXT_COMMANDS]
+    return "next: " + "\n      ".join(commands)

@@ -46,7 +46,7 @@ def trial_images_per_s(space, hp: dict, info, threads: int) -> float:
     from trainables.models import model_for
 
     batch = min(8, int(hp.get("batch_size", 64)))
-    key = (space.architecture, repr(sorted(space.builder_args(hp, info).items())), batch, threads, info.image_size)
+    key = (space.architecture, repr(sorted(space.builder_args(hp, info).items())), batch, threads, info.shape)
     if key not in TIMED:  # one model, one figure: a process planning several searches times each model once
         TIMED[key] = timed_steps(model_for(space, hp, info), batch, info, threads)
     return TIMED[key]
@@ -65,7 +65,7 @@ def timed_steps(model, batch: int, info, threads: int) -> float:
     torch.set_num_threads(threads)
     try:
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-        images = torch.randn(batch, info.in_channels, info.image_size, info.image_size)
+        images = torch.randn(batch, *info.shape)
         labels = torch.randint(0, info.num_classes, (batch,))
         steps = []
         for _ in range(3):

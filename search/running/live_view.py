@@ -1,14 +1,19 @@
-"""The live view of a search: one line per reported epoch and per trial end, then one status line. How trials ended,
-and the best score of an ended trial, are read from the study, so the view says what the summary will say."""
+"""The live view of a search. Piped (a log file) or with verbose=1: one line per reported epoch and per trial end,
+each followed by the status line. On a terminal: one line per trial end, and the status line rewritten in place under
+them (search.running.status_line). How trials ended, and the best score of an ended trial, are read from the study, so
+the view says what the summary will say."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 from search.results.score import anneals, is_finite_number
 from search.running.clock import clock_words as _clock
 from search.running.ends.callbacks import FollowsEnds
+from search.running.status_line import StatusLine, fit, terminal_columns
 from search.running.study.endings import FAILED, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
+from search.running.study.queries import SCORE_ATTR, epoch_values
 from trainables.foundation.trial_files import trial_key
 
 RUNNING = "RUNNING"
@@ -34,9 +39,11 @@ class ProgressView(FollowsEnds):
         budget_s: float = 0.0,
         epoch_budget: int = 0,
         began: float | None = None,
+        verbose: int = 0,
     ):
         """`record`: the search's study (a StudyRecord); `budget_s`: the session's time budget; `epoch_budget`: the
-        search's, in trial-epochs; `began`: the command's start (time.monotonic(); None: the view's start)."""
+        search's, in trial-epochs; `began`: the command's start (time.monotonic(); None: the view's start);
+        `verbose`: 1 keeps the plain lines on a terminal too (Ray's own lines come between them there)."""
         self.record, self.epochs, self.total, self.budget_s = record, epochs, total_trials, budget_s
         self.epoch_budget = epoch_budget
         self.metric, self.mode = record.metric, record.mode
@@ -45,6 +52,15 @@ class ProgressView(FollowsEnds):
         self.ended_before = sum(record.counts().values())
         self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
         self.work_began: float | None = None  # when the first epoch of this run or resume began, in the view's seconds
+        self.verbose = verbose
+        self.paces: dict[str, tuple[int, float, float]] = {}  # running trial -> (its epoch, epoch_s, seen at)
+        self.line = StatusLine()
+
+    @classmethod
+    def of(cls, config, record, began: float | None) -> ProgressView:
+        """The view of a search run with `config` (a RunConfig) on `record`, its clock from `began`."""
+        epochs, trials, budgets = config.epochs, config.trials, (config.time_budget, config.epoch_budget)
+        return cls(record, epochs, trials, *budgets, began=began, verbose=config.verbose)
 
     def __getstate__(self):
         return {**self.__dict__, "record": None, "start": None}
@@ -61,21 +77,69 @@ class ProgressView(FollowsEnds):
         self._show(trials, latest={trial_key(trial): result})  # Tune stores `result` in the trial after this call
 
     def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
-        self._show(trials, event_words(trial_id, ending, tune_trial))
+        self.paces.pop(trial_id, None)
+        standing = "" if ending.failed else self._standing(trial_id)
+        self._show(trials, event_words(trial_id, ending, tune_trial), standing=standing)
 
-    def _show(self, trials, event: str | None = None, latest: dict | None = None) -> None:
-        print("\n".join(self.render(trials, time.monotonic() - self.start, event, latest or {})), flush=True)
+    def on_experiment_end(self, trials, **info):
+        """On a terminal, the status line once more, as the search ends (no estimate: nothing is left to run), and
+        ended, so that the table starts on a line of its own."""
+        if self.line.shown and not self.line.closed:
+            *_, status = self._parts(trials, time.monotonic() - self.start, None, {}, final=True)
+            self._write(self.line.close([], self._one_line(status)))
+
+    def _in_place(self) -> bool:
+        """Whether the status line is rewritten in place: on a terminal, unless verbose or the search has ended."""
+        isatty = getattr(sys.stdout, "isatty", None)
+        return not self.verbose and not self.line.closed and bool(isatty and isatty())
+
+    def _show(self, trials, event: str | None = None, latest: dict | None = None, standing: str = "") -> None:
+        """Plain lines, or on a terminal the event (with `standing`: a trial end's figures) over the status."""
+        elapsed = time.monotonic() - self.start
+        if not self._in_place():
+            print("\n".join(self.render(trials, elapsed, event, latest or {})), flush=True)
+            return
+        event = event + standing if event else event
+        events, _, status = self._parts(trials, elapsed, event, latest or {})  # no epoch lines on a terminal
+        self._write(self.line.rewrite(events, self._one_line(status)))
+
+    @staticmethod
+    def _write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def _one_line(self, status: tuple[str, str, str]) -> str:
+        """The status as one line under the terminal's width: the best dropped before anything is cut."""
+        words, best_text, tail = status
+        return fit([f"{words} | {best_text}{tail}", f"{words}{tail}"], terminal_columns(WIDTH))
+
+    def _standing(self, trial_id: str) -> str:
+        """A trial end's words on a terminal, where no epoch line showed its figures: its epochs and its score."""
+        frozen = self.record.frozen(trial_id)
+        if frozen is None:
+            return ""
+        epochs = max(epoch_values(frozen), default=0)
+        score = _fmt(_number(frozen.user_attrs.get(SCORE_ATTR)))
+        return f" | {epochs} epoch{'s' if epochs != 1 else ''}, {self.metric} {score}"
 
     def render(self, trials, elapsed: float, event=None, latest: dict | None = None) -> list[str]:
-        latest = latest or {}
+        """The plain lines: the event, the epochs reported now, the status (wrapped under WIDTH columns)."""
+        events, epochs, (words, best_text, tail) = self._parts(trials, elapsed, event, latest or {})
+        status = f"{words} | {best_text}{tail}"
+        return events + epochs + ([status] if len(status) <= WIDTH else [f"{words}{tail}", f"  {best_text}"])
+
+    def _parts(self, trials, elapsed: float, event, latest: dict, final: bool = False):
+        """(the event's lines, the epoch lines, the status's words, best and tail); `final`: the search has ended."""
         counts = self.record.counts()
         ended = self.record.ended_ids()
         active = [t for t in trials if t.status == RUNNING and trial_key(t) not in ended]
         running = [t for t in active if "epoch" in (latest.get(trial_key(t)) or t.last_result or {})]
         starting = len(active) - len(running)  # trials whose process or workers are still starting
         clock = _clock(elapsed + self.lead)  # since the command's start
-        lines = [f"[{clock}] {event}"] if event else []
+        events = [f"[{clock}] {event}"] if event else []
         self._note_work_began(elapsed, latest, sum(counts.values()))
+        self._note_paces(running, latest, elapsed)
+        lines = []
         for trial_id, last in latest.items():  # the epoch being reported now
             lines.append(
                 f"  {trial_id:<12} epoch {int(last.get('epoch') or 0)}/{self.epochs}  "
@@ -93,10 +157,8 @@ class ProgressView(FollowsEnds):
             f"{f'{counts[STOPPED_BY_BUDGET]} budget-stopped, ' if counts[STOPPED_BY_BUDGET] else ''}"
             f"{counts[FAILED]} failed"
         )
-        tail = self._budget_left(elapsed) + self._eta(sum(counts.values()), elapsed)
-        status = f"{words} | {best_text}{tail}"
-        lines += [status] if len(status) <= WIDTH else [f"{words}{tail}", f"  {best_text}"]
-        return lines
+        eta = "" if final else self._eta(sum(counts.values()), elapsed, self._still_needed(running, elapsed))
+        return events, lines, (words, best_text, self._budget_left(elapsed) + eta)
 
     def _best(self, active, latest: dict):
         best_ended = self.record.best()
@@ -129,10 +191,30 @@ class ProgressView(FollowsEnds):
         if fresh:
             self.work_began = max(0.0, elapsed - max(_number(last.get("epoch_s")) or 0.0 for last in fresh))
 
-    def _eta(self, ended: int, elapsed: float) -> str:
+    def _note_paces(self, running: list, latest: dict, elapsed: float) -> None:
+        """Each running trial's latest epoch and seconds per epoch (its report's `epoch_s`), and when it was seen."""
+        for trial in running:
+            trial_id = trial_key(trial)
+            last = latest.get(trial_id) or trial.last_result or {}
+            epoch, epoch_s = int(last.get("epoch") or 0), _number(last.get("epoch_s"))
+            known = self.paces.get(trial_id)
+            if epoch_s is not None and (known is None or known[0] != epoch):
+                self.paces[trial_id] = (epoch, epoch_s, elapsed)
+
+    def _still_needed(self, running: list, elapsed: float) -> float:
+        """The seconds the running trials still need at their own pace (side by side: the longest), counted down
+        from each one's last report through the epoch under way: each epoch left at its observed seconds."""
+        needs = [0.0]
+        for trial in running:
+            epoch, epoch_s, seen = self.paces.get(trial_key(trial), (self.epochs, 0.0, elapsed))
+            left = max(0, self.epochs - epoch)
+            needs.append(left * epoch_s - min(elapsed - seen, epoch_s if left else 0.0))
+        return max(needs)
+
+    def _eta(self, ended: int, elapsed: float, still_needed: float = 0.0) -> str:
         """Wall time per ended trial since the first epoch began (concurrency included) times the trials to go, as
-        of the last trial end, counting down from there: it never grows while a long trial runs. None once the
-        time budget is spent, and never past it."""
+        of the last trial end, counting down from there: it never grows while a long trial runs; never below what
+        the running trials still need (`still_needed`). None once the time budget is spent, and never past it."""
         if ended <= self.ended_before or ended >= self.total or self.epoch_budget:  # a budget's counter instead
             return ""
         if self.budget_s and elapsed >= self.budget_s:
@@ -141,7 +223,7 @@ class ProgressView(FollowsEnds):
             # this driver's pace: an earlier run's or resume's time is not known here
             per_trial = (elapsed - (self.work_began or 0.0)) / (ended - self.ended_before)
             self._eta_done, self._eta_at, self._eta_left = ended, elapsed, per_trial * (self.total - ended)
-        left = max(0.0, self._eta_left - (elapsed - self._eta_at))
+        left = max(0.0, self._eta_left - (elapsed - self._eta_at), still_needed)
         if self.budget_s:
             left = min(left, self.budget_s - elapsed)
         return f" | ~{_clock(left).strip()} left"

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
 import struct
 from pathlib import Path
 
 from trainables.foundation.choices import CHOICES
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
+from trainables.foundation.fetching import placed_since, taken_back_on_refusal
 from trainables.foundation.resources import local_cpu_count, local_gpu_count, plan_concurrency, settle_shape
 from trainables.foundation.space import Space
 from trainables.foundation.storage import exists, experiment_of
@@ -25,6 +25,8 @@ def preflight(config: RunConfig, space: Space) -> None:
     into the cache) and the pretrained weights (torch's hub cache). A refused run leaves no folder behind."""
     from search.running.estimate import typical_hyperparameters
     from trainables.data import get_dataset
+    from trainables.foundation.objectives import METRICS, objectives_of
+    from trainables.model_check import check_model
     from trainables.own_step import check_training_step
 
     hp = config.constants(space)
@@ -41,16 +43,17 @@ def preflight(config: RunConfig, space: Space) -> None:
     refuse_no_cluster(config.address)
     if config.model.weights:  # a file given: checked here, pretrained weights are downloaded after the data
         config.model.weights = resolve_weights(config.model.weights, space, hp)
+    enqueued = []
     if config.enqueue:  # read again when the search starts
         from search.running.proposals.study_setup import enqueued_configurations
 
-        enqueued_configurations(config, space)
+        enqueued = enqueued_configurations(config, space)
     from search.running.tracking.mlflow_store import refuse_unusable
 
     refuse_unusable(config)
     dataset = get_dataset(space.dataset, config)  # a space's own: its function is called and checked
-    pretrained, data = bool(hp.get("pretrained")) and not config.model.weights, config.data
-    with taken_back_on_refusal(fetch_targets(config, dataset, pretrained)):  # a later refusal takes it back
+    data = config.data
+    with taken_back_on_refusal():  # a later refusal takes back what they fetched, and only that
         try:
             data.skip = dataset.check(data.root, hp, data.download, data.strict, config.seed)
         except UsageError as missing:
@@ -58,7 +61,14 @@ def preflight(config: RunConfig, space: Space) -> None:
                 raise missing from None
             data.skip = dataset.check(data.root, hp, False, data.strict, config.seed)
         config.model.weights = resolve_weights(config.model.weights, space, hp)
-        check_training_step(space, config, dataset, typical_hyperparameters(space) | hp)  # a space's own loss or step
+        first = typical_hyperparameters(space) | (enqueued[0] if enqueued else {}) | hp  # the first trial's, or like it
+        check_model(space, config.space, first, dataset.info(data.root, first))  # the builder, on the data's shape
+        check_training_step(space, config, dataset, first)  # a space's own loss or step
+        computed = {space.metric, *(objective.name for objective in objectives_of(config, space))} & set(METRICS[2:])
+        if space.own_metric or computed:  # torch is imported for these alone (a plain search's checks leave it out)
+            from trainables.metrics import check_metric
+
+            check_metric(space, config, dataset, first)  # a space's own metric, val_auc on two classes only
     say_when_long(config, space, dataset, hp)
 
 
@@ -143,22 +153,17 @@ def resolve_weights(weights: str, space: Space, hp: dict) -> str:
         ) from None
 
 
-def fetched_since(config: RunConfig, space: Space, started: float) -> list[str]:
-    """What the checks wrote since `started` (a dry run names it): the data downloaded into data.root or the shipped
-    sample unpacked into the cache, and pretrained weights downloaded into torch's hub cache."""
-    from search.samples import samples_root
-    from trainables.data import IdxDataset, get_dataset
-
-    def new(path: Path) -> bool:  # the kernel's file times run up to a tick behind time.time()
-        return path.exists() and path.stat().st_ctime >= started - 0.05
-
-    dataset, root = get_dataset(space.dataset, config), Path(config.data.root)
-    marker = dataset.split_files(root, train=True)[0] if isinstance(dataset, IdxDataset) else root
+def fetched_since(config: RunConfig, mark: int) -> list[str]:
+    """What the checks put in place since `mark` (a dry run names it; trainables.foundation.fetching records it): the
+    data downloaded into data.root or the shipped sample unpacked into the cache, and pretrained weights downloaded into
+    torch's hub cache. What another process put there meanwhile is not named."""
+    placed = [path.resolve() for path in placed_since(mark)]
+    root, weights = Path(config.data.root), config.model.weights
     fetched = []
-    if (isinstance(dataset, IdxDataset) or root.is_relative_to(samples_root())) and new(marker):
+    if any(path.is_relative_to(root.resolve()) for path in placed):
         fetched.append(f"the data, fetched into {root}")
-    if config.model.weights and new(Path(config.model.weights)):
-        fetched.append(f"the pretrained weights, fetched into {Path(config.model.weights).parent}")
+    if weights and Path(weights).resolve() in placed:
+        fetched.append(f"the pretrained weights, fetched into {Path(weights).parent}")
     return fetched
 
 
@@ -169,52 +174,5 @@ def refuse_missing_data(config: RunConfig, space: Space) -> None:
 
     dataset = get_dataset(space.dataset, config)
     hp = config.constants(space)
-    with taken_back_on_refusal(fetch_targets(config, dataset, pretrained=False)):  # no weights are fetched here
+    with taken_back_on_refusal():
         dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
-
-
-def first_missing(path: Path) -> Path | None:
-    """The shallowest folder on the way to `path` (itself included) that does not exist yet: what creating `path`
-    would create first; None when `path` exists."""
-    path = Path(path).expanduser().absolute()
-    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
-    return missing[-1] if missing else None
-
-
-@contextlib.contextmanager
-def taken_back_on_refusal(paths: list[Path]):
-    """Run the checks inside; when one refuses (UsageError), remove what they fetched into those of `paths` that were
-    missing, then the folders made on the way to them that nothing else is in: a refused run leaves no folder behind,
-    the caches included, and never takes what another process put beside it meanwhile (a search started at once)."""
-    created = [(Path(path).expanduser().absolute(), missing) for path in paths if (missing := first_missing(path))]
-    try:
-        yield
-    except UsageError:
-        for path, missing in created:
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            elif path.exists():
-                path.unlink(missing_ok=True)
-            folder = path.parent
-            while folder != missing.parent:  # up to the first folder that was missing, each only when empty
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
-                folder = folder.parent
-        raise
-
-
-def fetch_targets(config, dataset, pretrained: bool) -> list[Path]:
-    """Where the checks of a run may fetch into: its dataset's folder under data.root, the shipped samples' folders,
-    and torch's hub cache where pretrained weights may be downloaded (only then is torch imported)."""
-    from search import samples
-    from trainables.data import IdxDataset
-
-    targets = [samples.samples_root() / name for name in samples.SAMPLE_FOLDERS]
-    if isinstance(dataset, IdxDataset):
-        targets.append(dataset.raw_dir(config.data.root))
-    if not pretrained:
-        return targets
-    import torch
-
-    targets.append(Path(torch.hub.get_dir()) / "checkpoints")
-    return targets

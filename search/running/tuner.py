@@ -14,12 +14,13 @@ import ray
 import ray.tune
 
 from search.results.files import write_json_atomically
+from search.results.repeat_spread import add_repeats
 from search.results.summary import SUMMARY_FILE
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import import_ahead, test_accuracy
 from search.running.asha.pareto_asha import ParetoASHA
 from search.running.asha.study_asha import StudyASHA
-from search.running.clock import clock_prefix, command_began
+from search.running.clock import command_began
 from search.running.driver_words import asha_words, budget_words, first_line_words, no_result_message, route_logs
 from search.running.ends.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
 from search.running.ends.decider import Decider
@@ -36,7 +37,7 @@ from search.running.tracking.tracker import MlflowTracker, start_tracker
 from search.running.trial_results import summary_of, trial_results
 from trainables.driver import train_trial
 from trainables.foundation.config import RunConfig
-from trainables.foundation.errors import SearchFailed, SearchInterrupted, UsageError
+from trainables.foundation.errors import RayDidNotStart, SearchFailed, SearchInterrupted, UsageError
 from trainables.foundation.resources import plan_concurrency, settle_shape
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
@@ -59,7 +60,7 @@ def run_search(config: RunConfig, space: Space, experiment: Experiment, enqueued
     experiment.upload([STUDY_FILE])  # readers of a URI find the study from the start (updated after every trial)
     try:
         return drive(config, space, experiment, record)
-    except UsageError:
+    except (UsageError, RayDidNotStart):
         if not record.proposed() and not any(experiment.local.glob(f"{TRIAL_DIR_PREFIX}*/*")):
             # Refused before any trial was proposed: leave nothing that looks like an experiment. After that, an
             # error (even one worded as bad input, e.g. storage that stopped answering) keeps every file.
@@ -116,11 +117,8 @@ def fit(
     """Run `to_run` trials on Ray Tune, `unended` first, until done or stopped by `stop` (a budget: its trials end so;
     Ctrl-C or a failed write of the study: they stay unended, for `resume`), every end through `decider`."""
     record, log_file = decider.record, experiment.local / LOG_FILE
-    started_here = connect(config)
+    started_here = connect(config)  # False for a Ray this process keeps (search.running.joining.kept_ray)
     try:
-        if started_here:
-            print(f"{clock_prefix()}search: Ray is up; the trials start", flush=True)
-        import_ahead()  # what the best checkpoint's test needs at the end
         nodes = alive_nodes("Resources")
         shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
         concurrency = plan_concurrency(nodes, shape, config.concurrency)
@@ -144,7 +142,7 @@ def fit(
         scheduler = scheduler_of(config, record)
         decider.followers = followers_of(config, experiment, record, tracker, decider.followers)
         trial_ends = TrialEnds(decider, config.epochs, scheduler.stopped_by_me)
-        callbacks = [trial_ends, *decider.followers]
+        callbacks = [trial_ends, *decider.followers, import_ahead()]  # last: imports what the test split needs
         tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop, scheduler)
         logging.getLogger("ray").info("search hands the trials to Tune")
         with ctrl_c_stops(stop):
@@ -175,6 +173,7 @@ def write_summary(config, space, experiment: Experiment, record: StudyRecord, lo
     summary["epochs_spent"] = record.epochs_spent()  # trial-epochs, against the epoch budget when there is one
     for chosen in ([summary["best"]] if summary["best"] else []) + summary.get("front", []):
         chosen.update(test_accuracy(chosen, config, space, experiment) or {})  # at the end: data no choice was made on
+    add_repeats(summary, lambda trial: test_accuracy(trial, config, space, experiment))  # repeats: mean and spread
     write_json_atomically(experiment.local / SUMMARY_FILE, summary)
     if tracker:
         tracker.sync(record)
@@ -244,6 +243,6 @@ def followers_of(config, experiment: Experiment, record: StudyRecord, tracker, b
     return [
         *([Tracking(tracker, record)] if tracker else []),
         *(tensorboard or [TensorBoardEvents(record, experiment.local)]),
-        ProgressView(record, config.epochs, config.trials, config.time_budget, config.epoch_budget, command_began()),
+        ProgressView.of(config, record, command_began()),
         UploadOwnFiles(experiment, own_files),
     ]

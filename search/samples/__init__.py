@@ -4,20 +4,17 @@ mnist/README.md gives their source and licence) and image-folder trees drawn fro
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import os
 import shutil
 from pathlib import Path
 
-from search.results.files import staging_folder
 from trainables.foundation.cache import cache_folder
+from trainables.foundation.fetching import put_in_place, staging_beside
 
 PACKED = Path(__file__).resolve().parent / "mnist"
 VERSION = "1"  # a new sample gets a new folder
 RAW_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 PNGS_PER_CLASS = {"train": 40, "val": 10, "test": 10}  # the image-folder sample: a handful per digit
-SAMPLE_FOLDERS = (f"mnist-{VERSION}", f"digit-folders-pooled-{VERSION}", f"digit-folders-split-{VERSION}")
 
 
 def samples_root() -> Path:
@@ -25,16 +22,14 @@ def samples_root() -> Path:
 
 
 def _built(target: Path, build) -> Path:
-    """`target`, built by `build(folder)` in a temporary folder beside it and moved into place when whole."""
+    """`target`, built by `build(folder)` in a folder of this process's own beside it and moved into place when
+    whole; another process's kept when it came first (trainables.foundation.fetching: a refusal takes back only its
+    own)."""
     if target.is_dir():
         return target
-    partial = staging_folder(target)
-    try:
-        build(partial)
-        with contextlib.suppress(OSError):  # another process finished first
-            os.replace(partial, target)
-    finally:  # no half-built folder left behind
-        shutil.rmtree(partial, ignore_errors=True)
+    with staging_beside(target) as partial:  # no half-built folder left behind
+        build(partial / "built")
+        put_in_place(partial / "built", target)
     return target
 
 

@@ -13,6 +13,13 @@ class SearchFailed(Exception):
     exit_code = 1
 
 
+class RayDidNotStart(SearchFailed):
+    """Ray could not be started or joined (a busy machine, a cluster that stopped answering): nothing ran and
+    trying again may well work. Exit code 75, sysexits' EX_TEMPFAIL (a temporary failure: retry)."""
+
+    exit_code = 75
+
+
 class SearchInterrupted(Exception):
     """The search stopped before it finished (Ctrl-C): it can be resumed. Exit code 130, as for SIGINT."""
 

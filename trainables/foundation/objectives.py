@@ -7,8 +7,33 @@ from dataclasses import dataclass
 
 from trainables.foundation.errors import UsageError
 
-DIRECTIONS = {"val_acc": "max", "val_loss": "min", "params": "min", "macs": "min", "latency_ms": "min"}
+DIRECTIONS = {
+    "val_acc": "max",
+    "val_loss": "min",
+    "val_f1": "max",
+    "val_auc": "max",
+    "params": "min",
+    "macs": "min",
+    "latency_ms": "min",
+}
 MEASURED = ("latency_ms",)
+METRICS = ("val_acc", "val_loss", "val_f1", "val_auc")  # what validation reports built in (trainables.metrics)
+OWN_METRIC_FORM = "your own 'path/to/file.py:function' or 'package.module:function'"
+
+
+def metric_name(metric: str, space_name: str) -> str:
+    """The name a space's `metric=` reports as: a built-in one as it is, an own function's as val_<function>;
+    anything else is refused in one line naming what is accepted."""
+    if metric in METRICS:
+        return metric
+    location, _, function = metric.rpartition(":")
+    accepted = f"accepted: {', '.join(METRICS)}, or {OWN_METRIC_FORM} (reported as val_<function>)"
+    if not location or not function.isidentifier():
+        raise UsageError(f"space {space_name}: metric={metric} is unknown; {accepted}")
+    name = f"val_{function}"
+    if name in METRICS or name == "val_samples":  # a figure every row carries already
+        raise UsageError(f"space {space_name}: metric={metric} would report as {name}, a built-in figure; rename it")
+    return name
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 SEED_KEY = "seed"  # a repeat's seed: the trial's configuration key and the study's user attribute
 LISTED_SEEDS = 6  # more repeats than this are named by their first and last seed
 
@@ -29,3 +31,12 @@ def repeats_words(run_seed: int, trials: int) -> str:
     seeds = [run_seed + number for number in range(trials)]
     named = ", ".join(map(str, seeds)) if trials <= LISTED_SEEDS else f"{seeds[0]} to {seeds[-1]}"
     return f"nothing left to search: {trials} repeats of one configuration, seeds {named}"
+
+
+def spread(values: list[float]) -> dict:
+    """{"mean", "std", "n"} of the repeats' values: the sample standard deviation (n - 1; 0.0 for one value), the
+    spread a reader quotes beside the mean of N seeds."""
+    n = len(values)
+    mean = sum(values) / n if n else math.nan
+    std = math.sqrt(sum((value - mean) ** 2 for value in values) / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "std": std, "n": n}

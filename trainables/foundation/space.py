@@ -20,7 +20,7 @@ from optuna.distributions import (
 from trainables.foundation.choices import CHOICES
 from trainables.foundation.config import parse_scalar
 from trainables.foundation.errors import UsageError
-from trainables.foundation.objectives import objectives_of
+from trainables.foundation.objectives import metric_name, objectives_of
 from trainables.foundation.pins import numeric_choices, refuse_unbuildable
 
 
@@ -46,7 +46,9 @@ class Space:
     """Knobs that trade accuracy for cost (width, depth, image size), searched only when a second objective is asked;
     a name here may widen a searched hyperparameter's range, or search a constant."""
     metric: str = "val_acc"
-    """The metric the search optimizes."""
+    """The metric the search optimizes: val_acc, val_loss, val_f1 (macro F1), val_auc (two classes), or the space's own
+    "file.py:function" / "module:function", called as function(logits, labels) -> float on the whole validation split
+    and reported as val_<function> (trainables.metrics); once the space is made, `metric` holds the reported name."""
     mode: str = "max"
     """"max" or "min"."""
     loss: str = ""
@@ -55,10 +57,15 @@ class Space:
     train_step: str = ""
     """The space's own training step: "file.py:function" / "module:function", called as train_step(model, images,
     labels) -> the batch's loss, a scalar tensor; the loop does backward and the optimizer's step."""
+    own_metric: str = ""
+    """Set from an own `metric="file.py:function"`: the function, whose figure `metric` names."""
 
     def __post_init__(self):
         if self.mode not in ("max", "min"):
             raise UsageError(f"space {self.name}: mode must be 'max' or 'min', not {self.mode!r}")
+        if not self.own_metric and metric_name(self.metric, self.name) != self.metric:  # an own function's
+            object.__setattr__(self, "own_metric", self.metric)
+            object.__setattr__(self, "metric", metric_name(self.metric, self.name))
         overlap = set(self.hyperparameters) & set(self.constants)
         if overlap:
             raise UsageError(f"space {self.name}: {sorted(overlap)} are both searched and constant")
@@ -173,11 +180,11 @@ def _space_of(module, ref: str) -> Space:
 
 
 def _builder_beside(space: Space, module_file: str | None) -> Space:
-    """A model builder named by a relative file path ("net.py:net") is read from the space module's folder."""
+    """A model builder named by a relative file path ("net.py:net") is read from the space module's folder, as
+    `dataset=` and `loss=` are: every process (a trial's runs in another working directory) and an export find it
+    there; a file missing there is refused before the search, naming where it was looked for."""
     location, _, function = space.architecture.rpartition(":")
-    if not module_file or not location.endswith(".py") or Path(location).is_absolute():
+    if not module_file or not location.endswith(".py") or Path(location).expanduser().is_absolute():
         return space
     beside = Path(module_file).resolve().parent / location
-    if not beside.is_file():
-        return space
     return dataclasses.replace(space, architecture=f"{beside}:{function}")

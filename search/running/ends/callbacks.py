@@ -17,15 +17,17 @@ import ray.tune
 
 from search.results.tensorboard import TrialEventWriter, written_epochs
 from search.running.ends.decider import Decider
-from search.running.ends.failures import root_cause
+from search.running.ends.failures import plain_text, root_cause
 from search.running.study.endings import STOPPED_EARLY, EndFacts, Ending
 from search.running.study.queries import OBJECTIVES_ATTR, SCORE_ATTR, epoch_values
 from search.running.study.record import StudyRecord, StudyWriteFailed
 from search.running.writer.lock import LeaseLost
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, trial_key
+from trainables.foundation.trial_lease import TrialFenced
 
 HOOKS = ("setup", "on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error", "trial_ended")
+HOOKS += ("on_experiment_end",)
 log = logging.getLogger("ray.search")
 
 
@@ -97,7 +99,12 @@ class TrialEnds(Guarded):
         self._end(trials, trial, stopped_by_scheduler=stopped, divergence=_divergence(trial))
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self._end(trials, trial, error=_divergence(trial) or root_cause(_error_text(trial)))
+        error = _error_text(trial)
+        if TrialFenced.__name__ in error:  # its driver's lease was not its own to go by: unended, for `resume`
+            self.trials = trials
+            log.warning("trial %s stopped unended: %s", trial_key(trial), root_cause(error))
+            return
+        self._end(trials, trial, error=_divergence(trial) or root_cause(error))
 
     def out_of_budget(self, budget: str = "time") -> None:
         """A budget ran out (Tune stopped its trials without a callback): every trial still running ends so."""
@@ -147,7 +154,8 @@ class TensorBoardEvents(FollowsEnds):
     def _writer(self, trial_id: str) -> TrialEventWriter:
         if trial_id not in self.writers:
             # The trial's folder in the experiment (for a URI: in its local working folder).
-            self.writers[trial_id] = TrialEventWriter(self.folder / f"{TRIAL_DIR_PREFIX}{trial_id}")
+            folder = self.folder / f"{TRIAL_DIR_PREFIX}{trial_id}"
+            self.writers[trial_id] = TrialEventWriter(folder, (self.record.metric,))
         return self.writers[trial_id]
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
@@ -196,11 +204,8 @@ def hyperparameters(trial) -> dict:
 
 
 def _error_text(trial) -> str:
-    """The trial's error as Tune wrote it (its staging copy, before it reaches the experiment folder)."""
-    try:
-        return Path(trial.error_file).read_text()
-    except (OSError, TypeError):
-        return ""
+    """The trial's error as Tune wrote it, made plain text (its staging copy, before it reaches the experiment)."""
+    return plain_text(trial.error_file)
 
 
 def _divergence(trial) -> str | None:

@@ -1,13 +1,16 @@
 """Why a trial failed, in one line: the root exception (type and message) out of the tracebacks Ray wraps around it
 (Ray's actor header, Ray Train's `WorkerGroupError` with a snippet per rank, chained tracebacks), or that a worker
-process died. Pure text handling, no Ray.
+process died; and a trial's error file made plain text. No Ray.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Terminal control sequences Ray writes into a trial's error (its colours, `\x1b[36m...\x1b[39m`): CSI sequences of
+# any final byte, and the two-byte escapes.
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
 # `Type: message`, the type optionally with its module path; only names that read as exceptions.
 EXCEPTION_LINE = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Loss|Room|Memory|Died))): (\S.*)$"
@@ -41,6 +44,23 @@ def root_cause(text: str) -> str:
         return shorten(causes[-1])
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return shorten(lines[-1]) if lines else "unknown error"
+
+
+def plain_text(path: str | Path) -> str:
+    """A trial's error file (Tune's `error.txt`) rewritten without terminal colour codes, so that it reads as plain
+    text in an editor or a browser; returns its text ("" when it cannot be read). Tune appends a failure to it per
+    try and syncs it to the experiment afterwards, so the plain copy is the one the experiment keeps."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except (OSError, TypeError):
+        return ""
+    plain = ANSI.sub("", text)
+    if plain != text:
+        try:
+            Path(path).write_text(plain)
+        except OSError:
+            pass  # the cause is still read from the plain text
+    return plain
 
 
 def shorten(line: str) -> str:

@@ -20,8 +20,9 @@ from search.running.joining.cluster import (
     project_runtime_env,
     refuse_unreachable,
 )
+from search.running.joining.kept_ray import KeptRay, kept, reusable, stop_kept_ray
 from trainables.foundation.config import RunConfig
-from trainables.foundation.errors import SearchFailed, UsageError
+from trainables.foundation.errors import RayDidNotStart, SearchFailed, UsageError
 from trainables.foundation.resources import local_cpu_count
 from trainables.foundation.storage import Experiment, delete, read_text, write_text
 from trainables.foundation.warm import raylet_environment
@@ -36,20 +37,62 @@ STATE_API_ADDRESS = "RAY_API_SERVER_ADDRESS"
 
 
 def connect(config: RunConfig) -> bool:
-    """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance; False
-    when this process is connected to Ray already (the caller's own `ray.init`): nothing to connect or release."""
+    """Join the cluster at `address` (shipping this project's code to it) or start a local Ray instance; whether the
+    caller stops it at the end. False when this process is connected to Ray already (the caller's own `ray.init`, or
+    the instance kept for `search.api`'s next search: search.running.joining.kept_ray), and when the instance it
+    starts is to be kept. A start that fails is RayDidNotStart: one line, the cause and what to try."""
+    address = config.address or ""
     if ray.is_initialized():
-        logging.getLogger("ray").info("search uses the Ray connection this process already has")
+        if reusable(address):
+            logging.getLogger("ray").info("search uses the Ray connection this process already has")
+            if KeptRay.address is not None:
+                print(f"{clock_prefix()}search: Ray is up (kept from this process's last search); the trials start")
+            return False
+        stop_kept_ray()  # kept for a local search, and this one joins a cluster (or the reverse)
+    try:
+        if config.address:
+            join_cluster(config)
+        else:
+            start_local(config)
+    except UsageError:
+        raise  # an address refused before Ray was asked
+    except Exception as exc:  # Ray raises a bare Exception for a node that timed out during startup
+        with contextlib.suppress(Exception):
+            ray.shutdown()  # what it started of itself
+        raise RayDidNotStart(did_not_start_words(config.address, exc)) from None
+    print(f"{clock_prefix()}search: Ray is up; the trials start", flush=True)
+    if KeptRay.keep:
+        kept(address)
         return False
-    common = dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
-    if config.address:
-        address = bootstrap_address(config.address)
-        refuse_unreachable(config.address, address)
-        runtime_env = {**project_runtime_env(), "env_vars": {"RAY_ADDRESS": address}}  # see STATE_API_ADDRESS
-        print(f"{clock_prefix()}search: joining the Ray cluster at {config.address}", flush=True)
-        context = ray.init(address=config.address, runtime_env=runtime_env, **common)
-        logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
-        return True
+    return True
+
+
+def did_not_start_words(address: str | None, exc: Exception) -> str:
+    """One line: why Ray did not start or could not be joined, and what to try."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    cause = f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
+    cause = cause if len(cause) <= 300 else cause[:297] + "..."
+    if address:
+        return (
+            f"Ray: could not join the cluster at address={address} ({cause}); nothing ran: check that the cluster "
+            "is up (`ray status` on its head node) and try again"
+        )
+    return (
+        f"Ray: the local Ray instance did not start ({cause}); nothing ran: try again once the machine is less busy "
+        "(fewer processes beside it), or join a running cluster with address=HOST:PORT"
+    )
+
+
+def join_cluster(config: RunConfig) -> None:
+    address = bootstrap_address(config.address)
+    refuse_unreachable(config.address, address)
+    runtime_env = {**project_runtime_env(), "env_vars": {"RAY_ADDRESS": address}}  # see STATE_API_ADDRESS
+    print(f"{clock_prefix()}search: joining the Ray cluster at {config.address}", flush=True)
+    context = ray.init(address=config.address, runtime_env=runtime_env, **ray_logging(config))
+    logging.getLogger("ray").info("search joined the Ray cluster at %s", context.address_info.get("address"))
+
+
+def start_local(config: RunConfig) -> None:
     dashboard_port = free_port()  # a Ray instance that just shut down may still hold the default port
     bound_gcs_history(os.environ)
     logging.getLogger("ray").info("search is starting a local Ray instance")  # its start is timed from here
@@ -64,12 +107,16 @@ def connect(config: RunConfig) -> bool:
             include_dashboard=True,
             dashboard_host="127.0.0.1",
             dashboard_port=dashboard_port,
-            **common,
+            **ray_logging(config),
         )
     logging.getLogger("ray").info(
         "search started a local Ray instance, session %s", context.address_info["session_dir"]
     )
-    return True
+
+
+def ray_logging(config: RunConfig) -> dict:
+    """Workers' output on this terminal only with verbose=1 (a kept instance keeps its first search's choice)."""
+    return dict(log_to_driver=bool(config.verbose), logging_level=logging.INFO)
 
 
 @contextlib.contextmanager

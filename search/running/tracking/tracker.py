@@ -61,10 +61,12 @@ class MlflowTracker(BackgroundCalls):
         return {**self.__dict__, "client": None, "worker": None, "calls": None}
 
     def start(self, record: StudyRecord) -> None:
-        """Open the store and bring it up to `record` in the tracker's thread, while Ray starts (importing MLflow
-        and creating its store take seconds); the thread then does the calls Tune's callbacks queue."""
+        """Open the store here, in the driver's main thread (MLflow's imports in another thread raced the main
+        thread's imports of the packages both use), then bring it up to `record` in the tracker's thread, while Ray
+        starts; the thread then does the calls Tune's callbacks queue."""
         self.search_id = record.study.user_attrs.get(SEARCH_ID_ATTR)
-        self.start_worker(lambda: (self.open(), self.sync(record)), "mlflow-tracker")
+        self.open()
+        self.start_worker(lambda: self.sync(record), "mlflow-tracker")
 
     @safely
     def open(self) -> None:
@@ -155,8 +157,7 @@ class MlflowTracker(BackgroundCalls):
         artifacts = [self.experiment.local / SUMMARY_FILE, *report_plots(self.experiment)]
         best = summary.get("best") or {}
         metrics = {f"best_{k}": v for k, v in (best.get("metrics") or {}).items() if k not in NOT_METRICS}
-        if "test_acc" in best:
-            metrics["test_acc"] = best["test_acc"]
+        metrics.update({k: v for k, v in best.items() if k.startswith("test_") and k != "test_samples"})
         for status in RUN_STATUS:
             metrics[f"trials_{status}"] = sum(1 for t in summary["trials"] if t.get("status") == status)
         step = len(summary["trials"])  # a grown search adds a point to the same history; a repeated finish none
