@@ -13,8 +13,9 @@ import time
 import pytest
 
 from search.running.writer import lock as writer_lock
-from search.running.writer.lease_store import ConditionalStore, ReadBackStore, lease_store, s3_client
+from search.running.writer.lease_store import ConditionalStore, ReadBackStore, age_by_store, lease_store, s3_client
 from search.running.writer.lock import LEASE_FILE, LOCK_FILE, LeaseLost, WriterLock
+from trainables.foundation import lease_clock
 from trainables.foundation.errors import UsageError
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TrialFiles
@@ -206,14 +207,15 @@ def test_on_s3_of_two_drivers_taking_one_lease_at_once_exactly_one_wins_by_the_c
         if case == "stale":
             other = {"pid": 4242, "host": "node-2", "command": "python -m search run", "since": 0, "token": "x"}
             s3.put_object(Bucket="bucket", Key="stale/driver.lease", Body=json.dumps(other).encode())
-            monkeypatch.setattr(writer_lock, "STALE_S", 0.0)  # any lease is stale: its holder stopped renewing it
+            # its holder stopped renewing it: stale by the store's clock
+            monkeypatch.setattr(writer_lock, "age_by_store", lambda lease, now: lease_clock.STALE_S)
         won, refused = take_at_once(location, [tmp_path / f"{case}-a", tmp_path / f"{case}-b"], monkeypatch)
         try:
             assert len(won) == 1 and len(refused) == 1, (case, won, refused)
             assert f"another driver is writing this search: pid {os.getpid()} on " in refused[0]
             lease = json.loads(s3.get_object(Bucket="bucket", Key=f"{case}/driver.lease")["Body"].read())
             assert lease["token"] == won[0].me["token"]
-            monkeypatch.setattr(writer_lock, "STALE_S", 60.0)
+            monkeypatch.setattr(writer_lock, "age_by_store", age_by_store)  # the winner's lease is live
             with pytest.raises(UsageError, match="another driver is writing this search"):
                 WriterLock(Experiment(location, tmp_path / f"{case}-c"), "python -m search resume").acquire()
         finally:

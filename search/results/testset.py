@@ -4,35 +4,44 @@ search sees only the validation split; the test files are read here and nowhere 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
+
+import ray.tune
 
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
 from trainables.foundation.storage import Experiment
 
 
-def import_ahead() -> None:
-    """Import what `test_accuracy` needs (torch: 1.4 s on 2 cores) in a thread of the lowest priority while the trials
-    run, so that the search's end does not wait for it."""
-    import threading
+class ImportsAhead(ray.tune.Callback):
+    """Imports what `test_accuracy` needs (torch and the project's training modules: seconds on 2 cores) at the first
+    trial result, while the trials train in their own processes, so that the search's end does not wait for it. It
+    runs where Tune runs its callbacks, the driver's main thread: imported in a second thread while the main thread
+    imported torch too (TensorBoard's writer, Ray Train), torch was found partially initialized."""
 
-    def imports() -> None:
-        if sys.platform.startswith("linux"):  # Linux alone gives a thread a niceness of its own
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        import trainables.feeds
-        import trainables.models
-        import trainables.training  # noqa: F401
+    imported = False
 
-    threading.Thread(target=imports, name="import-ahead", daemon=True).start()
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if not self.imported:
+            self.imported = True
+            import trainables.feeds
+            import trainables.metrics
+            import trainables.models
+            import trainables.training  # noqa: F401
+
+
+def import_ahead() -> ImportsAhead:
+    """The Tune callback that imports, in the driver's main thread, what the best checkpoint's test needs."""
+    return ImportsAhead()
 
 
 def test_accuracy(best: dict, run: RunConfig, space: Space, experiment: Experiment) -> dict | None:
-    """{"test_acc", "test_samples"} of the best checkpoint, or None when the dataset has no test split."""
+    """{"test_acc", "test_samples"} of the best checkpoint, and the space's metric on the test split when it is another
+    (`test_f1` for val_f1, `test_<function>` for an own one), or None when the dataset has no test split."""
     import torch
 
     from trainables.data import get_dataset
     from trainables.feeds import make_feed
+    from trainables.metrics import figures, metric_functions
     from trainables.models import model_for
     from trainables.training import evaluate, load_model_weights
 
@@ -45,5 +54,12 @@ def test_accuracy(best: dict, run: RunConfig, space: Space, experiment: Experime
     cpu = torch.device("cpu")
     run = dataclasses.replace(run, data=dataclasses.replace(run.data, workers=0))  # decode in this process
     feed = make_feed(space, run, hp, 0, 1, cpu, skip=run.data.skip)
-    stats = evaluate(model, feed.test_batches(), cpu)
-    return {"test_acc": stats["correct"].item() / max(stats["count"], 1), "test_samples": stats["count"]}
+    functions = {name: f for name, f in metric_functions(space, run).items() if name == space.metric}
+    stats = evaluate(model, feed.test_batches(), cpu, keep=bool(functions))
+    count = max(stats["count"], 1)
+    found = {"test_acc": stats["correct"].item() / count, "test_samples": stats["count"]}
+    if space.metric == "val_loss":
+        found["test_loss"] = stats["loss_sum"].item() / count
+    for name, value in (figures(functions, stats["logits"], stats["labels"]) if functions else {}).items():
+        found["test_" + name.removeprefix("val_")] = value
+    return found

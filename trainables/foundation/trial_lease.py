@@ -1,6 +1,7 @@
 """A trial process's own fence: a trial writes its checkpoints and rows to a URI experiment only while the driver that
-started it holds the experiment's lease (docs/one-writer.md); it stops (`TrialFenced`) once the lease is another's,
-removed, or unreadable for `READ_S`. pyarrow only: no Ray, no torch."""
+started it holds the experiment's lease (docs/one-writer.md); it stops (`TrialFenced`) once the lease is another's or
+removed, or unreadable for as long as that driver keeps it (trainables.foundation.lease_clock). A fenced trial has not
+ended: the driver leaves it unended, and `resume` runs it on. pyarrow only: no Ray, no torch."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import json
 import time
 
 from trainables.foundation.errors import SearchFailed
+from trainables.foundation.lease_clock import unread_limit_s
 from trainables.foundation.storage import LEASE_FILE, exists, filesystem, is_uri, uri_join
 
-READ_S = 5.0  # seconds a lease that cannot be read is read again before the trial stops
+READ_AGAIN_S = 0.5  # seconds between two reads of a lease that could not be read
 
 
 class TrialFenced(SearchFailed):
@@ -37,21 +39,31 @@ class TrialLease:
             self._fenced(seen)
 
     def _read(self) -> dict:
-        fs, path = filesystem(self.location)
+        """The lease's holder ({} when there is none), read again while it cannot be read, until the limit of the
+        clock of the driver that started this trial: then the trial stops."""
         since = time.monotonic()
         while True:
-            try:  # one request: a missing lease is pyarrow's FileNotFoundError
-                with fs.open_input_stream(path) as stream:
-                    return parse_holder(stream.read())
-            except FileNotFoundError:
-                return {}
+            try:
+                return self._read_once()
             except OSError as exc:
-                with contextlib.suppress(OSError):
-                    if not exists(self.location):  # a store that words a missing file otherwise
-                        return {}
-                if time.monotonic() - since >= READ_S:
-                    self._fenced(f"it could not be read for {READ_S:.0f} s ({type(exc).__name__}: {exc})")
-                time.sleep(0.5)
+                limit = unread_limit_s(self.holder)
+                if time.monotonic() - since >= limit:
+                    self._fenced(f"it could not be read for {limit:.0f} s ({type(exc).__name__}: {exc})")
+                time.sleep(READ_AGAIN_S)
+
+    def _read_once(self) -> dict:
+        """One read of the lease; OSError when it cannot be read now."""
+        fs, path = filesystem(self.location)
+        try:  # one request: a missing lease is pyarrow's FileNotFoundError
+            with fs.open_input_stream(path) as stream:
+                return parse_holder(stream.read())
+        except FileNotFoundError:
+            return {}
+        except OSError:
+            with contextlib.suppress(OSError):
+                if not exists(self.location):  # a store that words a missing file otherwise
+                    return {}
+            raise
 
     def _fenced(self, seen: str) -> None:
         started = self.holder

@@ -1,8 +1,9 @@
 """One writer per experiment: the driver of `run` or `resume` holds the experiment's lock while it writes.
 
 A local folder is locked with `flock` on `driver.lock` (the kernel frees it when its holder dies, however it dies);
-on a URI a lease object, `driver.lease`, is written, renewed every `RENEW_S` and taken over once stale for `STALE_S`,
-judged by the store's clock (search.running.writer.lease_store). The holder is fenced: before each write to the
+on a URI a lease object, `driver.lease`, is written, renewed and taken over once stale, by the lease's one clock
+(trainables.foundation.lease_clock, which its trials go by too), its age judged by the store's clock
+(search.running.writer.lease_store). The holder is fenced: before each write to the
 experiment it reads the lease back and stops without another write (`LeaseLost`, exit 1) once it is another's, failing
 closed. What each store promises: docs/one-writer.md. No Ray, no torch: pyarrow, and boto3 where it is installed.
 """
@@ -20,12 +21,11 @@ import uuid
 from pathlib import Path
 
 from search.running.writer.lease_store import Lease, LeaseChanged, age_by_store, lease_store, parse_holder
+from trainables.foundation import lease_clock
 from trainables.foundation.errors import SearchFailed, UsageError
 from trainables.foundation.storage import LEASE_FILE, LOCK_FILE, Experiment, set_fence
 
-# Seconds: a lease not renewed for STALE_S is stale (SEARCH_LEASE_STALE_S shortens it for the tests of a takeover)
-STALE_S = float(os.environ.get("SEARCH_LEASE_STALE_S", "60"))
-RENEW_S, READ_BACK_S = STALE_S / 4, 0.5
+READ_BACK_S = 0.5  # seconds between writing a lease on a store without conditional writes and reading it back
 
 
 class LeaseLost(SearchFailed):
@@ -88,11 +88,11 @@ class WriterLock:
         seen = self.store.read()
         if seen.holder:
             age = age_by_store(seen, self.store.now())
-            if age is not None and age < STALE_S:
+            if age is not None and age < lease_clock.STALE_S:
                 raise UsageError(self._refusal(seen.holder))
             if age is None:
                 seen = self._unrenewed_after_staleness(seen)
-            not_renewed = f"not renewed in {age:.0f} s" if age is not None else f"not renewed in {STALE_S:.0f} s"
+            not_renewed = f"not renewed in {age if age is not None else lease_clock.STALE_S:.0f} s"
             _say(f"the experiment's lease of {holder_words(seen.holder)} is stale ({not_renewed}); taking it")
         writing = time.monotonic()
         try:
@@ -111,13 +111,13 @@ class WriterLock:
         self.renewing.start()
 
     def _unrenewed_after_staleness(self, seen: Lease) -> Lease:
-        """A lease whose age the store cannot tell (it keeps no times): read again after `STALE_S`; the lease as it
+        """A lease whose age the store cannot tell (it keeps no times): read again after the staleness; the lease as it
         is then when its holder did not renew it meanwhile (every renewal rewrites it) or removed it, else a refusal."""
         _say(
             f"the experiment's lease of {holder_words(seen.holder)} has no age the store can tell; reading it again "
-            f"in {STALE_S:.0f} s"
+            f"in {lease_clock.STALE_S:.0f} s"
         )
-        time.sleep(STALE_S)
+        wait_unrenewed(lease_clock.STALE_S)
         again = self.store.read()
         if not again.holder:  # its holder ended meanwhile and removed it: free to take
             return again
@@ -126,7 +126,7 @@ class WriterLock:
         return again
 
     def _lease_text(self) -> str:
-        return json.dumps({**self.me, "renewed": time.time()})
+        return json.dumps({**self.me, **lease_clock.timing(), "renewed": time.time()})
 
     def _still_mine(self) -> bool:
         """After a refused conditional write: whether the lease is ours all the same (our own earlier try of the
@@ -147,15 +147,15 @@ class WriterLock:
 
     def _read_holder(self) -> dict:
         """The lease's holder, failing closed: a lease that cannot be read is read again until this driver's last
-        write of it is `STALE_S` old (until then no other driver can have taken it), and is then lost."""
+        write of it is a staleness old (until then no other driver can have taken it), and is then lost."""
         while True:
             try:
                 return self.store.read().holder
             except OSError as exc:
                 unconfirmed = time.monotonic() - self.written_at
-                if unconfirmed >= STALE_S:
+                if unconfirmed >= lease_clock.STALE_S:
                     self._lose(None, f"{type(exc).__name__}: {exc}")
-                time.sleep(min(READ_BACK_S, STALE_S - unconfirmed))
+                time.sleep(min(READ_BACK_S, lease_clock.STALE_S - unconfirmed))
 
     def _lose(self, holder: dict | None, unreadable: str = "") -> None:
         """Stops this driver's writes, saying what it saw: the lease held by another, removed, or unreadable."""
@@ -175,7 +175,7 @@ class WriterLock:
         raise self.lost
 
     def _renew(self) -> None:
-        while not self.released.wait(RENEW_S) and self._renew_once():
+        while not self.released.wait(lease_clock.renew_s()) and self._renew_once():
             pass
 
     def _renew_once(self) -> bool:
@@ -236,6 +236,11 @@ class WriterLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def wait_unrenewed(seconds: float) -> None:
+    """The wait for a lease whose age the store cannot tell to be renewed by its holder, if it is alive."""
+    time.sleep(seconds)
 
 
 def _say(line: str) -> None:
