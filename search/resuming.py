@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import socket
 import tempfile
 from dataclasses import dataclass
@@ -64,11 +65,20 @@ def cmd_resume(args: list[str]) -> int:
             return 0
     from search.running.writer.lock import WriterLock
 
+    # the working folder the lock makes for a URI, and the folders on the way to it that are missing now
+    fresh = [p for p in [experiment.local, *experiment.local.parents] if not p.exists()] if experiment.remote else []
     try:
         with WriterLock(experiment, command_words("resume", args)):  # before the download: a live driver's files
             summary = resume_held(experiment, options, resumption, damage_checked)
     except KeyboardInterrupt:
         raise SearchInterrupted(experiment.location) from None
+    except UsageError:  # refused by the lock or a check under it: a working folder it made, holding only the lock's
+        if fresh and {path.name for path in experiment.local.iterdir()} <= {LOCK_FILE}:
+            shutil.rmtree(experiment.local, ignore_errors=True)
+            for folder in fresh[1:]:
+                with contextlib.suppress(OSError):  # another's file in it: kept
+                    folder.rmdir()
+        raise
     if summary is not None:
         print_result(summary, experiment)
     return 0

@@ -22,12 +22,10 @@ def watch(event, args):
 
 
 sys.addaudithook(watch)
-from search.results.testset import import_ahead
 from search.running.writer.lock import WriterLock
 from trainables.foundation.storage import Experiment
 
 before = set(threading.enumerate())
-import_ahead()  # what the driver calls before Tune runs the trials
 lock = WriterLock(Experiment.at(sys.argv[1]), "python -m search run").acquire()
 renewal = threading.Thread(target=lock._renew_once, name="lease-renewal")  # what the renewal thread runs
 renewal.start()
@@ -39,7 +37,7 @@ print(json.dumps(off_main))
 """
 
 
-def test_the_drivers_ahead_import_and_lease_renewal_import_nothing_beside_the_main_thread(tmp_path):
+def test_the_drivers_lease_renewal_imports_nothing_beside_the_main_thread(tmp_path):
     (tmp_path / "bucket" / "exp").mkdir(parents=True)
     done = subprocess.run(
         [sys.executable, "-c", WATCHED, f"file://{tmp_path}/bucket/exp"],

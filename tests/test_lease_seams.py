@@ -171,6 +171,18 @@ def test_a_removed_lease_fences_the_trial(uri, tmp_path):
         fence.check()
 
 
+def test_a_trial_that_starts_after_a_takeover_goes_by_its_own_drivers_lease(uri, tmp_path):
+    """Its driver passes the lease it held (`lease_token`): a trial whose process started after another driver took
+    the lease over stops at its first check, instead of adopting the newer lease as its own."""
+    from trainables.foundation.trial_lease import trial_lease
+
+    lease = tmp_path / "bucket" / "exp" / LEASE_FILE
+    lease.write_text(json.dumps({**OTHER, "token": "driver-b"}))  # B took over before the trial's process started
+    with pytest.raises(TrialFenced, match="is no longer its own"):
+        trial_lease(uri, "driver-a").check()
+    trial_lease(uri, "driver-b").check()  # B's own trial goes on
+
+
 def test_a_takeover_during_a_checkpoints_write_stops_the_trial_before_its_row(uri, tmp_path):
     """The lease is read again after a checkpoint (a write that may take long): taken over meanwhile, the trial
     writes no row from what it knew, and the rows stand as the new driver left them."""
@@ -207,7 +219,7 @@ def test_a_fenced_trial_ends_interrupted_for_resume_never_failed(tmp_path):
     follower hears of an end, and `resume` runs it on; a trial that raised anything else fails."""
     record, listening = record_in(tmp_path), Listening()
     ends = TrialEnds(Decider(record, str(tmp_path), [listening]), 3)
-    for trial_id in ("fenced", "broken"):
+    for trial_id in ("fenced", "broken", "retried"):
         record.create(trial_id)
         record.report(trial_id, 1, 0.6)
     fenced = tune_trial("fenced", 1)
@@ -217,9 +229,15 @@ def test_a_fenced_trial_ends_interrupted_for_resume_never_failed(tmp_path):
     broken.error_file = str(tmp_path / "error-broken.txt")
     (tmp_path / "error-broken.txt").write_text("Traceback (most recent call last):\nRuntimeError: boom\n")
     ends.on_trial_error(0, [], broken)
+    retried = tune_trial("retried", 1)  # fenced at its first try, Tune tried again (max_failures), and that one broke
+    retried.error_file = fenced_error_text(tmp_path, "retried")
+    with open(retried.error_file, "a") as error_file:  # Tune appends each try's error under its own header
+        error_file.write("Failure # 2 (occurred at 2026-01-01_00-01-00)\nTraceback (most recent call last):\n")
+        error_file.write("RuntimeError: boom\n")
+    ends.on_trial_error(0, [], retried)
     assert record.ending("fenced") is None and TrialFiles(str(tmp_path), "fenced").ending() is None
-    assert record.ending("broken").status == "failed"
-    assert [trial_id for trial_id, _ in listening.heard] == ["broken"]
+    assert record.ending("broken").status == "failed" and record.ending("retried").status == "failed"
+    assert [trial_id for trial_id, _ in listening.heard] == ["broken", "retried"]
     assert [trial_id_of(frozen) for frozen in reconcile(Decider(record, str(tmp_path)))] == ["fenced"]
 
 

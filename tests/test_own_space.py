@@ -193,8 +193,11 @@ def test_a_model_builder_that_cannot_build_for_the_data_is_refused_in_one_line_b
 @pytest.mark.parametrize("shape", ["(40, 1, 2, 8)", "(40, 1, 16)"])
 def test_data_of_any_height_and_width_or_sequences_plan_with_a_model_to_match(capsys, tmp_path, shape):
     space = own_space(tmp_path, brk=f"images = images.reshape{shape}", loss="my_data.py:loss")
-    code, err = dry_run(capsys, tmp_path, space)
+    code = main(["run", f"space={space}", f"storage={tmp_path / 'runs'}", "trials=2", "epochs=1", "--dry-run"])
+    out, err = capsys.readouterr()
     assert code == 0, err
+    read_as = "gives [N, 1, 16]: read as sequences of 1 channels and length 16 (images give [N, C, H, W]"
+    assert (read_as in out) == (shape == "(40, 1, 16)"), out  # three axes are never taken for images silently
 
 
 @pytest.mark.parametrize(

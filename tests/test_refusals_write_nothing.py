@@ -156,6 +156,16 @@ def test_a_refused_resume_writes_nothing(root, capsys, mnist_root, on_uri, key, 
     assert line.startswith(culprit), line
 
 
+def test_a_resume_the_lock_refuses_leaves_no_working_folder(root, capsys, mnist_root):
+    """Another driver's live lease on the URI: `resume` is refused by the lock, and the working folder the lock made in
+    the cache goes with the refusal (before, it stayed, holding driver.lock), as does the store-clock probe."""
+    experiment = an_experiment(root, True, f"data.root={mnist_root}")
+    holder = {"token": "theirs", "pid": 999999, "host": "elsewhere", "renew_s": 15, "stale_s": 60}
+    (root / "runs" / "old" / "driver.lease").write_text(json.dumps(holder))
+    line = refused(root, capsys, "resume", experiment, "trials=13")
+    assert line.startswith(f"error: {experiment}: another driver is writing this search: pid 999999"), line
+
+
 @pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])
 def test_resume_refuses_data_that_is_gone_before_ray_starts_writing_nothing(root, capsys, on_uri):
     """A search whose data.root has gone: `resume` says so in one line, before its lock and before Ray (before, Ray
@@ -304,6 +314,32 @@ def test_a_refusal_takes_back_what_it_put_in_place_and_spares_what_another_proce
             assert not put_in_place(ours, theirs) and not ours.exists()  # a file there: the other's kept
         raise UsageError("refused")
     assert theirs.read_text() == "the other's" and not (cache / "samples").exists()
+
+
+def test_a_refusal_keeps_what_it_put_in_place_while_another_process_reads_it(tmp_path, monkeypatch):
+    """Another search that found the sample this process unpacked reads it from then on (`fetching.hold`, a shared
+    flock): this process's refusal keeps it (without the hold the sample is taken back, as the test above shows)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    reader_code = (
+        "import sys; from search import samples; samples.mnist_root(); print('reading', flush=True); sys.stdin.read()"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    with pytest.raises(UsageError), taken_back_on_refusal():
+        sample = samples.mnist_root()
+        reader = subprocess.Popen(
+            [sys.executable, "-c", reader_code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        assert reader.stdout.readline() == "reading\n"  # it found the sample and holds it
+        raise UsageError("refused")
+    try:
+        assert (sample / "MNIST" / "raw" / "train-images-idx3-ubyte").stat().st_size == 28 * 28 * 6000 + 16
+    finally:
+        reader.stdin.close()
+        reader.wait(timeout=60)
 
 
 def test_a_warned_pin_with_a_refused_run_says_only_the_refusal(root, capsys):

@@ -67,3 +67,19 @@ def test_a_ray_that_does_not_start_is_one_line_and_leaves_no_experiment(tmp_path
         "cluster with address=HOST:PORT"
     ), words
     assert not experiment.local.exists() and not ray.is_initialized()
+
+
+def test_a_ray_kept_for_a_local_search_does_not_answer_for_another_address(monkeypatch):
+    """search.api keeps its local Ray for the next search; a next search of a cluster's address is still checked
+    before anything is written (a closed port on 127.0.0.1 here), not taken as answered by the kept instance."""
+    import ray
+
+    from search.running.joining.kept_ray import KeptRay
+    from search.running.preflight import refuse_no_cluster
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)  # the kept local instance, without starting one
+    monkeypatch.setattr(KeptRay, "address", "")
+    with pytest.raises(UsageError, match="127.0.0.1:9"):
+        refuse_no_cluster("127.0.0.1:9")
+    monkeypatch.setattr(KeptRay, "address", None)  # the caller's own ray.init: its connection is the caller's choice
+    refuse_no_cluster("127.0.0.1:9")

@@ -73,8 +73,12 @@ class IdxDataset:
 
     def check(self, root: str | Path, hp: dict, download: bool, strict: bool, seed: int) -> list[str]:
         """Preflight: the files are there (downloaded if allowed) and whole. Returns files to skip (none)."""
+        from trainables.foundation.fetching import hold
+
         ensure_idx_dataset(self, str(root), download)
         for train in (True, False):
+            for file in self.split_files(root, train):
+                hold(file)  # read by this search: another process's refusal keeps the download it made
             image_file, label_file = self.split_files(root, train)
             images = idx_header(image_file, (self.image_size, self.image_size))
             labels = idx_header(label_file, ())

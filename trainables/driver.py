@@ -46,7 +46,9 @@ def process_start_figures() -> dict:
     return figures
 
 
-def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str) -> None:
+def train_trial(
+    hp: dict, run: dict, experiment_dir: str, metric: str, mode: str, lease_token: str | None = None
+) -> None:
     started_at = time.time()
     settings = RunConfig.from_dict(run)
     hp = dict(hp)
@@ -61,6 +63,7 @@ def train_trial(hp: dict, run: dict, experiment_dir: str, metric: str, mode: str
             return
     output = {  # where rank 0 writes the trial's epochs and checkpoints
         "experiment_dir": experiment_dir,
+        "lease_token": lease_token,  # the lease of the driver that started the trial: its writes go by that one
         "trial_id": trial_id,
         "run_name": train_run_name(trial_id),
         "metric": metric,
@@ -135,7 +138,7 @@ def fit_trial(config: dict, settings: RunConfig, trial_id: str, experiment_dir: 
     import ray.train
     from ray.tune.integration.ray_train import TuneReportCallback
 
-    from trainables.ray_private import get_session
+    from trainables.ray_private import get_session, wait_until_tune_took_every_report
     from trainables.trainer import TrialTrainer
 
     in_process = "in_process" in config
@@ -159,4 +162,6 @@ def fit_trial(config: dict, settings: RunConfig, trial_id: str, experiment_dir: 
         ),
     )
     result = trainer.fit_until(get_session().stop_event)  # set when Tune finishes this trial's session
+    if not in_process:
+        wait_until_tune_took_every_report()  # else the trial hangs (Ray's queues of one: see there)
     return (result.return_value or {}) if result is not None else {}

@@ -175,11 +175,11 @@ def download_pretrained(architecture: str) -> str:
 
     if architecture not in PRETRAINED:
         raise ValueError(f"no pretrained weights known for {architecture}")
-    from trainables.foundation.fetching import make_folders, put_in_place, staging_beside
+    from trainables.foundation.fetching import hold, make_folders, put_in_place, staging_beside
 
     weights = getattr(torchvision.models, PRETRAINED[architecture]).DEFAULT
     target = make_folders(Path(torch.hub.get_dir()) / "checkpoints") / Path(weights.url).name
-    if target.is_file():
+    if target.is_file() and hold(target):  # read by this search: another process's refusal keeps it
         weights.get_state_dict(progress=False)  # read whole, as a download is
         return str(target)
     with staging_beside(target) as staging:  # downloaded aside: a refused run takes back its own download only

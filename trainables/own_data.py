@@ -67,9 +67,16 @@ class OwnDataset:
 
     def check(self, root, hp: dict, download: bool, strict: bool, seed: int) -> list[str]:
         """Preflight: call the function and check what it returns; refused in one line. Returns files to skip (none)."""
-        splits = self.loaded(root, seed).splits
-        if "val" not in splits:
-            refuse_empty_carve(f"dataset={self.name}", splits["train"][1], self.val_fraction, seed)
+        loaded = self.loaded(root, seed)
+        if "val" not in loaded.splits:
+            refuse_empty_carve(f"dataset={self.name}", loaded.splits["train"][1], self.val_fraction, seed)
+        if len(loaded.info.shape) == 2:  # [N, A, B]: sequences, never grayscale images without their channel axis
+            channels, length = loaded.info.shape
+            print(
+                f"data: dataset={self.name} gives [N, {channels}, {length}]: read as sequences of {channels} channels "
+                f"and length {length} (images give [N, C, H, W]: [N, 1, H, W] for grayscale)",
+                flush=True,
+            )
         return []
 
     def info(self, root, hp: dict) -> DataInfo:

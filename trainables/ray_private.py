@@ -66,3 +66,17 @@ def start_autoscaling_coordinator() -> None:
     )
 
     get_or_create_autoscaling_coordinator()
+
+
+def wait_until_tune_took_every_report(poll_s: float = 0.05) -> None:
+    """Return once the trial's actor took every report its Train run handed to Tune. Train hands them through a queue
+    of one (`TuneReportCallback`); a training function that returns while its last report still waits there has Tune
+    put its own last word (RESULT_DUPLICATE) in the actor's result queue of one, and the actor's main thread, moving the
+    waiting report there, blocks forever: the trial hangs, its run long ended (Ray 2.60, whenever the driver is slower
+    to ask for the next result than the run is to end: a busy driver, a loaded machine)."""
+    import time
+
+    session = get_session()
+    waiting = getattr(session, "_inter_actor_queue", None) if session is not None else None
+    while waiting is not None and not waiting.empty() and not session.stop_event.is_set():  # stopped: Tune takes none
+        time.sleep(poll_s)

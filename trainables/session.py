@@ -22,7 +22,8 @@ class EpochWriter:
     def __init__(self, output: dict):
         self.store = checkpoint_store(output)
         self.files = TrialFiles(output["experiment_dir"], output["trial_id"])
-        self.lease = trial_lease(output["experiment_dir"])  # the driver's that started it, read before each write
+        # the lease of the driver that started it (passed by that driver), read again before each write
+        self.lease = trial_lease(output["experiment_dir"], output.get("lease_token"))
         self.rows = self.files.rows()
         self.extra = {"trial_id": output["trial_id"], "pid": output.get("trial_pid"), "config": output.get("hp", {})}
         self.started_at, self.time_base = output.get("driver_started_at") or time.time(), output.get("time_base", 0.0)

@@ -5,33 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import ray.tune
-
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
 from trainables.foundation.storage import Experiment
-
-
-class ImportsAhead(ray.tune.Callback):
-    """Imports what `test_accuracy` needs (torch and the project's training modules: seconds on 2 cores) at the first
-    trial result, while the trials train in their own processes, so that the search's end does not wait for it. It
-    runs where Tune runs its callbacks, the driver's main thread: imported in a second thread while the main thread
-    imported torch too (TensorBoard's writer, Ray Train), torch was found partially initialized."""
-
-    imported = False
-
-    def on_trial_result(self, iteration, trials, trial, result, **info):
-        if not self.imported:
-            self.imported = True
-            import trainables.feeds
-            import trainables.metrics
-            import trainables.models
-            import trainables.training  # noqa: F401
-
-
-def import_ahead() -> ImportsAhead:
-    """The Tune callback that imports, in the driver's main thread, what the best checkpoint's test needs."""
-    return ImportsAhead()
 
 
 def test_accuracy(best: dict, run: RunConfig, space: Space, experiment: Experiment) -> dict | None:

@@ -80,8 +80,9 @@ def refuse_no_cluster(address: str) -> None:
 
     from search.running.joining.cluster import refuse_unreachable
     from search.running.joining.connect import bootstrap_address
+    from search.running.joining.kept_ray import reusable
 
-    if not ray.is_initialized():
+    if not (ray.is_initialized() and reusable(address)):  # a Ray kept from a search of another address is no answer
         refuse_unreachable(address, bootstrap_address(address))
 
 

@@ -17,7 +17,7 @@ from search.results.files import write_json_atomically
 from search.results.repeat_spread import add_repeats
 from search.results.summary import SUMMARY_FILE
 from search.results.tensorboard import EVENT_FILES
-from search.results.testset import import_ahead, test_accuracy
+from search.results.testset import test_accuracy
 from search.running.asha.pareto_asha import ParetoASHA
 from search.running.asha.study_asha import StudyASHA
 from search.running.clock import command_began
@@ -142,7 +142,7 @@ def fit(
         scheduler = scheduler_of(config, record)
         decider.followers = followers_of(config, experiment, record, tracker, decider.followers)
         trial_ends = TrialEnds(decider, config.epochs, scheduler.stopped_by_me)
-        callbacks = [trial_ends, *decider.followers, import_ahead()]  # last: imports what the test split needs
+        callbacks = [trial_ends, *decider.followers]
         tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop, scheduler)
         logging.getLogger("ray").info("search hands the trials to Tune")
         with ctrl_c_stops(stop):
@@ -208,8 +208,16 @@ def build_tuner(
     scheduler,
 ) -> ray.tune.Tuner:
     """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
+    from trainables.foundation.trial_lease import TrialLease
+
+    lease_token = TrialLease(experiment.location).token if experiment.remote else None  # this driver's: it holds it
     trainable = ray.tune.with_parameters(
-        train_trial, run=config.to_dict(), experiment_dir=experiment.location, metric=space.metric, mode=space.mode
+        train_trial,
+        run=config.to_dict(),
+        experiment_dir=experiment.location,
+        metric=space.metric,
+        mode=space.mode,
+        lease_token=lease_token,
     )
     return ray.tune.Tuner(
         ray.tune.with_resources(trainable, placement.resources),

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from trainables.foundation.cache import cache_folder
-from trainables.foundation.fetching import put_in_place, staging_beside
+from trainables.foundation.fetching import hold, put_in_place, staging_beside
 
 PACKED = Path(__file__).resolve().parent / "mnist"
 VERSION = "1"  # a new sample gets a new folder
@@ -25,12 +25,13 @@ def _built(target: Path, build) -> Path:
     """`target`, built by `build(folder)` in a folder of this process's own beside it and moved into place when
     whole; another process's kept when it came first (trainables.foundation.fetching: a refusal takes back only its
     own)."""
-    if target.is_dir():
-        return target
-    with staging_beside(target) as partial:  # no half-built folder left behind
-        build(partial / "built")
-        put_in_place(partial / "built", target)
-    return target
+    for _attempt in range(3):
+        if target.is_dir() and hold(target):  # read from now on: another process's refusal keeps it
+            return target
+        with staging_beside(target) as partial:  # no half-built folder left behind
+            build(partial / "built")
+            put_in_place(partial / "built", target)
+    raise OSError(f"{target}: taken back by another process each time it was built")
 
 
 def mnist_root() -> Path:

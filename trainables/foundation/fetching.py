@@ -2,12 +2,14 @@
 cache): built aside in a folder of its own, put in place in one step only where nothing is yet (another process's kept
 when it came first), and recorded with the folders made on the way. A refused run takes back exactly that record
 (`taken_back_on_refusal`): never what another process put in place, even in a folder that was missing when the run's
-checks began. Standard library only."""
+checks began, and never what another process reads (`hold`: a shared flock it keeps until it exits). Standard library
+only."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import shutil
 import tempfile
@@ -18,6 +20,8 @@ from trainables.foundation.errors import UsageError
 _placed: list[Path] = []  # what this process put in place, in order
 _made: list[Path] = []  # the folders this process made on the way to them, in order
 TAKEN = {errno.EEXIST, errno.ENOTEMPTY}  # a rename or link refused because something is there
+USERS = ".in-use"  # in a folder put in place: the file its readers hold a shared lock on
+_held: dict[Path, int] = {}  # what this process reads, each with the descriptor of its shared lock
 NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK}  # a store without hard links
 
 
@@ -90,6 +94,49 @@ def _link_or_move(built: Path, target: Path) -> None:
     built.unlink()
 
 
+def _lock_file(path: Path) -> Path:
+    return path / USERS if path.is_dir() else path
+
+
+def hold(path: Path | str) -> bool:
+    """This process reads `path` (a folder or file in a shared cache) until it exits: a shared flock, so that the
+    process that put it there keeps it when it is refused. False when `path` is gone (taken back meanwhile): build it
+    again."""
+    path = Path(path).expanduser().absolute()
+    if path in _held:
+        return True
+    try:
+        descriptor = os.open(_lock_file(path), os.O_RDONLY | (os.O_CREAT if path.is_dir() else 0), 0o644)
+    except OSError:
+        return False
+    fcntl.flock(descriptor, fcntl.LOCK_SH)  # waits while a take-back removes it
+    if not path.exists():
+        os.close(descriptor)
+        return False
+    _held[path] = descriptor
+    return True
+
+
+def _take_back(path: Path) -> None:
+    """Remove `path`, which this process put in place, unless another process holds it (reads it)."""
+    descriptor = _held.pop(path, None)
+    if descriptor is not None:
+        os.close(descriptor)  # this process's own hold: a flock of its own would refuse its exclusive one
+    try:
+        probe = os.open(_lock_file(path), os.O_RDONLY)
+    except OSError:  # no lock file: nobody has held it
+        probe = None
+    try:
+        if probe is not None:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held under the removal: a new reader waits, then sees
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    except BlockingIOError:
+        pass  # another process reads it: kept
+    finally:
+        if probe is not None:
+            os.close(probe)
+
+
 def placed_since(mark: int) -> list[Path]:
     """What this process put in place since `mark` (a `len(placed_since(0))` taken before)."""
     return list(_placed[mark:])
@@ -106,7 +153,7 @@ def taken_back_on_refusal():
         yield
     except UsageError:
         for path in reversed(_placed[placed:]):
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            _take_back(path)
         for folder in reversed(_made[made:]):
             with contextlib.suppress(OSError):  # another process's file in it: kept, with the folder
                 folder.rmdir()

@@ -23,11 +23,13 @@ class TrialFenced(SearchFailed):
 class TrialLease:
     """The lease of the driver that started this trial, read again before each of the trial's writes."""
 
-    def __init__(self, experiment_dir: str):
+    def __init__(self, experiment_dir: str, token: str | None = None):
+        """`token`: the lease its driver held when it started the trial (the driver passes it: a trial that starts
+        late never adopts a newer driver's lease); without one, the lease read now."""
         self.experiment_dir, self.location = experiment_dir, uri_join(experiment_dir, LEASE_FILE)
         self.holder: dict = {}
         self.holder = self._read()
-        self.token = self.holder.get("token")  # None: no lease to go by
+        self.token = token or self.holder.get("token")  # None: no lease to go by
 
     def check(self) -> None:
         """Raises `TrialFenced` when the lease is no longer the one this trial started under."""
@@ -73,9 +75,9 @@ class TrialLease:
         )
 
 
-def trial_lease(experiment_dir: str) -> TrialLease | None:
+def trial_lease(experiment_dir: str, token: str | None = None) -> TrialLease | None:
     """The fence of a trial writing to `experiment_dir`: a URI's lease; None for a local folder (no lease)."""
-    return TrialLease(experiment_dir) if is_uri(experiment_dir) else None
+    return TrialLease(experiment_dir, token) if is_uri(experiment_dir) else None
 
 
 def parse_holder(data: bytes) -> dict:

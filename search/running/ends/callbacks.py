@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -100,7 +101,8 @@ class TrialEnds(Guarded):
 
     def on_trial_error(self, iteration, trials, trial, **info):
         error = _error_text(trial)
-        if TrialFenced.__name__ in error:  # its driver's lease was not its own to go by: unended, for `resume`
+        last_try = re.split(r"^Failure # \d+", error, flags=re.MULTILINE)[-1]  # Tune appends each try's error
+        if TrialFenced.__name__ in last_try:  # its driver's lease was not its own to go by: unended, for `resume`
             self.trials = trials
             log.warning("trial %s stopped unended: %s", trial_key(trial), root_cause(error))
             return

@@ -7,6 +7,7 @@ modification time against that of a probe object it writes now beside it (docs/o
 
 from __future__ import annotations
 
+import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -82,7 +83,11 @@ class ReadBackStore:
         probe = str(PurePosixPath(path).with_name(CLOCK_FILE))
         with fs.open_output_stream(probe) as stream:
             stream.write(b"now")
-        return fs.get_file_info(probe).mtime
+        try:
+            return fs.get_file_info(probe).mtime
+        finally:
+            with contextlib.suppress(OSError):  # nothing of it left beside the lease (a refusal writes nothing)
+                fs.delete_file(probe)
 
     def delete(self, lease: Lease) -> None:
         fs, path = filesystem(self.location)

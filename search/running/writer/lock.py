@@ -88,7 +88,8 @@ class WriterLock:
         seen = self.store.read()
         if seen.holder:
             age = age_by_store(seen, self.store.now())
-            if age is not None and age < lease_clock.STALE_S:
+            stale_s = max(lease_clock.STALE_S, float(seen.holder.get("stale_s") or 0))  # the holder's clock, if longer
+            if age is not None and age < stale_s:
                 raise UsageError(self._refusal(seen.holder))
             if age is None:
                 seen = self._unrenewed_after_staleness(seen)
