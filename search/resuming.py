@@ -89,10 +89,7 @@ def checked(experiment: Experiment, options: dict[str, str]) -> tuple[Resumption
     study, MLflow, the trials' checkpoints and the data (fetched again when allowed, taken back on a refusal). The
     checkpoints wait for the lock (the second of the pair returned: False) while a driver may be writing them."""
     with read_copy(experiment) as folder:
-        resumption = settled(experiment, folder, options)
-    from search.running.tracking.mlflow_store import refuse_unusable
-
-    refuse_unusable(resumption.config)
+        resumption = settled_and_checked(experiment, folder, options)
     if resumption.idle:
         return resumption, True
     damage_checked = not maybe_held(experiment)
@@ -100,10 +97,21 @@ def checked(experiment: Experiment, options: dict[str, str]) -> tuple[Resumption
         from trainables.checkpoints import refuse_damaged_in
 
         refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
-    from search.running.preflight import refuse_missing_data
-
-    refuse_missing_data(resumption.config, resumption.space)  # before Ray: no trial starts only to fail on its data
     return resumption, damage_checked
+
+
+def settled_and_checked(experiment: Experiment, folder: Path, options: dict[str, str]) -> Resumption:
+    """`settled`, then what the settings it makes need before Ray: a usable MLflow store and, when it will train, the
+    data and the space's code (so that no trial starts only to fail on them)."""
+    resumption = settled(experiment, folder, options)
+    from search.running.tracking.mlflow_store import refuse_unusable
+
+    refuse_unusable(resumption.config)
+    if not resumption.idle:
+        from search.running.preflight import refuse_resuming_what_cannot_train
+
+        refuse_resuming_what_cannot_train(resumption.config, resumption.space)
+    return resumption
 
 
 def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Resumption:
@@ -133,9 +141,10 @@ def resume_held(experiment: Experiment, options: dict, resumption: Resumption, d
         from trainables.checkpoints import refuse_damaged_in
 
         refuse_damaged_in(experiment.location)
+    with read_copy(experiment) as folder:  # another driver grew the search between the checks and the lock: again
+        if digest(folder) != resumption.read:
+            resumption = settled_and_checked(experiment, folder, options)
     experiment.download()  # a URI's settings, study, log and events, into the working folder
-    if digest(experiment.local) != resumption.read:  # another driver grew the search between the checks and the lock
-        resumption = settled(experiment, experiment.local, options)
     config, space = resumption.config, resumption.space
     if resumption.idle:  # MLflow brought up to it (tracked from now on when given tracking=mlflow)
         from search.running.tracking.mlflow_store import mlflow_ui_words

@@ -241,10 +241,15 @@ def test_a_fenced_trial_ends_interrupted_for_resume_never_failed(tmp_path):
     assert [trial_id_of(frozen) for frozen in reconcile(Decider(record, str(tmp_path)))] == ["fenced"]
 
 
-def hold_the_lease(uri: str, ready) -> None:
-    """Driver A: holds the experiment's lease, renewing it, until it is stopped."""
-    WriterLock(Experiment.at(uri), "python -m search run space=mlp_mnist").acquire()
+def hold_the_lease(uri: str, ready, renew: str, renewal) -> None:
+    """Driver A: holds the experiment's lease, renewing it; once told to (a file), renews it once more at once and
+    says whether the store took that renewal and what A then says of its lease."""
+    lock = WriterLock(Experiment.at(uri), "python -m search run space=mlp_mnist").acquire()
     ready.set()
+    while not os.path.exists(renew):
+        time.sleep(0.05)
+    renewed = lock._renew_once()
+    renewal.put((renewed, str(lock.lost)))
     time.sleep(600)
 
 
@@ -278,8 +283,8 @@ def test_after_a_takeover_the_stalled_drivers_trial_writes_nothing_and_no_row_is
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-home"))
     context = multiprocessing.get_context("spawn")
     ready, wrote, outcome = context.Event(), context.Event(), context.Queue()
-    go = tmp_path / "go"
-    driver = context.Process(target=hold_the_lease, args=(uri, ready))
+    go, renew, renewal = tmp_path / "go", tmp_path / "renew", context.Queue()
+    driver = context.Process(target=hold_the_lease, args=(uri, ready, str(renew), renewal))
     trial = context.Process(target=write_a_trials_epochs, args=(uri, wrote, str(go), outcome))
     driver.start()
     try:
@@ -296,9 +301,13 @@ def test_after_a_takeover_the_stalled_drivers_trial_writes_nothing_and_no_row_is
                 rows = files.append(rows, {"epoch": epoch, "val_acc": epoch / 10, "by": "B"})
             for process in (trial, driver):
                 os.kill(process.pid, signal.SIGCONT)
+            renew.write_text("renew")  # A renews: the store refuses it (its version is B's), A says who holds it
+            renewed, lost = renewal.get(timeout=300)
+            assert not renewed and f"another driver took this search over: pid {os.getpid()} on " in lost, lost
+            assert TrialLease(uri).token == b.me["token"]
             go.write_text("go")
             said = outcome.get(timeout=300)
-            assert TrialLease(uri).token == b.me["token"]  # A's renewals, if any came, were refused
+            assert TrialLease(uri).token == b.me["token"]
         assert [(row["epoch"], row["by"]) for row in TrialFiles(uri, "t").rows()] == [
             (1, "A"),
             (2, "A"),

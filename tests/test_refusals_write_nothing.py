@@ -132,7 +132,9 @@ def test_unwritable_storage_writes_nothing(root, capsys, mnist_root):
 def an_experiment(root: Path, on_uri: bool, *words: str) -> str:
     """A search's folder as `run` leaves it before its first trial (its settings and the lock's emptied file), under
     `root/runs`: given as the folder, or as a file:// URI (whose working folder would be in ~/.cache/search)."""
-    config, _ = parse_run(["space=mlp_mnist", f"storage={root / 'runs'}", "name=old", *words])
+    space = [word for word in words if word.startswith("space=")] or ["space=mlp_mnist"]
+    words = [word for word in words if not word.startswith("space=")]
+    config, _ = parse_run([*space, f"storage={root / 'runs'}", "name=old", *words])
     experiment = root / "runs" / "old"
     experiment.mkdir(parents=True)
     (experiment / "search.json").write_text(json.dumps({"run": config.to_dict()}))
@@ -174,6 +176,19 @@ def test_resume_refuses_data_that_is_gone_before_ray_starts_writing_nothing(root
     experiment = an_experiment(root, on_uri, f"data.root={gone}", DATA_MISSING)
     line = refused(root, capsys, "resume", experiment)
     assert line.startswith(f"error: data.root={gone}: mnist is missing"), line
+
+
+@pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])
+def test_resume_refuses_a_model_builder_broken_since_the_search_began_before_ray_writing_nothing(root, capsys, on_uri):
+    """The space's own builder, changed after the search began into one that cannot build: `resume` names it in one
+    line, as `run` would, before its lock and before Ray (before, every trial failed in Ray), and writes nothing."""
+    from tests.test_own_space import own_space
+
+    space = own_space(root)
+    experiment = an_experiment(root, on_uri, f"space={space}")
+    space.write_text(space.read_text().replace('__file__ + ":net"', '__file__ + ":broken"'))
+    line = refused(root, capsys, "resume", experiment, "trials=3")
+    assert line.startswith(f"error: architecture={space}:broken: "), line
 
 
 @pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])

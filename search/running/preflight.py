@@ -25,9 +25,6 @@ def preflight(config: RunConfig, space: Space) -> None:
     into the cache) and the pretrained weights (torch's hub cache). A refused run leaves no folder behind."""
     from search.running.estimate import typical_hyperparameters
     from trainables.data import get_dataset
-    from trainables.foundation.objectives import METRICS, objectives_of
-    from trainables.model_check import check_model
-    from trainables.own_step import check_training_step
 
     hp = config.constants(space)
     for key, allowed in CHOICES.items():
@@ -62,14 +59,24 @@ def preflight(config: RunConfig, space: Space) -> None:
             data.skip = dataset.check(data.root, hp, False, data.strict, config.seed)
         config.model.weights = resolve_weights(config.model.weights, space, hp)
         first = typical_hyperparameters(space) | (enqueued[0] if enqueued else {}) | hp  # the first trial's, or like it
-        check_model(space, config.space, first, dataset.info(data.root, first))  # the builder, on the data's shape
-        check_training_step(space, config, dataset, first)  # a space's own loss or step
-        computed = {space.metric, *(objective.name for objective in objectives_of(config, space))} & set(METRICS[2:])
-        if space.own_metric or computed:  # torch is imported for these alone (a plain search's checks leave it out)
-            from trainables.metrics import check_metric
-
-            check_metric(space, config, dataset, first)  # a space's own metric, val_auc on two classes only
+        refuse_what_cannot_train(config, space, dataset, first)
     say_when_long(config, space, dataset, hp)
+
+
+def refuse_what_cannot_train(config: RunConfig, space: Space, dataset, first: dict) -> None:
+    """The space's code on 2 examples of its data, with the first trial's hyperparameters `first`: its model builder
+    on the data's shape, its own loss or training step, its own metric (and val_auc on two classes only)."""
+    from trainables.foundation.objectives import METRICS, objectives_of
+    from trainables.model_check import check_model
+    from trainables.own_step import check_training_step
+
+    check_model(space, config.space, first, dataset.info(config.data.root, first))  # the builder, on the data's shape
+    check_training_step(space, config, dataset, first)  # a space's own loss or step
+    computed = {space.metric, *(objective.name for objective in objectives_of(config, space))} & set(METRICS[2:])
+    if space.own_metric or computed:  # torch is imported for these alone (a plain search's checks leave it out)
+        from trainables.metrics import check_metric
+
+        check_metric(space, config, dataset, first)  # a space's own metric, val_auc on two classes only
 
 
 def refuse_no_cluster(address: str) -> None:
@@ -168,12 +175,15 @@ def fetched_since(config: RunConfig, mark: int) -> list[str]:
     return fetched
 
 
-def refuse_missing_data(config: RunConfig, space: Space) -> None:
+def refuse_resuming_what_cannot_train(config: RunConfig, space: Space) -> None:
     """`resume`, before Ray: the data the search trains on is still whole where its settings say (downloaded again
-    when allowed, taken back if the check refuses), so that no trial starts only to fail on it."""
+    when allowed, taken back if a check refuses), and the space's code (its builder, own loss or step, own metric,
+    which may have changed since the search began) still runs on it, so that no trial starts only to fail."""
+    from search.running.estimate import typical_hyperparameters
     from trainables.data import get_dataset
 
     dataset = get_dataset(space.dataset, config)
     hp = config.constants(space)
     with taken_back_on_refusal():
         dataset.check(config.data.root, hp, config.data.download, config.data.strict, config.seed)
+        refuse_what_cannot_train(config, space, dataset, typical_hyperparameters(space) | hp)
