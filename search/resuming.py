@@ -86,10 +86,15 @@ def cmd_resume(args: list[str]) -> int:
 
 def checked(experiment: Experiment, options: dict[str, str]) -> tuple[Resumption, bool]:
     """Every check of `resume`, before its lock and before anything is written: the keys against the settings and the
-    study, MLflow, the trials' checkpoints and the data (fetched again when allowed, taken back on a refusal). The
-    checkpoints wait for the lock (the second of the pair returned: False) while a driver may be writing them."""
+    study, MLflow, the trials' checkpoints, then the data (fetched again when allowed, taken back on a refusal) and the
+    space's code on it. The checkpoints wait for the lock (the second of the pair returned: False) while a driver may
+    be writing them."""
+    from search.running.preflight import refuse_resuming_what_cannot_train
+    from search.running.tracking.mlflow_store import refuse_unusable
+
     with read_copy(experiment) as folder:
-        resumption = settled_and_checked(experiment, folder, options)
+        resumption = settled(experiment, folder, options)
+    refuse_unusable(resumption.config)
     if resumption.idle:
         return resumption, True
     damage_checked = not maybe_held(experiment)
@@ -97,21 +102,8 @@ def checked(experiment: Experiment, options: dict[str, str]) -> tuple[Resumption
         from trainables.checkpoints import refuse_damaged_in
 
         refuse_damaged_in(experiment.location)  # before Ray: no trial trains on from a damaged checkpoint
+    refuse_resuming_what_cannot_train(resumption.config, resumption.space)  # last: it may fetch the data
     return resumption, damage_checked
-
-
-def settled_and_checked(experiment: Experiment, folder: Path, options: dict[str, str]) -> Resumption:
-    """`settled`, then what the settings it makes need before Ray: a usable MLflow store and, when it will train, the
-    data and the space's code (so that no trial starts only to fail on them)."""
-    resumption = settled(experiment, folder, options)
-    from search.running.tracking.mlflow_store import refuse_unusable
-
-    refuse_unusable(resumption.config)
-    if not resumption.idle:
-        from search.running.preflight import refuse_resuming_what_cannot_train
-
-        refuse_resuming_what_cannot_train(resumption.config, resumption.space)
-    return resumption
 
 
 def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Resumption:
@@ -135,7 +127,9 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
 def resume_held(experiment: Experiment, options: dict, resumption: Resumption, damage_checked: bool) -> dict | None:
     """`resume`, holding the experiment's lock, its checks passed: the summary of the search it drove (None when it
     drove none)."""
+    from search.running.preflight import refuse_resuming_what_cannot_train
     from search.running.settings import write_settings
+    from search.running.tracking.mlflow_store import refuse_unusable
 
     if not damage_checked:  # the driver that held the search is gone: its checkpoints are still
         from trainables.checkpoints import refuse_damaged_in
@@ -143,7 +137,10 @@ def resume_held(experiment: Experiment, options: dict, resumption: Resumption, d
         refuse_damaged_in(experiment.location)
     with read_copy(experiment) as folder:  # another driver grew the search between the checks and the lock: again
         if digest(folder) != resumption.read:
-            resumption = settled_and_checked(experiment, folder, options)
+            resumption = settled(experiment, folder, options)
+            refuse_unusable(resumption.config)
+            if not resumption.idle:
+                refuse_resuming_what_cannot_train(resumption.config, resumption.space)
     experiment.download()  # a URI's settings, study, log and events, into the working folder
     config, space = resumption.config, resumption.space
     if resumption.idle:  # MLflow brought up to it (tracked from now on when given tracking=mlflow)

@@ -66,7 +66,7 @@ def test_on_s3_a_second_driver_is_refused_a_stalled_one_is_fenced_off_and_the_bu
         assert report.returncode == 0 and "the search has not finished" in report.stdout, report.stderr
         wait_for_line(log, r"epoch 1/50", process)  # a trial trained before the stall
         process.send_signal(signal.SIGSTOP)
-        lease_goes_stale(experiment, process)  # past the lease's staleness, by the store's clock
+        lease_goes_stale(experiment, process, float(stale["SEARCH_LEASE_STALE_S"]))  # by the store's clock
         other_home = {**stale, "XDG_CACHE_HOME": str(tmp_path / "other-home")}
         second_log = tmp_path / "second.log"
         second = start_search(second_log, experiment, "time_budget=5", command="resume", env=other_home)
@@ -133,9 +133,9 @@ def budget_deadline(log, process, timeout: float = 120) -> float:
     raise AssertionError(log.read_text()[-3000:])
 
 
-def lease_goes_stale(experiment: str, process, timeout: float = 120) -> float:
-    """Waits until the stalled driver's lease is as old as its own staleness by the store's clock (what a newcomer
-    judges it by); its age then."""
+def lease_goes_stale(experiment: str, process, newcomers_stale_s: float, timeout: float = 120) -> None:
+    """Waits until the stalled driver's lease is stale by the store's clock, as a newcomer judges it: its age at least
+    the longer of the holder's staleness (written in the lease) and the newcomer's own."""
     from search.running.writer.lease_store import age_by_store, lease_store
     from trainables.foundation.storage import LEASE_FILE
 
@@ -144,8 +144,8 @@ def lease_goes_stale(experiment: str, process, timeout: float = 120) -> float:
     while time.monotonic() < end:
         seen = store.read()
         age = age_by_store(seen, store.now())
-        if age is not None and age >= float(seen.holder["stale_s"]):
-            return age
+        if age is not None and age >= max(newcomers_stale_s, float(seen.holder["stale_s"])):
+            return
         time.sleep(0.2)
     raise AssertionError(f"the lease of pid {process.pid} did not go stale in {timeout} s: {seen.holder}")
 

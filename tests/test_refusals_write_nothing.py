@@ -192,6 +192,38 @@ def test_resume_refuses_a_model_builder_broken_since_the_search_began_before_ray
 
 
 @pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])
+def test_a_search_another_driver_changed_after_resumes_checks_is_checked_again_under_the_lock(
+    root, capsys, on_uri, monkeypatch
+):
+    """Between `resume`'s checks and its lock another driver grows the search and its builder breaks: `resume` checks
+    again, holding the lock but before the download, and is refused in one line; nothing is written but the lock's own
+    file, emptied again (a URI's working folder goes with the refusal)."""
+    from search import resuming
+    from tests.test_own_space import own_space
+
+    space = own_space(root)
+    experiment = an_experiment(root, on_uri, f"space={space}")
+    settings = root / "runs" / "old" / "search.json"
+    trials = json.loads(settings.read_text())["run"]["trials"]
+    checks, after = resuming.checked, {}
+
+    def another_driver_after(*args):
+        passed = checks(*args)
+        run = json.loads(settings.read_text())["run"]
+        settings.write_text(json.dumps({"run": {**run, "trials": trials + 1}}))  # grown, and its builder broken
+        space.write_text(space.read_text().replace('__file__ + ":net"', '__file__ + ":broken"'))
+        after.update(tree(root))
+        return passed
+
+    monkeypatch.setattr(resuming, "checked", another_driver_after)
+    code = main(["resume", experiment, f"trials={trials + 5}"])
+    out, err = capsys.readouterr()
+    assert code == 2 and not out and err.startswith(f"error: architecture={space}:broken: "), (out, err)
+    lock = "runs/old/driver.lock"
+    assert {**tree(root), lock: None} == {**after, lock: None} and (root / lock).read_text() == ""
+
+
+@pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])
 def test_resuming_a_finished_search_with_nothing_to_train_writes_nothing(root, capsys, mnist_root, on_uri):
     """Asked nothing to train, `resume` of a finished search says where its result is: exit 0, and no lock taken,
     nothing downloaded."""

@@ -148,7 +148,8 @@ def test_the_local_gpu_count_is_torchs_where_a_gpu_may_be_and_0_without_torch_el
 
 def test_the_search_commands_checks_leave_torch_unimported(tmp_path):
     """`run`'s checks before Ray starts (the shape from this machine's GPUs, the data, the plan) import no torch for
-    a search too short to time: the search's own process never trains, and torch's import is 1.4 s of its start."""
+    a search too short to time: the search's own process never trains, and torch's import is 1.4 s of its start.
+    Nor do `resume`'s checks of the experiment such a run leaves."""
     import subprocess
     import sys
 
@@ -158,8 +159,13 @@ def test_the_search_commands_checks_leave_torch_unimported(tmp_path):
         "import sys; from search.commands import parse_run; from search.running.preflight import preflight; "
         f"config, space = parse_run(['space=resnet_mnist', 'data.root={MNIST_MINI}', 'data.limit=256', "
         f"'storage={tmp_path}', 'trials=1', 'epochs=1']); "
-        "preflight(config, space); print('torch' in sys.modules)"
+        "preflight(config, space); print('torch' in sys.modules); "
+        "import json, pathlib; from search.resuming import checked; "
+        "from trainables.foundation.storage import Experiment; "
+        f"old = pathlib.Path('{tmp_path}') / 'old'; old.mkdir(); "
+        "(old / 'search.json').write_text(json.dumps({'run': config.to_dict()})); "
+        "checked(Experiment.at(str(old)), {'trials': '3'}); print('torch' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip().splitlines()[-1] == "False", result.stdout
+    assert result.stdout.strip().splitlines()[-2:] == ["False", "False"], result.stdout

@@ -64,8 +64,9 @@ def preflight(config: RunConfig, space: Space) -> None:
 
 
 def refuse_what_cannot_train(config: RunConfig, space: Space, dataset, first: dict) -> None:
-    """The space's code on 2 examples of its data, with the first trial's hyperparameters `first`: its model builder
-    on the data's shape, its own loss or training step, its own metric (and val_auc on two classes only)."""
+    """The space's own code, with the first trial's hyperparameters `first`, on inputs of the data's shape: its model
+    builder (a shipped space's is not built), its own loss or training step, its own metric (and val_auc on two
+    classes only)."""
     from trainables.foundation.objectives import METRICS, objectives_of
     from trainables.model_check import check_model
     from trainables.own_step import check_training_step
