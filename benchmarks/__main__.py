@@ -12,25 +12,19 @@ Every figure is measured in this run, on this machine; ratios compare runs made 
 from __future__ import annotations
 
 import os
+import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from benchmarks import (
-    accelerator,
-    data_path,
-    ddp_ceiling,
-    memory,
-    overhead,
-    peer,
-    replay_cli,
-    scale,
-    throughput,
-    warm_start,
-)
+import torch
+
+from benchmarks import accelerator, data_path, ddp_ceiling, memory, overhead, peer, replay_cli, scale, warm_start
 from benchmarks.options import PARTS, SHAPES, parse_args
-from benchmarks.report import write_report
 from benchmarks.search_runs import resnet_words, run_search, summary_of, trial_rows
+from benchmarks.throughput import bare_loop, steady_images_per_s, steady_rows
+from search.results.files import write_json_atomically
 
 
 def measure_trials(
@@ -45,28 +39,24 @@ def measure_trials(
     for label in shapes:
         words = f"data.limit={limit} data.val_limit=500 batch_size={batch} trials={trials_per_shape} concurrency=1"
         overrides = [*resnet_words(root, f"{words} epochs={epochs} grace={epochs}"), *SHAPES[label]]
-        before = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
+        before = bare_loop(root, limit, epochs, batch, threads=cores)
         run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides, sample_processes=True)
         print(f"  {label}: {run['wall_s']:.0f} s", flush=True)
-        after = throughput.bare_loop(root, limit, epochs, batch, threads=cores)
+        after = bare_loop(root, limit, epochs, batch, threads=cores)
         trials = trial_rows(run["experiment"])
-        rate = sum(map(throughput.steady_images_per_s, trials)) / len(trials)
+        steady = [row for rows in trials for row in steady_rows(rows)]  # the epochs images/s is averaged over
+        training = [(row["started_at"], row["started_at"] + row["train_s"]) for row in steady]
+        rate = sum(map(steady_images_per_s, trials)) / len(trials)
         bare = (before + after) / 2
         figures["shapes"][label] = {
             "images_per_s": rate,
             "bare_loop_images_per_s": {"before": before, "after": after},
             "vs_bare_loop": rate / bare,
             "search_wall_s": run["wall_s"],
-            "cores_busy_while_training": run["processes"].cores_by_role(steady_training_windows(trials)),
+            "cores_busy_while_training": run["processes"].cores_by_role(training),
             **overhead.breakdown(trials),
         }
     return figures
-
-
-def steady_training_windows(trials: list[list[dict]]) -> list[tuple[float, float]]:
-    """When the trials trained in their steady epochs (the ones their images/s is averaged over)."""
-    steady = [row for rows in trials for row in throughput.steady_rows(rows)]
-    return [(row["started_at"], row["started_at"] + row["train_s"]) for row in steady]
 
 
 def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float, images: int = 1024) -> dict:
@@ -196,6 +186,14 @@ def measure(part: str, args, storage: Path, shapes: list[str]) -> dict:
         seeds, first, budget = args.replay_seeds, args.replay_first_seed, args.replay_epoch_budget
         return replay_cli.measure_part(args.replay_table, seeds, first, budget, args.replay_checks)
     return accelerator.measure(root, storage, args.device, limit=args.gpu_images)
+
+
+def write_report(path: str, figures: dict) -> dict:
+    """The figures with when, on what and with which torch they were measured."""
+    machine = f"{platform.machine()}, {os.cpu_count()} cores"
+    report = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "torch": torch.__version__, **figures}
+    write_json_atomically(Path(path), report)  # a reader never sees half a report
+    return report
 
 
 def main() -> None:

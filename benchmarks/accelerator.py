@@ -31,11 +31,11 @@ class UtilizationSampler:
     """The device's busy percentage from nvidia-smi, sampled every `every_s` while a block runs (None: none)."""
 
     def __init__(self, every_s: float = 0.2):
-        self.every_s, self.samples, self.stamped, self.running = every_s, [], [], False
+        self.every_s, self.stamped, self.running = every_s, [], False
         self.available = torch.cuda.is_available() and shutil.which("nvidia-smi") is not None
 
     def __enter__(self):
-        self.samples, self.stamped, self.running = [], [], self.available
+        self.stamped, self.running = [], self.available
         if self.running:
             self.thread = threading.Thread(target=self._sample, daemon=True)
             self.thread.start()
@@ -51,12 +51,11 @@ class UtilizationSampler:
         while self.running:
             out = subprocess.run(query, capture_output=True, text=True).stdout.strip()
             if out.isdigit():
-                self.samples.append(int(out))
                 self.stamped.append((time.time(), int(out)))
             time.sleep(self.every_s)
 
     def mean(self) -> float | None:
-        return sum(self.samples) / len(self.samples) if self.samples else None
+        return self.mean_between(0.0, float("inf"))
 
     def mean_between(self, start: float, end: float) -> float | None:
         """The mean busy percentage of the samples taken between two wall-clock times."""

@@ -81,8 +81,7 @@ def grid_of(
 
 
 def configurations(grid: dict[str, list]) -> list[dict]:
-    names = list(grid)
-    return [dict(zip(names, values)) for values in itertools.product(*(grid[name] for name in names))]
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
 def key_of(config: dict, seed: int) -> str:
@@ -95,10 +94,6 @@ def parse_fixed(pair: str) -> tuple[str, object]:
         return name, json.loads(text)
     except json.JSONDecodeError:
         return name, text
-
-
-def row_key(row: dict) -> tuple[dict, int]:
-    return row["config"], row["seed"]
 
 
 def rows_done(partial: Path) -> dict[str, dict]:
@@ -118,15 +113,13 @@ def table_rows(partial: Path, grid: dict, seeds: list[int]) -> list[dict]:
     """The rows of the grid's configurations and seeds, in key order (a coarser grid reuses a finer one's rows)."""
     wanted = {key_of(config, seed) for config in configurations(grid) for seed in seeds}
     kept = (row for key, row in rows_done(partial).items() if key in wanted)
-    return sorted(kept, key=lambda row: key_of(*row_key(row)))
+    return sorted(kept, key=lambda row: key_of(row["config"], row["seed"]))
 
 
 def train_row(job: tuple) -> dict:
     """One configuration and seed trained bare on `device` with one intra-op thread: validation and test accuracy
     and the seconds since it started, after every epoch; `limit`: the first that many training digits (0: all)."""
-    root, space_name, config, seed, epochs, device, *rest = job
-    fixed = rest[0] if rest else {}
-    limit = rest[1] if len(rest) > 1 else 0
+    root, space_name, config, seed, epochs, device, fixed, limit = job
     import time
 
     import torch
@@ -207,23 +200,15 @@ def main() -> None:
     print(f"{len(done)} rows done, {len(jobs)} to train", flush=True)
     # spawn, never fork: CUDA cannot fork, and a fork of a process with threads (a test runner's, torch's) can leave
     # a pool worker waiting forever on a lock another thread held at the fork (seen once: the suite hung there)
-    context = multiprocessing.get_context("spawn")
-    with open(partial, "a") as stream, context.Pool(args.jobs) as pool:
+    with open(partial, "a") as stream, multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
         for number, row in enumerate(pool.imap_unordered(train_row, jobs), start=1):
             stream.write(json.dumps(row) + "\n")
             stream.flush()
             if number % 50 == 0:
                 print(f"{len(done) + number} rows", flush=True)
     rows = table_rows(partial, grid, seeds)
-    header = {
-        "space": args.space,
-        "epochs": args.epochs,
-        "seeds": seeds,
-        "grid": grid,
-        "command": " ".join(
-            ["python -m benchmarks.curve_table", *(portable(a) if os.path.exists(a) else a for a in sys.argv[1:])]
-        ),
-    }
+    command = ["python -m benchmarks.curve_table", *(portable(a) if os.path.exists(a) else a for a in sys.argv[1:])]
+    header = {"space": args.space, "epochs": args.epochs, "seeds": seeds, "grid": grid, "command": " ".join(command)}
     if held_out(args.space):
         header["held_out"], header["workload"] = True, space.name  # no default may be chosen on it (replay.py)
     if args.device != "cpu":

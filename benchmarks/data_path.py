@@ -20,21 +20,15 @@ def time_data_only(batches) -> float:
 
 def time_training_epoch(batches) -> float:
     model = tutorial_model()
-    optimizer = make_optimizer({**SGD, "lr": 0.05}, model)
-    return train_one_epoch(model, optimizer, batches, torch.device("cpu"))["seconds"]
+    return train_one_epoch(model, make_optimizer({**SGD, "lr": 0.05}, model), batches, torch.device("cpu"))["seconds"]
 
 
 def measure(root: str, batch: int) -> dict:
     """Both paths, one thread (as one training worker on a 2-core machine): data alone, then a training epoch."""
     torch.set_num_threads(1)
     feed, loader = memory_feed(root, batch), tutorial_loader(root, batch)
-    figures = {
-        "data_only_s": {"memory_feed": time_data_only(feed.train_batches(1)), "tutorial": time_data_only(loader)},
-        "training_epoch_s": {
-            "memory_feed": time_training_epoch(feed.train_batches(1)),
-            "tutorial": time_training_epoch(loader),
-        },
-    }
-    for figure in figures.values():
-        figure["tutorial_over_memory_feed"] = figure["tutorial"] / figure["memory_feed"]
+    figures = {}
+    for key, timed in (("data_only_s", time_data_only), ("training_epoch_s", time_training_epoch)):
+        figures[key] = {"memory_feed": timed(feed.train_batches(1)), "tutorial": timed(loader)}
+        figures[key]["tutorial_over_memory_feed"] = figures[key]["tutorial"] / figures[key]["memory_feed"]
     return figures

@@ -48,8 +48,7 @@ def registration(name: str | None, kind: str | None, registry: Path | None = Non
 
 def entry_hash(entry: dict) -> str:
     """The first 12 hex digits of the SHA-256 of the entry as canonical JSON (sorted keys, no spaces)."""
-    canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    return hashlib.sha256(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
 
 
 def named(name: str, entry: dict) -> dict:
@@ -83,7 +82,8 @@ def check_results(name: str, entry: dict, results: list[dict], registry: Path | 
             raise UsageError(f"--family {name}: {result['table']} replayed seeds {seeds}; registered: {entry['seeds']}")
         if result["trials"] not in (entry["trials"] if isinstance(entry["trials"], list) else [entry["trials"]]):
             raise UsageError(f"--family {name}: {result['table']} at trials={result['trials']}, not {entry['trials']}")
-        budgets = registered_budgets(entry)
+        budgets = entry.get("epoch_budget", entry["trials"] if isinstance(entry["trials"], list) else [0])
+        budgets = budgets if isinstance(budgets, list) else [budgets]  # the epoch budgets it ran under (0: trials=N)
         if result.get("epoch_budget", 0) not in budgets:
             raise UsageError(
                 f"--family {name}: {result['table']} under epoch_budget={result.get('epoch_budget', 0)}, "
@@ -96,14 +96,6 @@ def check_results(name: str, entry: dict, results: list[dict], registry: Path | 
                     f"--family {name}: {result['table']} at {k} side by side has arms {', '.join(arms) or 'none'}; "
                     f"registered: {', '.join(wanted)}"
                 )
-
-
-def registered_budgets(entry: dict) -> list[int]:
-    """The epoch budgets a family's replays ran under (0: a trial count)."""
-    if "epoch_budget" in entry:
-        budget = entry["epoch_budget"]
-        return budget if isinstance(budget, list) else [budget]
-    return entry["trials"] if isinstance(entry["trials"], list) else [0]
 
 
 def seeds_of(result: dict) -> str:

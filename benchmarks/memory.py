@@ -11,12 +11,10 @@ from benchmarks.search_runs import resnet_words, run_search, trial_rows
 
 def measure(root: str, storage: Path, trials: int) -> dict:
     words = f"data.limit=512 data.val_limit=256 trials={trials} concurrency=1 epochs=1 grace=1 workers=2 cpus=1"
-    overrides = resnet_words(root, words)
-    run = run_search(storage, "memory", overrides, sample_processes=True)
+    run = run_search(storage, "memory", resnet_words(root, words), sample_processes=True)
     sampler, trial_list = run["processes"], trial_rows(run["experiment"])
-    after_second = overhead.last_report_at(trial_list[1])
-    after_last = overhead.last_report_at(trial_list[-1])
-    early, late = sampler.rss_at(after_second), sampler.rss_at(after_last)
+    early = sampler.rss_at(overhead.last_report_at(trial_list[1]))  # after the second trial
+    late = sampler.rss_at(overhead.last_report_at(trial_list[-1]))
     return {
         "trials": trials,
         "peak_rss_mib": {

@@ -121,11 +121,6 @@ def first_problem(args: argparse.Namespace) -> str | None:
         return f"--root={args.root}: no MNIST/raw folder there (torchvision's MNIST layout)"
     if "replay" in parts and not Path(args.replay_table).is_file():
         return f"--replay-table={args.replay_table}: no such file (benchmarks/curve_table.py builds one)"
-    return out_problem(args)
-
-
-def out_problem(args: argparse.Namespace) -> str | None:
-    out = Path(args.out)
-    if out.is_dir() or not out.parent.is_dir():
+    if Path(args.out).is_dir() or not Path(args.out).parent.is_dir():
         return f"--out={args.out}: must be a file in an existing folder"
     return None

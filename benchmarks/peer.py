@@ -71,10 +71,7 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
     overrides = [*resnet_words(root, f"trials={trials} epochs={epochs} grace={epochs} batch_size={BATCH}"), *keys]
     with UtilizationSampler(every_s=0.5) as gpu:
         run = run_search(storage, "peer", overrides)
-    summary = summary_of(run["experiment"])
-    trials_rows = trial_rows(run["experiment"])
-    split = search_split(run, trials_rows)
-    settings = summary["run"]
+    summary, split = summary_of(run["experiment"]), search_split(run, trial_rows(run["experiment"]))
     print(f"  search: {run['wall_s']:.0f} s", flush=True)
     return {
         "trials": trials,
@@ -83,7 +80,7 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
         "search": {
             "wall_s": run["wall_s"],
             "best_val_acc": summary["best"]["metrics"]["val_acc"],
-            "shape": {key: settings[key] for key in ("workers", "cpus", "gpus", "concurrency")},
+            "shape": {key: summary["run"][key] for key in ("workers", "cpus", "gpus", "concurrency")},
             "keys": list(keys),
             "split": split,
             "gpu_busy_pct": gpu.mean(),
@@ -100,6 +97,7 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
     ends = [last_report_at(rows) for rows in trials]
     span = max(ends) - min(starts)
     at_once = max(sum(s <= t < e for s, e in zip(starts, ends)) for t in starts)
+    between_epochs = sum(b["started_at"] - last_report_at([a]) for rows in trials for a, b in zip(rows, rows[1:]))
     split = {
         "trials_window": (min(starts), max(ends)),
         "ray_and_tune_start_s": min(starts) - run["started_at"],
@@ -111,15 +109,10 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
             "steps": sum(r["train_s"] for rows in trials for r in rows),
             "eval_and_report": sum(r["epoch_s"] - r["train_s"] for rows in trials for r in rows),
             "checkpoint": sum(r.get("checkpoint_s", 0.0) for rows in trials for r in rows),
-            "between_epochs": sum(between_epochs_s(rows) for rows in trials),
+            "between_epochs": between_epochs,
         },
     }
     split["trial_s"]["empty_slots"] = at_once * span - sum(split["trial_s"].values())
-    images = sum(r["train_samples"] for rows in trials for r in rows)
-    split["images_per_s_together"] = images / span
+    split["images_per_s_together"] = sum(r["train_samples"] for rows in trials for r in rows) / span
     split["images_per_s_per_trial"] = sum(r["images_per_s"] for rows in trials for r in rows) / sum(map(len, trials))
     return split
-
-
-def between_epochs_s(rows: list[dict]) -> float:
-    return sum(b["started_at"] - last_report_at([a]) for a, b in zip(rows, rows[1:]))

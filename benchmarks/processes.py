@@ -17,22 +17,16 @@ LONG_LIVED = ("search CLI", "raylet", "gcs_server")
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(p) for p in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    return found
-
-
 def _descendants(root: int) -> list[int]:
     seen, stack = [], [root]
     while stack:
         pid = stack.pop()
         seen.append(pid)
-        stack += _children(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*"):  # each thread's children
+            try:
+                stack += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                pass
     return seen
 
 
@@ -102,8 +96,7 @@ class ProcessSampler(threading.Thread):
 
     def peaks_by_role(self, role: str) -> list[float]:
         """Peak RSS (MiB) of every process of `role`, in the order they started."""
-        rows = sorted((first, kb) for r, kb, first in self.peaks.values() if r == role)
-        return [kb / 1024 for _, kb in rows]
+        return [kb / 1024 for _, kb in sorted((first, kb) for r, kb, first in self.peaks.values() if r == role)]
 
     def rss_at(self, when: float) -> dict[str, float]:
         """Long-lived processes' RSS (MiB) at the last sample before `when`."""
@@ -125,5 +118,4 @@ class ProcessSampler(threading.Thread):
 
 def _cpu_at(samples: list[tuple[float, float]], when: float) -> float:
     """CPU seconds at the last sample before `when` (0 before the process was first seen)."""
-    before = [cpu for t, cpu in samples if t <= when]
-    return before[-1] if before else 0.0
+    return next((cpu for t, cpu in reversed(samples) if t <= when), 0.0)

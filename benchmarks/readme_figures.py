@@ -51,9 +51,8 @@ def render(value, spec: str) -> str:
 
 def figure(match: re.Match) -> str:
     """The figure a marker's JSON gives."""
-    document = _load(match["file"])
     pointers, _, factor = match["pointer"].partition(" * ")
-    values = [lookup(document, pointer) for pointer in pointers.split(" / ")]
+    values = [lookup(_load(match["file"]), pointer) for pointer in pointers.split(" / ")]
     value = values[0] / values[1] if len(values) == 2 else values[0]
     return render(value * float(factor) if factor else value, match["spec"])
 
@@ -80,23 +79,17 @@ def disagreements(text: str) -> list[str]:
         wrong.append("a `<!-- block:KIND FILE -->` opening without its table and `<!-- /block -->`, or misspelt")
     for pattern, expect in ((MARKER, figure), (BLOCK, block)):
         for match in pattern.finditer(text):
-            place = (
-                f"{match['file']} ({match['kind']} table)"
-                if pattern is BLOCK
-                else f"{match['file']}#{match['pointer']}"
-            )
+            one = pattern is MARKER
+            place = f"{match['file']}#{match['pointer']}" if one else f"{match['file']} ({match['kind']} table)"
             try:
                 expected = expect(match)
             except (OSError, KeyError, IndexError, ValueError, TypeError) as error:
                 wrong.append(f"{place}: unreadable ({type(error).__name__}: {error})")
-                continue
-            if match["text"] != expected:
-                shown = (
-                    f'text "{match["text"]}", JSON "{expected}"'
-                    if pattern is MARKER
-                    else "the text is not the table its JSON gives"
-                )
-                wrong.append(f"{place}: {shown}")
+            else:
+                if match["text"] != expected and one:
+                    wrong.append(f'{place}: text "{match["text"]}", JSON "{expected}"')
+                elif match["text"] != expected:
+                    wrong.append(f"{place}: the text is not the table its JSON gives")
     return wrong
 
 
@@ -111,13 +104,9 @@ def arms_table(stats: dict, concurrency: str = "2") -> str:
     names = list(tables)
     header = ["arm", *(f"`{name}`: normalised, p lower (higher), r" for name in names), "mean rank over tables"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    mean_rank = figures["by_table"]["mean_rank"]
     for arm in tables[names[0]]["normalised_iqm"]:
-        cells = [f"`{arm}`".replace("|", "\\|")]
-        for name in names:
-            cells.append(arm_cell(tables[name], arm))
-        cells.append(f"{mean_rank[arm]:.2f}")
-        lines.append("| " + " | ".join(cells) + " |")
+        cells = [f"`{arm}`".replace("|", "\\|"), *(arm_cell(tables[name], arm) for name in names)]
+        lines.append("| " + " | ".join([*cells, f"{figures['by_table']['mean_rank'][arm]:.2f}"]) + " |")
     return "\n".join(lines)
 
 

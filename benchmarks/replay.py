@@ -65,8 +65,7 @@ class CurveTable:
             slot = seeds.index(row["seed"])
             for into, values in ((val, row["val"]), (test, row["test"]), (seconds, row["s"])):
                 into.setdefault(key, np.full((len(seeds), header["epochs"]), np.nan))[slot] = values
-        held_out = workload if header.get("held_out") else ""
-        fixed = header.get("fixed", {})
+        held_out, fixed = workload if header.get("held_out") else "", header.get("fixed", {})
         return cls(header["space"], header["epochs"], seeds, grid, val, test, seconds, fixed, held_out)
 
     def key(self, config: dict, space: dict) -> tuple:

@@ -53,8 +53,7 @@ class SideBySideArm:
         else:
             proposer = search_sampler(sampler, space, seed, startup)
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
-        self.scheduler = search_asha(space, epochs, settings) if asha else None
-        self.metric = space.metric
+        self.scheduler, self.metric = (search_asha(space, epochs, settings) if asha else None), space.metric
 
     def propose(self, trial_id: str) -> dict:
         if self.scheduler:
@@ -120,8 +119,7 @@ class RungTpeAsha:
 
     def propose(self, trial_id: str) -> dict:
         self.scheduler.on_trial_add(None, _Named(trial_id))
-        fitted = [rung for rung in self.rungs if len(self._values_at(rung)) >= self.startup]
-        rung = max(fitted, default=0)
+        rung = max((r for r in self.rungs if len(self._values_at(r)) >= self.startup), default=0)
         trial = (self.studies[rung] if rung else self.random).ask(self.coding.distributions)
         self.asked[trial_id], self.params[trial_id] = (rung, trial), dict(trial.params)
         return self.coding.to_config(trial.params)
@@ -201,21 +199,17 @@ def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int, concur
     arm, settings = parse_variant(arm)
     if arm in PEERS:  # the field's optimizers, their own code (benchmarks.replay_peers)
         return make_peer(arm, space, seed, epochs)
-    if arm in ("search", "random_asha") and settings.keys() - {"trials", "budget", "epoch_budget"}:
-        sampler = "random" if arm == "random_asha" else DEFAULTS.sampler
-        return SideBySideArm(space, sampler, seed, trials, epochs, True, settings, concurrency)
-    if arm in ("search", "random_asha", "search_no_asha", "random"):
-        sampler = "random" if arm.startswith("random") else DEFAULTS.sampler
-        return SideBySideArm(space, sampler, seed, trials, epochs, asha=arm in ("search", "random_asha"))
+    if arm in ("search", "random_asha", "search_no_asha", "random"):  # a variant's settings: search, random_asha only
+        sampler, asha = "random" if arm.startswith("random") else DEFAULTS.sampler, arm in ("search", "random_asha")
+        return SideBySideArm(space, sampler, seed, trials, epochs, asha, settings, concurrency)
     if arm == "rung_tpe_asha":
         return RungTpeAsha(space, seed, trials, epochs)
     startup, grace = startup_trials(trials), grace_of(space, epochs)
+    rules = dict(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))
     if arm.endswith("hyperband"):
-        pruner = optuna.pruners.HyperbandPruner(
-            min_resource=grace, max_resource=epochs, reduction_factor=int(DEFAULTS.reduction)
-        )
+        pruner = optuna.pruners.HyperbandPruner(max_resource=epochs, **rules)
     else:
-        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))
+        pruner = optuna.pruners.SuccessiveHalvingPruner(**rules)
     if arm == "search_hyperband":
         sampler = search_sampler(DEFAULTS.sampler, space, seed, startup)  # the search's, on the search's coding
         return OptunaArm(space, sampler, pruner, coding_orders({}, DEFAULTS.sampler, space), seed)

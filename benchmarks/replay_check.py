@@ -67,26 +67,21 @@ def tune_epochs(table_path: str, table: CurveTable, configs: list[dict], seed_sl
     return [int(result.metrics["epoch"]) for result in ordered]
 
 
-def replay_epochs(table: CurveTable, configs: list[dict], seed_slot: int) -> list[int]:
-    """Each configuration's epochs in the replay (the same ASHA, the same order)."""
-    space = table_space(table)
-    run = replay_search(table, space, FixedArm(space, configs, table.epochs), seed_slot, len(configs))
-    return [len(trial["rows"]) for trial in run["trials"].values()]
-
-
 def check(table_path: str, searches: int = 3, trials: int = 12) -> dict:
     """`searches` real searches of `trials` trials against their replays: epochs per trial, and whether they match."""
     import ray
 
     table_path = str(Path(table_path).resolve())  # a trial runs in its own folder
     table, runs = CurveTable.load(table_path), []
+    space = table_space(table)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         with tempfile.TemporaryDirectory(prefix="replay-check-") as storage:
             for seed in range(searches):
                 configs, slot = grid_configs(table, trials, seed), seed % len(table.seeds)
                 real = tune_epochs(table_path, table, configs, slot, storage)
-                replayed = replay_epochs(table, configs, slot)
+                replay = replay_search(table, space, FixedArm(space, configs, table.epochs), slot, len(configs))
+                replayed = [len(trial["rows"]) for trial in replay["trials"].values()]  # the same ASHA, the same order
                 runs.append({"seed": seed, "tune_epochs": real, "replay_epochs": replayed, "match": real == replayed})
     finally:
         ray.shutdown()

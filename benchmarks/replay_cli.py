@@ -16,6 +16,7 @@ import argparse
 import json
 import multiprocessing
 import warnings
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -87,21 +88,14 @@ def measure(
         figures["peers"] = versions()  # the field's optimizers replayed, each its version (benchmarks.replay_peers)
     figures["seeds"] = seeds
     figures["replayed_seconds"] = {"cores": CORES, "slowdown": {str(k): max(1.0, k / CORES) for k in concurrencies}}
-    figures.update(first_seed=first_seed, seed_set=seed_set_of(replayed), **seed_sets())
+    seed_set = next((name for name, known in SEED_SETS.items() if known == replayed), "other")  # other: none exactly
+    figures.update(first_seed=first_seed, seed_set=seed_set)
+    figures.update({f"{name}_seeds": f"{known.start}-{known.stop - 1}" for name, known in SEED_SETS.items()})
     figures.update(trials=trials, epoch_budget=epoch_budget, concurrency={})
     for k in concurrencies:
         runs = {arm: [r for (_, a, _, _, c, _), r in zip(work, results) if a == arm and c == k] for arm in arms}
         figures["concurrency"][str(k)] = summarise(runs)
     return figures
-
-
-def seed_set_of(replayed: range) -> str:
-    """The set these seeds are (other: a range that is none exactly)."""
-    return next((name for name, seeds in SEED_SETS.items() if seeds == replayed), "other")
-
-
-def seed_sets() -> dict:
-    return {f"{name}_seeds": f"{seeds.start}-{seeds.stop - 1}" for name, seeds in SEED_SETS.items()}
 
 
 def summarise(runs: dict[str, list[dict]]) -> dict:
@@ -163,7 +157,12 @@ def main() -> None:
     global CORES
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("table")
-    parser.add_argument("--seed-set", choices=list(SEED_SETS), default="evidence", help=seed_help())
+    sets = ", ".join(f"{name} {seeds.start}-{seeds.stop - 1}" for name, seeds in SEED_SETS.items())
+    seed_help = (
+        f"the seeds replayed: {sets} (defaults are chosen on tuning seeds and confirmed on evidence seeds; the fresh "
+        "seeds are replayed once they stand)"
+    )
+    parser.add_argument("--seed-set", choices=list(SEED_SETS), default="evidence", help=seed_help)
     parser.add_argument("--seeds", type=int, help="another set: this many seeds from --first-seed")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--trials", type=int, help="the stop rule trials=N (default: the product's trial count)")
@@ -201,16 +200,7 @@ def main() -> None:
         figures["family"] = family
     print_table(figures)
     if args.out:
-        with open(args.out, "w") as stream:
-            json.dump(figures, stream, indent=1)
-
-
-def seed_help() -> str:
-    sets = ", ".join(f"{name} {seeds.start}-{seeds.stop - 1}" for name, seeds in SEED_SETS.items())
-    return (
-        f"the seeds replayed: {sets} (defaults are chosen on tuning seeds and confirmed on evidence seeds; the fresh "
-        "seeds are replayed once they stand)"
-    )
+        Path(args.out).write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

@@ -18,21 +18,14 @@ import functools
 import json
 import multiprocessing
 import warnings
+from pathlib import Path
 
 import numpy as np
 import optuna
 
 from benchmarks import portable
-from benchmarks.replay import (
-    DEFAULTS,
-    _table,
-    asha_stops,
-    end_in_study,
-    grace_of,
-    replay_search,
-    study_searcher,
-    table_space,
-)
+from benchmarks.replay import DEFAULTS, _table, asha_stops, grace_of, replay_search, study_searcher, table_space
+from benchmarks.replay_arms import SideBySideArm
 from benchmarks.statistics import bootstrap_interval, iqm, wilcoxon
 from search.results.pareto import as_minimised, hypervolume
 from search.results.score import standing_row
@@ -40,7 +33,6 @@ from search.running.asha.pareto_asha import ParetoASHA
 from search.running.proposals.sampler import make_sampler, startup_trials
 from trainables.foundation.objectives import Objective
 from trainables.foundation.space import Space
-from trainables.foundation.trial_files import TRIAL_KEY
 
 ARMS = ("pareto_asha", "pareto_asha_top_only", "nsga2_pareto_asha", "asha_on_accuracy", "no_stopping")
 
@@ -54,40 +46,34 @@ def mlp_params(config: dict, pixels: int = 784, classes: int = 10) -> int:
 PARAMS = {"mlp_mnist": mlp_params}
 
 
-def nsga2_sampler(seed: int, trials: int):
-    """Optuna's NSGA-II with a population that fits the budget (its default of 50 would leave it random)."""
-    return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(4, trials // 3))
-
-
 def objectives_of(space: Space) -> list[Objective]:
     return [Objective(space.metric, space.mode), Objective("params", "min")]
 
 
-class ParetoArm:
+class ParetoArm(SideBySideArm):
     """The search's proposal path with two objectives, under ParetoASHA on `stop_on` (both objectives, or the
-    accuracy alone) or without early stopping (None)."""
+    accuracy alone) or without early stopping (None); ends a trial as SideBySideArm does, on its own study."""
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int, stop_on, front_goes_on=True, nsga2=False):
         self.params_of = PARAMS[space.name]
-        sampler = nsga2_sampler(seed, trials) if nsga2 else make_sampler(DEFAULTS.sampler, seed, startup_trials(trials))
+        if nsga2:  # Optuna's NSGA-II, its population fit to the budget (its default of 50 would leave it random)
+            sampler = optuna.samplers.NSGAIISampler(seed=seed, population_size=max(4, trials // 3))
+        else:
+            sampler = make_sampler(DEFAULTS.sampler, seed, startup_trials(trials))
         self.searcher = study_searcher(space, sampler, epochs, objectives_of(space))
         rules = dict(max_t=epochs, grace_period=grace_of(space, epochs), reduction_factor=DEFAULTS.reduction)
         self.scheduler = ParetoASHA(objectives=stop_on, front_goes_on=front_goes_on, **rules) if stop_on else None
         self.metric, self.params = space.metric, {}
 
     def propose(self, trial_id: str) -> dict:
-        config = self.searcher.suggest(trial_id)
+        config = super().propose(trial_id)
         self.params[trial_id] = self.params_of(config)
-        return {name: value for name, value in config.items() if name != TRIAL_KEY}
+        return config
 
     def tell(self, trial_id: str, epoch: int, value: float) -> bool:
         result = {"epoch": epoch, self.metric: value, "params": self.params[trial_id]}
         self.searcher.on_trial_result(trial_id, result)
         return bool(self.scheduler) and asha_stops(self.scheduler, trial_id, result)
-
-    def end(self, trial_id: str, completed: bool) -> None:
-        self.searcher.on_trial_complete(trial_id)
-        end_in_study(self.searcher.record, trial_id, completed)
 
 
 REFERENCES = {"median": 50, "tenth": 10}  # the reference accuracy: this percentile of the configurations' final
@@ -127,11 +113,8 @@ def replay_front(job: tuple) -> dict[str, float]:
             row = standing_row(trial["rows"], {**space.constants, **trial["config"]}, "m", space.mode)
             accuracy, params = table.mean_test(trial["key"], row["epoch"]), PARAMS[table.space](trial["config"])
             points.append(as_minimised((accuracy, params), ("max", "min")))
-    volumes = {}
-    for name, percentile in REFERENCES.items():
-        reference, best = reference_and_best(path, percentile)
-        volumes[name] = hypervolume(points, reference) / best
-    return volumes
+    references = {name: reference_and_best(path, percentile) for name, percentile in REFERENCES.items()}
+    return {name: hypervolume(points, reference) / best for name, (reference, best) in references.items()}
 
 
 def measure(path: str, seeds: int, budgets: list[int], jobs: int) -> dict:
@@ -142,10 +125,8 @@ def measure(path: str, seeds: int, budgets: list[int], jobs: int) -> dict:
     for (_, arm, _, budget), volume in zip(work, volumes):
         for reference, value in volume.items():
             by.setdefault(reference, {}).setdefault(budget, {}).setdefault(arm, []).append(value)
-    figures = {"table": portable(path), "seeds": seeds, "references": {}}
-    for reference, budgets_of in by.items():
-        figures["references"][reference] = {str(budget): summarise(arms) for budget, arms in budgets_of.items()}
-    return figures
+    references = {ref: {str(b): summarise(arms) for b, arms in budgets.items()} for ref, budgets in by.items()}
+    return {"table": portable(path), "seeds": seeds, "references": references}
 
 
 def summarise(arms: dict[str, list[float]]) -> dict:
@@ -180,8 +161,7 @@ def main() -> None:
                 low, high = f["interval"]
                 print(f"  {arm:20s} IQM {f['iqm']:.4f} [{low:.4f}, {high:.4f}], median {f['median']:.4f}{p}")
     if args.out:
-        with open(args.out, "w") as stream:
-            json.dump(figures, stream, indent=1)
+        Path(args.out).write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

@@ -48,12 +48,10 @@ def normalised(arms: dict) -> dict[str, np.ndarray]:
     return {arm: np.asarray(f["final_regret_pt"]) / scale for arm, f in arms.items()}
 
 
-def effect(ours: np.ndarray, other: np.ndarray, ours_pt=None, other_pt=None) -> dict:
+def effect(ours: np.ndarray, other: np.ndarray, ours_pt: np.ndarray, other_pt: np.ndarray) -> dict:
     """The size of a difference on one table, paired by seed (above 0: the search lower), normalised and in points."""
     size = {"median_difference": float(np.median(other - ours)), "rank_biserial": rank_biserial(ours, other)}
-    if ours_pt is not None:
-        size["points"] = paired_effect(ours_pt, other_pt)
-    return size
+    return {**size, "points": paired_effect(ours_pt, other_pt)}
 
 
 def time_to_quality(arms: dict) -> dict | None:
@@ -137,25 +135,19 @@ def reach_share(at_k: dict) -> float | None:
 def adjust(comparisons: list[dict], entry: dict | None = None) -> None:
     """Holm over every (table, arm) of the comparisons given together, both directions as one family where the
     registration says `"holm_directions": "together"`; then each table's verdicts and the targets."""
-    lower, higher = ({}, {})
+    raw = {"lower": {}, "higher": {}}
     for figures in comparisons:
         for name, table in figures["tables"].items():
-            for arm, p in table["p_search_lower"].items():
-                lower[(figures["concurrency"], name, arm)] = p
-                higher[(figures["concurrency"], name, arm)] = table["p_search_higher"][arm]
-    if entry and entry.get("holm_directions") == "together":
-        adjusted = holm(
-            {**{("lower", *key): p for key, p in lower.items()}, **{("higher", *k): p for k, p in higher.items()}}
-        )
-        lower = {key: adjusted[("lower", *key)] for key in lower}
-        higher = {key: adjusted[("higher", *key)] for key in higher}
-    else:
-        lower, higher = holm(lower), holm(higher)
+            for side, p_values in raw.items():
+                for arm, p in table[f"p_search_{side}"].items():
+                    p_values[(side, figures["concurrency"], name, arm)] = p
+    together = entry and entry.get("holm_directions") == "together"
+    adjusted = holm({**raw["lower"], **raw["higher"]}) if together else {**holm(raw["lower"]), **holm(raw["higher"])}
     for figures in comparisons:
         for name, table in figures["tables"].items():
-            keys = [(figures["concurrency"], name, arm) for arm in table["p_search_lower"]]
-            table["p_search_lower_holm"] = {key[2]: lower[key] for key in keys}
-            table["p_search_higher_holm"] = {key[2]: higher[key] for key in keys}
+            for side in raw:
+                key = (side, figures["concurrency"], name)
+                table[f"p_search_{side}_holm"] = {arm: adjusted[(*key, arm)] for arm in table["p_search_lower"]}
             share = table["search_reaches_random_asha_final_at_share_of_random_asha_wall"]
             table["target"] = {
                 "below_random_asha": table["p_search_lower_holm"][RANDOM_ASHA] < ALPHA,
@@ -171,30 +163,23 @@ def adjust(comparisons: list[dict], entry: dict | None = None) -> None:
 
 def compare(results: list[dict], concurrency: str, entry: dict | None = None) -> dict:
     tables, blocks = {}, []
-    raw_lower, raw_higher = {}, {}
     for result in results:
         at_k = result["concurrency"][concurrency]
         scores = normalised(at_k["arms"])
-        name = result["space"]
         arms = list(scores)
+        others = [arm for arm in arms if arm != OURS]
         blocks.append(np.stack([scores[arm] for arm in arms], axis=1))
-        for arm in (a for a in arms if a != OURS):
-            raw_lower[(name, arm)] = wilcoxon(scores[OURS], scores[arm], "less")
-            raw_higher[(name, arm)] = wilcoxon(scores[OURS], scores[arm], "greater")
         points = {arm: np.asarray(f["final_regret_pt"]) for arm, f in at_k["arms"].items()}
-        tables[name] = {
+        rule = f"epoch_budget={result['epoch_budget']}" if result["epoch_budget"] else f"trials={result['trials']}"
+        tables[result["space"]] = {
             "table": result["table"],
-            "rule": f"epoch_budget={result['epoch_budget']}"
-            if result["epoch_budget"]
-            else f"trials={result['trials']}",
+            "rule": rule,
             "seeds": result["seeds"],
             "first_seed": result.get("first_seed", 0),
             "seed_set": result.get("seed_set", "other"),
-            "effect_vs_search": {
-                arm: effect(scores[OURS], scores[arm], points[OURS], points[arm]) for arm in arms if arm != OURS
-            },
-            "p_search_lower": {arm: raw_lower[(name, arm)] for arm in arms if arm != OURS},
-            "p_search_higher": {arm: raw_higher[(name, arm)] for arm in arms if arm != OURS},
+            "effect_vs_search": {arm: effect(scores[OURS], scores[arm], points[OURS], points[arm]) for arm in others},
+            "p_search_lower": {arm: wilcoxon(scores[OURS], scores[arm], "less") for arm in others},
+            "p_search_higher": {arm: wilcoxon(scores[OURS], scores[arm], "greater") for arm in others},
             "to_within_pt": time_to_quality(at_k["arms"]),
             "normalised_iqm": {arm: iqm(values) for arm, values in scores.items()},
             "regret_iqm_pt": {arm: iqm(values) for arm, values in points.items()},
@@ -237,9 +222,8 @@ def main() -> None:
     args = parser.parse_args()
     entry, results = registered_results(args.family, "arms", args.results)
     args.figures.mkdir(parents=True, exist_ok=True)
-    every = {"results": [portable(path) for path in args.results], "concurrency": {}}
-    for k in (str(k) for k in entry["concurrency"]):
-        every["concurrency"][k] = compare(results, k, entry)
+    compared = {str(k): compare(results, str(k), entry) for k in entry["concurrency"]}
+    every = {"results": [portable(path) for path in args.results], "concurrency": compared}
     if entry.get("holm_over") == "family":
         adjust(list(every["concurrency"].values()), entry)
     if "target" in entry:
@@ -273,10 +257,8 @@ def print_figures(figures: dict) -> None:
             p = "" if lower is None else f" p {lower:.3g} ({higher:.3g}){points_text(table['effect_vs_search'][arm])}"
             print(f"  {arm:22s} {value:.3f}{p}")
         print("  target: " + ", ".join(f"{key} {'yes' if ok else 'no'}" for key, ok in table["target"].items()))
-    goal = figures["targets"]
-    ranks = ", ".join(
-        f"{arm} {rank:.2f}" for arm, rank in sorted(figures["by_table"]["mean_rank"].items(), key=lambda x: x[1])
-    )
+    goal, mean_rank = figures["targets"], figures["by_table"]["mean_rank"]
+    ranks = ", ".join(f"{arm} {mean_rank[arm]:.2f}" for arm in sorted(mean_rank, key=mean_rank.get))
     print(f"mean rank over the tables: {ranks}; ahead of random + ASHA on {goal['ahead_of_random_asha_on'] or 'none'}")
     print(f"behind {goal['behind_on'] or 'no arm'}; target met: {'yes' if goal['met'] else 'no'}")
 

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import many_trials
+
 EPOCH_S, EPOCHS, SIDE_BY_SIDE = 0.5, 3, 8  # one training step a trial-epoch, sleeping EPOCH_S
 REPO = Path(__file__).resolve().parents[1]
 ENDED = re.compile(r"trial (\S+) (finished|failed|ended)")  # the live view's and the anchor's line per trial end
@@ -151,6 +153,7 @@ def measure(storage: Path, trial_counts: list[int], mlflow: list[bool]) -> dict:
         for tracked in mlflow:
             figures["runs"][f"{trials}-{'mlflow' if tracked else 'plain'}"] = run = search_run(storage, trials, tracked)
             print(f"  scale {trials} trials: {run['wall_s']:.0f} s ({run['wall_over_ideal']:.2f}x ideal)", flush=True)
+            run["usable"] = many_trials.measure(Path(run["experiment"]))
         code = f"from benchmarks.scale import tune_anchor; tune_anchor({trials}, {str(storage / 'tune')!r})"
         anchor = sampled_run([sys.executable, "-c", code], {"RAY_AIR_NEW_OUTPUT": "0"})
         figures["runs"][f"{trials}-tune"] = flatness({**anchor, "trial_epochs": anchor["anchor_epochs"]})

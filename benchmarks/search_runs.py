@@ -48,9 +48,7 @@ def run_search(
 
 def trial_rows(experiment: Path) -> list[list[dict]]:
     """Every trial's result rows (one per epoch), trials ordered by when their first epoch started."""
-    trials = []
-    for entry in summary_of(experiment)["trials"]:
-        trials.append(TrialFiles(str(experiment), entry["trial_id"]).rows())
+    trials = [TrialFiles(str(experiment), entry["trial_id"]).rows() for entry in summary_of(experiment)["trials"]]
     return sorted(trials, key=lambda rows: rows[0]["started_at"])
 
 

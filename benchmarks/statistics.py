@@ -112,11 +112,10 @@ def median_ratio(ours: list, other: list, resamples: int = 2000, seed: int = 0) 
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(np.isfinite(top) & np.isfinite(bottom) & (bottom > 0), top / bottom, np.inf)
 
-    value = float(ratio(a, b))
     picks = np.random.default_rng(seed).integers(0, len(a), size=(resamples, len(a)))
     low, high = np.percentile(ratio(a[picks], b[picks]), [2.5, 97.5], method="nearest")  # endless stays endless
     finite = lambda v: None if not np.isfinite(v) else float(v)  # noqa: E731 - endless: None
-    return {"ratio": finite(value), "interval": [finite(low), finite(high)]}
+    return {"ratio": finite(float(ratio(a, b))), "interval": [finite(low), finite(high)]}
 
 
 def iqm(values) -> float:
@@ -180,8 +179,7 @@ def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before any epoch ends
         for q in (25, 50, 75):
-            column = np.nanpercentile(at, q, axis=0)
-            quartiles.append([None if np.isnan(v) else round(float(v), 4) for v in column])
+            quartiles.append([None if np.isnan(v) else round(float(v), 4) for v in np.nanpercentile(at, q, axis=0)])
     return quartiles
 
 
@@ -230,8 +228,8 @@ def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
     tables = ", ".join(figures["tables"])
     title = (
         f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side"
+        f"\nFriedman p {figures['friedman_p']:.2g}; red: no difference (Wilcoxon, Holm, 0.05)"
     )
-    title += f"\nFriedman p {figures['friedman_p']:.2g}; red: no difference (Wilcoxon, Holm, 0.05)"
     axes.set_title(title, fontsize=8, pad=18)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -255,8 +253,7 @@ def plot_anytime(result: dict, concurrency: str, arms: tuple[str, str, str], pat
         low, median, high = (
             np.asarray([np.nan if v is None else v for v in q]) / scale for q in f["anytime_quartiles_pt"]
         )
-        width = 2.4 if arm == ours else 1.2
-        (line,) = axes.plot(grid, median, label=arm, linewidth=width)
+        (line,) = axes.plot(grid, median, label=arm, linewidth=2.4 if arm == ours else 1.2)
         if arm in (ours, rival):
             axes.fill_between(grid, low, high, color=line.get_color(), alpha=0.15)
     axes.axhline(1.0, color="grey", linewidth=0.6, linestyle=":")

@@ -30,8 +30,7 @@ def trials_figures(run: dict) -> dict:
     trials = trial_rows(run["experiment"])
     firsts = [rows[0] for rows in trials]
     figures = {"wall_s": run["wall_s"], "trials": len(trials)}
-    for key in ("warm_imports", "trial_of_process"):
-        figures[key] = [row.get(key) for row in firsts]
+    figures.update({key: [row.get(key) for row in firsts] for key in ("warm_imports", "trial_of_process")})
     figures["driver_to_first_step_s"] = [driver_to_first_step_s(row) for row in firsts]
     figures["process_s"] = [row.get("process_s", 0.0) for row in firsts]
     return figures
@@ -44,11 +43,9 @@ def measure(root: str, storage: Path, trials: int = 6) -> dict:
     one_worker = resnet_words(root, f"trials={trials} data.limit=512 workers=1 cpus=1 concurrency=2 {common}")
     reused = trials_figures(run_search(storage, "reuse", one_worker))
     fresh = trials_figures(run_search(storage, "no-reuse", one_worker, module="benchmarks.reuse_off"))
-    preload = {PRELOAD_ENV: ",".join(TRIAL_MODULES)}
-    preloaded = trials_figures(run_search(storage, "preload", one_worker, env=preload))
+    preloaded = trials_figures(run_search(storage, "preload", one_worker, env={PRELOAD_ENV: ",".join(TRIAL_MODULES)}))
     ddp = resnet_words(root, f"trials=3 data.limit=512 workers=2 cpus=1 concurrency=1 {common}")
-    ddp_run = run_search(storage, "ddp", ddp)
-    ddp_gap = breakdown(trial_rows(ddp_run["experiment"]))["mean_after_first"]
+    ddp_gap = breakdown(trial_rows(run_search(storage, "ddp", ddp)["experiment"]))["mean_after_first"]
     after = fresh_import_s()
     fresh_import = (before + after) / 2
     return {

@@ -61,17 +61,24 @@ def test_cores_by_role_counts_only_cpu_spent_inside_the_windows():
 
 
 def test_a_busy_child_process_shows_its_cpu_time():
-    busy = subprocess.Popen(
-        [sys.executable, "-c", "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"]
-    )
+    """The CPU seconds the sampler gives a busy child between two samples are those the child spent, however loaded
+    the machine (the second sample waits for 0.5 s of the child's CPU time, not for a time on the clock)."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     sampler = ProcessSampler(root_pid=os.getpid())
     try:
+        role = role_once_started(busy.pid, Path(sys.executable).name)
         sampler.sample()
-        start = time.time()
-        time.sleep(1.0)
+        spent = cpu_s(busy.pid)
+        while cpu_s(busy.pid) < spent + 0.5:
+            time.sleep(0.05)
         sampler.sample()
-        cores = sampler.cores_by_role([(start - 0.01, time.time())])
     finally:
         busy.kill()
         busy.wait()
-    assert cores.get(Path(sys.executable).name, 0.0) > 0.3, cores
+    (first, _), (second, _) = sampler.cpu[busy.pid]
+    assert sampler.cores_by_role([(first, second)]).get(role, 0.0) * (second - first) >= 0.49
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,0 +1,78 @@
+"""An experiment of many trials stays usable: `report`, `export`, `dashboard`, `tensorboard` and `resume` (to its first
+new trial) each timed from its start to its answer on an experiment the scale run kept, and the files its trials left
+(bounded a trial, whatever the search's size)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+URL = re.compile(r"at (http://127\.0\.0\.1:\d+/)")
+
+
+def answers(path: str):
+    """Ready once the command printed its URL and `path` under it answers."""
+    urls = lambda lines: [found.group(1) for found in map(URL.search, lines) if found]  # noqa: E731
+    return lambda lines, _: bool(urls(lines)) and bool(urllib.request.urlopen(urls(lines)[0] + path, timeout=60).read())
+
+
+def timed(words: list[str], experiment: Path, ready=None, timeout: float = 600) -> dict:
+    """Seconds from the start of `python -m search WORDS` to its exit (`ready` None) or until `ready(its output lines,
+    experiment)`, when Ctrl-C stops it; None when it ended otherwise."""
+    start = time.perf_counter()
+    command = [sys.executable, "-m", "search", *words]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    try:
+        while time.perf_counter() - start < timeout:
+            done = process.poll() is not None
+            if (ready is None and done and process.returncode == 0) or (ready and ready(list(lines), experiment)):
+                return {"s": round(time.perf_counter() - start, 2), "said": lines[-1:]}
+            if done:
+                break
+            time.sleep(0.1)
+        return {"s": None, "exit": process.poll(), "said": lines[-5:]}
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(120)
+
+
+def trial_files(experiment: Path) -> dict:
+    """Files a trial left in `trial_<id>/` (rows, end, TensorBoard events) and `train_<id>/` (checkpoints): the most
+    and the median of all, of checkpoint folders and of event files; and the experiment's files in all."""
+    counts = {"files": [], "checkpoints": [], "events": []}
+    for trial in experiment.glob("trial_*"):
+        run = experiment / f"train_{trial.name.removeprefix('trial_')}"
+        files = [p for folder in (trial, run) for p in folder.rglob("*") if p.is_file()]
+        counts["files"].append(len(files))
+        counts["checkpoints"].append(len({p.parent for p in files if p.parent.name.startswith("checkpoint_epoch_")}))
+        counts["events"].append(sum("tfevents" in p.name for p in files))
+    figures = {key: {"max": max(v), "median": sorted(v)[len(v) // 2]} for key, v in counts.items() if v}
+    return {**figures, "experiment_files": sum(1 for p in experiment.rglob("*") if p.is_file())}
+
+
+def measure(experiment: Path) -> dict:
+    """Each command's time to its answer on `experiment`; resume last (it adds a trial)."""
+    experiment = experiment.resolve()
+    trials = len(json.loads((experiment / "summary.json").read_text())["trials"])
+    figures = {"trials": trials, "files": trial_files(experiment)}
+    figures["report"] = timed(["report", str(experiment)], experiment)
+    figures["export"] = timed(["export", str(experiment), f"out={experiment}-export", "--replace"], experiment)
+    figures["dashboard"] = timed(["dashboard", str(experiment), "port=0"], experiment, answers("api/studies"))
+    figures["tensorboard"] = timed(["tensorboard", str(experiment), "port=0"], experiment, answers("data/runs"))
+    before = {p.name for p in experiment.glob("trial_*")}
+    new_trial = lambda _, folder: bool({p.name for p in folder.glob("trial_*")} - before)  # noqa: E731
+    figures["resume"] = timed(["resume", str(experiment), f"trials={trials + 1}"], experiment, new_trial)
+    for command in ("report", "export", "dashboard", "tensorboard", "resume"):
+        print(f"  {trials} trials: {command} answered in {figures[command]['s']} s", flush=True)
+    return figures
