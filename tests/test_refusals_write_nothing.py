@@ -223,6 +223,15 @@ def test_a_search_another_driver_changed_after_resumes_checks_is_checked_again_u
     assert {**tree(root), lock: None} == {**after, lock: None} and (root / lock).read_text() == ""
 
 
+def test_resume_refuses_weights_that_are_gone_before_ray_writing_nothing(root, capsys, mnist_root):
+    """The weights file the search's trials start from has gone: `resume` names it in one line before Ray (before,
+    every trial failed loading it)."""
+    gone = root / "weights.pt"
+    experiment = an_experiment(root, False, f"data.root={mnist_root}", f"model.weights={gone}")
+    line = refused(root, capsys, "resume", experiment, "trials=30")
+    assert line.startswith(f"error: model.weights={gone}: no such file"), line
+
+
 @pytest.mark.parametrize("on_uri", [False, True], ids=["folder", "uri"])
 def test_resuming_a_finished_search_with_nothing_to_train_writes_nothing(root, capsys, mnist_root, on_uri):
     """Asked nothing to train, `resume` of a finished search says where its result is: exit 0, and no lock taken,

@@ -177,12 +177,18 @@ def fetched_since(config: RunConfig, mark: int) -> list[str]:
 
 
 def refuse_resuming_what_cannot_train(config: RunConfig, space: Space) -> None:
-    """`resume`, before Ray: the data the search trains on is still whole where its settings say (downloaded again
-    when allowed, taken back if a check refuses), and the space's code (its builder, own loss or step, own metric,
-    which may have changed since the search began) still runs on it, so that no trial starts only to fail."""
+    """`resume`, before Ray: the weights file every trial starts from is still there, the data the search trains on
+    is still whole where its settings say (downloaded again when allowed, taken back if a check refuses), and the
+    space's code (its builder, own loss or step, own metric, which may have changed since the search began) still
+    runs on it, so that no trial starts only to fail."""
     from search.running.estimate import typical_hyperparameters
     from trainables.data import get_dataset
 
+    weights = config.model.weights
+    if weights and not Path(weights).is_file():
+        raise UsageError(
+            f"model.weights={weights}: no such file; the search's trials start from it: put it back there and resume"
+        )
     dataset = get_dataset(space.dataset, config)
     hp = config.constants(space)
     with taken_back_on_refusal():
