@@ -52,7 +52,9 @@ def test_on_s3_a_second_driver_is_refused_a_stalled_one_is_fenced_off_and_the_bu
     experiment = f"{s3_bucket}/runs/w"
     log = tmp_path / "run.log"
     stale = {**os.environ, "SEARCH_LEASE_STALE_S": "6"}  # the takeover's wait, shortened for the test
-    process = start_search(log, *SEARCH, f"storage={s3_bucket}/runs", "name=w", "time_budget=30", env=stale)
+    # a budget the first driver cannot spend before its stall, however loaded the machine (a 30 s one ran out first
+    # under load); the second driver's short budget ends the trials
+    process = start_search(log, *SEARCH, f"storage={s3_bucket}/runs", "name=w", "time_budget=900", env=stale)
     second = None
     try:
         budget_deadline(log, process)
