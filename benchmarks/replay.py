@@ -78,6 +78,17 @@ class CurveTable:
     def best_mean_test(self) -> float:
         return max(float(np.max(np.mean(test, axis=0))) for test in self.test.values())
 
+    def exhaustive_floor_pt(self) -> dict:
+        """The regret, in points, of an exhaustive search at the table's whole budget: for each table seed, the grid
+        point and epoch of the best validation accuracy (the earlier one among ties), scored as every replay is, by its
+        mean test accuracy against the table's best; each seed's, and their mean."""
+        points = [(key, epoch) for key in self.val for epoch in range(1, self.epochs + 1)]
+        per_seed = []
+        for slot in range(len(self.seeds)):
+            key, epoch = max(points, key=lambda point: self.val[point[0]][slot, point[1] - 1])
+            per_seed.append(round(100 * (self.best_mean_test() - self.mean_test(key, epoch)), 3))
+        return {"per_seed": per_seed, "mean": round(float(np.mean(per_seed)), 3)}
+
 
 def table_space(table: CurveTable) -> Space:
     """The table's space with the constants its rows trained with (e.g. `lr_schedule=cosine`)."""

@@ -84,6 +84,7 @@ def measure(
     figures = {**code_state(), "table": portable(path), "space": table.space, "epochs": table.epochs}
     if table.held_out:
         figures["held_out"] = True  # a workload no default was chosen on (benchmarks.replay)
+    figures["exhaustive_floor_pt"] = table.exhaustive_floor_pt()  # what no method can beat but by chance
     if PEERS.keys() & set(arms):
         figures["peers"] = versions()  # the field's optimizers replayed, each its version (benchmarks.replay_peers)
     figures["seeds"] = seeds

@@ -78,6 +78,11 @@ def test_the_incumbent_is_chosen_by_the_seeds_val_and_judged_by_mean_test(table)
     assert reached == [3, 1]  # and B is below the rung's cutoff (A's 0.5)
 
 
+def test_the_exhaustive_floor_takes_each_seeds_best_val_and_scores_it_by_mean_test(table):
+    # seed 0: B's 0.9 at epoch 1 (its later ties not preferred), mean test 0.85; seed 1: A's 0.7 at epoch 3, 0.7
+    assert table.exhaustive_floor_pt() == {"per_seed": [10.0, 25.0], "mean": 17.5}
+
+
 def test_a_tie_in_score_and_epoch_is_decided_as_the_summary_decides_it(tmp_path):
     from search.results.summary import TrialResult, summarize
     from trainables.foundation.trial_files import CHECKPOINT_KEY
