@@ -18,15 +18,25 @@ REPO = Path(__file__).resolve().parents[1]
 URL = re.compile(r"at (http://127\.0\.0\.1:\d+/)")
 
 
-def answers(path: str):
-    """Ready once the command printed its URL and `path` under it answers."""
-    urls = lambda lines: [found.group(1) for found in map(URL.search, lines) if found]  # noqa: E731
-    return lambda lines, _: bool(urls(lines)) and bool(urllib.request.urlopen(urls(lines)[0] + path, timeout=60).read())
+def answers(path: str, runs: int = 0):
+    """Ready once the command printed its URL and `path` under it answers (with a JSON list of at least `runs` items
+    when given: TensorBoard's runs, listed as it loads their event files); an error is not ready yet."""
+
+    def ready(lines: list[str], _experiment: Path) -> bool:
+        urls = [found.group(1) for found in map(URL.search, lines) if found]
+        try:
+            body = urls and urllib.request.urlopen(urls[0] + path, timeout=5).read()
+        except OSError:  # not serving yet, or refused: asked again
+            return False
+        return bool(body) and (not runs or len(json.loads(body)) >= runs)
+
+    return ready
 
 
 def timed(words: list[str], experiment: Path, ready=None, timeout: float = 600) -> dict:
-    """Seconds from the start of `python -m search WORDS` to its exit (`ready` None) or until `ready(its output lines,
-    experiment)`, when Ctrl-C stops it; None when it ended otherwise."""
+    """Seconds from the start of `python -m search WORDS` to its exit 0 (`ready` None) or until `ready(its output
+    lines, experiment)`, when Ctrl-C stops it (killed if it has not stopped 120 s later); None when it ended otherwise
+    or took longer than `timeout`."""
     start = time.perf_counter()
     command = [sys.executable, "-m", "search", *words]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -44,7 +54,11 @@ def timed(words: list[str], experiment: Path, ready=None, timeout: float = 600) 
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
-            process.wait(120)
+            try:
+                process.wait(120)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def trial_files(experiment: Path) -> dict:
@@ -62,17 +76,20 @@ def trial_files(experiment: Path) -> dict:
 
 
 def measure(experiment: Path) -> dict:
-    """Each command's time to its answer on `experiment`; resume last (it adds a trial)."""
+    """Each command's time to its answer on `experiment`; resume last: it leaves the experiment interrupted, grown by
+    one trial (the scale part's experiments are its own)."""
     experiment = experiment.resolve()
     trials = len(json.loads((experiment / "summary.json").read_text())["trials"])
     figures = {"trials": trials, "files": trial_files(experiment)}
     figures["report"] = timed(["report", str(experiment)], experiment)
     figures["export"] = timed(["export", str(experiment), f"out={experiment}-export", "--replace"], experiment)
     figures["dashboard"] = timed(["dashboard", str(experiment), "port=0"], experiment, answers("api/studies"))
-    figures["tensorboard"] = timed(["tensorboard", str(experiment), "port=0"], experiment, answers("data/runs"))
+    every_run = answers("data/runs", runs=trials)  # each trial's event file loaded, not the server's start alone
+    figures["tensorboard"] = timed(["tensorboard", str(experiment), "port=0"], experiment, every_run)
     before = {p.name for p in experiment.glob("trial_*")}
     new_trial = lambda _, folder: bool({p.name for p in folder.glob("trial_*")} - before)  # noqa: E731
     figures["resume"] = timed(["resume", str(experiment), f"trials={trials + 1}"], experiment, new_trial)
     for command in ("report", "export", "dashboard", "tensorboard", "resume"):
-        print(f"  {trials} trials: {command} answered in {figures[command]['s']} s", flush=True)
+        said = figures[command]["s"]
+        print(f"  {trials} trials: {command} " + (f"answered in {said} s" if said else "did not answer"), flush=True)
     return figures

@@ -80,12 +80,14 @@ class CurveTable:
 
     def exhaustive_floor_pt(self) -> dict:
         """The regret, in points, of an exhaustive search at the table's whole budget: for each table seed, the grid
-        point and epoch of the best validation accuracy (the earlier one among ties), scored as every replay is, by its
-        mean test accuracy against the table's best; each seed's, and their mean."""
-        points = [(key, epoch) for key in self.val for epoch in range(1, self.epochs + 1)]
+        point and epoch of the best validation accuracy (among ties the earliest epoch, then the first point in the
+        table's order; a grid point with a missing row is left out), scored as every replay is, by its mean test
+        accuracy against the table's best; each seed's, and their mean."""
+        whole = [key for key, val in self.val.items() if not np.isnan(val).any()]
+        points = [(key, epoch) for key in whole for epoch in range(1, self.epochs + 1)]
         per_seed = []
         for slot in range(len(self.seeds)):
-            key, epoch = max(points, key=lambda point: self.val[point[0]][slot, point[1] - 1])
+            key, epoch = max(points, key=lambda point: (self.val[point[0]][slot, point[1] - 1], -point[1]))
             per_seed.append(round(100 * (self.best_mean_test() - self.mean_test(key, epoch)), 3))
         return {"per_seed": per_seed, "mean": round(float(np.mean(per_seed)), 3)}
 

@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import many_trials
-
 EPOCH_S, EPOCHS, SIDE_BY_SIDE = 0.5, 3, 8  # one training step a trial-epoch, sleeping EPOCH_S
 REPO = Path(__file__).resolve().parents[1]
 ENDED = re.compile(r"trial (\S+) (finished|failed|ended)")  # the live view's and the anchor's line per trial end
@@ -148,6 +146,8 @@ def tune_anchor(trials: int, storage: str) -> None:
 
 
 def measure(storage: Path, trial_counts: list[int], mlflow: list[bool]) -> dict:
+    from benchmarks import many_trials  # here: this file is also a space, loaded where `benchmarks` may not be
+
     figures = {"epoch_s": EPOCH_S, "epochs": EPOCHS, "side_by_side": SIDE_BY_SIDE, "cores": os.cpu_count(), "runs": {}}
     for trials in trial_counts:
         for tracked in mlflow:

@@ -61,8 +61,8 @@ def test_cores_by_role_counts_only_cpu_spent_inside_the_windows():
 
 
 def test_a_busy_child_process_shows_its_cpu_time():
-    """The CPU seconds the sampler gives a busy child between two samples are those the child spent, however loaded
-    the machine (the second sample waits for 0.5 s of the child's CPU time, not for a time on the clock)."""
+    """The sampler gives a busy child between two samples at least the CPU seconds it is known to have spent there,
+    however loaded the machine (the second sample waits for 0.5 s of the child's CPU time, not for a clock time)."""
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     sampler = ProcessSampler(root_pid=os.getpid())
     try:

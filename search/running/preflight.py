@@ -187,7 +187,8 @@ def refuse_resuming_what_cannot_train(config: RunConfig, space: Space) -> None:
     weights = config.model.weights
     if weights and not Path(weights).is_file():
         raise UsageError(
-            f"model.weights={weights}: no such file; the search's trials start from it: put it back there and resume"
+            f"model.weights={weights}: no such file; the search's trials start from it: put it back there (weights of "
+            "pretrained=true: torchvision downloads them there when such a search runs online) and resume"
         )
     dataset = get_dataset(space.dataset, config)
     hp = config.constants(space)
