@@ -208,9 +208,11 @@ def build_tuner(
     scheduler,
 ) -> ray.tune.Tuner:
     """A fresh Tuner for this `run` or `resume`: `to_run` trials, first the `unended` ones (with their own ids)."""
+    from trainables.foundation.fenced_store import fenced_filesystem
     from trainables.foundation.trial_lease import TrialLease
 
     lease_token = TrialLease(experiment.location).token if experiment.remote else None  # this driver's: it holds it
+    storage_filesystem, storage_path = fenced_filesystem(experiment.location) if experiment.remote else (None, None)
     trainable = ray.tune.with_parameters(
         train_trial,
         run=config.to_dict(),
@@ -235,7 +237,8 @@ def build_tuner(
         ),
         run_config=ray.tune.RunConfig(
             name=experiment.name,
-            storage_path=experiment.parent,
+            storage_path=storage_path or experiment.parent,
+            storage_filesystem=storage_filesystem,  # on a URI, Tune's own writes pass the lease's fence too
             verbose=0,
             failure_config=ray.tune.FailureConfig(max_failures=placement.max_failures),
             callbacks=callbacks,

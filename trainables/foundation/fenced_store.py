@@ -1,0 +1,103 @@
+"""The experiment's filesystem as the driver's Ray Tune sees it: every write first passes the driver's fence.
+
+On a URI, Ray Tune copies its driver folder (its snapshot, a failed trial's `error.txt` and `error.pkl`) to the
+experiment from a thread of its own, outside this project's uploads. Handed to Tune as `storage_filesystem`, this
+filesystem checks the experiment's lease before each such write (trainables.foundation.storage.check_fence), and
+once the lease is another's, or removed, drops the write: a driver that stalled past its lease's staleness and was
+taken over writes nothing more to the experiment, Tune's files included. Reads pass through. In processes that hold
+no lease (a trial's), nothing is fenced and every call passes through. pyarrow only."""
+
+from __future__ import annotations
+
+import pyarrow
+import pyarrow.fs
+
+from trainables.foundation.storage import check_fence, fence_lost, filesystem, uri_parent
+
+
+class FencedHandler(pyarrow.fs.FileSystemHandler):
+    """`inner` (a pyarrow filesystem) with each write checked against the fence of the experiment at `location`."""
+
+    def __init__(self, inner: pyarrow.fs.FileSystem, location: str):
+        self.inner, self.location = inner, location
+
+    def __reduce__(self):  # Ray pickles Tune's storage into each trial; the fence stays with the driver
+        return FencedHandler, (self.inner, self.location)
+
+    def _may_write(self) -> bool:
+        """False once this process's lease of the experiment is lost (the fence has said so on the terminal)."""
+        try:
+            check_fence(self.location)
+        except Exception:
+            if fence_lost(self.location) is not None:
+                return False
+            raise
+        return True
+
+    # writes: each passes the fence first; a lost lease makes them do nothing
+    def create_dir(self, path, recursive):
+        if self._may_write():
+            self.inner.create_dir(path, recursive=recursive)
+
+    def delete_dir(self, path):
+        if self._may_write():
+            self.inner.delete_dir(path)
+
+    def delete_dir_contents(self, path, missing_dir_ok=False):
+        if self._may_write():
+            self.inner.delete_dir_contents(path, missing_dir_ok=missing_dir_ok)
+
+    def delete_root_dir_contents(self):
+        if self._may_write():
+            self.inner.delete_dir_contents("/", accept_root_dir=True)
+
+    def delete_file(self, path):
+        if self._may_write():
+            self.inner.delete_file(path)
+
+    def move(self, src, dest):
+        if self._may_write():
+            self.inner.move(src, dest)
+
+    def copy_file(self, src, dest):
+        if self._may_write():
+            self.inner.copy_file(src, dest)
+
+    def open_output_stream(self, path, metadata):
+        if self._may_write():
+            return self.inner.open_output_stream(path, metadata=metadata)
+        return pyarrow.BufferOutputStream()  # written nowhere
+
+    def open_append_stream(self, path, metadata):
+        if self._may_write():
+            return self.inner.open_append_stream(path, metadata=metadata)
+        return pyarrow.BufferOutputStream()
+
+    # reads
+    def get_type_name(self):
+        return f"fenced+{self.inner.type_name}"
+
+    def normalize_path(self, path):
+        return self.inner.normalize_path(path)
+
+    def equals(self, other):
+        return isinstance(other, FencedHandler) and other.inner.equals(self.inner) and other.location == self.location
+
+    def get_file_info(self, paths):
+        return self.inner.get_file_info(paths)
+
+    def get_file_info_selector(self, selector):
+        return self.inner.get_file_info(selector)
+
+    def open_input_stream(self, path):
+        return self.inner.open_input_stream(path)
+
+    def open_input_file(self, path):
+        return self.inner.open_input_file(path)
+
+
+def fenced_filesystem(location: str) -> tuple[pyarrow.fs.FileSystem, str]:
+    """(filesystem, path on it) of the URI `location`'s parent folder, for Tune's `storage_filesystem` and
+    `storage_path`: the experiment's writes fenced by its lease."""
+    inner, path = filesystem(uri_parent(location))
+    return pyarrow.fs.PyFileSystem(FencedHandler(inner, location)), path
