@@ -103,8 +103,16 @@ def test_a_trial_the_budget_stopped_says_so_and_the_time_budget_left_shows():
     assert "1/4 done, 0 early-stopped, 1 budget-stopped, 0 failed" in status and "budget 1m00s left" in status
 
 
-def test_a_failed_trial_names_its_cause():
-    assert event_words("g1", Ending("failed", "RuntimeError: boom")) == "trial g1 failed: RuntimeError: boom"
+def test_a_failed_trial_names_its_cause_and_its_error_file_where_the_experiment_lives():
+    """Tune names a trial's folder on a URI without its scheme (`bucket/runs/w/trial_g1`): the line names the URI."""
+    failed = Ending("failed", "RuntimeError: boom")
+    assert event_words("g1", failed) == "trial g1 failed: RuntimeError: boom"
+    on_s3 = SimpleNamespace(error_file="/tmp/staging/trial_g1/error.txt", path="bucket/runs/w/trial_g1")
+    assert event_words("g1", failed, on_s3, "s3://bucket/runs?endpoint_override=127.0.0.1:9000") == (
+        "trial g1 failed: RuntimeError: boom\n  see s3://bucket/runs/w/trial_g1/error.txt?endpoint_override=127.0.0.1:9000"
+    )
+    local = SimpleNamespace(error_file="/runs/w/trial_g1/error.txt", path="/runs/w/trial_g1")
+    assert event_words("g1", failed, local, "/runs").endswith("\n  see /runs/w/trial_g1/error.txt")
 
 
 def test_the_estimate_counts_down_between_trial_ends():

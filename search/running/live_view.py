@@ -14,6 +14,7 @@ from search.running.ends.callbacks import FollowsEnds
 from search.running.status_line import StatusLine, fit, terminal_columns
 from search.running.study.endings import FAILED, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
 from search.running.study.queries import SCORE_ATTR, epoch_values
+from trainables.foundation.storage import as_location
 from trainables.foundation.trial_files import trial_key
 
 RUNNING = "RUNNING"
@@ -40,10 +41,12 @@ class ProgressView(FollowsEnds):
         epoch_budget: int = 0,
         began: float | None = None,
         verbose: int = 0,
+        storage: str = "",
     ):
         """`record`: the search's study (a StudyRecord); `budget_s`: the session's time budget; `epoch_budget`: the
         search's, in trial-epochs; `began`: the command's start (time.monotonic(); None: the view's start);
-        `verbose`: 1 keeps the plain lines on a terminal too (Ray's own lines come between them there)."""
+        `verbose`: 1 keeps the plain lines on a terminal too (Ray's own lines come between them there); `storage`: the
+        experiment's parent (a folder or a URI), to name a failed trial's error file."""
         self.record, self.epochs, self.total, self.budget_s = record, epochs, total_trials, budget_s
         self.epoch_budget = epoch_budget
         self.metric, self.mode = record.metric, record.mode
@@ -52,7 +55,7 @@ class ProgressView(FollowsEnds):
         self.ended_before = sum(record.counts().values())
         self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
         self.work_began: float | None = None  # when the first epoch of this run or resume began, in the view's seconds
-        self.verbose = verbose
+        self.verbose, self.storage = verbose, storage
         self.paces: dict[str, tuple[int, float, float]] = {}  # running trial -> (its epoch, epoch_s, seen at)
         self.line = StatusLine()
 
@@ -60,7 +63,7 @@ class ProgressView(FollowsEnds):
     def of(cls, config, record, began: float | None) -> ProgressView:
         """The view of a search run with `config` (a RunConfig) on `record`, its clock from `began`."""
         epochs, trials, budgets = config.epochs, config.trials, (config.time_budget, config.epoch_budget)
-        return cls(record, epochs, trials, *budgets, began=began, verbose=config.verbose)
+        return cls(record, epochs, trials, *budgets, began=began, verbose=config.verbose, storage=config.storage)
 
     def __getstate__(self):
         return {**self.__dict__, "record": None, "start": None}
@@ -79,7 +82,7 @@ class ProgressView(FollowsEnds):
     def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
         self.paces.pop(trial_id, None)
         standing = "" if ending.failed else self._standing(trial_id)
-        self._show(trials, event_words(trial_id, ending, tune_trial), standing=standing)
+        self._show(trials, event_words(trial_id, ending, tune_trial, self.storage), standing=standing)
 
     def on_experiment_end(self, trials, **info):
         """On a terminal, the status line once more, as the search ends (no estimate: nothing is left to run), and
@@ -229,12 +232,13 @@ class ProgressView(FollowsEnds):
         return f" | ~{_clock(left).strip()} left"
 
 
-def event_words(trial_id: str, ending: Ending, tune_trial=None) -> str:
-    """How a trial ended, as the live view says it: `trial X failed: <cause>` (and where its error file is), or
-    `trial X finished: <status>` (with the budget's words when the budget stopped it)."""
+def event_words(trial_id: str, ending: Ending, tune_trial=None, storage: str = "") -> str:
+    """How a trial ended, as the live view says it: `trial X failed: <cause>` (and where its error file is: Tune's
+    trial path, a URI again when `storage` is one), or `trial X finished: <status>` (with the budget's words when the
+    budget stopped it)."""
     if ending.failed:
         raised = tune_trial is not None and getattr(tune_trial, "error_file", None)
-        where = f"\n  see {tune_trial.path}/error.txt" if raised else ""
+        where = f"\n  see {as_location(storage, f'{tune_trial.path}/error.txt')}" if raised else ""
         return f"trial {trial_id} failed: {ending.reason}{where}"
     why = f" ({ending.reason})" if ending.status == STOPPED_BY_BUDGET and ending.reason else ""
     return f"trial {trial_id} finished: {ending.status}{why}"
