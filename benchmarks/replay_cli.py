@@ -71,15 +71,41 @@ def product_stop_rule(epochs: int, trials: int | None, epoch_budget: int | None)
     return trials or DEFAULTS.trials, 0
 
 
+def replayed_keeping(work: list[tuple], jobs: int, keep: Path | None) -> list[dict]:
+    """`replay_cli` of each job, each result appended to `keep` as it comes (with the code that replayed it), so that
+    a run stopped part way goes on where it stopped: a job kept at the same commit is not replayed again."""
+    code = code_state()
+    done = {}
+    if keep and keep.exists():
+        for line in keep.read_text().splitlines():
+            kept = json.loads(line)
+            done.update({tuple(kept["job"]): kept["result"]} if kept["code"] == code["code"] else {})
+    todo = [job for job in work if job not in done]
+    print(f"replays: {len(work) - len(todo)} of {len(work)} kept in {keep}" if done else f"replays: {len(work)}")
+    with multiprocessing.get_context("fork").Pool(jobs) as pool, open(keep or "/dev/null", "a") as kept:
+        for job, result in zip(todo, pool.imap(replay_cli, todo, chunksize=8)):
+            kept.write(json.dumps({"code": code["code"], "job": job, "result": result}, default=float) + "\n")
+            kept.flush()
+            done[job] = result
+    return [done[job] for job in work]
+
+
 def measure(
-    path: str, seeds: int, trials: int, concurrencies: list[int], jobs: int, epoch_budget=0, first_seed=0, arms=ARMS
+    path: str,
+    seeds: int,
+    trials: int,
+    concurrencies: list[int],
+    jobs: int,
+    epoch_budget=0,
+    first_seed=0,
+    arms=ARMS,
+    keep: Path | None = None,
 ) -> dict:
     """Every arm on seeds `first_seed`.. at each concurrency: per arm its regret's IQM, each seed's final regret
-    and its anytime quartiles."""
+    and its anytime quartiles (`keep`: see replayed_keeping)."""
     replayed = range(first_seed, first_seed + seeds)
     work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in arms for seed in replayed]
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        results = pool.map(replay_cli, work, chunksize=8)
+    results = replayed_keeping(work, jobs, keep)
     table = _table(path)
     figures = {**code_state(), "table": portable(path), "space": table.space, "epochs": table.epochs}
     if table.held_out:
@@ -196,12 +222,16 @@ def main() -> None:
     except UsageError as error:
         parser.error(f"{error}; it is replayed only with --family, a registered family that names it")
     trials, epoch_budget = product_stop_rule(table.epochs, args.trials, args.epoch_budget)
-    figures = measure(args.table, len(replayed), trials, concurrencies, args.jobs, epoch_budget, replayed.start, arms)
+    keep = Path(f"{args.out}.replays.jsonl") if args.out else None  # removed once the results JSON is written
+    figures = measure(
+        args.table, len(replayed), trials, concurrencies, args.jobs, epoch_budget, replayed.start, arms, keep
+    )
     if family:
         figures["family"] = family
     print_table(figures)
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=1))
+        keep.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -271,6 +271,24 @@ def test_tuning_and_evidence_seeds_are_disjoint_and_named_in_the_results():
     assert figures["fresh_seeds"] == "5000-5299" and figures["heldout_seeds"] == "7000-7299"
 
 
+def test_replays_kept_as_they_come_are_not_replayed_again_and_read_back_alike(tmp_path):
+    """A replay stopped part way goes on where it stopped: what it kept is taken as kept (a result altered in the file
+    comes back altered), the rest is replayed and kept too, and a kept result reads back as a fresh one."""
+    from benchmarks.replay_cli import replayed_keeping
+
+    table, keep = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", tmp_path / "out.json.replays.jsonl"
+    work = [(table, "random", seed, 24, 2, 24) for seed in (2000, 2001, 2002, 2003)]
+    replayed_keeping(work[:2], 1, keep)
+    first, second = keep.read_text().splitlines()
+    altered = json.loads(first)
+    altered["result"]["regret"] = 9.0
+    keep.write_text(f"{json.dumps(altered)}\n{second}\n")
+    again = replayed_keeping(work, 1, keep)
+    assert again[0]["regret"] == 9.0 and len(keep.read_text().splitlines()) == 4
+    fresh = replayed_keeping(work[1:], 1, None)
+    assert json.loads(json.dumps(again[1:])) == json.loads(json.dumps(fresh))  # the traces' pairs as JSON lists
+
+
 def test_the_replays_default_stop_rule_is_the_products(tmp_path):
     """The replay's stop rule is what `python -m search run` reads from the same keys, the defaults included."""
     from benchmarks.replay_cli import arm_stop_rule, product_stop_rule
