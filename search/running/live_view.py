@@ -60,10 +60,11 @@ class ProgressView(FollowsEnds):
         self.line = StatusLine()
 
     @classmethod
-    def of(cls, config, record, began: float | None) -> ProgressView:
-        """The view of a search run with `config` (a RunConfig) on `record`, its clock from `began`."""
+    def of(cls, config, record, began: float | None, storage: str = "") -> ProgressView:
+        """The view of a search run with `config` (a RunConfig) on `record`, its clock from `began`; `storage`: where
+        the experiment lives now (its parent: a moved or downloaded experiment's, not the one `run` was given)."""
         epochs, trials, budgets = config.epochs, config.trials, (config.time_budget, config.epoch_budget)
-        return cls(record, epochs, trials, *budgets, began=began, verbose=config.verbose, storage=config.storage)
+        return cls(record, epochs, trials, *budgets, began=began, verbose=config.verbose, storage=storage)
 
     def __getstate__(self):
         return {**self.__dict__, "record": None, "start": None}

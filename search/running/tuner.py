@@ -254,6 +254,6 @@ def followers_of(config, experiment: Experiment, record: StudyRecord, tracker, b
     return [
         *([Tracking(tracker, record)] if tracker else []),
         *(tensorboard or [TensorBoardEvents(record, experiment.local)]),
-        ProgressView.of(config, record, command_began()),
+        ProgressView.of(config, record, command_began(), experiment.parent),
         UploadOwnFiles(experiment, own_files),
     ]

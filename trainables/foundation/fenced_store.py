@@ -2,17 +2,23 @@
 
 On a URI, Ray Tune copies its driver folder (its snapshot, a failed trial's `error.txt` and `error.pkl`) to the
 experiment from a thread of its own, outside this project's uploads. Handed to Tune as `storage_filesystem`, this
-filesystem checks the experiment's lease before each such write (trainables.foundation.storage.check_fence), and
-once the lease is another's, or removed, drops the write: a driver that stalled past its lease's staleness and was
-taken over writes nothing more to the experiment, Tune's files included. Reads pass through. In processes that hold
-no lease (a trial's), nothing is fenced and every call passes through. pyarrow only."""
+filesystem checks the experiment's lease (trainables.foundation.storage.check_fence) before each write call, reading
+it back at most once a second (CONFIRMED_S: a snapshot of thousands of trial folders reads it once or twice, not once
+a folder; a driver stalled past the lease's staleness always reads it again). Once the lease is another's or removed,
+or this driver released it, every later write does nothing: a driver taken over writes nothing more to the
+experiment but what a copy under way had begun. Reads pass through. A copy pickled into another process (Ray's trial
+processes, which hold no lease) fences nothing. pyarrow only."""
 
 from __future__ import annotations
+
+import time
 
 import pyarrow
 import pyarrow.fs
 
-from trainables.foundation.storage import check_fence, fence_lost, filesystem, uri_parent
+from trainables.foundation.storage import check_fence, fence_lost, filesystem, holds_fence, uri_parent
+
+CONFIRMED_S = 1.0  # how long a lease read back as this driver's stands for the writes that follow
 
 
 class FencedHandler(pyarrow.fs.FileSystemHandler):
@@ -20,18 +26,31 @@ class FencedHandler(pyarrow.fs.FileSystemHandler):
 
     def __init__(self, inner: pyarrow.fs.FileSystem, location: str):
         self.inner, self.location = inner, location
+        self.guarded = holds_fence(location)  # made by the driver, under its lease: its writes end with the lease
+        self.fenced, self.confirmed_at = False, float("-inf")
 
-    def __reduce__(self):  # Ray pickles Tune's storage into each trial; the fence stays with the driver
+    def __reduce__(self):  # Ray pickles Tune's storage into each trial, where no lease is held
         return FencedHandler, (self.inner, self.location)
 
     def _may_write(self) -> bool:
-        """False once this process's lease of the experiment is lost (the fence has said so on the terminal)."""
+        """False once this driver's lease of the experiment is lost (the fence has said so on the terminal) or
+        released; from then on, always."""
+        if self.fenced or not self.guarded:
+            return not self.fenced
+        # released (the search ended: another driver may hold it now) or known lost: no read needed
+        if not holds_fence(self.location) or fence_lost(self.location) is not None:
+            self.fenced = True  # never set back: from here on every write does nothing
+            return False
+        if time.monotonic() - self.confirmed_at < CONFIRMED_S:
+            return True
         try:
             check_fence(self.location)
         except Exception:
-            if fence_lost(self.location) is not None:
-                return False
-            raise
+            if fence_lost(self.location) is None:
+                raise
+            self.fenced = True
+            return False
+        self.confirmed_at = time.monotonic()
         return True
 
     # writes: each passes the fence first; a lost lease makes them do nothing
@@ -65,12 +84,12 @@ class FencedHandler(pyarrow.fs.FileSystemHandler):
 
     def open_output_stream(self, path, metadata):
         if self._may_write():
-            return self.inner.open_output_stream(path, metadata=metadata)
+            return self.inner.open_output_stream(path, compression=None, metadata=metadata)
         return pyarrow.BufferOutputStream()  # written nowhere
 
     def open_append_stream(self, path, metadata):
         if self._may_write():
-            return self.inner.open_append_stream(path, metadata=metadata)
+            return self.inner.open_append_stream(path, compression=None, metadata=metadata)
         return pyarrow.BufferOutputStream()
 
     # reads
@@ -81,7 +100,12 @@ class FencedHandler(pyarrow.fs.FileSystemHandler):
         return self.inner.normalize_path(path)
 
     def equals(self, other):
+        return self == other
+
+    def __eq__(self, other):  # pyarrow compares two handlers with ==
         return isinstance(other, FencedHandler) and other.inner.equals(self.inner) and other.location == self.location
+
+    __hash__ = None
 
     def get_file_info(self, paths):
         return self.inner.get_file_info(paths)
@@ -90,7 +114,7 @@ class FencedHandler(pyarrow.fs.FileSystemHandler):
         return self.inner.get_file_info(selector)
 
     def open_input_stream(self, path):
-        return self.inner.open_input_stream(path)
+        return self.inner.open_input_stream(path, compression=None)
 
     def open_input_file(self, path):
         return self.inner.open_input_file(path)

@@ -110,6 +110,11 @@ def check_fence(location: str) -> None:
             fence.check()
 
 
+def holds_fence(location: str) -> bool:
+    """Whether this process holds the lease of the experiment `location` (its driver, while it writes)."""
+    return location in _fences
+
+
 def fence_lost(location: str) -> Exception | None:
     """What stopped this process from writing the experiment at `location` (its lease was taken), if anything."""
     fence = _fences.get(location)
