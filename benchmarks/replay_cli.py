@@ -13,6 +13,8 @@ not the 4 cores or GPU on which `run` puts 4; the results JSON says so.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import multiprocessing
 import warnings
@@ -72,22 +74,31 @@ def product_stop_rule(epochs: int, trials: int | None, epoch_budget: int | None)
 
 
 def replayed_keeping(work: list[tuple], jobs: int, keep: Path | None) -> list[dict]:
-    """`replay_cli` of each job, each result appended to `keep` as it comes (with the code that replayed it), so that
-    a run stopped part way goes on where it stopped: a job kept at the same commit is not replayed again."""
+    """`replay_cli` of each job, each result appended to `keep` as it comes, stamped with what replayed it (a clean
+    commit, the cores, each table's hash), so that a run stopped part way goes on where it stopped: a job kept under
+    the same stamp is not replayed again; a line cut short by a kill is left out."""
     code = code_state()
+    stamp = {"code": code["code"], "cores": CORES, "tables": {p: _hash(p) for p in sorted({job[0] for job in work})}}
+    reusable = keep and keep.exists() and not code["code_dirty"] and code["code"] != "unknown"
     done = {}
-    if keep and keep.exists():
-        for line in keep.read_text().splitlines():
+    for line in keep.read_text().splitlines() if reusable else []:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
             kept = json.loads(line)
-            done.update({tuple(kept["job"]): kept["result"]} if kept["code"] == code["code"] else {})
+            done.update({tuple(kept["job"]): kept["result"]} if kept["stamp"] == stamp else {})
     todo = [job for job in work if job not in done]
     print(f"replays: {len(work) - len(todo)} of {len(work)} kept in {keep}" if done else f"replays: {len(work)}")
+    torn = keep and keep.exists() and not keep.read_bytes().endswith(b"\n") and keep.stat().st_size
     with multiprocessing.get_context("fork").Pool(jobs) as pool, open(keep or "/dev/null", "a") as kept:
+        kept.write("\n" if torn else "")
         for job, result in zip(todo, pool.imap(replay_cli, todo, chunksize=8)):
-            kept.write(json.dumps({"code": code["code"], "job": job, "result": result}, default=float) + "\n")
+            kept.write(json.dumps({"stamp": stamp, "job": job, "result": result}, default=float) + "\n")
             kept.flush()
             done[job] = result
     return [done[job] for job in work]
+
+
+def _hash(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def measure(

@@ -77,6 +77,8 @@ def test_tunes_writes_land_while_the_driver_holds_the_lease_and_none_after_a_tak
 
     (experiment / LEASE_FILE).unlink()
     lock = WriterLock(Experiment.at(uri), "python -m search resume").acquire()
+    copy_up(staging, fs, target)  # the taken-over driver's copy stays shut, whoever holds the lease now
+    assert not (experiment / "trial_a").exists()
     fs, parent = fenced_filesystem(uri)
     lock.release()  # the search ended: a copy Tune finishes later must not land beside the next driver's writes
     copy_up(staging, fs, target)

@@ -115,6 +115,20 @@ def test_a_failed_trial_names_its_cause_and_its_error_file_where_the_experiment_
     assert event_words("g1", failed, local, "/runs").endswith("\n  see /runs/w/trial_g1/error.txt")
 
 
+def test_the_live_view_names_error_files_where_the_experiment_lives_now_not_where_run_was_told(tmp_path):
+    """A resumed experiment that moved (or a URI's downloaded copy): its settings keep the storage `run` was given."""
+    from search.commands import parse_run
+    from search.running.tuner import followers_of
+    from trainables.foundation.storage import Experiment
+
+    config, _ = parse_run(["space=mlp_mnist", f"storage={tmp_path / 'given'}", "name=w"])
+    moved = Experiment.at(str(tmp_path / "moved" / "w"))
+    views = [f for f in followers_of(config, moved, record_with({}), None, []) if isinstance(f, ProgressView)]
+    failed = SimpleNamespace(error_file="error.txt", path=str(tmp_path / "moved" / "w" / "trial_g1"))
+    assert [view.storage for view in views] == [str(tmp_path / "moved")]
+    assert event_words("g1", Ending("failed", "boom"), failed, views[0].storage).endswith("/moved/w/trial_g1/error.txt")
+
+
 def test_the_estimate_counts_down_between_trial_ends():
     view = view_of(record_with({}), 4)
     view.record = record_with({"e1": (4, 0.9, ending_of(4, 4))})

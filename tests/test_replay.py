@@ -271,22 +271,39 @@ def test_tuning_and_evidence_seeds_are_disjoint_and_named_in_the_results():
     assert figures["fresh_seeds"] == "5000-5299" and figures["heldout_seeds"] == "7000-7299"
 
 
-def test_replays_kept_as_they_come_are_not_replayed_again_and_read_back_alike(tmp_path):
-    """A replay stopped part way goes on where it stopped: what it kept is taken as kept (a result altered in the file
-    comes back altered), the rest is replayed and kept too, and a kept result reads back as a fresh one."""
-    from benchmarks.replay_cli import replayed_keeping
+def parsed_lines(path) -> list[dict]:
+    lines = []
+    for line in path.read_text().splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            pass
+    return lines
 
+
+def test_replays_kept_as_they_come_are_not_replayed_again_and_read_back_alike(tmp_path, monkeypatch):
+    """A replay stopped part way goes on where it stopped: what it kept is taken as kept (a result altered in the file
+    comes back altered), a line a kill cut short is left out, the rest is replayed and kept too, and a kept result
+    reads back as a fresh one. Kept under other cores, or by a tree with changes, nothing is taken."""
+    from benchmarks import replay_cli as cli
+
+    monkeypatch.setattr(cli, "code_state", lambda: {"code": "c0ffee", "code_dirty": False})
     table, keep = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", tmp_path / "out.json.replays.jsonl"
     work = [(table, "random", seed, 24, 2, 24) for seed in (2000, 2001, 2002, 2003)]
-    replayed_keeping(work[:2], 1, keep)
+    cli.replayed_keeping(work[:2], 1, keep)
     first, second = keep.read_text().splitlines()
     altered = json.loads(first)
     altered["result"]["regret"] = 9.0
-    keep.write_text(f"{json.dumps(altered)}\n{second}\n")
-    again = replayed_keeping(work, 1, keep)
-    assert again[0]["regret"] == 9.0 and len(keep.read_text().splitlines()) == 4
-    fresh = replayed_keeping(work[1:], 1, None)
+    keep.write_text(f"{json.dumps(altered)}\n{second}\n{second[:40]}")  # the last line cut short by a kill
+    again = cli.replayed_keeping(work, 1, keep)
+    assert again[0]["regret"] == 9.0 and len(parsed_lines(keep)) == 4
+    fresh = cli.replayed_keeping(work[1:], 1, None)
     assert json.loads(json.dumps(again[1:])) == json.loads(json.dumps(fresh))  # the traces' pairs as JSON lists
+    monkeypatch.setattr(cli, "CORES", 4)
+    assert cli.replayed_keeping(work[:1], 1, keep)[0]["regret"] != 9.0
+    monkeypatch.setattr(cli, "CORES", 2)
+    monkeypatch.setattr(cli, "code_state", lambda: {"code": "c0ffee", "code_dirty": True})
+    assert cli.replayed_keeping(work[:1], 1, keep)[0]["regret"] != 9.0
 
 
 def test_the_replays_default_stop_rule_is_the_products(tmp_path):

@@ -3,8 +3,9 @@
 On a URI, Ray Tune copies its driver folder (its snapshot, a failed trial's `error.txt` and `error.pkl`) to the
 experiment from a thread of its own, outside this project's uploads. Handed to Tune as `storage_filesystem`, this
 filesystem checks the experiment's lease (trainables.foundation.storage.check_fence) before each write call, reading
-it back at most once a second (CONFIRMED_S: a snapshot of thousands of trial folders reads it once or twice, not once
-a folder; a driver stalled past the lease's staleness always reads it again). Once the lease is another's or removed,
+it back at most once a second (CONFIRMED_S: a snapshot of thousands of trial folders reads it about once a second of
+copying, not once a folder; a driver stalled or suspended past the lease's staleness always reads it again: the
+second counts time asleep too). Once the lease is another's or removed,
 or this driver released it, every later write does nothing: a driver taken over writes nothing more to the
 experiment but what a copy under way had begun. Reads pass through. A copy pickled into another process (Ray's trial
 processes, which hold no lease) fences nothing. pyarrow only."""
@@ -19,6 +20,11 @@ import pyarrow.fs
 from trainables.foundation.storage import check_fence, fence_lost, filesystem, holds_fence, uri_parent
 
 CONFIRMED_S = 1.0  # how long a lease read back as this driver's stands for the writes that follow
+
+
+def _clock() -> float:
+    """Seconds that go on while the machine sleeps (a suspended laptop's lease may be taken meanwhile)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic()
 
 
 class FencedHandler(pyarrow.fs.FileSystemHandler):
@@ -41,7 +47,7 @@ class FencedHandler(pyarrow.fs.FileSystemHandler):
         if not holds_fence(self.location) or fence_lost(self.location) is not None:
             self.fenced = True  # never set back: from here on every write does nothing
             return False
-        if time.monotonic() - self.confirmed_at < CONFIRMED_S:
+        if _clock() - self.confirmed_at < CONFIRMED_S:
             return True
         try:
             check_fence(self.location)
@@ -50,7 +56,7 @@ class FencedHandler(pyarrow.fs.FileSystemHandler):
                 raise
             self.fenced = True
             return False
-        self.confirmed_at = time.monotonic()
+        self.confirmed_at = _clock()
         return True
 
     # writes: each passes the fence first; a lost lease makes them do nothing
