@@ -79,15 +79,16 @@ def replayed_keeping(work: list[tuple], jobs: int, keep: Path | None) -> list[di
     the same stamp is not replayed again; a line cut short by a kill is left out."""
     code = code_state()
     stamp = {"code": code["code"], "cores": CORES, "tables": {p: _hash(p) for p in sorted({job[0] for job in work})}}
-    reusable = keep and keep.exists() and not code["code_dirty"] and code["code"] != "unknown"
+    text = keep.read_text() if keep and keep.exists() else ""
+    reusable = not code["code_dirty"] and code["code"] != "unknown"
     done = {}
-    for line in keep.read_text().splitlines() if reusable else []:
+    for line in text.splitlines() if reusable else []:
         with contextlib.suppress(ValueError, KeyError, TypeError):
             kept = json.loads(line)
             done.update({tuple(kept["job"]): kept["result"]} if kept["stamp"] == stamp else {})
     todo = [job for job in work if job not in done]
     print(f"replays: {len(work) - len(todo)} of {len(work)} kept in {keep}" if done else f"replays: {len(work)}")
-    torn = keep and keep.exists() and not keep.read_bytes().endswith(b"\n") and keep.stat().st_size
+    torn = bool(text) and not text.endswith("\n")
     with multiprocessing.get_context("fork").Pool(jobs) as pool, open(keep or "/dev/null", "a") as kept:
         kept.write("\n" if torn else "")
         for job, result in zip(todo, pool.imap(replay_cli, todo, chunksize=8)):
