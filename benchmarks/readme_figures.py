@@ -6,7 +6,7 @@ A figure sits between markers that name its file, the value's place in it (a JSO
     <!-- fig:benchmarks/results/x.json#/peer/search_over_loop;.2f -->1.07<!-- /fig -->
 
 `P1 / P2` gives the ratio of two values, `P * 4` a value times a number. A whole table sits between block markers
-(`arms`, `pairs`: replay_stats' and replay_pairs' results; `quality`: a registered family's):
+(`arms`, `pairs`: replay_stats' and replay_pairs' results; `quality`, `pays`: a registered family's):
 
     <!-- block:arms benchmarks/results/x.json -->
     | ... |
@@ -200,7 +200,35 @@ def ratio_text(ratio: dict) -> str:
     return f", ratio {value:.2f} [{low:.2f}, {'endless' if high is None else f'{high:.2f}'}]"
 
 
-BLOCKS = {"arms": arms_table, "pairs": pairs_table, "quality": quality_table}
+def pays_table(stats: dict) -> str:
+    """Per table, each arm's final regret IQM (points from the table's best) and median epochs to within 0.5 points
+    at every concurrency (`a / b / c`): `*` where the search is lower after Holm, `!` where higher; last, the
+    search's place by regret IQM."""
+    at_k = list(stats["concurrency"].values())
+    names = list(at_k[0]["tables"])
+    header = ["method", *(f"`{n.rsplit('.', 1)[-1]}`: {h}" for n in names for h in ("regret", "epochs to 0.5 pt"))]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    places = []
+    for name in names:
+        regrets = [figures["tables"][name]["regret_iqm_pt"] for figures in at_k]
+        places += [" / ".join(f"{sorted(r.values()).index(r['search']) + 1} of {len(r)}" for r in regrets), ""]
+    for arm in at_k[0]["tables"][names[0]]["regret_iqm_pt"]:
+        cells = [f"`{arm}`"]
+        for tables in ([figures["tables"][name] for figures in at_k] for name in names):
+            cells.append(" / ".join(f"{t['regret_iqm_pt'][arm]:.2f}{holm_mark(t, arm)}" for t in tables))
+            epochs = [t["to_within_pt"]["0.5"][arm]["median_epochs"] for t in tables]
+            cells.append(" / ".join("never" if e is None else f"{e:.0f}" for e in epochs))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join([*lines, "| " + " | ".join(["the search's place", *places]) + " |"])
+
+
+def holm_mark(table: dict, arm: str) -> str:
+    """`*`: the search's regret lower than the arm's after Holm; `!`: higher; '' neither (or the search itself)."""
+    lower, higher = table["p_search_lower_holm"].get(arm, 1.0), table["p_search_higher_holm"].get(arm, 1.0)
+    return "*" if lower < 0.05 else "!" if higher < 0.05 else ""
+
+
+BLOCKS = {"arms": arms_table, "pairs": pairs_table, "quality": quality_table, "pays": pays_table}
 
 
 def main() -> None:

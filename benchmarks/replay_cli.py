@@ -28,7 +28,15 @@ from benchmarks.families import refuse, replay_settings
 from benchmarks.replay import DEFAULTS, _table, replay_search, table_space
 from benchmarks.replay_arms import ARMS, make_arm, parse_variant
 from benchmarks.replay_peers import PEERS, versions
-from benchmarks.statistics import anytime_quartiles, bootstrap_interval, iqm, to_within, wall_share_to, wilcoxon
+from benchmarks.statistics import (
+    anytime_iqm,
+    anytime_quartiles,
+    bootstrap_interval,
+    iqm,
+    to_within,
+    wall_share_to,
+    wilcoxon,
+)
 from trainables.foundation.errors import UsageError
 
 CORES = 2  # the machine every concurrency is replayed on (--cores); the results JSON names it
@@ -141,7 +149,8 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
     regrets = {arm: np.asarray([r["regret"] for r in rs]) * 100 for arm, rs in runs.items()}  # in points
     random_final = float(np.median(regrets.get("random_asha", regrets["search"])))
     grid = np.linspace(0.0, max(r["wall_s"] for rs in runs.values() for r in rs), ANYTIME_POINTS)
-    at_k = {"anytime_wall_s": grid.round(2).tolist(), "arms": {}}
+    epochs = np.arange(1, max(r["epochs"] for rs in runs.values() for r in rs) + 1)
+    at_k = {"anytime_wall_s": grid.round(2).tolist(), "anytime_epochs": epochs.tolist(), "arms": {}}
     for arm, rs in runs.items():
         at_k["arms"][arm] = {
             "regret_iqm_pt": iqm(regrets[arm]),
@@ -152,6 +161,7 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
             "final_regret_pt": regrets[arm].round(4).tolist(),
             "to_within_pt": to_within(rs),
             "anytime_quartiles_pt": anytime_quartiles(rs, grid),
+            "anytime_iqm_pt": {"wall": anytime_iqm(rs, grid, "wall"), "epochs": anytime_iqm(rs, epochs, "epochs")},
         }
     for arm in (a for a in runs if a != "search"):  # paired by seed: every arm replays the same seeds
         at_k["arms"][arm]["p_search_lower"] = wilcoxon(regrets["search"], regrets[arm], "less")

@@ -55,15 +55,15 @@ def effect(ours: np.ndarray, other: np.ndarray, ours_pt: np.ndarray, other_pt: n
 
 
 def time_to_quality(arms: dict) -> dict | None:
-    """Per threshold (points from the table's best): the search's and random + ASHA's median epochs and seconds to
-    reach it, and their ratios (None where the results hold no times)."""
+    """Per threshold (points from the table's best): every arm's median epochs and seconds to reach it, and the
+    search's over random + ASHA's (None where the results hold no times)."""
     if "to_within_pt" not in arms[OURS] or RANDOM_ASHA not in arms:
         return None
     figures = {}
     for points in (f"{p:g}" for p in WITHIN_PT):
         ours, other = arms[OURS]["to_within_pt"][points], arms[RANDOM_ASHA]["to_within_pt"][points]
         keys = ("reached", "median_epochs", "median_wall_s")
-        figures[points] = {OURS: {k: ours[k] for k in keys}, RANDOM_ASHA: {k: other[k] for k in keys}}
+        figures[points] = {arm: {k: f["to_within_pt"][points][k] for k in keys} for arm, f in arms.items()}
         figures[points]["epochs_ratio"] = median_ratio(ours["epochs"], other["epochs"])
         figures[points]["wall_ratio"] = median_ratio(ours["wall_s"], other["wall_s"])
     return figures
@@ -234,7 +234,7 @@ def main() -> None:
         every["peers"] = {name: version for result in results for name, version in result.get("peers", {}).items()}
     for k, figures in every["concurrency"].items():
         for result in results:
-            plot_anytime(result, k, (OURS, RANDOM_ASHA, RANDOM), args.figures / anytime_figure(result["space"], k))
+            plot_anytime(result, k, OURS, args.figures / anytime_figure(result["space"], k))
         plot_critical_difference(figures, OURS, args.figures / f"critical-difference-{k}.png")
         print_figures(figures)
     if args.out:

@@ -166,21 +166,38 @@ def censored_median(values: list) -> float | None:
     return None if np.isinf(median) else median
 
 
-def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
-    """The quartiles over seeds of the incumbent's regret (points) at each time of `grid` (None where no seed has
-    ended an epoch yet); a search over by then keeps its final regret."""
+def incumbent_at(runs: list[dict], grid: np.ndarray, by: str = "wall") -> np.ndarray:
+    """Each seed's incumbent regret (points) at each point of `grid`, in replayed seconds (`wall`) or in epochs spent
+    (`epochs`); NaN before its first epoch ends, its final regret once over."""
     at = np.full((len(runs), len(grid)), np.nan)
     for row, run in enumerate(runs):
-        times = np.asarray([t for t, _ in run["trace"]])
+        times = np.asarray([t for t, _ in run["trace"]]) if by == "wall" else np.arange(1, len(run["trace"]) + 1)
         values = np.asarray([v for _, v in run["trace"]]) * 100
         index = np.searchsorted(times, grid, side="right") - 1
         at[row, index >= 0] = values[index[index >= 0]]
-    quartiles = []
+    return at
+
+
+def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
+    """The quartiles over seeds of the incumbent's regret (points) at each time of `grid` (None where no seed has
+    ended an epoch yet); a search over by then keeps its final regret."""
+    at = incumbent_at(runs, grid)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before any epoch ends
-        for q in (25, 50, 75):
-            quartiles.append([None if np.isnan(v) else round(float(v), 4) for v in np.nanpercentile(at, q, axis=0)])
-    return quartiles
+        quartiles = np.nanpercentile(at, [25, 50, 75], axis=0)
+    return [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in quartiles]
+
+
+def anytime_iqm(runs: list[dict], grid: np.ndarray, by: str) -> dict:
+    """The IQM over seeds of the incumbent's regret (points) at each point of `grid` and its 95% bootstrap band, over
+    the seeds that have ended an epoch by then (None where fewer than half have)."""
+    at, shown = incumbent_at(runs, grid, by), {"iqm": [], "low": [], "high": []}
+    for column in at.T:
+        values = column[~np.isnan(column)]
+        figures = (iqm(values), *bootstrap_interval(values, 1000)) if 2 * len(values) >= len(column) else (None,) * 3
+        for key, value in zip(shown, figures):
+            shown[key].append(None if value is None else round(value, 4))
+    return shown
 
 
 def wall_share_to(runs: list[dict], target: float) -> float:
@@ -236,32 +253,34 @@ def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
     plt.close(figure)
 
 
-def plot_anytime(result: dict, concurrency: str, arms: tuple[str, str, str], path: Path) -> None:
-    """Each arm's median regret over wall time, scaled by the last of `arms` (random search); the first (ours) drawn
-    bold, the first two (ours and its rival) with their quartiles shaded."""
-    ours, rival, baseline = arms
+def plot_anytime(result: dict, concurrency: str, ours: str, path: Path) -> None:
+    """Each arm's regret (test-accuracy points) against epochs spent and against replayed seconds: its IQM over seeds
+    with the 95% band shaded (results without IQM curves: the median, quartiles shaded); `ours` drawn bold."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     at_k = result["concurrency"][concurrency]
-    scale = float(np.median(at_k["arms"][baseline]["final_regret_pt"]))
-    grid = np.asarray(at_k["anytime_wall_s"])
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for arm, f in at_k["arms"].items():
-        low, median, high = (
-            np.asarray([np.nan if v is None else v for v in q]) / scale for q in f["anytime_quartiles_pt"]
-        )
-        (line,) = axes.plot(grid, median, label=arm, linewidth=2.4 if arm == ours else 1.2)
-        if arm in (ours, rival):
-            axes.fill_between(grid, low, high, color=line.get_color(), alpha=0.15)
-    axes.axhline(1.0, color="grey", linewidth=0.6, linestyle=":")
-    axes.set(xlabel="wall time of the replayed search, s", ylabel="normalised regret (median; quartiles shaded)")
-    axes.set_ylim(0, 3)
+    axes_of = (("epochs", "anytime_epochs", "epochs spent"), ("wall", "anytime_wall_s", "replayed seconds"))
+    axes_of = [a for a in axes_of if a[1] in at_k]
+    figure, panels = plt.subplots(1, len(axes_of), figsize=(6 * len(axes_of), 4.5), squeeze=False)
+    for axes, (by, grid_key, label) in zip(panels[0], axes_of):
+        for arm, f in at_k["arms"].items():
+            curves = f["anytime_iqm_pt"][by] if "anytime_iqm_pt" in f else f["anytime_quartiles_pt"]
+            if isinstance(curves, dict):
+                curves = [curves[key] for key in ("low", "iqm", "high")]
+            low, middle, high = (np.asarray([np.nan if v is None else v for v in values]) for values in curves)
+            (line,) = axes.plot(at_k[grid_key], middle, label=arm, linewidth=2.4 if arm == ours else 1.1)
+            axes.fill_between(at_k[grid_key], low, high, color=line.get_color(), alpha=0.12)
+        floor = result.get("exhaustive_floor_pt", {}).get("mean")
+        if floor is not None:
+            axes.axhline(floor, color="grey", linewidth=0.6, linestyle=":", label="exhaustive floor")
+        axes.set(xlabel=label, ylabel="regret, test-accuracy points (IQM, 95% band)")
+        axes.set_yscale("symlog", linthresh=0.1)
     rule = f"epoch_budget={result['epoch_budget']}" if result["epoch_budget"] else f"trials={result['trials']}"
-    axes.set_title(f"{result['space']}: {rule}, {concurrency} side by side, {result['seeds']} seeds")
-    axes.legend(fontsize=7)
+    figure.suptitle(f"{result['space']}: {rule}, {concurrency} side by side, {result['seeds']} seeds", fontsize=10)
+    panels[0][-1].legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -192,6 +192,43 @@ def test_anytime_quartiles_hold_a_search_at_its_last_regret_and_none_before_its_
     assert low[3] <= median[3] <= high[3]
 
 
+def test_anytime_iqm_reads_epochs_and_seconds_and_shows_nothing_until_half_the_seeds_have_an_epoch():
+    from benchmarks.statistics import anytime_iqm
+
+    runs = [{"trace": [(1.0, 0.04), (2.0, 0.02), (3.0, 0.01)]}, {"trace": [(2.5, 0.06), (5.0, 0.03)]}]
+    by_epochs = anytime_iqm(runs, np.array([1, 2, 3]), "epochs")
+    assert by_epochs["iqm"] == pytest.approx([5.0, 2.5, 2.0])  # the second seed keeps its final 3 points at epoch 3
+    by_wall = anytime_iqm(runs, np.array([0.5, 1.0, 4.0]), "wall")
+    assert by_wall["iqm"][0] is None and by_wall["iqm"][1] == pytest.approx(4.0)  # one of two seeds: shown
+    assert by_wall["iqm"][2] == pytest.approx(3.5)  # 1 point and 6 points, 4.0 s into each
+    assert all(low <= mid <= high for low, mid, high in zip(by_epochs["low"], by_epochs["iqm"], by_epochs["high"]))
+
+
+def test_the_pays_table_marks_holm_verdicts_and_the_searchs_place():
+    from benchmarks.readme_figures import pays_table
+
+    def table(search, other, lower, higher, epochs):
+        within = {"0.5": {"search": {"median_epochs": epochs}, "peer": {"median_epochs": None}}}
+        return {
+            "regret_iqm_pt": {"search": search, "peer": other},
+            "p_search_lower_holm": {"peer": lower},
+            "p_search_higher_holm": {"peer": higher},
+            "to_within_pt": within,
+        }
+
+    stats = {
+        "concurrency": {
+            "2": {"tables": {"spaces.heldout.a": table(1.0, 2.0, 0.01, 1.0, 30.0)}},
+            "4": {"tables": {"spaces.heldout.a": table(2.0, 1.0, 1.0, 0.01, None)}},
+        }
+    }
+    lines = pays_table(stats).splitlines()
+    assert lines[0] == "| method | `a`: regret | `a`: epochs to 0.5 pt |"
+    assert lines[2] == "| `search` | 1.00 / 2.00 | 30 / never |"
+    assert lines[3] == "| `peer` | 2.00* / 1.00! | never / never |"
+    assert lines[4] == "| the search's place | 1 of 2 / 2 of 2 |  |"
+
+
 def test_ranks_friedman_and_the_groups_of_a_critical_difference_diagram():
     from benchmarks.statistics import average_ranks, cliques, friedman, pairwise_holm
 
