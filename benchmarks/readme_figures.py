@@ -200,6 +200,14 @@ def ratio_text(ratio: dict) -> str:
     return f", ratio {value:.2f} [{low:.2f}, {'endless' if high is None else f'{high:.2f}'}]"
 
 
+LABELS = {
+    "search": "**the search** (default)",
+    "random_asha": "random + ASHA",
+    "optuna_tpe_hyperband": "TPE + Hyperband",
+}
+LABELS.update(peer_dehb="DEHB", peer_smac="SMAC3", peer_synetune_bohb="Syne Tune BOHB", peer_priorband="NePS PriorBand")
+
+
 def pays_table(stats: dict) -> str:
     """Per table, each arm's final regret IQM (points from the table's best) and median epochs to within 0.5 points
     at every concurrency (`a / b / c`): `*` where the search is lower after Holm, `!` where higher; last, the
@@ -213,13 +221,27 @@ def pays_table(stats: dict) -> str:
         regrets = [figures["tables"][name]["regret_iqm_pt"] for figures in at_k]
         places += [" / ".join(f"{sorted(r.values()).index(r['search']) + 1} of {len(r)}" for r in regrets), ""]
     for arm in at_k[0]["tables"][names[0]]["regret_iqm_pt"]:
-        cells = [f"`{arm}`"]
+        cells = [LABELS.get(arm, f"`{arm}`")]
         for tables in ([figures["tables"][name] for figures in at_k] for name in names):
             cells.append(" / ".join(f"{t['regret_iqm_pt'][arm]:.2f}{holm_mark(t, arm)}" for t in tables))
             epochs = [t["to_within_pt"]["0.5"][arm]["median_epochs"] for t in tables]
             cells.append(" / ".join("never" if e is None else f"{e:.0f}" for e in epochs))
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join([*lines, "| " + " | ".join(["the search's place", *places]) + " |"])
+    lines.append("| " + " | ".join(["the search's place", *places]) + " |")
+    return "\n".join([*lines, "", holm_words([t for figures in at_k for t in figures["tables"].values()])])
+
+
+def holm_words(tables: list[dict]) -> str:
+    """In words, over every (table, concurrency): the arms the search is lower than after Holm, and higher than."""
+    said = []
+    for side, verb in (("lower", "lower than"), ("higher", "higher than")):
+        counts = {
+            arm: sum(t[f"p_search_{side}_holm"][arm] < 0.05 for t in tables)
+            for arm in tables[0][f"p_search_{side}_holm"]
+        }
+        named = ", ".join(f"{LABELS.get(arm, arm)} ({n} of {len(tables)})" for arm, n in counts.items() if n) or "none"
+        said.append(f"{verb} {named}")
+    return f"After Holm, the search's final regret is {said[0]}; it is {said[1]}."
 
 
 def holm_mark(table: dict, arm: str) -> str:

@@ -224,9 +224,11 @@ def test_the_pays_table_marks_holm_verdicts_and_the_searchs_place():
     }
     lines = pays_table(stats).splitlines()
     assert lines[0] == "| method | `a`: regret | `a`: epochs to 0.5 pt |"
-    assert lines[2] == "| `search` | 1.00 / 2.00 | 30 / never |"
+    assert lines[2] == "| **the search** (default) | 1.00 / 2.00 | 30 / never |"
     assert lines[3] == "| `peer` | 2.00* / 1.00! | never / never |"
     assert lines[4] == "| the search's place | 1 of 2 / 2 of 2 |  |"
+    said = "After Holm, the search's final regret is lower than peer (1 of 2); it is higher than peer (1 of 2)."
+    assert lines[6] == said
 
 
 def test_ranks_friedman_and_the_groups_of_a_critical_difference_diagram():
