@@ -10,8 +10,7 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 def portable(path: str | os.PathLike) -> str:
-    """A path as a results file records it: relative to the repository when inside it, else with the home folder as
-    `~`, so that no figure names the machine it was measured on."""
+    """A path as a results file records it, relative to the repository or to `~`: no figure names the machine."""
     resolved = Path(os.path.expanduser(str(path))).resolve()
     if resolved.is_relative_to(REPOSITORY):
         return str(resolved.relative_to(REPOSITORY))
@@ -28,8 +27,7 @@ def git(folder: Path, *args: str) -> subprocess.CompletedProcess | None:
 
 
 def code_state(folder: Path = REPOSITORY) -> dict:
-    """The code a result was measured with: HEAD and whether tracked files differed from it, or $COMMIT (dirty
-    unknown) where the tree came without its git folder (the device machine)."""
+    """HEAD and whether tracked files differ from it, or $COMMIT (dirty unknown) in a tree without git (the device)."""
     if os.environ.get("COMMIT"):
         return {"code": os.environ["COMMIT"], "code_dirty": None}
     head, status = git(folder, "rev-parse", "HEAD"), git(folder, "status", "--porcelain", "-uno")

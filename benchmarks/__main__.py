@@ -30,9 +30,8 @@ from search.results.files import write_json_atomically
 def measure_trials(
     root: str, storage: Path, batch: int, limit: int, epochs: int, trials_per_shape: int, shapes: list[str]
 ) -> dict:
-    """`trials_per_shape` fixed-configuration trials one after another, per trial shape: throughput, overhead
-    breakdown and the cores every process kept busy while the trials trained. This machine's speed drifts (shared
-    cores), so the bare loop runs right before and right after each search."""
+    """`trials_per_shape` fixed-configuration trials in a row per shape: throughput, overhead breakdown and the cores
+    each process kept busy training; the bare loop runs right before and after each search (shared cores drift)."""
     cores = len(os.sched_getaffinity(0))
     figures = dict(bare_loop_threads=cores, epochs=epochs, train_images=limit, batch=batch)
     figures.update(trials_per_shape=trials_per_shape, shapes={})
@@ -47,11 +46,10 @@ def measure_trials(
         steady = [row for rows in trials for row in steady_rows(rows)]  # the epochs images/s is averaged over
         training = [(row["started_at"], row["started_at"] + row["train_s"]) for row in steady]
         rate = sum(map(steady_images_per_s, trials)) / len(trials)
-        bare = (before + after) / 2
         figures["shapes"][label] = {
             "images_per_s": rate,
             "bare_loop_images_per_s": {"before": before, "after": after},
-            "vs_bare_loop": rate / bare,
+            "vs_bare_loop": rate / ((before + after) / 2),
             "search_wall_s": run["wall_s"],
             "cores_busy_while_training": run["processes"].cores_by_role(training),
             **overhead.breakdown(trials),
@@ -60,8 +58,7 @@ def measure_trials(
 
 
 def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float, images: int = 1024) -> dict:
-    """The same trials with ASHA and with every trial run to `epochs`: seeded random proposals, the same whatever the
-    results (TPE's depend on them, and ASHA changes them)."""
+    """ASHA against every trial run to `epochs`, on seeded random proposals (TPE's would change with ASHA's results)."""
     sampler = "random"
     words = f"data.limit={images} trials={trials} epochs={epochs} reduction={reduction:g} workers=1 cpus=1"
     common = resnet_words(root, f"{words} concurrency=2 seed=0 sampler={sampler}", fixed=False)
@@ -105,8 +102,7 @@ def summary_lines(report: dict) -> list[str]:
             f"peer: search {search['wall_s']:.0f} s, plain Optuna loop {loop['wall_s']:.0f} s "
             f"({report['peer']['search_over_loop']:.2f}x)"
         )
-    if "warm_start" in report:
-        warm = report["warm_start"]
+    if warm := report.get("warm_start"):
         lines.append(
             f"warm: smallest search {warm['smallest_vs_fresh_import']:.2f}x a fresh import, reuse_actors "
             f"{warm['reuse_true_vs_false_wall']:.2f}x the wall without, "
@@ -118,18 +114,14 @@ def summary_lines(report: dict) -> list[str]:
             f"overhead, {label}: {shape['images_per_s']:.0f} images/s, {shape['vs_bare_loop']:.2f} of the bare loop, "
             f"trials {apart:.1f} s apart"
         )
-    if "ddp_without_ray" in report:
-        ddp = report["ddp_without_ray"]
+    if ddp := report.get("ddp_without_ray"):
         lines.append(
             f"ddp: two processes DDP/gloo {ddp['two_processes_ddp_gloo']:.0f} images/s, one process 2 threads "
             f"{ddp['one_process_2_threads']:.0f}"
         )
-    for name, data in report.get("data_path", {}).items():
-        lines.append(
-            f"data, {name}: the tutorial's DataLoader {data['tutorial_over_memory_feed']:.1f}x the memory feed"
-        )
-    if "asha" in report:
-        asha = report["asha"]
+    for name, d in report.get("data_path", {}).items():
+        lines.append(f"data, {name}: the tutorial's DataLoader {d['tutorial_over_memory_feed']:.1f}x the memory feed")
+    if asha := report.get("asha"):
         lines.append(
             f"asha: {asha['epochs_run']['asha']} of {asha['epochs_run']['full']} epochs, best val_acc "
             f"{asha['best_value']['asha']:.4f} against {asha['best_value']['full']:.4f} with every epoch"
@@ -149,9 +141,7 @@ def summary_lines(report: dict) -> list[str]:
         lines.append(f"gpu: skipped ({report['accelerator']['skipped']})")
     elif "accelerator" in report:
         bare = report["accelerator"]["bare_loop"]
-        rates = [
-            f"{label} " + ("failed" if "failed" in row else f"{row['images_per_s']:.0f}") for label, row in bare.items()
-        ]
+        rates = [f"{k} {'failed' if 'failed' in r else format(r['images_per_s'], '.0f')}" for k, r in bare.items()]
         trial = report["accelerator"]["search_trial"]["fp32"]["vs_bare_loop"]
         lines.append(f"gpu: a trial {trial:.2f} of the bare loop (fp32); bare loop images/s: {', '.join(rates)}")
     return lines

@@ -1,6 +1,5 @@
-"""The training step on an accelerator (`python -m benchmarks --only gpu`): data fed from device memory,
-channels_last, bf16 autocast and torch.compile, against the tutorials' DataLoader, bare and as one trial of
-`python -m search run` with the same keys, with the device's utilization."""
+"""The training step on an accelerator (part `gpu`): device-memory data, channels_last, bf16 autocast and torch.compile
+against the tutorials' DataLoader, bare and as one `search run` trial with the same keys; the device's utilization."""
 
 from __future__ import annotations
 
@@ -54,11 +53,8 @@ class UtilizationSampler:
                 self.stamped.append((time.time(), int(out)))
             time.sleep(self.every_s)
 
-    def mean(self) -> float | None:
-        return self.mean_between(0.0, float("inf"))
-
-    def mean_between(self, start: float, end: float) -> float | None:
-        """The mean busy percentage of the samples taken between two wall-clock times."""
+    def mean(self, start: float = 0.0, end: float = float("inf")) -> float | None:
+        """The mean busy percentage of the samples taken between two wall-clock times (default: all of them)."""
         inside = [busy for at, busy in self.stamped if start <= at <= end]
         return sum(inside) / len(inside) if inside else None
 
@@ -87,10 +83,10 @@ def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: in
     return {"images_per_s": sum(steady) / len(steady), "utilization_pct": sum(busy) / len(busy) if busy else None}
 
 
-def row_or_failure(measure_row) -> dict:
+def row_or_failure(measure_row, *args) -> dict:
     """A variant that crashes (inductor, with some torch versions) is a failed row naming the error."""
     try:
-        return measure_row()
+        return measure_row(*args)
     except Exception as exc:  # noqa: BLE001 - any crash of torch's compiler stack
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return {"failed": f"{type(exc).__name__}: {message}"[:300]}
@@ -114,9 +110,7 @@ def measure(root: str, storage, device_name="cuda", batch=128, limit=6000, epoch
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     figures = dict(device=name, batch=batch, train_images=limit, epochs=epochs, bare_loop={}, search_trial={})
     for label, variant in VARIANTS.items():
-        figures["bare_loop"][label] = row_or_failure(
-            lambda variant=variant: train_rate(feed.train_batches, device, variant, epochs)
-        )
+        figures["bare_loop"][label] = row_or_failure(train_rate, feed.train_batches, device, variant, epochs)
     loader = tutorial_loader(root, batch, limit, workers=2, pin=device.type == "cuda")
     figures["bare_loop"]["tutorial DataLoader fp32"] = train_rate(lambda epoch: loader, device, {}, epochs)
     tutorial = figures["bare_loop"]["tutorial DataLoader fp32"]["images_per_s"]

@@ -47,8 +47,7 @@ def held_out(space_ref: str) -> bool:
 
 
 def grid_values(distribution, log_points: int = LOG_POINTS, linear_points: int = LINEAR_POINTS) -> list:
-    """The ordinal values a hyperparameter takes in the grid: every choice, at most `log_points` integers, or evenly
-    spread floats (log-spaced where the distribution is), rounded to 4 significant digits."""
+    """A hyperparameter's grid values: every choice, at most `log_points` integers, or evenly spread floats."""
     if isinstance(distribution, CategoricalDistribution):
         return list(distribution.choices)
     if isinstance(distribution, IntDistribution):
@@ -59,10 +58,8 @@ def grid_values(distribution, log_points: int = LOG_POINTS, linear_points: int =
     if isinstance(distribution, FloatDistribution):
         low, high = distribution.low, distribution.high
         if distribution.log:
-            points = [
-                math.exp(math.log(low) + i * (math.log(high) - math.log(low)) / (log_points - 1))
-                for i in range(log_points)
-            ]
+            lo, hi = math.log(low), math.log(high)
+            points = [math.exp(lo + i * (hi - lo) / (log_points - 1)) for i in range(log_points)]
         else:
             points = [low + i * (high - low) / (linear_points - 1) for i in range(linear_points)]
         return [float(f"{p:.4g}") for p in points]
@@ -117,8 +114,7 @@ def table_rows(partial: Path, grid: dict, seeds: list[int]) -> list[dict]:
 
 
 def train_row(job: tuple) -> dict:
-    """One configuration and seed trained bare on `device` with one intra-op thread: validation and test accuracy
-    and the seconds since it started, after every epoch; `limit`: the first that many training digits (0: all)."""
+    """One configuration and seed trained bare, one intra-op thread: each epoch's val and test accuracy and seconds."""
     root, space_name, config, seed, epochs, device, fixed, limit = job
     import time
 
@@ -161,22 +157,19 @@ def train_row(job: tuple) -> dict:
 
 def main() -> None:
     parser = OneLineParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "root", nargs="?", default="", help="an MNIST folder with its test files (a space with its own data: optional)"
-    )
-    parser.add_argument("--space", default="mlp_mnist")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--seeds", default="0,1")
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--device", default="cpu", help="cpu, or cuda: every job trains on the GPU, which they share")
-    parser.add_argument("--log-points", type=int, default=LOG_POINTS, help="values of a log-scaled float or an int")
-    parser.add_argument("--linear-points", type=int, default=LINEAR_POINTS, help="values of a linear float")
-    parser.add_argument(
-        "--fixed", default="", help="constants every row trains with, e.g. lr_schedule=cosine (JSON values or text)"
-    )
-    parser.add_argument("--points", default="", help="per hyperparameter, its count of values, e.g. lr=4,shift=2")
-    parser.add_argument("--limit", type=int, default=0, help="train on the first LIMIT training digits (0: all)")
+    add = parser.add_argument
+    add("root", nargs="?", default="", help="an MNIST folder with its test files (a space with its own data: optional)")
+    add("--space", default="mlp_mnist")
+    add("--epochs", type=int, default=3)
+    add("--seeds", default="0,1")
+    add("--jobs", type=int, default=2)
+    add("--out", type=Path, required=True)
+    add("--device", default="cpu", help="cpu, or cuda: every job trains on the GPU, which they share")
+    add("--log-points", type=int, default=LOG_POINTS, help="values of a log-scaled float or an int")
+    add("--linear-points", type=int, default=LINEAR_POINTS, help="values of a linear float")
+    add("--fixed", default="", help="constants every row trains with, e.g. lr_schedule=cosine (JSON values or text)")
+    add("--points", default="", help="per hyperparameter, its count of values, e.g. lr=4,shift=2")
+    add("--limit", type=int, default=0, help="train on the first LIMIT training digits (0: all)")
     args = parser.parse_args()
     from trainables.foundation.space import load_space
 
@@ -190,12 +183,8 @@ def main() -> None:
     partial = args.out.with_name(args.out.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     done = rows_done(partial)
-    jobs = [
-        (args.root, args.space, config, seed, args.epochs, args.device, fixed, args.limit)
-        for config in configurations(grid)
-        for seed in seeds
-        if key_of(config, seed) not in done
-    ]
+    todo = [(config, seed) for config in configurations(grid) for seed in seeds if key_of(config, seed) not in done]
+    jobs = [(args.root, args.space, config, seed, args.epochs, args.device, fixed, args.limit) for config, seed in todo]
     random.Random(0).shuffle(jobs)  # a build stopped part way holds an even sample of the grid
     print(f"{len(done)} rows done, {len(jobs)} to train", flush=True)
     # spawn, never fork: CUDA cannot fork, and a fork of a process with threads (a test runner's, torch's) can leave
@@ -211,12 +200,8 @@ def main() -> None:
     header = {"space": args.space, "epochs": args.epochs, "seeds": seeds, "grid": grid, "command": " ".join(command)}
     if held_out(args.space):
         header["held_out"], header["workload"] = True, space.name  # no default may be chosen on it (replay.py)
-    if args.device != "cpu":
-        header["device"] = args.device
-    if args.limit:
-        header["limit"] = args.limit
-    if fixed:
-        header["fixed"] = fixed  # the replays add these to the space's constants
+    extra = dict(device="" if args.device == "cpu" else args.device, limit=args.limit, fixed=fixed)
+    header.update((key, value) for key, value in extra.items() if value)  # fixed: the replays add it to the constants
     staging = args.out.with_name(args.out.name + ".writing")
     with gzip.open(staging, "wt") as stream:
         stream.write(json.dumps(header) + "\n")

@@ -110,8 +110,7 @@ def arms_of(entry: dict) -> list[str]:
 
 
 def replay_settings(name: str, table: str, seeds: str, registry: Path | None = None) -> dict:
-    """What `replay_cli --family` replays on `table` and `seeds` (first-last): the family's arms, concurrencies,
-    trial count and name."""
+    """What `replay_cli --family` replays on `table` and `seeds` (first-last), from the family's entry."""
     entry = registration(name, None, registry)
     if table not in entry["tables"]:
         raise UsageError(f"--family {name}: {table} is not one of its tables ({', '.join(entry['tables'])})")

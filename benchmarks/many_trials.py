@@ -1,6 +1,5 @@
 """An experiment of many trials stays usable: `report`, `export`, `dashboard`, `tensorboard` and `resume` (to its first
-new trial) each timed from its start to its answer on an experiment the scale run kept, and the files its trials left
-(bounded a trial, whatever the search's size)."""
+new trial) timed to their answer on an experiment the scale run kept, and its trials' files (bounded a trial)."""
 
 from __future__ import annotations
 
@@ -34,9 +33,8 @@ def answers(path: str, runs: int = 0):
 
 
 def timed(words: list[str], experiment: Path, ready=None, timeout: float = 600) -> dict:
-    """Seconds from the start of `python -m search WORDS` to its exit 0 (`ready` None) or until `ready(its output
-    lines, experiment)`, when Ctrl-C stops it (killed if it has not stopped 120 s later); None when it ended otherwise
-    or took longer than `timeout`."""
+    """Seconds from the start of `python -m search WORDS` to its exit 0 (`ready` None) or to `ready(output lines,
+    experiment)`, then Ctrl-C (a kill 120 s later); None if it ended otherwise or took longer than `timeout`."""
     start = time.perf_counter()
     command = [sys.executable, "-m", "search", *words]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -76,8 +74,7 @@ def trial_files(experiment: Path) -> dict:
 
 
 def measure(experiment: Path) -> dict:
-    """Each command's time to its answer on `experiment`; resume last: it leaves the experiment interrupted, grown by
-    one trial (the scale part's experiments are its own)."""
+    """Each command's time to its answer; resume last: it leaves the (scale part's own) experiment a trial longer."""
     experiment = experiment.resolve()
     trials = len(json.loads((experiment / "summary.json").read_text())["trials"])
     figures = {"trials": trials, "files": trial_files(experiment)}

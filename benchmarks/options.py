@@ -32,7 +32,8 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-OPTIONS = (  # option, type, default, help
+OPTIONS = (  # option, type, default, help (after --root, --out and --only)
+    ("--shapes", str, ",".join(SHAPES), f"trial shapes of the overhead part, of: {', '.join(SHAPES)}"),
     ("--peer-trials", int, 8, "peer part: trials of the loop and of the search"),
     ("--peer-epochs", int, 2, "peer part: epochs per trial"),
     ("--peer-keys", str, "", "peer part: key=value words added to the search's command (e.g. gpus=0.125), spaced"),
@@ -71,9 +72,6 @@ def build_parser(description: str) -> argparse.ArgumentParser:
         default=",".join(DEFAULT_PARTS),
         help=f"comma-separated parts of: {', '.join(PARTS)} (default: all but scale, hours long, and replay)",
     )
-    parser.add_argument(
-        "--shapes", default=",".join(SHAPES), help=f"trial shapes of the overhead part, of: {', '.join(SHAPES)}"
-    )
     for option, kind, default, text in OPTIONS:
         parser.add_argument(option, type=kind, default=default, help=text)
     return parser
@@ -81,15 +79,14 @@ def build_parser(description: str) -> argparse.ArgumentParser:
 
 def parse_args(argv: list[str] | None, description: str) -> tuple[argparse.Namespace, set[str], list[str]]:
     """The options, the parts to run and the trial shapes; a bad option: one line on stderr, exit 2."""
-    args = build_parser(description).parse_args(argv)
+    parser = build_parser(description)
+    args = parser.parse_args(argv)
     if not args.root:
         from search import samples
 
         args.root = str(samples.mnist_root())
-    problem = first_problem(args)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        raise SystemExit(2)
+    if problem := first_problem(args):
+        parser.error(problem)
     return args, set(names(args.only)), names(args.shapes)
 
 

@@ -1,6 +1,5 @@
-"""Where a trial's fixed time goes, from the timestamps the worker loop reports (trials one after another): the
-handoff from the previous trial, the process's start, the launch of the training function, data, model and DDP
-set-up, and each epoch's checkpoint."""
+"""Where a trial's fixed time goes, from the timestamps the worker loop reports (trials in a row): the handoff from the
+previous trial, process start, launch, data, model and DDP set-up, each epoch's checkpoint."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ def driver_to_first_step_s(first: dict) -> float:
 def trial_breakdown(rows: list[dict], previous: list[dict] | None) -> dict:
     first = rows[0]
     to_first_step = driver_to_first_step_s(first)
-    driver_started = first["started_at"] - to_first_step
     figures = {
         "process_s": first.get("process_s", 0.0),
         "launch_s": first["launch_s"],
@@ -25,7 +23,7 @@ def trial_breakdown(rows: list[dict], previous: list[dict] | None) -> dict:
         "checkpoint_s_per_epoch": sum(r.get("checkpoint_s", 0.0) for r in rows) / len(rows),
     }
     if previous:
-        figures["handoff_s"] = driver_started - last_report_at(previous)
+        figures["handoff_s"] = first["started_at"] - to_first_step - last_report_at(previous)  # from the driver's start
         figures["last_report_to_next_first_step_s"] = first["started_at"] - last_report_at(previous)
     return figures
 

@@ -1,6 +1,5 @@
-"""The peer (part `peer`): the same fixed-configuration trials as the plain Optuna loop a user would write by hand,
-in one process, and as a search with its defaults, in the same run; where the search's wall goes, from the rows its
-trials report, and on a GPU how busy nvidia-smi saw it."""
+"""The peer (part `peer`): the same fixed-configuration trials as a hand-written plain Optuna loop in one process and as
+a search with its defaults, in one run; where the search's wall goes (its trials' rows), on a GPU how busy it was."""
 
 from __future__ import annotations
 
@@ -73,26 +72,22 @@ def measure(root: str, storage: Path, trials: int, epochs: int, keys: list[str] 
         run = run_search(storage, "peer", overrides)
     summary, split = summary_of(run["experiment"]), search_split(run, trial_rows(run["experiment"]))
     print(f"  search: {run['wall_s']:.0f} s", flush=True)
-    return {
-        "trials": trials,
-        "epochs": epochs,
-        "plain_loop": loop,
-        "search": {
-            "wall_s": run["wall_s"],
-            "best_val_acc": summary["best"]["metrics"]["val_acc"],
-            "shape": {key: summary["run"][key] for key in ("workers", "cpus", "gpus", "concurrency")},
-            "keys": list(keys),
-            "split": split,
-            "gpu_busy_pct": gpu.mean(),
-            "gpu_busy_pct_while_trials_train": gpu.mean_between(*split["trials_window"]),
-        },
-        "search_over_loop": run["wall_s"] / loop["wall_s"],
+    search = {
+        "wall_s": run["wall_s"],
+        "best_val_acc": summary["best"]["metrics"]["val_acc"],
+        "shape": {key: summary["run"][key] for key in ("workers", "cpus", "gpus", "concurrency")},
+        "keys": list(keys),
+        "split": split,
+        "gpu_busy_pct": gpu.mean(),
+        "gpu_busy_pct_while_trials_train": gpu.mean(*split["trials_window"]),
     }
+    return dict(
+        trials=trials, epochs=epochs, plain_loop=loop, search=search, search_over_loop=run["wall_s"] / loop["wall_s"]
+    )
 
 
 def search_split(run: dict, trials: list[list[dict]]) -> dict:
-    """The search's wall in three phases, and the trials' span in trial-seconds by what they spent it on (a trial
-    starts at its driver: Ray may have started its process long before)."""
+    """The search's wall by phase; the trials' span in trial-seconds by use, each from its driver (not its process)."""
     starts = [rows[0]["started_at"] - driver_to_first_step_s(rows[0]) for rows in trials]
     ends = [last_report_at(rows) for rows in trials]
     span = max(ends) - min(starts)

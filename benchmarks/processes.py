@@ -31,10 +31,8 @@ def _descendants(root: int) -> list[int]:
 
 
 def _status_kb(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return next((int(line.split()[1]) for line in lines if line.startswith(field + ":")), 0)
 
 
 def _cpu_s(pid: int) -> float:

@@ -33,6 +33,7 @@ from trainables.foundation.trial_files import TRIAL_KEY
 
 DEFAULTS = RunConfig()  # the search's defaults: trials, epochs, reduction, sampler
 FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trial starts on the 2-core VM (README)
+_REPORTING: set[str] = set()  # held-out tables this process opened for a report (forked workers inherit it)
 
 
 @dataclass
@@ -79,16 +80,13 @@ class CurveTable:
         return max(float(np.max(np.mean(test, axis=0))) for test in self.test.values())
 
     def exhaustive_floor_pt(self) -> dict:
-        """The regret, in points, of an exhaustive search at the table's whole budget: for each table seed, the grid
-        point and epoch of the best validation accuracy (among ties the earliest epoch, then the first point in the
-        table's order; a grid point with a missing row is left out), scored as every replay is, by its mean test
-        accuracy against the table's best; each seed's, and their mean."""
+        """The regret in points of an exhaustive search at the table's whole budget: per table seed, the grid point
+        and epoch of the best validation accuracy (ties: the earliest epoch, then the first point; a point missing a
+        row left out), scored as every replay is (mean test against the table's best): each seed's, their mean."""
         whole = [key for key, val in self.val.items() if not np.isnan(val).any()]
         points = [(key, epoch) for key in whole for epoch in range(1, self.epochs + 1)]
-        per_seed = []
-        for slot in range(len(self.seeds)):
-            key, epoch = max(points, key=lambda point: (self.val[point[0]][slot, point[1] - 1], -point[1]))
-            per_seed.append(round(100 * (self.best_mean_test() - self.mean_test(key, epoch)), 3))
+        chosen = [max(points, key=lambda p: (self.val[p[0]][slot, p[1] - 1], -p[1])) for slot in range(len(self.seeds))]
+        per_seed = [round(100 * (self.best_mean_test() - self.mean_test(key, epoch)), 3) for key, epoch in chosen]
         return {"per_seed": per_seed, "mean": round(float(np.mean(per_seed)), 3)}
 
 
@@ -113,8 +111,7 @@ def replay_search(
     (each epoch the table's seconds, slowed by concurrency / `cores` above it), each proposed while the others run
     and each epoch told to `runner` as it ends; an epoch budget cuts the trials still running when it is spent.
     Returns the final regret, wall time, epochs, (seconds, regret) after each epoch and every trial's rows."""
-    slot, best = seed % len(table.seeds), table.best_mean_test()
-    slowdown = max(1.0, concurrency / cores)
+    slot, best, slowdown = seed % len(table.seeds), table.best_mean_test(), max(1.0, concurrency / cores)
     events, live, standing, trace = [], {}, {}, []
 
     def start(at: float, first: bool) -> None:
@@ -150,8 +147,7 @@ def replay_search(
 
 
 def standing_of(rows: list[dict], config: dict, key: tuple, space: Space, table: CurveTable) -> tuple:
-    """What the product's summary ranks a trial by (search.results.summary.best_rank of its standing row), with the
-    table's key and that row's epoch."""
+    """The summary's rank of a trial (best_rank of its standing row), the table's key and that row's epoch."""
     row = standing_row(rows, config, "m", space.mode)
     return best_rank(row, config, table.epochs, space.mode, "m"), key, row["epoch"]
 
@@ -214,8 +210,7 @@ def grace_of(space: Space, epochs: int) -> int:
 
 
 def search_asha(space: Space, epochs: int, settings: dict | None = None, metric: bool = True):
-    """ASHA as `python -m search run` sets it up for `space` at `epochs`, or with a variant's grace and reduction;
-    `metric=False`: before the Tuner gives it metric and mode."""
+    """ASHA as `search run` sets it up, or with a variant's grace and reduction; `metric=False`: a Tuner sets it."""
     settings = settings or {}
     config = RunConfig(epochs=epochs, reduction=float(settings.get("reduction", DEFAULTS.reduction)))
     grace = int(settings.get("grace", 0))
@@ -233,12 +228,8 @@ def held_out_refusal(path, workload: str) -> UsageError:
     )
 
 
-_REPORTING: set[str] = set()  # held-out tables this process opened for a report (forked workers inherit it)
-
-
 def _table(path: str, held_out_ok: bool = False) -> CurveTable:
-    """A table read once per process; a held-out one only with `held_out_ok`, or once this process (or the one it
-    forked from) opened it so."""
+    """A table read once per process; held out: only with `held_out_ok` or once this process (or its parent) did."""
     key = str(path)
     table = _read(key)
     if table.held_out and not (held_out_ok or key in _REPORTING):

@@ -29,11 +29,11 @@ from trainables.foundation.trial_files import TRIAL_KEY
 ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
 ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung_tpe_asha")
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
+CODINGS, TPES = ("values", "ordered"), ("optuna",)  # a variant's coding=, tpe=
 
 
 class SideBySideArm:
-    """The search's proposal path over an in-memory study, with the search's ASHA (or none); `settings`: a variant's
-    (parse_variant)."""
+    """The search's proposal path over an in-memory study, under its ASHA (or none); `settings`: parse_variant's."""
 
     def __init__(
         self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha=True, settings=None, concurrency=1
@@ -109,9 +109,8 @@ class RungTpeAsha:
         self.coding = SpaceCoding(space.hyperparameters, order_numbers=coding_orders({}, DEFAULTS.sampler, space))
         self.startup, self.rungs = startup_trials(trials), rungs_of(space, epochs)
         samplers = [search_sampler(DEFAULTS.sampler, space, seed + i, 0) for i in range(len(self.rungs))]
-        self.studies = {
-            r: optuna.create_study(direction=direction(space), sampler=s) for r, s in zip(self.rungs, samplers)
-        }
+        studies = [optuna.create_study(direction=direction(space), sampler=s) for s in samplers]
+        self.studies = dict(zip(self.rungs, studies))
         self.random = optuna.create_study(sampler=make_sampler("random", seed, 0))
         self.scheduler, self.metric = search_asha(space, epochs), space.metric
         self.asked: dict[str, tuple[int, optuna.trial.Trial]] = {}  # trial -> (its proposing rung, the asked trial)
@@ -142,9 +141,8 @@ class RungTpeAsha:
             del self.asked[trial_id]
             return
         distributions = self.coding.distributions
-        self.studies[rung].add_trial(
-            optuna.trial.create_trial(params=self.params[trial_id], distributions=distributions, value=value)
-        )
+        made = optuna.trial.create_trial(params=self.params[trial_id], distributions=distributions, value=value)
+        self.studies[rung].add_trial(made)
 
     def _values_at(self, rung: int) -> list:
         return self.studies[rung].get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
@@ -159,18 +157,13 @@ def rungs_of(space: Space, epochs: int) -> list[int]:
     return [*rungs, epochs]
 
 
-CODINGS = ("values", "ordered")
-TPES = ("optuna",)
-
-
 def search_sampler(sampler: str, space: Space, seed: int, startup: int):
     """The search's sampler as `python -m search run` sets it up."""
     return sampler_for(sampler, coding_for(RunConfig(sampler=sampler), space), seed, startup)
 
 
 def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
-    """Whether the study holds a numeric choice's position rather than its value: the variant's coding, else the
-    search's."""
+    """Whether the study holds a numeric choice's position, not its value: the variant's coding, else the search's."""
     if "coding" in settings:
         return settings["coding"] == "ordered"
     return coding_for(RunConfig(sampler=sampler), space).distributions != space.hyperparameters

@@ -1,6 +1,5 @@
-"""Does the replay stop trials where a real search does? A few Ray Tune searches on a trainable that reports the
-table's validation scores, under the search's own ASHA, one trial at a time, against the same configurations
-replayed in the same order: each trial's epochs compared.
+"""Does the replay stop trials where a real search does? Ray Tune searches, a trial at a time under the search's own
+ASHA, on a trainable reporting the table's validation scores, against their replays: each trial's epochs compared.
 
     python -m benchmarks --only replay   (the check runs after the replay's figures)
 """

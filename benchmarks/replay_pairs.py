@@ -46,8 +46,7 @@ def compare_pairs(result: dict, pairs: list[tuple[str, str]], concurrency: str) 
 
 
 def decide(compared: dict) -> dict:
-    """Holm over every (result, pair), A lower and higher apart; a candidate A is adopted if lower somewhere after
-    Holm and higher nowhere."""
+    """Holm over every (result, pair), lower and higher apart; A is adopted if lower somewhere, higher nowhere."""
     keys = [(where, name) for where, figures in compared.items() for name in figures["pairs"]]
     for side in ("lower", "higher"):
         adjusted = holm({key: compared[key[0]]["pairs"][key[1]][f"p_first_{side}"] for key in keys})

@@ -35,6 +35,7 @@ from trainables.foundation.objectives import Objective
 from trainables.foundation.space import Space
 
 ARMS = ("pareto_asha", "pareto_asha_top_only", "nsga2_pareto_asha", "asha_on_accuracy", "no_stopping")
+REFERENCES = {"median": 50, "tenth": 10}  # the reference accuracy: this percentile of the configurations' final
 
 
 def mlp_params(config: dict, pixels: int = 784, classes: int = 10) -> int:
@@ -76,14 +77,10 @@ class ParetoArm(SideBySideArm):
         return bool(self.scheduler) and asha_stops(self.scheduler, trial_id, result)
 
 
-REFERENCES = {"median": 50, "tenth": 10}  # the reference accuracy: this percentile of the configurations' final
-
-
 @functools.cache
 def reference_and_best(path: str, percentile: int) -> tuple[tuple[float, float], float]:
-    """The reference point (minimised: minus a percentile of the configurations' final mean test accuracy, the
-    largest model) and the hypervolume of every configuration's (best mean test accuracy over epochs, params), for
-    the table at `path` (once per process)."""
+    """The reference point (minimised: minus a percentile of the configurations' final mean test accuracy, the largest
+    model) and the hypervolume of every configuration's (best mean test accuracy, params); once per process."""
     table = _table(path)
     params_of = PARAMS[table.space]
     configs = [dict(zip(table.grid, key)) for key in table.test]
@@ -94,8 +91,7 @@ def reference_and_best(path: str, percentile: int) -> tuple[tuple[float, float],
 
 
 def replay_front(job: tuple) -> dict[str, float]:
-    """One replay: (table path, arm, seed, budget) -> the normalised hypervolume of its completed trials' front, for
-    each reference point."""
+    """(table path, arm, seed, budget) -> the normalised hypervolume of the completed trials' front per reference."""
     path, arm, seed, budget = job
     table = _table(path)
     space = table_space(table)

@@ -31,8 +31,7 @@ def versions() -> dict[str, str]:
 
 
 def installed(distribution: str) -> str:
-    found = [d.version for d in importlib.metadata.distributions(name=distribution)]
-    return found[0] if found else "not installed"
+    return next((d.version for d in importlib.metadata.distributions(name=distribution)), "not installed")
 
 
 def config_space(space: Space, seed: int):

@@ -90,8 +90,7 @@ def per_trial(samples: list, lo: float, hi: float) -> dict:
 
 
 def flatness(run: dict) -> dict:
-    """The targets' figures: CPU a trial at trials 90-100% against 5-15% (1,800-2,000 against 100-300 of 2,000),
-    RSS at the end against at 10%, wall against the ideal (trial-epochs x EPOCH_S / side by side)."""
+    """The targets' figures: CPU a trial at trials 90-100% against 5-15%, RSS at the end against at 10%, wall/ideal."""
     samples = run["samples"]
     early, late = per_trial(samples, 0.05, 0.15), per_trial(samples, 0.9, 1.0)
     rss_early, rss_end = samples[max(0, len(samples) // 10 - 1)][2], samples[-1][2]
@@ -122,11 +121,10 @@ def tune_anchor(trials: int, storage: str) -> None:
     from ray.tune.search.optuna import OptunaSearch
 
     def trainable(config):
+        score = 1 - abs(config["lr"] - 0.01) - config["dropout"] / 10
         for epoch in range(1, EPOCHS + 1):
             time.sleep(EPOCH_S)
-            tune.report(
-                {"val_acc": 1 - abs(config["lr"] - 0.01) - config["dropout"] / 10 + epoch / 100, "epoch": epoch}
-            )
+            tune.report({"val_acc": score + epoch / 100, "epoch": epoch})
 
     class Ended(tune.Callback):
         def on_trial_complete(self, iteration, trials, trial, **info):

@@ -42,17 +42,15 @@ def tutorial_loader(root: str, batch: int, limit: int = 0, workers: int = 0, pin
 
 
 def bare_loop(root: str, limit: int, epochs: int, batch: int, threads: int, rank=0, world_size=1, wrap=None) -> float:
-    """Images/s of a plain loop over the in-memory feed (epochs after the first two), `threads` intra-op threads;
-    `rank` of `world_size` processes (its share of each batch), the model wrapped by `wrap` (DDP) where given."""
+    """Images/s of a plain loop on the in-memory feed after two warm-up epochs; `rank`'s batch share, `wrap`: DDP."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     feed = memory_feed(root, batch, limit, rank=rank, world_size=world_size)
     model = wrap(tutorial_model()) if wrap else tutorial_model()
     optimizer = make_optimizer(SGD, model)
-    rates = []
-    for epoch in range(1, epochs + 1):
-        stats = train_one_epoch(model, optimizer, feed.train_batches(epoch), torch.device("cpu"))
-        rates.append(stats["count"] / stats["seconds"])
+    cpu = torch.device("cpu")
+    epoch_stats = [train_one_epoch(model, optimizer, feed.train_batches(e), cpu) for e in range(1, epochs + 1)]
+    rates = [stats["count"] / stats["seconds"] for stats in epoch_stats]
     return sum(rates[2:]) / len(rates[2:])
 
 

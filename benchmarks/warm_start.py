@@ -1,6 +1,5 @@
-"""How warm a trial starts (part `warm`), each figure beside a fresh import measured in the same run: the smallest
-search, one-worker trials with the search's `reuse_actors=True`, Tune's default `False` and Ray's module preload,
-and the gap between DDP trials."""
+"""How warm a trial starts (part `warm`) beside a fresh import measured in the same run: the smallest search, one-worker
+trials with `reuse_actors=True`, Tune's default `False` and Ray's module preload, the gap between DDP trials."""
 
 from __future__ import annotations
 
