@@ -80,14 +80,11 @@ def check_results(name: str, entry: dict, results: list[dict], registry: Path | 
         seeds = seeds_of(result)
         if seeds not in entry["seeds"]:
             raise UsageError(f"--family {name}: {result['table']} replayed seeds {seeds}; registered: {entry['seeds']}")
-        if result["trials"] not in (entry["trials"] if isinstance(entry["trials"], list) else [entry["trials"]]):
-            raise UsageError(f"--family {name}: {result['table']} at trials={result['trials']}, not {entry['trials']}")
-        budgets = entry.get("epoch_budget", entry["trials"] if isinstance(entry["trials"], list) else [0])
-        budgets = budgets if isinstance(budgets, list) else [budgets]  # the epoch budgets it ran under (0: trials=N)
-        if result.get("epoch_budget", 0) not in budgets:
+        trials, budget = stop_rule(entry, result["table"])
+        if (result["trials"], result.get("epoch_budget", 0)) != (trials, budget):
             raise UsageError(
-                f"--family {name}: {result['table']} under epoch_budget={result.get('epoch_budget', 0)}, "
-                f"registered: {', '.join(map(str, budgets))}"
+                f"--family {name}: {result['table']} at trials={result['trials']}, epoch_budget="
+                f"{result.get('epoch_budget', 0)}; registered for it: trials={trials}, epoch_budget={budget}"
             )
         for k in entry["concurrency"]:
             arms = result["concurrency"].get(str(k), {}).get("arms", {})
@@ -118,9 +115,19 @@ def replay_settings(name: str, table: str, seeds: str, registry: Path | None = N
         raise UsageError(f"--family {name}: seeds {seeds} are not its ({', '.join(entry['seeds'])})")
     if name not in GRANDFATHERED:  # refused before hours of replays that no verdict could use
         registration_commit(name, entry, registry or REGISTRY)
-    trials = entry["trials"] if isinstance(entry["trials"], int) else None
+    trials, budget = stop_rule(entry, table)
     concurrency = [int(k) for k in entry["concurrency"]]
-    return {"arms": tuple(arms_of(entry)), "concurrency": concurrency, "trials": trials, "family": named(name, entry)}
+    settings = {"arms": tuple(arms_of(entry)), "concurrency": concurrency, "trials": trials}
+    return {**settings, "epoch_budget": budget, "family": named(name, entry)}
+
+
+def stop_rule(entry: dict, table: str) -> tuple[int, int]:
+    """(trials, epoch budget; 0: none) the entry registers for `table`: a list holds one per table, in their order;
+    a list of trials without `epoch_budget` is a budget of as many epochs."""
+    at = entry["tables"].index(table)
+    trials = entry["trials"][at] if isinstance(entry["trials"], list) else entry["trials"]
+    budget = entry.get("epoch_budget", trials if isinstance(entry["trials"], list) else 0)
+    return trials, budget[at] if isinstance(budget, list) else budget
 
 
 def registered_results(name: str | None, kind: str, paths: list[str]) -> tuple[dict, list[dict]]:

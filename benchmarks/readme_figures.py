@@ -23,6 +23,7 @@ import functools
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -200,32 +201,29 @@ def ratio_text(ratio: dict) -> str:
     return f", ratio {value:.2f} [{low:.2f}, {'endless' if high is None else f'{high:.2f}'}]"
 
 
-LABELS = {
-    "search": "**the search** (default)",
-    "random_asha": "random + ASHA",
-    "optuna_tpe_hyperband": "TPE + Hyperband",
-}
-LABELS.update(peer_dehb="DEHB", peer_smac="SMAC3", peer_synetune_bohb="Syne Tune BOHB", peer_priorband="NePS PriorBand")
+LABELS = {"search": "**the search** (default)", "random_asha": "random + ASHA", "random": "random search"}
+LABELS.update(optuna_tpe_hyperband="TPE + Hyperband", peer_dehb="DEHB", peer_smac="SMAC3")
+LABELS.update(peer_synetune_bohb="Syne Tune BOHB", peer_priorband="NePS PriorBand")
 
 
 def pays_table(stats: dict) -> str:
-    """Per table, each arm's final regret IQM (points from the table's best) and median epochs to within 0.5 points
-    at every concurrency (`a / b / c`): `*` where the search is lower after Holm, `!` where higher; last, the
-    search's place by regret IQM."""
+    """Per table each arm's regret IQM (points) and median epochs to within 0.5 points at every concurrency; `*`: the
+    search lower after Holm, `!`: higher; last, the search's place by regret IQM as shown (ties share the better)."""
     at_k = list(stats["concurrency"].values())
     names = list(at_k[0]["tables"])
-    header = ["method", *(f"`{n.rsplit('.', 1)[-1]}`: {h}" for n in names for h in ("regret", "epochs to 0.5 pt"))]
+    header = [f"method ({' / '.join(stats['concurrency'])} side by side)"]
+    header += [f"`{n.rsplit('.', 1)[-1]}`: {h}" for n in names for h in ("regret", "epochs to 0.5 pt")]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     places = []
     for name in names:
-        regrets = [figures["tables"][name]["regret_iqm_pt"] for figures in at_k]
-        places += [" / ".join(f"{sorted(r.values()).index(r['search']) + 1} of {len(r)}" for r in regrets), ""]
+        shown = [{a: round(v, 2) for a, v in f["tables"][name]["regret_iqm_pt"].items()} for f in at_k]
+        places += [" / ".join(f"{sum(v < r['search'] for v in r.values()) + 1} of {len(r)}" for r in shown), ""]
     for arm in at_k[0]["tables"][names[0]]["regret_iqm_pt"]:
         cells = [LABELS.get(arm, f"`{arm}`")]
         for tables in ([figures["tables"][name] for figures in at_k] for name in names):
             cells.append(" / ".join(f"{t['regret_iqm_pt'][arm]:.2f}{holm_mark(t, arm)}" for t in tables))
             epochs = [t["to_within_pt"]["0.5"][arm]["median_epochs"] for t in tables]
-            cells.append(" / ".join("never" if e is None else f"{e:.0f}" for e in epochs))
+            cells.append(" / ".join("never" if e is None else f"{e:g}" for e in epochs))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("| " + " | ".join(["the search's place", *places]) + " |")
     return "\n".join([*lines, "", holm_words([t for figures in at_k for t in figures["tables"].values()])])
@@ -234,14 +232,10 @@ def pays_table(stats: dict) -> str:
 def holm_words(tables: list[dict]) -> str:
     """In words, over every (table, concurrency): the arms the search is lower than after Holm, and higher than."""
     said = []
-    for side, verb in (("lower", "lower than"), ("higher", "higher than")):
-        counts = {
-            arm: sum(t[f"p_search_{side}_holm"][arm] < 0.05 for t in tables)
-            for arm in tables[0][f"p_search_{side}_holm"]
-        }
-        named = ", ".join(f"{LABELS.get(arm, arm)} ({n} of {len(tables)})" for arm, n in counts.items() if n) or "none"
-        said.append(f"{verb} {named}")
-    return f"After Holm, the search's final regret is {said[0]}; it is {said[1]}."
+    for side in ("lower", "higher"):
+        counts = Counter(arm for t in tables for arm, p in t[f"p_search_{side}_holm"].items() if p < 0.05)
+        said.append(", ".join(f"{LABELS.get(a, a)} ({n} of {len(tables)})" for a, n in counts.items()) or "no arm")
+    return f"After Holm, the search's final regret is lower than {said[0]}; it is higher than {said[1]}."
 
 
 def holm_mark(table: dict, arm: str) -> str:

@@ -86,7 +86,8 @@ def replayed_keeping(work: list[tuple], jobs: int, keep: Path | None) -> list[di
     commit, the cores, each table's hash), so that a run stopped part way goes on where it stopped: a job kept under
     the same stamp is not replayed again; a line cut short by a kill is left out."""
     code = code_state()
-    stamp = {"code": code["code"], "cores": CORES, "tables": {p: _hash(p) for p in sorted({job[0] for job in work})}}
+    tables = {path: hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] for path in sorted({j[0] for j in work})}
+    stamp = {"code": code["code"], "cores": CORES, "tables": tables}
     text = keep.read_text() if keep and keep.exists() else ""
     reusable = not code["code_dirty"] and code["code"] != "unknown"
     done = {}
@@ -104,10 +105,6 @@ def replayed_keeping(work: list[tuple], jobs: int, keep: Path | None) -> list[di
             kept.flush()
             done[job] = result
     return [done[job] for job in work]
-
-
-def _hash(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def measure(
@@ -239,6 +236,9 @@ def main() -> None:
         except UsageError as error:
             refuse(error)
         arms, concurrencies, args.trials, family = (settings[k] for k in ("arms", "concurrency", "trials", "family"))
+        if args.epoch_budget not in (None, settings["epoch_budget"]):  # none given: the registered one
+            refuse(f"--epoch-budget={args.epoch_budget}: {args.family} registers {settings['epoch_budget']} here")
+        args.epoch_budget = settings["epoch_budget"]
     try:  # a held-out table is replayed only to report a registered family that names it, never to tune
         table = _table(args.table, held_out_ok=family is not None)
     except UsageError as error:

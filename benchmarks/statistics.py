@@ -265,18 +265,17 @@ def plot_anytime(result: dict, concurrency: str, ours: str, path: Path) -> None:
     axes_of = (("epochs", "anytime_epochs", "epochs spent"), ("wall", "anytime_wall_s", "replayed seconds"))
     axes_of = [a for a in axes_of if a[1] in at_k]
     figure, panels = plt.subplots(1, len(axes_of), figsize=(6 * len(axes_of), 4.5), squeeze=False)
+    band, iqm_curves = ("low", "iqm", "high"), "anytime_iqm_pt" in next(iter(at_k["arms"].values()))
     for axes, (by, grid_key, label) in zip(panels[0], axes_of):
         for arm, f in at_k["arms"].items():
-            curves = f["anytime_iqm_pt"][by] if "anytime_iqm_pt" in f else f["anytime_quartiles_pt"]
-            if isinstance(curves, dict):
-                curves = [curves[key] for key in ("low", "iqm", "high")]
-            low, middle, high = (np.asarray([np.nan if v is None else v for v in values]) for values in curves)
+            curves = [f["anytime_iqm_pt"][by][key] for key in band] if iqm_curves else f["anytime_quartiles_pt"]
+            low, middle, high = (np.asarray([np.nan if v is None else v for v in c]) for c in curves)
             (line,) = axes.plot(at_k[grid_key], middle, label=arm, linewidth=2.4 if arm == ours else 1.1)
             axes.fill_between(at_k[grid_key], low, high, color=line.get_color(), alpha=0.12)
-        floor = result.get("exhaustive_floor_pt", {}).get("mean")
-        if floor is not None:
+        if floor := result.get("exhaustive_floor_pt", {}).get("mean"):
             axes.axhline(floor, color="grey", linewidth=0.6, linestyle=":", label="exhaustive floor")
-        axes.set(xlabel=label, ylabel="regret, test-accuracy points (IQM, 95% band)")
+        shown = "IQM, 95% band" if iqm_curves else "median, quartiles"  # results from before the IQM curves
+        axes.set(xlabel=label, ylabel=f"regret, test-accuracy points ({shown})")
         axes.set_yscale("symlog", linthresh=0.1)
     rule = f"epoch_budget={result['epoch_budget']}" if result["epoch_budget"] else f"trials={result['trials']}"
     figure.suptitle(f"{result['space']}: {rule}, {concurrency} side by side, {result['seeds']} seeds", fontsize=10)

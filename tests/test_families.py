@@ -125,7 +125,9 @@ def test_results_that_are_not_the_familys_or_an_entry_edited_after_its_replays_a
             result(t, i, {**named, "hash": "0" * 12}) for i, t in enumerate(TABLES)
         ],
         "was not replayed with --family fixed": [result(t, i) for i, t in enumerate(TABLES)],
-        "under epoch_budget=24": [{**result(t, i, named), "epoch_budget": 24} for i, t in enumerate(TABLES)],
+        "epoch_budget=24; registered for it: trials=12, epoch_budget=0": [
+            {**result(t, i, named), "epoch_budget": 24} for i, t in enumerate(TABLES)
+        ],
         "results on t/one.jsonl.gz, t/one.jsonl.gz, t/two": [result(t, i, named) for i, t in enumerate(TABLES * 2)],
     }
     for message, results in cases.items():
@@ -144,6 +146,9 @@ def test_replay_cli_takes_what_it_replays_from_the_family(registry):
         replay_settings("fixed", "t/three.jsonl.gz", "7000-7039")
     with pytest.raises(UsageError, match="seeds 100-399 are not its"):
         replay_settings("fixed", TABLES[0], "100-399")
+    per_table = {"tables": TABLES, "trials": [24, 72]}  # one stop rule a table, in their order: a budget as long
+    assert [families.stop_rule(per_table, table) for table in TABLES] == [(24, 24), (72, 72)]
+    assert families.stop_rule({**per_table, "epoch_budget": [36, 108]}, TABLES[1]) == (72, 108)
 
 
 def test_every_committed_verdict_names_its_registered_family_unchanged():

@@ -204,6 +204,29 @@ def test_anytime_iqm_reads_epochs_and_seconds_and_shows_nothing_until_half_the_s
     assert all(low <= mid <= high for low, mid, high in zip(by_epochs["low"], by_epochs["iqm"], by_epochs["high"]))
 
 
+def test_a_replays_summary_holds_iqm_curves_on_both_axes_and_its_figure_draws_both(tmp_path):
+    import matplotlib.image
+
+    from benchmarks.replay_cli import summarise
+    from benchmarks.statistics import plot_anytime
+
+    def run(regrets):
+        trace = [(1.5 * (epoch + 1), regret) for epoch, regret in enumerate(regrets)]
+        return {"regret": trace[-1][1], "wall_s": trace[-1][0], "epochs": len(trace), "trace": trace}
+
+    runs = {arm: [run([0.05, 0.03, 0.01 + seed / 1000]) for seed in range(6)] for arm in ("search", "random_asha")}
+    at_k = summarise(runs)
+    assert at_k["anytime_epochs"] == [1, 2, 3]
+    curves = at_k["arms"]["search"]["anytime_iqm_pt"]
+    assert curves["epochs"]["iqm"][:2] == pytest.approx([5.0, 3.0]) and len(curves["wall"]["iqm"]) == 41
+    result = {"space": "s", "epoch_budget": 3, "trials": 3, "seeds": 6, "concurrency": {"2": at_k}}
+    plot_anytime(result, "2", "search", tmp_path / "both.png")
+    del at_k["anytime_epochs"]  # results from before the epochs axis: the seconds panel alone
+    plot_anytime(result, "2", "search", tmp_path / "one.png")
+    widths = [matplotlib.image.imread(tmp_path / name).shape[1] for name in ("both.png", "one.png")]
+    assert widths[0] == 2 * widths[1]
+
+
 def test_the_pays_table_marks_holm_verdicts_and_the_searchs_place():
     from benchmarks.readme_figures import pays_table
 
@@ -223,7 +246,7 @@ def test_the_pays_table_marks_holm_verdicts_and_the_searchs_place():
         }
     }
     lines = pays_table(stats).splitlines()
-    assert lines[0] == "| method | `a`: regret | `a`: epochs to 0.5 pt |"
+    assert lines[0] == "| method (2 / 4 side by side) | `a`: regret | `a`: epochs to 0.5 pt |"
     assert lines[2] == "| **the search** (default) | 1.00 / 2.00 | 30 / never |"
     assert lines[3] == "| `peer` | 2.00* / 1.00! | never / never |"
     assert lines[4] == "| the search's place | 1 of 2 / 2 of 2 |  |"
