@@ -275,8 +275,8 @@ def plot_anytime(result: dict, concurrency: str, ours: str, path: Path) -> None:
         if floor := result.get("exhaustive_floor_pt", {}).get("mean"):
             axes.axhline(floor, color="grey", linewidth=0.6, linestyle=":", label="exhaustive floor")
         shown = "IQM, 95% band" if iqm_curves else "median, quartiles"  # results from before the IQM curves
-        axes.set(xlabel=label, ylabel=f"regret, test-accuracy points ({shown})")
-        axes.set_yscale("symlog", linthresh=0.1)
+        axes.set_yscale("symlog", linthresh=0.1)  # regret 0 stays drawn
+        axes.set(xlabel=label, ylabel=f"regret, test-accuracy points ({shown})", ylim=(0, None))
     rule = f"epoch_budget={result['epoch_budget']}" if result["epoch_budget"] else f"trials={result['trials']}"
     figure.suptitle(f"{result['space']}: {rule}, {concurrency} side by side, {result['seeds']} seeds", fontsize=10)
     panels[0][-1].legend(fontsize=7)
