@@ -167,8 +167,7 @@ def censored_median(values: list) -> float | None:
 
 
 def incumbent_at(runs: list[dict], grid: np.ndarray, by: str = "wall") -> np.ndarray:
-    """Each seed's incumbent regret (points) at each point of `grid`, in replayed seconds (`wall`) or in epochs spent
-    (`epochs`); NaN before its first epoch ends, its final regret once over."""
+    """Each seed's incumbent regret (points) at each point of `grid` (seconds or epochs); NaN before its first epoch."""
     at = np.full((len(runs), len(grid)), np.nan)
     for row, run in enumerate(runs):
         times = np.asarray([t for t, _ in run["trace"]]) if by == "wall" else np.arange(1, len(run["trace"]) + 1)
@@ -179,8 +178,7 @@ def incumbent_at(runs: list[dict], grid: np.ndarray, by: str = "wall") -> np.nda
 
 
 def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
-    """The quartiles over seeds of the incumbent's regret (points) at each time of `grid` (None where no seed has
-    ended an epoch yet); a search over by then keeps its final regret."""
+    """The quartiles over seeds of the incumbent's regret (points) at each time of `grid` (None before any epoch)."""
     at = incumbent_at(runs, grid)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before any epoch ends

@@ -344,6 +344,15 @@ def test_the_registered_target_needs_one_table_ahead_behind_none_and_the_time_on
         "4 side by side, two",
     ]
     assert verdict["replayed_seconds"]["cores"] == 2 and verdict["replayed_seconds"]["slowdown"] == {"2": 1.0, "4": 2.0}
+    never = {"reached": 0.2, "median_epochs": None, "median_wall_s": None, "epochs": [None] * 40, "wall_s": [None] * 40}
+    arms["random_asha"]["to_within_pt"]["0.5"] = never  # random + ASHA's median seed never there, the search's is
+    code, verdict = run(replay_stats, tmp_path, monkeypatch, "fixed", results)
+    assert verdict["target"]["met"] and verdict["concurrency"]["2"]["tables"]["two"]["to_within_pt"]["0.5"][
+        "epochs_ratio"
+    ] == {"ratio": None, "interval": [None, None]}
+    arms["search"]["to_within_pt"]["0.5"] = never  # neither gets there: no time to compare, missed
+    code, verdict = run(replay_stats, tmp_path, monkeypatch, "fixed", results)
+    assert not verdict["target"]["clauses"]["within_half_point_in_two_thirds_epochs_on_every_table"]
 
 
 def test_the_hodges_lehmann_shift_is_the_median_of_walsh_averages_with_the_signed_rank_interval():
