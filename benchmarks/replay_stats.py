@@ -156,8 +156,8 @@ def adjust(comparisons: list[dict], entry: dict | None = None) -> None:
             }
             if within := table["to_within_pt"] and table["to_within_pt"]["0.5"]:
                 ours, other = (within[arm]["median_epochs"] for arm in (OURS, RANDOM_ASHA))  # None: never
-                ratio = within["epochs_ratio"]["ratio"]  # random + ASHA never, the search there: met
-                met = ours is not None and (other is None or ratio <= 1 / 1.5)
+                ratio = within["epochs_ratio"]["ratio"]  # None: random + ASHA's median past the budget, or ours
+                met = ours is not None and (ratio <= 1 / 1.5 if other is not None else 1.5 * ours <= table["budget"])
                 table["target"]["within_half_point_in_two_thirds_epochs"] = met
         if "by_table" in figures:
             figures["targets"] = targets(figures["tables"], entry)
@@ -176,6 +176,7 @@ def compare(results: list[dict], concurrency: str, entry: dict | None = None) ->
         tables[result["space"]] = {
             "table": result["table"],
             "rule": rule,
+            "budget": result["epoch_budget"],  # trial-epochs a search may spend (0: a trial count stops it)
             "seeds": result["seeds"],
             "first_seed": result.get("first_seed", 0),
             "seed_set": result.get("seed_set", "other"),

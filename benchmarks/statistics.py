@@ -179,10 +179,9 @@ def incumbent_at(runs: list[dict], grid: np.ndarray, by: str = "wall") -> np.nda
 
 def anytime_quartiles(runs: list[dict], grid: np.ndarray) -> list[list]:
     """The quartiles over seeds of the incumbent's regret (points) at each time of `grid` (None before any epoch)."""
-    at = incumbent_at(runs, grid)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before any epoch ends
-        quartiles = np.nanpercentile(at, [25, 50, 75], axis=0)
+        quartiles = np.nanpercentile(incumbent_at(runs, grid), [25, 50, 75], axis=0)
     return [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in quartiles]
 
 
