@@ -152,3 +152,8 @@ def test_every_trial_of_a_large_search_has_a_learning_curve_style_of_its_own():
     assert labels == [f"{t['trial_id']} ({t['status']})" for t in trials]
     assert len({(h.get_color(), h.get_marker()) for h in handles}) == 25
     assert [h.get_linestyle() for h in handles[:3]] == ["-", "--", ":"]
+    assert ax.get_legend() is not None
+    many = [{"trial_id": f"t{i:02d}", "status": "completed"} for i in range(49)]  # past the legend's 48: no legend
+    ax = Figure().add_subplot()
+    draw_learning_curves(ax, {"metric": "val_acc", "trials": many}, {t["trial_id"]: histories["t00"] for t in many})
+    assert ax.get_legend() is None and ax.get_title().startswith("Learning curves of 49 trials")

@@ -129,6 +129,9 @@ def trial_styles(count: int, markers: str = "os^DvP*<>h") -> list[tuple[str, str
     return [(colours[i % 20], markers[i // 20 % len(markers)]) for i in range(count)]
 
 
+LEGEND_TRIALS = 48  # the learning curves name each trial in a legend up to this many trials (3 columns of 16)
+
+
 def draw_learning_curves(ax: Axes, summary: dict, histories: dict) -> Axes:
     """Every trial's curve on `ax` (returned), its line style saying how it ended."""
     metric = summary["metric"]
@@ -148,9 +151,13 @@ def draw_learning_curves(ax: Axes, summary: dict, histories: dict) -> Axes:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel(metric)
-    ax.set_title("Learning curves (x: stopped early or failed)")
-    if ax.lines:  # none before a trial has reported an epoch
-        ax.legend(fontsize=7, loc="best", ncol=1 + len(ax.get_legend_handles_labels()[0]) // 16)
+    labelled = len(ax.get_legend_handles_labels()[0])  # none before a trial has reported an epoch
+    if labelled > LEGEND_TRIALS:  # a legend of thousands hides the curves and took half a minute to draw
+        ax.set_title(f"Learning curves of {labelled} trials (x: stopped early or failed)")
+    else:
+        ax.set_title("Learning curves (x: stopped early or failed)")
+    if 0 < labelled <= LEGEND_TRIALS:
+        ax.legend(fontsize=7, loc="best", ncol=1 + labelled // 16)
     return ax
 
 
