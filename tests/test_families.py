@@ -151,6 +151,27 @@ def test_replay_cli_takes_what_it_replays_from_the_family(registry):
     assert families.stop_rule({**per_table, "epoch_budget": [36, 108]}, TABLES[1]) == (72, 108)
 
 
+def test_replay_cli_refuses_an_epoch_budget_the_family_does_not_register(registry, monkeypatch, capsys):
+    from benchmarks import replay_cli
+
+    argv = [
+        "replay_cli",
+        TABLES[0],
+        "--seeds",
+        "40",
+        "--first-seed",
+        "7000",
+        "--family",
+        "fixed",
+        "--epoch-budget",
+        "24",
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as stop:
+        replay_cli.main()  # refused before any table is read or replayed
+    assert stop.value.code == 2 and "--epoch-budget=24: fixed registers 0 here" in capsys.readouterr().err
+
+
 def test_every_committed_verdict_names_its_registered_family_unchanged():
     assert families.GRANDFATHERED < families.families().keys()
     root = families.REGISTRY.parent.parent
