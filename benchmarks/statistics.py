@@ -1,7 +1,6 @@
-"""The statistics the benchmarks compare optimizers with (numpy and scipy): regret over seeds as the field reports it
-(interquartile mean, bootstrap intervals), Wilcoxon signed-rank paired by seed, Holm's correction, average ranks with
-Friedman's test and a critical-difference diagram's groups (pairwise Wilcoxon + Holm, Benavoli et al. 2016); the
-diagram and the anytime curves drawn from them."""
+"""The statistics the benchmarks compare optimizers with (numpy, scipy): regret's IQM and bootstrap intervals, Wilcoxon
+signed-rank paired by seed, Holm, average ranks with Friedman's test and a critical-difference diagram's groups
+(pairwise Wilcoxon + Holm, Benavoli et al. 2016); the diagram and the anytime curves drawn from them."""
 
 from __future__ import annotations
 
