@@ -12,6 +12,7 @@ processes, which hold no lease) fences nothing. pyarrow only."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pyarrow
@@ -34,6 +35,7 @@ class FencedHandler(pyarrow.fs.FileSystemHandler):
         self.inner, self.location = inner, location
         self.guarded = holds_fence(location)  # made by the driver, under its lease: its writes end with the lease
         self.fenced, self.confirmed_at = False, float("-inf")
+        self._reading = threading.Lock()  # pyarrow copies from several threads: one reads the lease back, all use it
 
     def __reduce__(self):  # Ray pickles Tune's storage into each trial, where no lease is held
         return FencedHandler, (self.inner, self.location)
@@ -47,17 +49,18 @@ class FencedHandler(pyarrow.fs.FileSystemHandler):
         if not holds_fence(self.location) or fence_lost(self.location) is not None:
             self.fenced = True  # never set back: from here on every write does nothing
             return False
-        if _clock() - self.confirmed_at < CONFIRMED_S:
+        with self._reading:
+            if _clock() - self.confirmed_at < CONFIRMED_S:
+                return True
+            try:
+                check_fence(self.location)
+            except Exception:
+                if fence_lost(self.location) is None:
+                    raise
+                self.fenced = True
+                return False
+            self.confirmed_at = _clock()
             return True
-        try:
-            check_fence(self.location)
-        except Exception:
-            if fence_lost(self.location) is None:
-                raise
-            self.fenced = True
-            return False
-        self.confirmed_at = _clock()
-        return True
 
     # writes: each passes the fence first; a lost lease makes them do nothing
     def create_dir(self, path, recursive):
