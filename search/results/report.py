@@ -152,11 +152,9 @@ def draw_learning_curves(ax: Axes, summary: dict, histories: dict) -> Axes:
     ax.set_xlabel("epoch")
     ax.set_ylabel(metric)
     labelled = len(ax.get_legend_handles_labels()[0])  # none before a trial has reported an epoch
-    if labelled > LEGEND_TRIALS:  # a legend of thousands hides the curves and took half a minute to draw
-        ax.set_title(f"Learning curves of {labelled} trials (x: stopped early or failed)")
-    else:
-        ax.set_title("Learning curves (x: stopped early or failed)")
-    if 0 < labelled <= LEGEND_TRIALS:
+    many = labelled > LEGEND_TRIALS  # a legend of thousands hides the curves and took half a minute to draw
+    ax.set_title(f"Learning curves{f' of {labelled} trials' if many else ''} (x: stopped early or failed)")
+    if labelled and not many:
         ax.legend(fontsize=7, loc="best", ncol=1 + labelled // 16)
     return ax
 
