@@ -57,6 +57,7 @@ class ProgressView(FollowsEnds):
         self.work_began: float | None = None  # when the first epoch of this run or resume began, in the view's seconds
         self.verbose, self.storage = verbose, storage
         self.paces: dict[str, tuple[int, float, float]] = {}  # running trial -> (its epoch, epoch_s, seen at)
+        self.started: dict[str, object] = {}  # the search's id -> Tune's trial, from its start to its end
         self.line = StatusLine()
 
     @classmethod
@@ -67,7 +68,7 @@ class ProgressView(FollowsEnds):
         return cls(record, epochs, trials, *budgets, began=began, verbose=config.verbose, storage=storage)
 
     def __getstate__(self):
-        return {**self.__dict__, "record": None, "start": None}
+        return {**self.__dict__, "record": None, "start": None, "started": {}}
 
     def setup(self, **info):
         self.start, self.lead = self._started()
@@ -77,19 +78,30 @@ class ProgressView(FollowsEnds):
         now = time.monotonic()
         return now, 0.0 if self.began is None else max(0.0, now - self.began)
 
+    def on_trial_start(self, iteration, trials, trial, **info):
+        self.started[trial_key(trial)] = trial
+
+    def _live(self) -> list:
+        """The trials seen to start and not yet ended: the view never walks Tune's list of every trial, which grows
+        with the search (docs/design.md, "Many trials")."""
+        for trial_id in [key for key, trial in self.started.items() if trial.status in ("TERMINATED", "ERROR")]:
+            del self.started[trial_id]
+        return list(self.started.values())
+
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        self._show(trials, latest={trial_key(trial): result})  # Tune stores `result` in the trial after this call
+        self._show(self._live(), latest={trial_key(trial): result})  # Tune stores `result` in the trial after this
 
     def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
         self.paces.pop(trial_id, None)
+        self.started.pop(trial_id, None)
         standing = "" if ending.failed else self._standing(trial_id)
-        self._show(trials, event_words(trial_id, ending, tune_trial, self.storage), standing=standing)
+        self._show(self._live(), event_words(trial_id, ending, tune_trial, self.storage), standing=standing)
 
     def on_experiment_end(self, trials, **info):
         """On a terminal, the status line once more, as the search ends (no estimate: nothing is left to run), and
         ended, so that the table starts on a line of its own."""
         if self.line.shown and not self.line.closed:
-            *_, status = self._parts(trials, time.monotonic() - self.start, None, {}, final=True)
+            *_, status = self._parts(self._live(), time.monotonic() - self.start, None, {}, final=True)
             self._write(self.line.close([], self._one_line(status)))
 
     def _in_place(self) -> bool:
@@ -133,7 +145,8 @@ class ProgressView(FollowsEnds):
         return events + epochs + ([status] if len(status) <= WIDTH else [f"{words}{tail}", f"  {best_text}"])
 
     def _parts(self, trials, elapsed: float, event, latest: dict, final: bool = False):
-        """(the event's lines, the epoch lines, the status's words, best and tail); `final`: the search has ended."""
+        """(the event's lines, the epoch lines, the status's words, best and tail); `trials`: those not yet ended
+        (more do no harm); `final`: the search has ended."""
         counts = self.record.counts()
         ended = self.record.ended_ids()
         active = [t for t in trials if t.status == RUNNING and trial_key(t) not in ended]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,7 @@ LOG_FILE = "search.log"
 # Tune hands a finished (or stopped) trial's process to the next trial: torch imported, the data decoded, the CUDA
 # context made. Kept against Tune's default (False) by measurement: benchmarks/warm_start.py, docs/design.md.
 REUSE_ACTORS = True
+TUNE_SNAPSHOT_S = "3600"  # the most often Tune writes its experiment snapshot (TUNE_GLOBAL_CHECKPOINT_S), in seconds
 
 
 def run_search(config: RunConfig, space: Space, experiment: Experiment, enqueued: list[dict] = ()) -> dict:
@@ -145,6 +147,9 @@ def fit(
         callbacks = [trial_ends, *decider.followers]
         tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop, scheduler)
         logging.getLogger("ray").info("search hands the trials to Tune")
+        # Tune's experiment snapshot lists every trial and is never restored here (each session starts from the
+        # study): by default Tune writes it every few seconds, a cost that grows with the search; hourly at most
+        os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", TUNE_SNAPSHOT_S)
         with ctrl_c_stops(stop):
             tuner.fit()
         if stop.out_of_budget and not stop.interrupted and stopped_by(record, experiment) is None:

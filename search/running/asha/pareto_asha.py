@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 
 from optuna.trial import FrozenTrial
-from ray.tune.schedulers import FIFOScheduler, TrialScheduler
+from ray.tune.schedulers import TrialScheduler
 
 from search.results.pareto import as_minimised, nondominated_ranks, pareto_order
+from search.running.asha.in_order import InOrder
 from search.running.asha.rungs import RungStops, milestones, rebuild
 from trainables.foundation.objectives import Objective
 from trainables.foundation.trial_files import trial_key
@@ -22,7 +23,7 @@ def rung_epochs(grace: int, reduction: float, max_t: int) -> list[int]:
     return sorted({math.ceil(m - 1e-9) for m in milestones(grace, reduction, max_t) if m < max_t})
 
 
-class ParetoASHA(FIFOScheduler, RungStops):
+class ParetoASHA(InOrder, RungStops):
     def __init__(
         self,
         *,
@@ -36,7 +37,7 @@ class ParetoASHA(FIFOScheduler, RungStops):
         record=None,
     ):
         """`front_goes_on`: a trial on the first front of its rung goes on even outside the best 1/reduction."""
-        FIFOScheduler.__init__(self)
+        InOrder.__init__(self)
         RungStops.__init__(self, grace_period, reduction_factor, max_t, time_attr, record)
         self.objectives, self.front_goes_on = objectives, front_goes_on
         self.owed_stops = rebuild(self, list(history), objectives[0].name, max_t)

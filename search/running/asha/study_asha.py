@@ -1,21 +1,22 @@
 """ASHA as the search runs it: Tune's asynchronous successive halving (as its one-bracket `ASHAScheduler` decides),
-a scheduler of our own on Tune's public `FIFOScheduler`, keyed by the search's trial ids (Tune names a trial anew in
-every session) and rebuilt from the study (search.running.asha.rungs). tests/test_study_asha.py holds it to Tune's
-own `ASHAScheduler`, live, event by event.
+a scheduler of our own on Tune's public `FIFOScheduler` (search.running.asha.in_order), keyed by the search's trial
+ids (Tune names a trial anew in every session) and rebuilt from the study (search.running.asha.rungs).
+tests/test_study_asha.py holds it to Tune's own `ASHAScheduler`, live, event by event.
 """
 
 from __future__ import annotations
 
 from optuna.trial import FrozenTrial
-from ray.tune.schedulers import FIFOScheduler, TrialScheduler
+from ray.tune.schedulers import TrialScheduler
 
+from search.running.asha.in_order import InOrder
 from search.running.asha.rungs import RungStops, asha_cutoff, rebuild
 from trainables.foundation.trial_files import trial_key
 
 SIGN = {"max": 1.0, "min": -1.0}  # a point is the metric signed so that higher is better, as in Tune's ASHA
 
 
-class StudyASHA(FIFOScheduler, RungStops):
+class StudyASHA(InOrder, RungStops):
     def __init__(
         self,
         *,
@@ -35,14 +36,14 @@ class StudyASHA(FIFOScheduler, RungStops):
                 f"ASHA needs 0 < grace_period <= max_t, reduction_factor > 1 and mode min or max; got {grace_period}, "
                 f"{max_t}, {reduction_factor}, {mode}"
             )
-        FIFOScheduler.__init__(self)
+        InOrder.__init__(self)
         RungStops.__init__(self, grace_period, reduction_factor, max_t, time_attr, record)
         self.metric_name, self.mode = metric, mode
         self._history = list(history)
         self._rebuild_when_settled()
 
     def __getstate__(self):
-        return {**RungStops.__getstate__(self), "_history": []}
+        return {**super().__getstate__(), "_history": []}
 
     @property
     def metric(self) -> str | None:  # what Tune checks every result for (TrialScheduler.metric)
@@ -77,6 +78,7 @@ class StudyASHA(FIFOScheduler, RungStops):
                 f"StudyASHA has no metric ({self.metric_name}) or mode ({self.mode}): give them to the scheduler or "
                 "to tune.TuneConfig()"
             )
+        super().on_trial_add(tune_controller, trial)
 
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
         trial_id, epoch = trial_key(trial), result.get(self.time_attr)
@@ -89,6 +91,7 @@ class StudyASHA(FIFOScheduler, RungStops):
         return self.decide(trial_id, epoch, result)
 
     def on_trial_complete(self, tune_controller, trial, result: dict | None):
+        super().on_trial_complete(tune_controller, trial, result)
         result = result or {}
         epoch = result.get(self.time_attr)
         if epoch is not None and self.metric_name in result:

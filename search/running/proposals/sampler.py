@@ -1,6 +1,7 @@
 """How Optuna proposes, fit for a search's budget: Optuna's `TPESampler` as it comes, but for its random start (a
-quarter of the trials, 2 to 10, plus the configurations given first) and a choice among numbers modelled in order
-(docs/design.md, "How the sampler is set up"). No Ray.
+quarter of the trials, 2 to 10, plus the configurations given first), a choice among numbers modelled in order, and,
+past 250 trials, a model of the best and the most recent trials rather than of all (search.running.proposals.window;
+docs/design.md, "How the sampler is set up"). No Ray.
 """
 
 from __future__ import annotations
@@ -8,10 +9,23 @@ from __future__ import annotations
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.samplers import RandomSampler, TPESampler
 
-from search.running.study.optuna_private import PastParamsHook
+from search.running.proposals.window import RecentAndBest
+from search.running.study.optuna_private import PastParamsHook, TrialsReadHook
 
 
-class OrderedTPESampler(PastParamsHook, TPESampler):
+class WindowTPESampler(TrialsReadHook, TPESampler):
+    """Optuna's TPE, whose model reads every trial up to 250 and then the best and the 250 most recent: each proposal
+    costs the same at any size of study (search.running.proposals.window)."""
+
+    def __init__(self, **tpe):
+        super().__init__(**tpe)
+        self.window = RecentAndBest()
+
+    def trials_read(self, trials: list, directions: list) -> list:
+        return self.window(trials, directions)
+
+
+class OrderedTPESampler(PastParamsHook, WindowTPESampler):
     """Optuna's TPE over a study that holds a choice among numbers as its value (`batch_size` 128, as trained),
     modelled as its position among the sorted choices, so that TPE sees their order; it proposes exactly what TPE
     proposes over positions with the same seed (tests/test_space_coding.py). `ordered`: name -> sorted choices. Optuna
@@ -61,4 +75,4 @@ def make_sampler(sampler: str, seed: int, startup: int, ordered: dict | None = N
         return RandomSampler(seed=seed)
     if ordered:
         return OrderedTPESampler(ordered, seed=seed, n_startup_trials=startup)
-    return TPESampler(seed=seed, n_startup_trials=startup)
+    return WindowTPESampler(seed=seed, n_startup_trials=startup)

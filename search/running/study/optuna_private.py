@@ -21,6 +21,7 @@ __all__ = [
     "TESTED_OPTUNA",
     "OptunaInternalsMoved",
     "PastParamsHook",
+    "TrialsReadHook",
     "running_trial",
     "prune_with_value",
     "storage_id",
@@ -43,6 +44,32 @@ class PastParamsHook:
 
     def past_params(self, params: dict) -> dict:
         return params
+
+
+class TrialsReadHook:
+    """A `TPESampler` whose model reads the trials `trials_read(trials, directions)` gives of the finished ones its
+    private `_sample` asks the study for (`study._get_trials`). No public hook serves: TPE reads the past through the
+    study alone, and a stand-in study copied at every proposal would cost what the hook saves. Without it each
+    proposal models every trial of the study, and its cost grows with the search (search.running.proposals.window)."""
+
+    def _sample(self, study: optuna.Study, trial: FrozenTrial, search_space: dict):
+        return super()._sample(_StudyRead(study, self.trials_read), trial, search_space)
+
+    def trials_read(self, trials: list[FrozenTrial], directions: list) -> list[FrozenTrial]:
+        return trials
+
+
+class _StudyRead:
+    """The study as TPE's `_sample` sees it: itself, but for the trials it lists, which `read` chooses among."""
+
+    def __init__(self, study: optuna.Study, read):
+        self._study, self._read = study, read
+
+    def __getattr__(self, name: str):
+        return getattr(self._study, name)
+
+    def _get_trials(self, *args, **kwargs) -> list[FrozenTrial]:
+        return self._read(self._study._get_trials(*args, **kwargs), self._study.directions)
 
 
 def running_trial(study: optuna.Study, frozen: FrozenTrial) -> Trial:
@@ -77,6 +104,14 @@ def internals_moved() -> str | None:
     """What of the internals above this Optuna lacks (None: all are where the tested Optuna keeps them)."""
     expected = {
         "TPESampler._get_params(self, trial, study)": (getattr(TPESampler, "_get_params", None), "self trial study"),
+        "TPESampler._sample(self, study, trial, search_space)": (
+            getattr(TPESampler, "_sample", None),
+            "self study trial search_space",
+        ),
+        "Study._get_trials(self, deepcopy, states, use_cache)": (
+            getattr(optuna.Study, "_get_trials", None),
+            "self deepcopy states use_cache",
+        ),
         "Trial(study, trial_id)": (Trial.__init__, "self study trial_id"),
         "BaseStorage.set_trial_state_values(self, trial_id, state, values)": (
             getattr(BaseStorage, "set_trial_state_values", None),

@@ -1,0 +1,89 @@
+"""What TPE reads of a large study (search.running.proposals.window): up to 250 trials every one, and TPE proposes
+exactly what Optuna's proposes; past them the 250 most recent and the older best, with TPE's good group exactly the
+one the whole study gives, whatever order the trials end in. Pure logic: milliseconds, no Ray."""
+
+from __future__ import annotations
+
+import random
+
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.samplers import TPESampler
+from optuna.samplers._tpe.sampler import _split_trials, default_gamma
+from optuna.trial import TrialState, create_trial
+
+from search.running.proposals.sampler import make_sampler
+from search.running.proposals.window import GOOD, RECENT, RecentAndBest
+
+SPACE = {"x": FloatDistribution(0, 1), "y": FloatDistribution(1e-3, 1, log=True)}
+STATES = (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def _finished(rng: random.Random, number: int) -> optuna.trial.FrozenTrial:
+    """A finished trial: a fifth complete, the others stopped at epoch 1 or 2; values on a coarse grid (ties)."""
+    params = {"x": rng.random(), "y": 10 ** rng.uniform(-3, 0)}
+    value = rng.randrange(20) / 20
+    if number % 5 == 0:
+        curve = {1: value - 0.1, 2: value - 0.05, 3: value}
+        return create_trial(params=params, distributions=SPACE, value=value, intermediate_values=curve)
+    curve = {epoch: value - 0.1 * (3 - epoch) for epoch in range(1, 1 + rng.choice((1, 2)))}
+    return create_trial(
+        state=TrialState.PRUNED, params=params, distributions=SPACE, value=value, intermediate_values=curve
+    )
+
+
+@pytest.mark.parametrize("direction", ["maximize", "minimize"])
+def test_past_250_trials_tpe_reads_the_recent_and_the_best_and_its_good_group_is_the_whole_studys(direction):
+    rng = random.Random(direction)
+    study = optuna.create_study(direction=direction)
+    window = RecentAndBest()
+    trials, late = [], []
+    for _ in range(12):
+        # each batch: 60 trials start; a few of them end only in a later batch, far older then than the newest
+        fresh = [_finished(rng, len(trials) + i) for i in range(60)]
+        for trial in fresh:
+            trial.number = len(trials)
+            trials.append(trial)
+        ending_late = rng.sample(fresh, 3)
+        late = [t for t in late if rng.random() < 0.5] + ending_late  # half of those waiting end now
+        shown = [t for t in trials if t not in late]
+        read = window(shown, study.directions)
+        if len(shown) <= RECENT:
+            assert read is shown
+            continue
+        assert len(read) <= RECENT + 2 * GOOD and read[-RECENT:] == shown[-RECENT:]
+        assert [t.number for t in read] == sorted({t.number for t in read})  # in number order, each once
+        below_all, _ = _split_trials(study, shown, default_gamma(len(shown)))
+        below_read, _ = _split_trials(study, read, default_gamma(len(read)))
+        assert [t.number for t in below_read] == [t.number for t in below_all]
+        assert len(below_all) == GOOD
+
+
+def test_up_to_250_trials_the_search_proposes_exactly_what_optunas_tpe_proposes():
+    ours = optuna.create_study(direction="maximize", sampler=make_sampler("tpe", 3, 5))
+    optunas = optuna.create_study(direction="maximize", sampler=TPESampler(seed=3, n_startup_trials=5))
+    rng = random.Random(0)
+    for _ in range(40):
+        asked = [ours.ask(SPACE), optunas.ask(SPACE)]
+        assert asked[0].params == asked[1].params
+        value, stopped = rng.random(), rng.random() < 0.6
+        for study, trial in zip((ours, optunas), asked):
+            trial.report(value, 1)
+            study.tell(trial, None if stopped else value, state=STATES[stopped])
+
+
+def test_a_proposal_in_a_large_study_models_a_bounded_window():
+    sampler = make_sampler("tpe", 0, 5)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    rng = random.Random(1)
+    study.add_trials([_finished(rng, number) for number in range(700)])
+    read, window = [], sampler.window
+
+    def counted(trials, directions):
+        read.append(len(window(trials, directions)))
+        return window(trials, directions)
+
+    sampler.window = counted
+    study.ask(SPACE)
+    assert len(read) == 1 and RECENT < read[0] <= RECENT + 2 * GOOD  # of 700
