@@ -61,8 +61,7 @@ def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: 
     """ASHA against every trial run to `epochs`, on seeded random proposals (TPE's would change with ASHA's results)."""
     sampler = "random"
     words = f"data.limit={images} trials={trials} epochs={epochs} reduction={reduction:g} workers=1 cpus=1"
-    common = resnet_words(root, f"{words} concurrency=2 seed=0 sampler={sampler}", fixed=False)
-    runs = {}
+    common, runs = resnet_words(root, f"{words} concurrency=2 seed=0 sampler={sampler}", fixed=False), {}
     for label, grace in (("asha", 1), ("full", epochs)):
         run = run_search(storage, f"asha-{label}", [*common, f"grace={grace}"])
         summary = summary_of(run["experiment"])
@@ -127,10 +126,9 @@ def summary_lines(report: dict) -> list[str]:
             f"{asha['best_value']['asha']:.4f} against {asha['best_value']['full']:.4f} with every epoch"
         )
     if "memory" in report:
-        driver = report["memory"]["peak_rss_mib"]["trial_driver"]
+        peak = report["memory"]["peak_rss_mib"]["trial_driver"]
         lines.append(
-            f"memory: a trial driver's peak {driver['first']:.0f} MiB at the first trial, "
-            f"{driver['last']:.0f} at the last"
+            f"memory: a trial driver's peak {peak['first']:.0f} MiB at the first trial, {peak['last']:.0f} at the last"
         )
     for label, run in report.get("scale", {}).get("runs", {}).items():
         lines.append(

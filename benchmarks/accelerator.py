@@ -78,8 +78,7 @@ def train_rate(batches_of_epoch, device: torch.device, variant: dict, epochs: in
             synchronize(device)
         rates.append(stats["count"] / stats["seconds"])
         utilization.append(sampler.mean())
-    steady = rates[2:] or rates[-1:]
-    busy = [u for u in utilization[2:] if u is not None]
+    steady, busy = rates[2:] or rates[-1:], [u for u in utilization[2:] if u is not None]
     return {"images_per_s": sum(steady) / len(steady), "utilization_pct": sum(busy) / len(busy) if busy else None}
 
 

@@ -129,8 +129,7 @@ def train_row(job: tuple) -> dict:
 
     torch.set_num_threads(1)
     torch.manual_seed(seed)
-    device = torch.device(device)
-    space = load_space(space_name)
+    device, space = torch.device(device), load_space(space_name)
     hp = {**space.constants, **fixed, **config}
     defaults = RunConfig().to_dict()
     data = {**defaults["data"], "root": root, "limit": limit}

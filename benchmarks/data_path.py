@@ -26,8 +26,7 @@ def time_training_epoch(batches) -> float:
 def measure(root: str, batch: int) -> dict:
     """Both paths, one thread (as one training worker on a 2-core machine): data alone, then a training epoch."""
     torch.set_num_threads(1)
-    feed, loader = memory_feed(root, batch), tutorial_loader(root, batch)
-    figures = {}
+    feed, loader, figures = memory_feed(root, batch), tutorial_loader(root, batch), {}
     for key, timed in (("data_only_s", time_data_only), ("training_epoch_s", time_training_epoch)):
         figures[key] = {"memory_feed": timed(feed.train_batches(1)), "tutorial": timed(loader)}
         figures[key]["tutorial_over_memory_feed"] = figures[key]["tutorial"] / figures[key]["memory_feed"]

@@ -145,8 +145,7 @@ def registered_results(name: str | None, kind: str, paths: list[str]) -> tuple[d
 def check_provenance(name: str, entry: dict, results: list[dict], registry: Path | None = None) -> None:
     """Family `name` (and the family whose replays it reads) registered in a commit of its own, unchanged since, and
     every replay's code a descendant of that commit; else the first failure in one line."""
-    registry = registry or REGISTRY
-    source = entry.get("replays_of", name)
+    registry, source = registry or REGISTRY, entry.get("replays_of", name)
     for family in dict.fromkeys((name, source)):
         if family in GRANDFATHERED:
             continue
@@ -172,8 +171,7 @@ def registration_commit(name: str, entry: dict, registry: Path) -> str:
             f"--family {name}: its registration cannot be shown ({why}): a verdict needs the repository's git "
             f"history, in which the family's entry lands in {file} in a commit of its own before its replays"
         )
-    commit = found.stdout.split()[0]
-    own = git(folder, "rev-parse", "--show-prefix").stdout.strip() + file
+    commit, own = found.stdout.split()[0], git(folder, "rev-parse", "--show-prefix").stdout.strip() + file
     touched = git(folder, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", commit).stdout.split()
     if touched != [own]:
         raise UsageError(

@@ -40,8 +40,7 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
         trial.suggest_categorical("batch_size", [BATCH])
         torch.manual_seed(0)
         model = model_for(space, hp, MNIST.info(root, hp)).to(device)
-        optimizer = make_optimizer(hp, model)
-        accuracy = 0.0
+        optimizer, accuracy = make_optimizer(hp, model), 0.0
         for epoch in range(1, epochs + 1):
             stepping = time.perf_counter()
             train_one_epoch(model, optimizer, feed.train_batches(epoch), device)
@@ -90,8 +89,7 @@ def search_split(run: dict, trials: list[list[dict]]) -> dict:
     """The search's wall by phase; the trials' span in trial-seconds by use, each from its driver (not its process)."""
     starts = [rows[0]["started_at"] - driver_to_first_step_s(rows[0]) for rows in trials]
     ends = [last_report_at(rows) for rows in trials]
-    span = max(ends) - min(starts)
-    at_once = max(sum(s <= t < e for s, e in zip(starts, ends)) for t in starts)
+    span, at_once = max(ends) - min(starts), max(sum(s <= t < e for s, e in zip(starts, ends)) for t in starts)
     between_epochs = sum(b["started_at"] - last_report_at([a]) for rows in trials for a, b in zip(rows, rows[1:]))
     split = {
         "trials_window": (min(starts), max(ends)),

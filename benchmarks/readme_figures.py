@@ -213,8 +213,7 @@ def pays_table(stats: dict) -> str:
     names = list(at_k[0]["tables"])
     header = [f"method ({' / '.join(stats['concurrency'])} side by side)"]
     header += [f"`{n.rsplit('.', 1)[-1]}`: {h}" for n in names for h in ("regret", "epochs to 0.5 pt")]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    places = []
+    lines, places = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)], []
     for name in names:
         shown = [{a: round(v, 2) for a, v in f["tables"][name]["regret_iqm_pt"].items()} for f in at_k]
         places += [" / ".join(f"{sum(v < r['search'] for v in r.values()) + 1} of {len(r)}" for r in shown), ""]
@@ -250,8 +249,7 @@ BLOCKS = {"arms": arms_table, "pairs": pairs_table, "quality": quality_table, "p
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.readme_figures", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 on any difference")
-    args = parser.parse_args()
-    failed = False
+    args, failed = parser.parse_args(), False
     for name in DOCUMENTS:
         path = ROOT / name
         if not path.exists():

@@ -59,11 +59,9 @@ class CurveTable:
             if header.get("held_out") and not held_out_ok:
                 raise held_out_refusal(path, workload)
             rows = [json.loads(line) for line in stream if line.strip()]
-        grid, seeds = header["grid"], header["seeds"]
-        val, test, seconds = {}, {}, {}
+        grid, seeds, val, test, seconds = header["grid"], header["seeds"], {}, {}, {}
         for row in rows:
-            key = tuple(row["config"][name] for name in grid)
-            slot = seeds.index(row["seed"])
+            key, slot = tuple(row["config"][name] for name in grid), seeds.index(row["seed"])
             for into, values in ((val, row["val"]), (test, row["test"]), (seconds, row["s"])):
                 into.setdefault(key, np.full((len(seeds), header["epochs"]), np.nan))[slot] = values
         held_out, fixed = workload if header.get("held_out") else "", header.get("fixed", {})
@@ -117,8 +115,7 @@ def replay_search(
     def start(at: float, first: bool) -> None:
         trial_id = str(len(live))
         config = runner.propose(trial_id)
-        key = table.key(config, space.hyperparameters)
-        began = at + (FIRST_START_S if first else START_S)
+        key, began = table.key(config, space.hyperparameters), at + (FIRST_START_S if first else START_S)
         ends = began + np.cumsum(np.diff(table.s[key][slot], prepend=0.0) * slowdown)
         live[trial_id] = {"config": config, "key": key, "rows": [], "ends": ends}
         heapq.heappush(events, (float(ends[0]), trial_id))

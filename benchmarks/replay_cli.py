@@ -89,8 +89,7 @@ def replayed_keeping(work: list[tuple], jobs: int, keep: Path | None) -> list[di
     tables = {path: hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] for path in sorted({j[0] for j in work})}
     stamp = {"code": code["code"], "cores": CORES, "tables": tables}
     text = keep.read_text() if keep and keep.exists() else ""
-    reusable = not code["code_dirty"] and code["code"] != "unknown"
-    done = {}
+    reusable, done = not code["code_dirty"] and code["code"] != "unknown", {}
     for line in text.splitlines() if reusable else []:
         with contextlib.suppress(ValueError, KeyError, TypeError):
             kept = json.loads(line)
@@ -122,8 +121,7 @@ def measure(
     and its anytime quartiles (`keep`: see replayed_keeping)."""
     replayed = range(first_seed, first_seed + seeds)
     work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in arms for seed in replayed]
-    results = replayed_keeping(work, jobs, keep)
-    table = _table(path)
+    results, table = replayed_keeping(work, jobs, keep), _table(path)
     figures = {**code_state(), "table": portable(path), "space": table.space, "epochs": table.epochs}
     if table.held_out:
         figures["held_out"] = True  # a workload no default was chosen on (benchmarks.replay)
@@ -204,10 +202,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("table")
     sets = ", ".join(f"{name} {seeds.start}-{seeds.stop - 1}" for name, seeds in SEED_SETS.items())
-    seed_help = (
-        f"the seeds replayed: {sets} (defaults are chosen on tuning seeds and confirmed on evidence seeds; the fresh "
-        "seeds are replayed once they stand)"
-    )
+    seed_help = f"the seeds replayed: {sets} (defaults are chosen on tuning seeds and confirmed on evidence seeds; "
+    seed_help += "the fresh seeds are replayed once they stand)"
     parser.add_argument("--seed-set", choices=list(SEED_SETS), default="evidence", help=seed_help)
     parser.add_argument("--seeds", type=int, help="another set: this many seeds from --first-seed")
     parser.add_argument("--first-seed", type=int, default=0)
@@ -221,8 +217,7 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     CORES = args.cores  # before the workers fork
-    concurrencies = [int(k) for k in args.concurrency.split(",")]
-    arms = tuple(args.arms.split(","))
+    concurrencies, arms = [int(k) for k in args.concurrency.split(",")], tuple(args.arms.split(","))
     for arm in arms:
         try:
             parse_variant(arm)
@@ -243,11 +238,9 @@ def main() -> None:
         table = _table(args.table, held_out_ok=family is not None)
     except UsageError as error:
         parser.error(f"{error}; it is replayed only with --family, a registered family that names it")
-    trials, epoch_budget = product_stop_rule(table.epochs, args.trials, args.epoch_budget)
+    trials, budget = product_stop_rule(table.epochs, args.trials, args.epoch_budget)
     keep = Path(f"{args.out}.replays.jsonl") if args.out else None  # removed once the results JSON is written
-    figures = measure(
-        args.table, len(replayed), trials, concurrencies, args.jobs, epoch_budget, replayed.start, arms, keep
-    )
+    figures = measure(args.table, len(replayed), trials, concurrencies, args.jobs, budget, replayed.start, arms, keep)
     if family:
         figures["family"] = family
     print_table(figures)

@@ -78,10 +78,8 @@ def main() -> None:
             figures = compare_pairs(result, pairs, k)
             where = f"{figures['space']} {figures['seed_set']}" + (f", {k} side by side" if several else "")
             compared[where] = {"result": portable(path), **figures}
-    verdict = {
-        "concurrency": int(entry["concurrency"][0]) if not several else entry["concurrency"],
-        "results": compared,
-    }
+    concurrency = int(entry["concurrency"][0]) if not several else entry["concurrency"]
+    verdict = {"concurrency": concurrency, "results": compared}
     if entry["correction"].startswith("Holm"):
         verdict["decisions"] = decide(compared)
     verdict["family"] = named(args.family, entry)

@@ -82,8 +82,7 @@ def reference_and_best(path: str, percentile: int) -> tuple[tuple[float, float],
     """The reference point (minimised: minus a percentile of the configurations' final mean test accuracy, the largest
     model) and the hypervolume of every configuration's (best mean test accuracy, params); once per process."""
     table = _table(path)
-    params_of = PARAMS[table.space]
-    configs = [dict(zip(table.grid, key)) for key in table.test]
+    params_of, configs = PARAMS[table.space], [dict(zip(table.grid, key)) for key in table.test]
     finals = [float(np.mean(test[:, -1])) for test in table.test.values()]
     reference = (-float(np.percentile(finals, percentile)), float(max(params_of(c) for c in configs)) * 1.0001)
     points = [(-float(np.max(np.mean(test, axis=0))), params_of(c)) for c, test in zip(configs, table.test.values())]
@@ -127,8 +126,7 @@ def measure(path: str, seeds: int, budgets: list[int], jobs: int) -> dict:
 
 def summarise(arms: dict[str, list[float]]) -> dict:
     """Per arm: IQM with its interval, median, and one-sided Wilcoxon p of ParetoASHA's hypervolume higher (lower)."""
-    ours = np.asarray(arms[ARMS[0]])
-    figures = {}
+    ours, figures = np.asarray(arms[ARMS[0]]), {}
     for arm, values in arms.items():
         values = np.asarray(values)
         figures[arm] = {"iqm": iqm(values), "interval": bootstrap_interval(values), "median": float(np.median(values))}

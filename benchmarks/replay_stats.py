@@ -190,8 +190,7 @@ def compare(results: list[dict], concurrency: str, entry: dict | None = None) ->
             "mean_rank": average_ranks(blocks[-1], arms),
         }
     scores = np.concatenate(blocks)
-    ranks = average_ranks(scores, arms)
-    adjusted = pairwise_holm(scores, arms)
+    ranks, adjusted = average_ranks(scores, arms), pairwise_holm(scores, arms)
     figures = {"concurrency": int(concurrency), "tables": tables}
     adjust([figures], entry)
     return {

@@ -143,11 +143,37 @@ def tune_anchor(trials: int, storage: str) -> None:
     ).fit()
 
 
+def sampler_alone(trials: int) -> dict:
+    """The baseline of the driver's CPU: the proposals alone, a plain Optuna loop in memory (ask; epoch 1 reported;
+    a third told complete, the others pruned), Optuna's `TPESampler` against the search's; seconds a trial."""
+    import optuna
+
+    from search.running.proposals.sampler import make_sampler
+
+    figures, states = {}, (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for name, sampler in (("optuna", optuna.samplers.TPESampler(seed=0)), ("search", make_sampler("tpe", 0, 10))):
+        study, seconds = optuna.create_study(direction="maximize", sampler=sampler), []
+        for number in range(trials):
+            start, trial, value = time.perf_counter(), study.ask(SPACE.hyperparameters), (number * 7919 % 1000) / 1000
+            trial.report(value, 1)
+            study.tell(trial, value if number % 3 == 0 else None, state=states[number % 3 > 0])
+            seconds.append(time.perf_counter() - start)
+        early, late = (
+            sum(seconds[int(a * trials) : int(b * trials)]) / (trials * 0.1) for a, b in ((0.05, 0.15), (0.9, 1))
+        )
+        figures[name] = {"early_s_per_trial": early, "late_s_per_trial": late, "late_over_early": late / early}
+    return figures
+
+
 def measure(storage: Path, trial_counts: list[int], mlflow: list[bool]) -> dict:
     from benchmarks import many_trials  # here: this file is also a space, loaded where `benchmarks` may not be
 
     figures = {"epoch_s": EPOCH_S, "epochs": EPOCHS, "side_by_side": SIDE_BY_SIDE, "cores": os.cpu_count(), "runs": {}}
+    figures["sampler_alone"] = {}
     for trials in trial_counts:
+        figures["sampler_alone"][str(trials)] = alone = sampler_alone(trials)
+        print(f"  scale {trials} proposals alone: late/early {alone['search']['late_over_early']:.2f}x", flush=True)
         for tracked in mlflow:
             figures["runs"][f"{trials}-{'mlflow' if tracked else 'plain'}"] = run = search_run(storage, trials, tracked)
             print(f"  scale {trials} trials: {run['wall_s']:.0f} s ({run['wall_over_ideal']:.2f}x ideal)", flush=True)

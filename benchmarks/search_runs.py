@@ -29,11 +29,8 @@ def run_search(
 ) -> dict:
     """Run one search (`python -m module`) to completion: its experiment folder, wall time and processes' samples."""
     command = [sys.executable, "-m", module, "run", f"storage={storage}", f"name={name}", *overrides]
-    start, started_at = time.perf_counter(), time.time()
-    environ = {**os.environ, **(env or {})}
-    process = subprocess.Popen(
-        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ
-    )
+    start, started_at, env = time.perf_counter(), time.time(), {**os.environ, **(env or {})}
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     sampler = ProcessSampler(process.pid) if sample_processes else None
     if sampler:
         sampler.start()

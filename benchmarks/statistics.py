@@ -32,8 +32,7 @@ def rank_biserial(a, b) -> float:
 
 def holm(p_values: dict) -> dict:
     """Holm's step-down adjustment of a family of p-values."""
-    ordered = sorted(p_values.items(), key=lambda item: item[1])
-    adjusted, running = {}, 0.0
+    ordered, adjusted, running = sorted(p_values.items(), key=lambda item: item[1]), {}, 0.0
     for index, (name, p) in enumerate(ordered):
         running = max(running, min(1.0, (len(ordered) - index) * p))
         adjusted[name] = running
@@ -93,8 +92,7 @@ def hodges_lehmann(difference, confidence: float = 0.95) -> dict:
     d = np.asarray(difference, dtype=float)
     n = len(d)
     i, j = np.triu_indices(n)
-    walsh = np.sort((d[i] + d[j]) / 2)
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    walsh, z = np.sort((d[i] + d[j]) / 2), stats.norm.ppf(0.5 + confidence / 2)
     k = int(np.floor(n * (n + 1) / 4 - z * np.sqrt(n * (n + 1) * (2 * n + 1) / 24))) - 1  # 0-based, outward
     k = min(max(k, 0), (len(walsh) - 1) // 2)
     interval = [float(walsh[k]), float(walsh[len(walsh) - 1 - k])]
@@ -235,8 +233,7 @@ def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
         y = top - 0.35 * (index if right else len(order) - 1 - index)
         edge = low - (high - low) * 0.05 if right else high + (high - low) * 0.05
         axes.plot([ranks[arm], ranks[arm], edge], [0, y, y], color="black", linewidth=0.8)
-        label = f"{arm} ({ranks[arm]:.2f})"
-        weight = "bold" if arm == ours else "normal"
+        label, weight = f"{arm} ({ranks[arm]:.2f})", "bold" if arm == ours else "normal"
         axes.text(edge, y, f" {label} ", va="center", ha="left" if right else "right", fontsize=8, fontweight=weight)
     tables = ", ".join(figures["tables"])
     title = (

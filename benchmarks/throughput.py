@@ -47,8 +47,7 @@ def bare_loop(root: str, limit: int, epochs: int, batch: int, threads: int, rank
     torch.manual_seed(0)
     feed = memory_feed(root, batch, limit, rank=rank, world_size=world_size)
     model = wrap(tutorial_model()) if wrap else tutorial_model()
-    optimizer = make_optimizer(SGD, model)
-    cpu = torch.device("cpu")
+    optimizer, cpu = make_optimizer(SGD, model), torch.device("cpu")
     epoch_stats = [train_one_epoch(model, optimizer, feed.train_batches(e), cpu) for e in range(1, epochs + 1)]
     rates = [stats["count"] / stats["seconds"] for stats in epoch_stats]
     return sum(rates[2:]) / len(rates[2:])

@@ -27,8 +27,7 @@ def fresh_import_s(repeats: int = 3) -> float:
 
 def trials_figures(run: dict) -> dict:
     trials = trial_rows(run["experiment"])
-    firsts = [rows[0] for rows in trials]
-    figures = {"wall_s": run["wall_s"], "trials": len(trials)}
+    firsts, figures = [rows[0] for rows in trials], {"wall_s": run["wall_s"], "trials": len(trials)}
     figures.update({key: [row.get(key) for row in firsts] for key in ("warm_imports", "trial_of_process")})
     figures["driver_to_first_step_s"] = [driver_to_first_step_s(row) for row in firsts]
     figures["process_s"] = [row.get("process_s", 0.0) for row in firsts]
@@ -36,8 +35,7 @@ def trials_figures(run: dict) -> dict:
 
 
 def measure(root: str, storage: Path, trials: int = 6) -> dict:
-    common = "data.val_limit=256 epochs=1 grace=1"
-    before = fresh_import_s()
+    common, before = "data.val_limit=256 epochs=1 grace=1", fresh_import_s()
     smallest = run_search(storage, "smallest", resnet_words(root, f"trials=1 data.limit=256 {common}"))
     one_worker = resnet_words(root, f"trials={trials} data.limit=512 workers=1 cpus=1 concurrency=2 {common}")
     reused = trials_figures(run_search(storage, "reuse", one_worker))

@@ -69,7 +69,9 @@ class StudyASHA(InOrder, RungStops):
     def verdict(self, trial_id: str, milestone: float) -> str:
         """Tune's decision for the trial's value at `milestone` against every other value recorded there."""
         recorded = dict(self.rungs)[milestone]
-        cutoff = asha_cutoff((value for other, value in recorded.items() if other != trial_id), self.reduction)
+        ids, values = list(recorded), list(recorded.values())  # copied in C: a rung holds up to every trial
+        mine = len(ids) - 1 if ids[-1] == trial_id else ids.index(trial_id)  # mostly the value just recorded
+        cutoff = asha_cutoff(values[:mine] + values[mine + 1 :], self.reduction)
         return TrialScheduler.STOP if cutoff is not None and recorded[trial_id] < cutoff else TrialScheduler.CONTINUE
 
     def on_trial_add(self, tune_controller, trial):
