@@ -236,6 +236,9 @@ def test_a_fenced_trial_ends_interrupted_for_resume_never_failed(tmp_path):
         error_file.write("RuntimeError: boom\n")
     ends.on_trial_error(0, [], retried)
     assert record.ending("fenced") is None and TrialFiles(str(tmp_path), "fenced").ending() is None
+    # a failed trial's error is in its folder when the live view names it (Tune's copy comes with its snapshot)
+    assert (tmp_path / "trial_broken" / "error.txt").read_text().endswith("RuntimeError: boom\n")
+    assert not (tmp_path / "trial_fenced" / "error.txt").exists()
     assert record.ending("broken").status == "failed" and record.ending("retried").status == "failed"
     assert [trial_id for trial_id, _ in listening.heard] == ["broken", "retried"]
     assert [trial_id_of(frozen) for frozen in reconcile(Decider(record, str(tmp_path)))] == ["fenced"]

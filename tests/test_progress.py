@@ -302,3 +302,23 @@ def test_no_estimate_once_every_trial_ended():
     view = view_of(record_with({}), 2)
     view.record = record_with(failed)
     assert "left" not in " ".join(view.render([], elapsed=60)) and "0/2 done" in view.render([], elapsed=60)[-1]
+
+
+def test_the_view_walks_the_trials_it_saw_start_never_tunes_list_of_every_trial(monkeypatch):
+    """Tune hands each callback its list of every trial the search ever had: the view counts the trials it saw start
+    (`on_trial_start`) that have not ended, so an event costs the same at any size of search."""
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    view = ProgressView(record_with({}, epochs=3), epochs=3, total_trials=9)
+    first, second, third = (
+        trial("s1", "RUNNING", 1, 0.5),
+        trial("s2", "RUNNING", 1, 0.6),
+        trial("s3", "PENDING", 0, None),
+    )
+    for started in (first, second):
+        view.on_trial_start(0, [first, second, third], started)
+    view.on_trial_result(0, [], first, {"epoch": 1, "val_acc": 0.5})
+    second.status = "TERMINATED"  # Tune ended it; its end is heard later
+    view.on_trial_result(0, [], first, {"epoch": 2, "val_acc": 0.55})
+    statuses = [line for line in sys.stdout.getvalue().splitlines() if "done" in line]
+    assert "2 running, 0/9 done" in statuses[0] and "1 running, 0/9 done" in statuses[1], statuses
+    assert list(view.started) == ["s1"]

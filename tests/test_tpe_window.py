@@ -20,11 +20,12 @@ SPACE = {"x": FloatDistribution(0, 1), "y": FloatDistribution(1e-3, 1, log=True)
 STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
-def _finished(rng: random.Random, number: int) -> optuna.trial.FrozenTrial:
-    """A finished trial: a fifth complete, the others stopped at epoch 1 or 2; values on a coarse grid (ties)."""
+def _finished(rng: random.Random, number: int, complete_every: int) -> optuna.trial.FrozenTrial:
+    """A finished trial: one in `complete_every` complete, the others stopped at epoch 1 or 2; values on a coarse grid
+    (ties)."""
     params = {"x": rng.random(), "y": 10 ** rng.uniform(-3, 0)}
     value = rng.randrange(20) / 20
-    if number % 5 == 0:
+    if number % complete_every == 0:
         curve = {1: value - 0.1, 2: value - 0.05, 3: value}
         return create_trial(params=params, distributions=SPACE, value=value, intermediate_values=curve)
     curve = {epoch: value - 0.1 * (3 - epoch) for epoch in range(1, 1 + rng.choice((1, 2)))}
@@ -33,31 +34,43 @@ def _finished(rng: random.Random, number: int) -> optuna.trial.FrozenTrial:
     )
 
 
+def _running(number: int) -> optuna.trial.FrozenTrial:
+    running = create_trial(state=TrialState.RUNNING, params={"x": 0.5, "y": 0.1}, distributions=SPACE)
+    running.number = number
+    return running
+
+
 @pytest.mark.parametrize("direction", ["maximize", "minimize"])
-def test_past_250_trials_tpe_reads_the_recent_and_the_best_and_its_good_group_is_the_whole_studys(direction):
-    rng = random.Random(direction)
+@pytest.mark.parametrize("complete_every", [5, 60])  # 60: fewer than 25 complete, stopped trials fill the good group
+def test_past_250_trials_tpe_reads_the_recent_and_the_best_and_its_good_group_is_the_whole_studys(
+    direction, complete_every
+):
+    rng = random.Random(f"{direction}{complete_every}")
     study = optuna.create_study(direction=direction)
     window = RecentAndBest()
     trials, late = [], []
     for _ in range(12):
-        # each batch: 60 trials start; a few of them end only in a later batch, far older then than the newest
-        fresh = [_finished(rng, len(trials) + i) for i in range(60)]
-        for trial in fresh:
-            trial.number = len(trials)
-            trials.append(trial)
-        ending_late = rng.sample(fresh, 3)
-        late = [t for t in late if rng.random() < 0.5] + ending_late  # half of those waiting end now
-        shown = [t for t in trials if t not in late]
-        read = window(shown, study.directions)
-        if len(shown) <= RECENT:
-            assert read is shown
+        # each batch: 60 trials start; 16 of them still run (Optuna's constant liar lists them), some ending only
+        # in a later batch, far older then than the newest
+        fresh = []
+        for _ in range(60):
+            fresh.append(_finished(rng, len(trials), complete_every))
+            fresh[-1].number = len(trials)
+            trials.append(fresh[-1])
+        late = [t for t in late if rng.random() < 0.5] + rng.sample(fresh, 16 - len(late))
+        listed = [_running(t.number) if t in late else t for t in trials]
+        read = window(listed, study.directions)
+        finished = [t for t in listed if t.state != TrialState.RUNNING]
+        if len(finished) <= RECENT:
+            assert read is listed
             continue
-        assert len(read) <= RECENT + 2 * GOOD and read[-RECENT:] == shown[-RECENT:]
         assert [t.number for t in read] == sorted({t.number for t in read})  # in number order, each once
-        below_all, _ = _split_trials(study, shown, default_gamma(len(shown)))
-        below_read, _ = _split_trials(study, read, default_gamma(len(read)))
-        assert [t.number for t in below_read] == [t.number for t in below_all]
-        assert len(below_all) == GOOD
+        kept = [t for t in read if t.state != TrialState.RUNNING]
+        assert RECENT <= len(kept) <= RECENT + 2 * GOOD and kept[-RECENT:] == finished[-RECENT:]
+        assert {t.number for t in listed if t.state == TrialState.RUNNING} <= {t.number for t in read}
+        below_all, _ = _split_trials(study, listed, default_gamma(len(finished)))  # as TPE's `_sample` splits
+        below_read, _ = _split_trials(study, read, default_gamma(len(kept)))
+        assert [t.number for t in below_read] == [t.number for t in below_all] and len(below_all) == GOOD
 
 
 def test_up_to_250_trials_the_search_proposes_exactly_what_optunas_tpe_proposes():
@@ -77,7 +90,7 @@ def test_a_proposal_in_a_large_study_models_a_bounded_window():
     sampler = make_sampler("tpe", 0, 5)
     study = optuna.create_study(direction="minimize", sampler=sampler)
     rng = random.Random(1)
-    study.add_trials([_finished(rng, number) for number in range(700)])
+    study.add_trials([_finished(rng, number, 5) for number in range(700)])
     read, window = [], sampler.window
 
     def counted(trials, directions):

@@ -5,6 +5,7 @@ are never restored.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -51,7 +52,7 @@ LOG_FILE = "search.log"
 # Tune hands a finished (or stopped) trial's process to the next trial: torch imported, the data decoded, the CUDA
 # context made. Kept against Tune's default (False) by measurement: benchmarks/warm_start.py, docs/design.md.
 REUSE_ACTORS = True
-TUNE_SNAPSHOT_S = "3600"  # the most often Tune writes its experiment snapshot (TUNE_GLOBAL_CHECKPOINT_S), in seconds
+SNAPSHOT_VARIABLE, TUNE_SNAPSHOT_S = "TUNE_GLOBAL_CHECKPOINT_S", "3600"  # how often Tune snapshots, at most (s)
 
 
 def run_search(config: RunConfig, space: Space, experiment: Experiment, enqueued: list[dict] = ()) -> dict:
@@ -147,10 +148,7 @@ def fit(
         callbacks = [trial_ends, *decider.followers]
         tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop, scheduler)
         logging.getLogger("ray").info("search hands the trials to Tune")
-        # Tune's experiment snapshot lists every trial and is never restored here (each session starts from the
-        # study): by default Tune writes it every few seconds, a cost that grows with the search; hourly at most
-        os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", TUNE_SNAPSHOT_S)
-        with ctrl_c_stops(stop):
+        with ctrl_c_stops(stop), tune_snapshot_period():
             tuner.fit()
         if stop.out_of_budget and not stop.interrupted and stopped_by(record, experiment) is None:
             trial_ends.out_of_budget(stop.budget)
@@ -162,6 +160,21 @@ def fit(
 def stopped_by(record: StudyRecord, experiment: Experiment) -> Exception | None:
     """What stops the search at once: a write of its study that failed, or its lease another driver took."""
     return record.failure or fence_lost(experiment.location)
+
+
+@contextlib.contextmanager
+def tune_snapshot_period():
+    """Tune's experiment snapshot lists every trial and is never restored here (each session starts from the study
+    and the trials' files; a failed trial's error file is written by the decider): Tune writes it every few seconds
+    by default, a cost that grows with the search, so hourly at most while the search runs (unless the user set it)."""
+    if os.environ.get(SNAPSHOT_VARIABLE) is not None:
+        yield
+        return
+    os.environ[SNAPSHOT_VARIABLE] = TUNE_SNAPSHOT_S
+    try:
+        yield
+    finally:
+        os.environ.pop(SNAPSHOT_VARIABLE, None)
 
 
 def scheduler_of(config: RunConfig, record: StudyRecord):

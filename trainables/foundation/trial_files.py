@@ -13,6 +13,7 @@ from trainables.foundation.storage import check_fence, filesystem, folders_holdi
 TRIAL_DIR_PREFIX = "trial_"
 RESULT_FILE = "result.json"
 END_FILE = "end.json"
+ERROR_FILE = "error.txt"  # Tune's name for a failed trial's error, in the trial's folder
 CHECKPOINT_KEY = "checkpoint_path"  # the checkpoint's location, added to each epoch's row beside its metrics
 # A trial's configuration carries its id: Tune names a trial anew in every session, `resume` keeps it.
 TRIAL_KEY = "trial_id"
@@ -78,6 +79,11 @@ class TrialFiles:
 
     def write_ending(self, status: str, error: str | None = None) -> None:
         self._write_whole(END_FILE, json.dumps({"status": status, "error": error, "at": time.time()}) + "\n")
+
+    def write_error(self, text: str) -> None:
+        """A failed trial's error, where Tune's own copy lands only with its experiment snapshot (search.running.tuner:
+        hourly at most), so that the file the live view names is there when it names it."""
+        self._write_whole(ERROR_FILE, text)
 
     def ending_not_by_budget(self) -> dict | None:
         """The trial's ending, unless it is the budget's, which a later session continues."""

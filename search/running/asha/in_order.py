@@ -17,7 +17,8 @@ class InOrder(FIFOScheduler):
         self.unended: dict[int, object] = {}  # id -> Tune's trial not yet ended, in the order Tune (re)added them
 
     def __getstate__(self):  # Tune pickles its settings into tuner.pkl: no trial goes with them
-        return {**super().__getstate__(), "unended": {}}
+        before = getattr(super(), "__getstate__", None)  # the schedulers' own (RungStops'); Python 3.10: none
+        return {**(before() if before else self.__dict__), "unended": {}}
 
     def on_trial_add(self, tune_controller, trial):
         self.unended.pop(id(trial), None)  # a requeued trial goes last, as Tune moves it to the end of its list

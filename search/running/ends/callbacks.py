@@ -106,18 +106,20 @@ class TrialEnds(Guarded):
             self.trials = trials
             log.warning("trial %s stopped unended: %s", trial_key(trial), root_cause(error))
             return
-        self._end(trials, trial, error=_divergence(trial) or root_cause(error))
+        self._end(trials, trial, error_text=error, error=_divergence(trial) or root_cause(error))
 
     def out_of_budget(self, budget: str = "time") -> None:
         """A budget ran out (Tune stopped its trials without a callback): every trial still running ends so."""
         self.decider.end_running(budget, self.trials, self.tune_trials)
 
-    def _end(self, trials, tune_trial, **facts) -> None:
-        """What Tune saw of the trial's end (`facts`: EndFacts' own), with the epochs its last result reached."""
+    def _end(self, trials, tune_trial, error_text: str | None = None, **facts) -> None:
+        """What Tune saw of the trial's end (`facts`: EndFacts' own), with the epochs its last result reached;
+        `error_text`: Tune's error file, plain."""
         self.trials = trials
         epochs_run = int((tune_trial.last_result or {}).get("epoch") or 0)
+        facts = EndFacts(epochs_run, **facts)
         with contextlib.suppress(StudyWriteFailed, LeaseLost):  # kept by the record or the lease: the search stops
-            self.decider.end(trial_key(tune_trial), EndFacts(epochs_run, **facts), self.trials, tune_trial)
+            self.decider.end(trial_key(tune_trial), facts, self.trials, tune_trial, error_text)
 
 
 class Tracking(FollowsEnds):

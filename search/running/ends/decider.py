@@ -30,9 +30,12 @@ class Decider:
         """The decider of a study whose trials keep no files: no `end.json` is written, and none is read."""
         return cls(record, None)
 
-    def end(self, trial_id: str, facts: EndFacts, trials: list = (), tune_trial=None) -> Ending | None:
+    def end(
+        self, trial_id: str, facts: EndFacts, trials: list = (), tune_trial=None, error_text: str | None = None
+    ) -> Ending | None:
         """Ends the running trial `trial_id` as `facts` say, and returns the ending the study holds (an ended trial
-        is final: a later account changes nothing); None for a trial the study does not know."""
+        is final: a later account changes nothing); None for a trial the study does not know. `error_text`: a failed
+        trial's whole error, written into its folder before the followers name it."""
         ending = self.record.decide(trial_id, facts)
         if ending is None:
             before = self.record.ending(trial_id)
@@ -41,7 +44,10 @@ class Decider:
             return before
         self.record.write_end(trial_id, ending)  # raises StudyWriteFailed: then nothing follows
         if self.experiment_dir is not None:
-            TrialFiles(self.experiment_dir, trial_id).write_ending(ending.status, ending.reason)
+            files = TrialFiles(self.experiment_dir, trial_id)
+            files.write_ending(ending.status, ending.reason)
+            if error_text and ending.failed:
+                files.write_error(error_text)
         for follower in self.followers:
             follower.trial_ended(list(trials), trial_id, ending, tune_trial)
         return ending

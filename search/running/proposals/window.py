@@ -5,8 +5,9 @@ trials spent 22 ms a proposal at the end against 6 ms at trials 100-300: docs/de
 the trials into a good group, the best `gamma(n) = min(ceil(n / 10), 25)` (the finished ones by value first, then the
 stopped ones by the last epoch they reached and their value there), and the others, whose older members its own
 weights already fade. Past `RECENT` trials it is handed the `RECENT` most recent ones and every older trial that
-stands among the best `GOOD` of its kind: its good group is then exactly the one the whole study gives (a window of at
-least 250 trials has the same `gamma`, 25), and only the others are fewer. Up to `RECENT` trials it reads every trial
+stands among the best `GOOD` of its kind, and every running trial (Optuna's constant liar): its good group is then
+exactly the one the whole study gives (a window of at least 250 finished trials has the same `gamma`, 25), and only
+the others are fewer. Up to `RECENT` finished trials it reads every trial
 and proposes exactly what Optuna's TPE proposes (the replays never pass it: at most 108 trials). Each call costs the
 same at any size: it looks from the newest trial back to the last one it has not seen. Optuna only: no Ray.
 """
@@ -45,23 +46,32 @@ class RecentAndBest:
         self.best: dict[TrialState, list[tuple]] = {TrialState.COMPLETE: [], TrialState.PRUNED: []}
 
     def __call__(self, trials: list[FrozenTrial], directions: list[StudyDirection]) -> list[FrozenTrial]:
-        """`trials`: the finished trials TPE asked for, in number order; `directions`: the study's."""
-        if len(trials) <= self.recent or len(directions) != 1:
+        """`trials`: those TPE asked for, in number order (the finished ones, and the running ones with Optuna's
+        constant liar); `directions`: the study's."""
+        if len(directions) != 1:
             return trials
-        minimize = directions[0] == StudyDirection.MINIMIZE
+        minimize, running = directions[0] == StudyDirection.MINIMIZE, []
         unseen, at = len(trials) - len(self.seen), len(trials)
         while unseen > 0 and at > 0:  # from the newest: the trials that ended since the last call are few, and late
             at -= 1
             trial = trials[at]
             if trial.number not in self.seen:
                 unseen -= 1
-                if trial.state in self.best:  # a running trial (Optuna's constant liar) is looked at again next time
+                if trial.state in self.best:
                     self.seen.add(trial.number)
                     self._keep(trial, minimize)
-        latest = trials[-self.recent :]
-        first = latest[0].number
+                else:  # running: looked at again next time
+                    running.append(trial)
+        if len(self.seen) <= self.recent:
+            return trials
+        start, finished = len(trials), 0
+        while finished < self.recent:  # the `recent` latest finished trials, and the running ones among them
+            start -= 1
+            finished += trials[start].state in self.best
+        first = trials[start].number
         older = [t for kept in self.best.values() for *_, t in kept if t.number < first]
-        return sorted(older, key=lambda t: t.number) + latest
+        older += [t for t in running if t.number < first]  # every running trial, as TPE's liar reads them all
+        return sorted(older, key=lambda t: t.number) + trials[start:]
 
     def _keep(self, trial: FrozenTrial, minimize: bool) -> None:
         if trial.state == TrialState.COMPLETE:
