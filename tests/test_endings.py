@@ -240,3 +240,18 @@ def test_a_study_write_that_fails_stops_the_search_and_resume_ends_the_trial_as_
     assert scheduler.on_trial_result(None, tune_trial("t", 1), {"epoch": 1, "val_acc": 0.2}) == "STOP"
     TrialEnds(decider, 3, scheduler.stopped_by_me).on_trial_complete(0, [], tune_trial("t", 1))
     assert resumed.ending("t") == Ending("stopped_early", "stopped by ASHA at epoch 1")
+
+
+def test_a_failed_trials_error_file_that_cannot_be_written_leaves_its_end_heard(tmp_path):
+    """The error file is a copy of what Tune writes with its snapshot: a write that fails is logged, and the study,
+    `end.json` and every follower still hold the end."""
+    record, listening = record_in(tmp_path), Listening()
+    ends = TrialEnds(Decider(record, str(tmp_path), [listening]), 3)
+    record.create("broken")
+    (tmp_path / "trial_broken" / "error.txt").mkdir(parents=True)  # where the file goes: a folder, not writable
+    broken = tune_trial("broken", 1)
+    broken.error_file = str(tmp_path / "staged-error.txt")
+    (tmp_path / "staged-error.txt").write_text("Traceback (most recent call last):\nRuntimeError: boom\n")
+    ends.on_trial_error(0, [], broken)
+    assert record.ending("broken").status == "failed" and TrialFiles(str(tmp_path), "broken").ending() is not None
+    assert [trial_id for trial_id, _ in listening.heard] == ["broken"]

@@ -4,6 +4,8 @@ and say exactly what a full scan of the study says. Pure logic: milliseconds, no
 
 from __future__ import annotations
 
+import os
+
 import optuna
 from optuna.distributions import FloatDistribution
 
@@ -57,3 +59,18 @@ def test_a_record_opened_over_an_ended_study_takes_its_tally_from_the_study():
         record.write_end(f"u{index}", record.decide(f"u{index}", EndFacts(1, stopped_by_scheduler=True)))
     reopened = StudyRecord(record.study, record.storage, record.coding, "val_acc", "min", 2, {})
     assert _answers(reopened) == _scan(reopened) and reopened.best() == (0.3, "u0")
+
+
+def test_tunes_snapshot_is_written_at_most_hourly_while_the_search_runs_unless_the_user_said_otherwise(monkeypatch):
+    """Tune's experiment snapshot lists every trial and no session restores it: the period is set only around Tune's
+    run, and a period the user set is kept (search.running.tuner.tune_snapshot_period)."""
+    from search.running.tuner import SNAPSHOT_VARIABLE, tune_snapshot_period
+
+    monkeypatch.delenv(SNAPSHOT_VARIABLE, raising=False)
+    with tune_snapshot_period():
+        assert os.environ[SNAPSHOT_VARIABLE] == "3600"
+    assert SNAPSHOT_VARIABLE not in os.environ
+    monkeypatch.setenv(SNAPSHOT_VARIABLE, "auto")
+    with tune_snapshot_period():
+        assert os.environ[SNAPSHOT_VARIABLE] == "auto"
+    assert os.environ[SNAPSHOT_VARIABLE] == "auto"

@@ -49,15 +49,16 @@ def test_past_250_trials_tpe_reads_the_recent_and_the_best_and_its_good_group_is
     study = optuna.create_study(direction=direction)
     window = RecentAndBest()
     trials, late = [], []
-    for _ in range(12):
-        # each batch: 60 trials start; 16 of them still run (Optuna's constant liar lists them), some ending only
+    for size in (60, 60, 60, 60, 20, 20, 20, 60, 60, 60, 60, 60, 60):  # 260 listed, 244 of them finished, on the way
+        # each batch: `size` trials start; 16 trials still run (Optuna's constant liar lists them), some ending only
         # in a later batch, far older then than the newest
         fresh = []
-        for _ in range(60):
+        for _ in range(size):
             fresh.append(_finished(rng, len(trials), complete_every))
             fresh[-1].number = len(trials)
             trials.append(fresh[-1])
-        late = [t for t in late if rng.random() < 0.5] + rng.sample(fresh, 16 - len(late))
+        late = [t for t in late if rng.random() < 0.5]
+        late += rng.sample(fresh, 16 - len(late))
         listed = [_running(t.number) if t in late else t for t in trials]
         read = window(listed, study.directions)
         finished = [t for t in listed if t.state != TrialState.RUNNING]

@@ -47,7 +47,10 @@ class Decider:
             files = TrialFiles(self.experiment_dir, trial_id)
             files.write_ending(ending.status, ending.reason)
             if error_text and ending.failed:
-                files.write_error(error_text)
+                try:
+                    files.write_error(error_text)
+                except OSError as exc:  # a copy of what Tune writes too (with its snapshot): the end goes on
+                    log.warning("trial %s: its error file could not be written (%s)", trial_id, exc)
         for follower in self.followers:
             follower.trial_ended(list(trials), trial_id, ending, tune_trial)
         return ending

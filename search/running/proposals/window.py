@@ -1,15 +1,15 @@
 """What TPE reads of a large study: its good group exactly as over every trial, against the most recent others.
 
-Optuna's TPE models every finished trial at every proposal, so its cost grows with the study (a search of 2,000
-trials spent 22 ms a proposal at the end against 6 ms at trials 100-300: docs/design.md, "Many trials"). TPE splits
+Optuna's TPE models every finished trial at every proposal, so its cost grows with the study (the proposals alone:
+`benchmarks/scale.py`'s `sampler_alone`, figures in benchmarks/README.md; docs/design.md, "Many trials"). TPE splits
 the trials into a good group, the best `gamma(n) = min(ceil(n / 10), 25)` (the finished ones by value first, then the
 stopped ones by the last epoch they reached and their value there), and the others, whose older members its own
 weights already fade. Past `RECENT` trials it is handed the `RECENT` most recent ones and every older trial that
 stands among the best `GOOD` of its kind, and every running trial (Optuna's constant liar): its good group is then
 exactly the one the whole study gives (a window of at least 250 finished trials has the same `gamma`, 25), and only
-the others are fewer. Up to `RECENT` finished trials it reads every trial
-and proposes exactly what Optuna's TPE proposes (the replays never pass it: at most 108 trials). Each call costs the
-same at any size: it looks from the newest trial back to the last one it has not seen. Optuna only: no Ray.
+the others are fewer. Up to `RECENT` finished trials it reads every trial and proposes exactly what Optuna's TPE
+proposes (the registered replays never pass it: at most 108 trials). Each call costs the same at any size: it looks
+from the newest trial back to the last one it has not seen. Optuna only: no Ray.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class RecentAndBest:
         if len(self.seen) <= self.recent:
             return trials
         start, finished = len(trials), 0
-        while finished < self.recent:  # the `recent` latest finished trials, and the running ones among them
+        while finished < self.recent and start > 0:  # the `recent` latest finished trials, and the running among them
             start -= 1
             finished += trials[start].state in self.best
         first = trials[start].number
