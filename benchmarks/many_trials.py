@@ -37,7 +37,9 @@ def timed(words: list[str], experiment: Path, ready=None, timeout: float = 600) 
     experiment)`, then Ctrl-C (a kill 120 s later); None if it ended otherwise or took longer than `timeout`."""
     start = time.perf_counter()
     command = [sys.executable, "-m", "search", *words]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(  # Ctrl-C as at a terminal, even when this runs where SIGINT is ignored (a `&` job)
+        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_ctrl_c_default
+    )
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
     try:
@@ -57,6 +59,10 @@ def timed(words: list[str], experiment: Path, ready=None, timeout: float = 600) 
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _ctrl_c_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Python turns SIGINT into KeyboardInterrupt only from SIG_DFL
 
 
 def trial_files(experiment: Path) -> dict:
