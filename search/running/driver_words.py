@@ -12,7 +12,7 @@ from pathlib import Path
 from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.storage import Experiment
-from trainables.foundation.trial_files import TRIAL_DIR_PREFIX
+from trainables.foundation.trial_files import ERROR_FILE, TRIAL_DIR_PREFIX
 
 
 def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str:
@@ -32,7 +32,7 @@ def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> 
         return f"no trial produced a checkpoint; see {log_file}"
     first = failed[0]
     every = "every trial failed" if len(failed) == len(summary["trials"]) else f"{len(failed)} trials failed"
-    error_file = experiment.join(f"{TRIAL_DIR_PREFIX}{first['trial_id']}", "error.txt")
+    error_file = experiment.join(f"{TRIAL_DIR_PREFIX}{first['trial_id']}", ERROR_FILE)
     first_words = f"the first, trial {first['trial_id']}: {first['error']}"
     return f"no trial produced a checkpoint: {every}; {first_words} (see {error_file})"
 

@@ -15,7 +15,7 @@ from search.running.status_line import StatusLine, fit, terminal_columns
 from search.running.study.endings import FAILED, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
 from search.running.study.queries import SCORE_ATTR, epoch_values
 from trainables.foundation.storage import as_location
-from trainables.foundation.trial_files import trial_key
+from trainables.foundation.trial_files import ERROR_FILE, trial_key
 
 RUNNING = "RUNNING"
 WIDTH = 100  # the view fits a 100-column terminal
@@ -252,7 +252,7 @@ def event_words(trial_id: str, ending: Ending, tune_trial=None, storage: str = "
     budget stopped it)."""
     if ending.failed:
         raised = tune_trial is not None and getattr(tune_trial, "error_file", None)
-        where = f"\n  see {as_location(storage, f'{tune_trial.path}/error.txt')}" if raised else ""
+        where = f"\n  see {as_location(storage, f'{tune_trial.path}/{ERROR_FILE}')}" if raised else ""
         return f"trial {trial_id} failed: {ending.reason}{where}"
     why = f" ({ending.reason})" if ending.status == STOPPED_BY_BUDGET and ending.reason else ""
     return f"trial {trial_id} finished: {ending.status}{why}"

@@ -70,7 +70,7 @@ class StudyASHA(InOrder, RungStops):
         """Tune's decision for the trial's value at `milestone` against every other value recorded there."""
         recorded = dict(self.rungs)[milestone]
         ids, values = list(recorded), list(recorded.values())  # copied in C: a rung holds up to every trial
-        mine = len(ids) - 1 if ids[-1] == trial_id else ids.index(trial_id)  # mostly the value just recorded
+        mine = ids.index(trial_id)
         cutoff = asha_cutoff(values[:mine] + values[mine + 1 :], self.reduction)
         return TrialScheduler.STOP if cutoff is not None and recorded[trial_id] < cutoff else TrialScheduler.CONTINUE
 

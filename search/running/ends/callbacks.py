@@ -117,9 +117,9 @@ class TrialEnds(Guarded):
         `error_text`: Tune's error file, plain."""
         self.trials = trials
         epochs_run = int((tune_trial.last_result or {}).get("epoch") or 0)
-        facts = EndFacts(epochs_run, **facts)
+        seen = EndFacts(epochs_run, **facts)
         with contextlib.suppress(StudyWriteFailed, LeaseLost):  # kept by the record or the lease: the search stops
-            self.decider.end(trial_key(tune_trial), facts, self.trials, tune_trial, error_text)
+            self.decider.end(trial_key(tune_trial), seen, self.trials, tune_trial, error_text)
 
 
 class Tracking(FollowsEnds):
