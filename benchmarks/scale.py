@@ -99,8 +99,8 @@ def flatness(run: dict) -> dict:
     run.update(early=early, late=late, cpu_late_over_early=late["cpu_s_per_trial"] / early["cpu_s_per_trial"])
     run.update(rss_mib_at_10pct=rss_early, rss_mib_at_end=rss_end, rss_end_over_10pct=rss_end / rss_early)
     run.update(ideal_wall_s=ideal, wall_over_ideal=run["wall_s"] / ideal, first_end_s=samples[0][3])
-    a, b = samples[len(samples) // 10], samples[-(len(samples) // 10)]  # the trials ended at 10% and at 90%
-    run["steady_wall_over_ideal"] = (b[3] - a[3]) / ((b[0] - a[0]) / samples[-1][0] * ideal)  # its share by trials
+    a, b = samples[max(1, len(samples) // 10) - 1], samples[len(samples) - max(1, len(samples) // 10) - 1]  # 10%, 90%
+    run["steady_wall_over_ideal"] = (b[3] - a[3]) / max(1e-9, (b[0] - a[0]) / samples[-1][0] * ideal)  # epochs even
     run["samples"] = samples[:: max(1, len(samples) // 400)] + samples[-1:]  # 400 points keep the curve's shape
     return run
 
