@@ -92,15 +92,15 @@ def per_trial(samples: list, lo: float, hi: float) -> dict:
 def flatness(run: dict) -> dict:
     """The targets' figures: CPU a trial at trials 90-100% against 5-15%, RSS at the end against at 10%, wall/ideal;
     seconds to the first trial's end (the processes' start), wall over ideal from 10% to 90% of the trials."""
-    samples = run["samples"]
+    samples, tenth = run["samples"], max(1, len(run["samples"]) // 10)
     early, late = per_trial(samples, 0.05, 0.15), per_trial(samples, 0.9, 1.0)
-    rss_early, rss_end = samples[max(0, len(samples) // 10 - 1)][2], samples[-1][2]
+    a, b = samples[tenth - 1], samples[-tenth - 1]  # the trials ended at 10% and at 90%
+    rss_early, rss_end = a[2], samples[-1][2]
     ideal = run["trial_epochs"] * EPOCH_S / SIDE_BY_SIDE
     run.update(early=early, late=late, cpu_late_over_early=late["cpu_s_per_trial"] / early["cpu_s_per_trial"])
     run.update(rss_mib_at_10pct=rss_early, rss_mib_at_end=rss_end, rss_end_over_10pct=rss_end / rss_early)
     run.update(ideal_wall_s=ideal, wall_over_ideal=run["wall_s"] / ideal, first_end_s=samples[0][3])
-    a, b = samples[max(1, len(samples) // 10) - 1], samples[len(samples) - max(1, len(samples) // 10) - 1]  # 10%, 90%
-    run["steady_wall_over_ideal"] = (b[3] - a[3]) / max(1e-9, (b[0] - a[0]) / samples[-1][0] * ideal)  # epochs even
+    run["steady_wall_over_ideal"] = (b[3] - a[3]) / ((b[0] - a[0]) / samples[-1][0] * ideal)  # epochs even by trial
     run["samples"] = samples[:: max(1, len(samples) // 400)] + samples[-1:]  # 400 points keep the curve's shape
     return run
 
