@@ -31,15 +31,17 @@ def test_a_ray_that_moved_an_internal_stops_run_in_one_line_naming_its_version(t
     assert f"install ray[default,train,tune]=={ray_private.TESTED_RAY}" in line
 
 
-def test_tunes_usage_count_of_callbacks_is_rays_own_without_importing_mlflow():
-    # Ray's count by class name (custom callbacks, custom loggers, its own loggers), first without MLflow's module,
-    # then against Ray's own count once that module is imported; in a fresh interpreter, which imported neither
+def test_tunes_usage_tag_counts_callbacks_as_ray_does_without_importing_mlflow():
+    # Tune's tag of a run's callbacks (its JSON of counts by class name), first with no integration imported (one
+    # user class named as MLflow's counts by its name, as Ray counts it), then against Ray's own count once MLflow's
+    # integration is imported; in a fresh interpreter, which imported neither
     code = """if True:
         import json, sys
+        from ray._common.usage import usage_lib
         from ray.air._internal import usage
-        from ray.tune.logger import CSVLoggerCallback, LoggerCallback
+        from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback
         from search.running.ends.callbacks import Guarded
-        from trainables.ray_private import MLFLOW_INTEGRATION, count_callbacks_without_importing_mlflow
+        from trainables.ray_private import INTEGRATIONS, spare_imports_in_tunes_usage_tag
 
         class Own(Guarded):
             def __init__(self):
@@ -48,19 +50,27 @@ def test_tunes_usage_count_of_callbacks_is_rays_own_without_importing_mlflow():
         class OwnLogger(LoggerCallback):
             pass
 
-        callbacks = [Own(), Own(), OwnLogger(), CSVLoggerCallback(), object()]
-        count_callbacks_without_importing_mlflow()
-        count_callbacks_without_importing_mlflow()  # once patched, left so
-        before = dict(usage._count_callbacks(callbacks)), MLFLOW_INTEGRATION in sys.modules, "mlflow" in sys.modules
-        from ray.air.integrations.mlflow import MLflowLoggerCallback
+        class MLflowLoggerCallback(Guarded):  # a user's, named as Ray's
+            def __init__(self):
+                pass
 
-        callbacks.append(MLflowLoggerCallback.__new__(MLflowLoggerCallback))
-        after = dict(usage._count_callbacks(callbacks)), dict(usage._count_callbacks.importing(callbacks))
+        def tagged(callbacks):
+            usage.tag_callbacks(callbacks)
+            return json.loads(usage_lib._recorded_extra_usage_tags["air_callbacks"])
+
+        callbacks = [Own(), Own(), OwnLogger(), CSVLoggerCallback(), JsonLoggerCallback(), MLflowLoggerCallback(), 1]
+        spare_imports_in_tunes_usage_tag()
+        spare_imports_in_tunes_usage_tag()  # once replaced, left so
+        before = tagged(callbacks), [module for module in [*INTEGRATIONS, "mlflow"] if module in sys.modules]
+        from ray.air.integrations.mlflow import MLflowLoggerCallback as Rays
+
+        callbacks.append(Rays.__new__(Rays))
+        after = tagged(callbacks), dict(usage._count_callbacks.importing(callbacks))
         print(json.dumps([before, after]))
     """
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    (counted, integration_imported, mlflow_imported), (ours, rays) = json.loads(result.stdout)
-    assert counted == {"CustomCallback": 2, "CustomLoggerCallback": 1, "CSVLoggerCallback": 1}
-    assert not integration_imported and not mlflow_imported
-    assert ours == rays == {**counted, "MLflowLoggerCallback": 1}
+    (counted, imported), (ours, rays) = json.loads(result.stdout)
+    named = {"CSVLoggerCallback": 1, "JsonLoggerCallback": 1, "MLflowLoggerCallback": 1}
+    assert counted == {"CustomCallback": 2, "CustomLoggerCallback": 1, **named} and imported == []
+    assert ours == rays == {**counted, "MLflowLoggerCallback": 2}

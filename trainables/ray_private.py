@@ -38,6 +38,11 @@ try:
 
     # The label that pins an actor to a node; the controller is pinned to its trial's node, as Train pins it.
     NODE_ID_LABEL = ray._raylet.RAY_NODE_ID_KEY
+
+    # Tune's count of a run's callbacks for Ray's usage tag, which imports every logger integration to name them.
+    from ray.air._internal import usage as tune_usage
+
+    tune_usage.tag_callbacks, tune_usage._count_callbacks  # noqa: B018  (what spare_imports_in_tunes_usage_tag replaces)
 except (ImportError, AttributeError) as exc:
     raise RayInternalsMoved(
         f"Ray {ray.__version__} keeps its internals elsewhere than Ray {TESTED_RAY}, which search was tested with "
@@ -82,35 +87,37 @@ def wait_until_tune_took_every_report(poll_s: float = 0.05) -> None:
         time.sleep(poll_s)
 
 
-MLFLOW_INTEGRATION = "ray.air.integrations.mlflow"
+# Ray's logger integrations by module and class name; MLflow's and W&B's import their libraries when imported.
+INTEGRATIONS = {
+    "ray.air.integrations.mlflow": "MLflowLoggerCallback",
+    "ray.air.integrations.wandb": "WandbLoggerCallback",
+    "ray.air.integrations.comet": "CometLoggerCallback",
+    "ray.tune.logger.aim": "AimLoggerCallback",
+}
 
 
-def count_callbacks_without_importing_mlflow() -> None:
-    """Tune tags a run's callbacks for Ray's usage statistics at each `Tuner.fit` given callbacks, counting them by
-    class name against the logger integrations it knows, which it imports to name them: MLflow's imports MLflow, 1.7 s
-    (2-5 s on 2 busy cores) on the driver while the trials start, though a search without MLflow never uses it. The
-    same count, with MLflow's callback named without its import: no callback is one unless its module is imported."""
+def spare_imports_in_tunes_usage_tag() -> None:
+    """Replace, for this process, Tune's count of a run's callbacks for Ray's usage tag (at each `Tuner.fit` given
+    callbacks) with the same count that names Ray's logger integrations without importing them: Tune imports them to
+    name them, and MLflow's imports MLflow, 1.7 s of the driver's start (more on busy cores), though a search without
+    MLflow never uses it. A callback cannot be an integration's unless its module is imported; once one is, Tune's own
+    count runs. Idempotent."""
     import collections
     import sys
 
-    from ray.air._internal import usage
-
-    if getattr(usage._count_callbacks, "without_mlflow", False):
+    if getattr(tune_usage._count_callbacks, "spares_imports", False):
         return
-    count_importing = usage._count_callbacks
+    count_importing = tune_usage._count_callbacks
 
     def count(callbacks):
-        if MLFLOW_INTEGRATION in sys.modules:
+        if any(module in sys.modules for module in INTEGRATIONS):
             return count_importing(callbacks)
-        from ray.air.integrations.comet import CometLoggerCallback
-        from ray.air.integrations.wandb import WandbLoggerCallback
         from ray.tune import Callback
         from ray.tune.logger import LoggerCallback
-        from ray.tune.logger.aim import AimLoggerCallback
         from ray.tune.utils.callback import DEFAULT_CALLBACK_CLASSES
 
-        known = (WandbLoggerCallback, CometLoggerCallback, AimLoggerCallback, *DEFAULT_CALLBACK_CLASSES)
-        names, counts = {cls.__name__ for cls in known} | {"MLflowLoggerCallback"}, collections.defaultdict(int)
+        names = {cls.__name__ for cls in DEFAULT_CALLBACK_CLASSES} | set(INTEGRATIONS.values())
+        counts = collections.defaultdict(int)
         for callback in [c for c in callbacks or [] if isinstance(c, Callback)]:
             name = type(callback).__name__
             if name in names:
@@ -119,5 +126,5 @@ def count_callbacks_without_importing_mlflow() -> None:
                 counts["CustomLoggerCallback" if isinstance(callback, LoggerCallback) else "CustomCallback"] += 1
         return counts
 
-    count.without_mlflow, count.importing = True, count_importing
-    usage._count_callbacks = count
+    count.spares_imports, count.importing = True, count_importing
+    tune_usage._count_callbacks = count

@@ -45,7 +45,7 @@ from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
 from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete, fence_lost
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
-from trainables.ray_private import count_callbacks_without_importing_mlflow
+from trainables.ray_private import spare_imports_in_tunes_usage_tag
 from trainables.room import alive_nodes
 
 LOG_FILE = "search.log"
@@ -148,7 +148,7 @@ def fit(
         trial_ends = TrialEnds(decider, config.epochs, scheduler.stopped_by_me)
         callbacks = [trial_ends, *decider.followers]
         tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop, scheduler)
-        count_callbacks_without_importing_mlflow()  # Tune's usage tag: MLflow imported only when a search tracks
+        spare_imports_in_tunes_usage_tag()  # Tune's usage tag: MLflow imported only when a search tracks with it
         logging.getLogger("ray").info("search hands the trials to Tune")
         with ctrl_c_stops(stop), tune_snapshot_period():
             tuner.fit()
