@@ -3,7 +3,10 @@ MLflow's client. (The end-to-end search with tracking is in test_e2e.py, resume 
 
 import contextlib
 import http.server
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 import optuna
@@ -25,9 +28,9 @@ mlflow = pytest.importorskip("mlflow", reason="tracking=mlflow needs MLflow: pip
 SPACE = {"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True)}
 
 
-def a_search(tmp_path, uri: str = ""):
+def a_search(tmp_path, uri: str = "", make: bool = True):
     experiment = Experiment.at(str(tmp_path / "exp"))
-    experiment.local.mkdir()
+    experiment.local.mkdir(exist_ok=not make)
     record = StudyRecord.in_memory(SPACE, "val_acc", "max", optuna.samplers.RandomSampler(seed=0), epochs=2)
     config = RunConfig(space="cnn_mnist", trials=2, epochs=2, tracking=TrackingConfig(to="mlflow", uri=uri))
     return experiment, record, config
@@ -114,6 +117,81 @@ def test_a_resumed_search_logs_into_the_same_runs_and_no_epoch_twice(tmp_path):
     store = f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}"
     link = f"http://127.0.0.1:5000/#/experiments/{parent.info.experiment_id}?workflowType=machine_learning"
     assert mlflow_ui_words("", experiment) == f"mlflow ui --backend-store-uri {store} --port 5000, then open {link}"
+
+
+def test_a_resume_asks_no_history_of_a_run_ended_with_every_epoch_and_logs_what_files_gained(tmp_path, monkeypatch):
+    """The second driver reads every nested run page after page (a page of one here), asks MLflow nothing of a trial
+    whose run ended with every epoch its files hold, and logs the epoch a trial's files gained while tracking failed."""
+    import search.running.tracking.tracker as tracker_module
+
+    experiment, record, config = a_search(tmp_path)
+    for trial_id in ("t1", "t2", "t3"):
+        record.create(trial_id)
+        epoch(experiment, record, trial_id, 1, 0.5)
+        Decider.without_files(record).end(trial_id, EndFacts(0, written=Ending("completed")))
+    assert start_tracker(config, "cnn_mnist", experiment, "val_acc", record).ready()
+    files = TrialFiles(experiment.location, "t2")  # an epoch MLflow never saw: tracking had failed then
+    files.append(files.rows(), {"epoch": 2, "val_acc": 0.6, "val_loss": 0.4, "diverged": False})
+    asked, real = [], mlflow.tracking.MlflowClient.get_metric_history
+    monkeypatch.setattr(
+        mlflow.tracking.MlflowClient,
+        "get_metric_history",
+        lambda c, run_id, key: asked.append(run_id) or real(c, run_id, key),
+    )
+    monkeypatch.setattr(tracker_module, "PAGE", 1)
+    assert start_tracker(config, "cnn_mnist", experiment, "val_acc", record).ready()
+    asked_by_resume = set(asked)
+    logged = runs(experiment)
+    assert asked_by_resume == {logged["trial_t2"][0].info.run_id}
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment.local / 'mlflow' / 'mlflow.db'}")
+    every_run = client.search_runs([client.get_experiment_by_name("cnn_mnist").experiment_id])
+    assert sorted(run.info.run_name for run in every_run) == ["exp", "trial_t1", "trial_t2", "trial_t3"], "one a trial"
+    assert [(m.step, m.value) for m in logged["trial_t2"][1]] == [(1, 0.5), (2, 0.6)]
+
+
+def t1_ended_t2_training(experiment, record, rows: bool = True) -> None:
+    """Two trials in the study (and their rows in their files when `rows`): t1 completed, t2 training."""
+    for trial_id in ("t1", "t2"):
+        record.create(trial_id)
+        if rows:
+            epoch(experiment, record, trial_id, 1, 0.5)
+        else:
+            record.report(trial_id, 1, 0.5)
+    Decider.without_files(record).end("t1", EndFacts(0, written=Ending("completed")))
+
+
+RESUMED_IN_A_FRESH_PROCESS = """
+import importlib.abc, sys, threading
+from pathlib import Path
+imported = []
+class Seen(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        imported.append((threading.current_thread().name, name))
+sys.meta_path.insert(0, Seen())
+from tests.test_tracking import a_search, t1_ended_t2_training
+from search.running.tracking.tracker import start_tracker
+experiment, record, config = a_search(Path(sys.argv[1]), make=False)
+t1_ended_t2_training(experiment, record, rows=False)
+tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
+assert tracker.ready() and len(tracker.runs) == 2, tracker.runs
+print(sorted({name for thread, name in imported if thread == "mlflow-tracker"}))
+"""
+
+
+def test_the_trackers_thread_imports_nothing_when_a_driver_resumes(tmp_path):
+    """MLflow's imports in the tracker's thread raced the main thread's: a resuming driver (a fresh process) opens
+    the store in its main thread, whose calls import all that the thread's listing and bringing up to date need."""
+    experiment, record, config = a_search(tmp_path)
+    t1_ended_t2_training(experiment, record)
+    start_tracker(config, "cnn_mnist", experiment, "val_acc", record).interrupted()
+    said = subprocess.run(
+        [sys.executable, "-c", RESUMED_IN_A_FRESH_PROCESS, str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert said.returncode == 0 and said.stdout.strip() == "[]", said.stdout[:600] + said.stderr[-2000:]
 
 
 class AlwaysFailing(http.server.BaseHTTPRequestHandler):

@@ -42,6 +42,8 @@ RUN_STATUS = {"completed": "FINISHED", "stopped_early": "FINISHED", "stopped_by_
 # MLflow 3's kind of a model-training experiment (its UI still opens the GenAI view in a fresh browser profile:
 # search.running.tracking.mlflow_store.runs_table_link is what opens the runs table)
 KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
+ENDED = ("FINISHED", "FAILED")  # a run's MLflow statuses once the trial's end is logged on it (KILLED: interrupted)
+PAGE = 5000  # nested runs a search_runs call returns
 NOT_METRICS = {"epoch", "diverged", "recovered", "started_at", "pid", "resumed_from"}
 
 
@@ -56,21 +58,23 @@ class MlflowTracker(BackgroundCalls):
         self.runs: dict[str, str] = {}  # trial id -> nested run id
         self.logged: dict[str, set[int]] = {}  # run id -> epochs logged
         self.statuses: dict[str, str] = {}  # run id -> its MLflow status, as this tracker last knew it
+        self.last_epochs: dict[str, float | None] = {}  # run id -> the last epoch logged when the store was opened
 
     def __getstate__(self):  # Tune pickles its callbacks; the client stays in the driver
         return {**self.__dict__, "client": None, "worker": None, "calls": None}
 
     def start(self, record: StudyRecord) -> None:
         """Open the store here, in the driver's main thread (MLflow's imports in another thread raced the main
-        thread's imports of the packages both use), then bring it up to `record` in the tracker's thread, while Ray
-        starts; the thread then does the calls Tune's callbacks queue."""
+        thread's imports of the packages both use; the calls here import what the thread's calls need), then list
+        the trials' runs and bring them up to `record` in the tracker's thread, while Ray starts; the thread then
+        does the calls Tune's callbacks queue."""
         self.search_id = record.study.user_attrs.get(SEARCH_ID_ATTR)
         self.open()
-        self.start_worker(lambda: self.sync(record), "mlflow-tracker")
+        self.start_worker(lambda: self.catch_up(record), "mlflow-tracker")
 
     @safely
     def open(self) -> None:
-        """Find the search's parent run (or create it), marked running again, and its nested runs."""
+        """Find the search's parent run (or create it), marked running again."""
         if not self.config.tracking.uri:
             (self.experiment.local / TRACKING_FOLDER).mkdir(parents=True, exist_ok=True)
             database = sqlite_file(self.uri)
@@ -87,12 +91,27 @@ class MlflowTracker(BackgroundCalls):
             self.parent = self._create_parent()
         mutable = {f"search.{key}": getattr(self.config, key) for key in sorted(MUTABLE_SETTINGS)}
         self.client.log_batch(self.parent, tags=tag_list(mutable))
-        children = self.client.search_runs(
-            [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.parent}'", max_results=5000
-        )
-        children = [run for run in children if TRIAL_TAG in run.data.tags]
+
+    @safely
+    def catch_up(self, record: StudyRecord) -> None:
+        """The trials' runs as MLflow holds them (seconds for thousands), then MLflow brought up to `record`."""
+        children = [run for run in self._children() if TRIAL_TAG in run.data.tags]
         self.runs = {run.data.tags[TRIAL_TAG]: run.info.run_id for run in children}
         self.statuses = {run.info.run_id: run.info.status for run in children}
+        self.last_epochs = {run.info.run_id: run.data.metrics.get("epoch") for run in children}
+        self.sync(record)
+
+    def _children(self) -> list:
+        """Every nested run of the parent, page after page (a search may hold more trials than a page)."""
+        found, token = [], None
+        while True:
+            page = self.client.search_runs(
+                [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.parent}'", max_results=PAGE, page_token=token
+            )
+            found += page
+            token = page.token
+            if not token:
+                return found
 
     def _experiment_id(self) -> str:
         existing = self.client.get_experiment_by_name(self.experiment_name)
@@ -128,8 +147,10 @@ class MlflowTracker(BackgroundCalls):
         """Bring MLflow up to the study and the trials' files: every trial, every recorded epoch, every end."""
         for frozen in record.proposed():
             trial_id = trial_id_of(frozen)
-            run_id = self._run_of(trial_id, record.configuration(frozen))
             rows = TrialFiles(self.experiment.location, trial_id).rows()
+            if self._ended_with_every_row(trial_id, frozen, rows):
+                continue  # nothing to log, and no history asked: a resume of many ended trials costs no query each
+            run_id = self._run_of(trial_id, record.configuration(frozen))
             self._log_rows(run_id, rows)
             if ending_in_study(frozen) is None:
                 self._reopen(run_id)
@@ -182,6 +203,16 @@ class MlflowTracker(BackgroundCalls):
                 self._terminate(run_id, "KILLED")
         self.client.set_terminated(self.parent, "KILLED")
 
+    def _ended_with_every_row(self, trial_id: str, frozen, rows: list[dict]) -> bool:
+        """The trial ended in the study, its run ended in MLflow, and the run's last epoch (MLflow's latest `epoch`,
+        logged with every row, rows in order) is at least every epoch its files hold: a run that ended while tracking
+        was failing, or one continued since, is brought up to its files as before."""
+        run_id = self.runs.get(trial_id)
+        if run_id is None or self.statuses.get(run_id) not in ENDED or ending_in_study(frozen) is None:
+            return False
+        epochs = [row["epoch"] for row in rows if isinstance(row.get("epoch"), int)]
+        return not epochs or max(epochs) <= (self.last_epochs.get(run_id) or 0)
+
     def _run_of(self, trial_id: str, config: dict) -> str:
         if trial_id not in self.runs:
             run = self.client.create_run(
@@ -217,7 +248,7 @@ class MlflowTracker(BackgroundCalls):
     def _log_end(self, run_id: str, frozen, rows: list[dict]) -> None:
         """The trial's end as the study holds it, at the end of its last epoch (its files' account)."""
         ending = ending_in_study(frozen)
-        if ending is None or self.statuses.get(run_id) in ("FINISHED", "FAILED"):
+        if ending is None or self.statuses.get(run_id) in ENDED:
             return
         tags = {"search.status": ending.status, "search.reason": ending.reason or ""}
         self.client.log_batch(run_id, tags=tag_list(tags))
