@@ -165,6 +165,8 @@ def measure(part: str, args, storage: Path, shapes: list[str]) -> dict:
         return measure_asha(root, storage, args.asha_trials, args.asha_epochs, args.reduction, args.asha_images)
     if part == "memory":
         return memory.measure(root, storage, trials=args.memory_trials)
+    if part == "scale" and args.scale_again:
+        return scale.again(Path(args.scale_again), storage)
     if part == "scale":
         keep = Path(args.scale_keep) if args.scale_keep else storage
         keep.mkdir(exist_ok=True)

@@ -79,6 +79,13 @@ def trial_files(experiment: Path) -> dict:
     return {**figures, "experiment_files": sum(1 for p in experiment.rglob("*") if p.is_file())}
 
 
+def resumed(experiment: Path) -> dict:
+    """`resume` with one more trial than its folders hold, timed to the new trial's folder."""
+    before = {p.name for p in experiment.glob("trial_*")}
+    new_trial = lambda _, folder: bool({p.name for p in folder.glob("trial_*")} - before)  # noqa: E731
+    return timed(["resume", str(experiment), f"trials={len(before) + 1}"], experiment, new_trial)
+
+
 def measure(experiment: Path) -> dict:
     """Each command's time to its answer; resume last: it leaves the (scale part's own) experiment a trial longer."""
     experiment = experiment.resolve()
@@ -89,9 +96,7 @@ def measure(experiment: Path) -> dict:
     figures["dashboard"] = timed(["dashboard", str(experiment), "port=0"], experiment, answers("api/studies"))
     every_run = answers("data/runs", runs=trials)  # each trial's event file loaded, not the server's start alone
     figures["tensorboard"] = timed(["tensorboard", str(experiment), "port=0"], experiment, every_run)
-    before = {p.name for p in experiment.glob("trial_*")}
-    new_trial = lambda _, folder: bool({p.name for p in folder.glob("trial_*")} - before)  # noqa: E731
-    figures["resume"] = timed(["resume", str(experiment), f"trials={trials + 1}"], experiment, new_trial)
+    figures["resume"] = resumed(experiment)
     for command in ("report", "export", "dashboard", "tensorboard", "resume"):
         said = figures[command]["s"]
         print(f"  {trials} trials: {command} " + (f"answered in {said} s" if said else "did not answer"), flush=True)

@@ -50,6 +50,7 @@ OPTIONS = (  # option, type, default, help (after --root, --out and --only)
     ("--scale-trials", str, "500,2000", "scale part: comma-separated trial counts (10000: the cluster's)"),
     ("--scale-mlflow", str, "on,off", "scale part: tracking=mlflow on, off or both"),
     ("--scale-keep", str, "", "scale part: a folder to keep its experiments in"),
+    ("--scale-again", str, "", "scale part: `resume` timed again on copies of a --scale-keep folder's experiments"),
     ("--replay-table", str, REPLAY_TABLE, "replay part: a learning-curve table"),
     ("--replay-seeds", int, 300, "replay part: seeds per arm"),
     ("--replay-first-seed", int, 0, "replay part: the first seed (another set: e.g. 10000)"),
@@ -112,6 +113,8 @@ def first_problem(args: argparse.Namespace) -> str | None:
         return f"--scale-mlflow={args.scale_mlflow}: allowed are on, off, or on,off"
     if args.scale_keep and (Path(args.scale_keep).exists() or not Path(args.scale_keep).parent.is_dir()):
         return f"--scale-keep={args.scale_keep}: must be a new folder in an existing one"
+    if args.scale_again and not any(Path(args.scale_again).glob("scale-*/study.log")):
+        return f"--scale-again={args.scale_again}: must be a --scale-keep folder holding its experiments"
     if not DEVICE.fullmatch(args.device):
         return f"--device={args.device}: allowed devices are cpu, cuda, cuda:N"
     if not (Path(args.root) / "MNIST" / "raw").is_dir():

@@ -6,7 +6,7 @@ A figure sits between markers that name its file, the value's place in it (a JSO
     <!-- fig:benchmarks/results/x.json#/peer/search_over_loop;.2f -->1.07<!-- /fig -->
 
 `P1 / P2` gives the ratio of two values, `P * 4` a value times a number. A whole table sits between block markers
-(`arms`, `pairs`: replay_stats' and replay_pairs' results; `quality`, `pays`: a registered family's):
+(`arms`, `pairs`: replay_stats' and replay_pairs' results; `pays`: a registered family's):
 
     <!-- block:arms benchmarks/results/x.json -->
     | ... |
@@ -158,49 +158,6 @@ def pair_cell(pair: dict) -> str:
     )
 
 
-def quality_table(stats: dict) -> str:
-    header = [
-        "table, side by side",
-        "regret IQM, points: search / random + ASHA",
-        "random + ASHA's minus the search's, points [95%]; Holm p lower (higher)",
-        "within 0.5 points: median epochs, search / random + ASHA (share of seeds that get there)",
-        "median replayed seconds to within 0.5 points",
-    ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for k, figures in stats["concurrency"].items():
-        for name, table in figures["tables"].items():
-            effect = table["effect_vs_search"]["random_asha"]["points"]
-            low, high = effect["mean_interval"]
-            lower, higher = (table[f"p_search_{side}_holm"]["random_asha"] for side in ("lower", "higher"))
-            within = table["to_within_pt"]["0.5"]
-            cells = [
-                f"`{name.rsplit('.', 1)[-1]}`, {k}",
-                f"{table['regret_iqm_pt']['search']:.2f} / {table['regret_iqm_pt']['random_asha']:.2f}",
-                f"mean {effect['mean']:+.2f} [{low:+.2f}, {high:+.2f}], median {effect['median']:+.2f} "
-                f"[{effect['median_interval'][0]:+.2f}, {effect['median_interval'][1]:+.2f}]{shift_text(effect)}; "
-                f"{p_text(lower)} ({p_text(higher)})",
-                f"{both(within, 'median_epochs')}{ratio_text(within['epochs_ratio'])} "
-                f"({within['search']['reached']:.0%} / {within['random_asha']['reached']:.0%})",
-                f"{both(within, 'median_wall_s')}{ratio_text(within['wall_ratio'])}",
-            ]
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def both(within: dict, key: str) -> str:
-    """The search's median / random + ASHA's ('never': half the seeds or more never got there)."""
-    shown = ["never" if within[arm][key] is None else f"{within[arm][key]:.0f}" for arm in ("search", "random_asha")]
-    return " / ".join(shown)
-
-
-def ratio_text(ratio: dict) -> str:
-    """`, ratio 0.61 [0.40, 0.95]`: the search's median over random + ASHA's ('' where one is never)."""
-    value, (low, high) = ratio["ratio"], ratio["interval"]
-    if value is None:
-        return ""
-    return f", ratio {value:.2f} [{low:.2f}, {'endless' if high is None else f'{high:.2f}'}]"
-
-
 LABELS = {"search": "**the search** (default)", "random_asha": "random + ASHA", "random": "random search"}
 LABELS.update(optuna_tpe_hyperband="TPE + Hyperband", peer_dehb="DEHB", peer_smac="SMAC3")
 LABELS.update(peer_synetune_bohb="Syne Tune BOHB", peer_priorband="NePS PriorBand")
@@ -243,7 +200,7 @@ def holm_mark(table: dict, arm: str) -> str:
     return "*" if lower < 0.05 else "!" if higher < 0.05 else ""
 
 
-BLOCKS = {"arms": arms_table, "pairs": pairs_table, "quality": quality_table, "pays": pays_table}
+BLOCKS = {"arms": arms_table, "pairs": pairs_table, "pays": pays_table}
 
 
 def main() -> None:

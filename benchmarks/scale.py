@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -166,6 +167,22 @@ def sampler_alone(trials: int) -> dict:
             sum(seconds[int(a * trials) : int(b * trials)]) / (trials * 0.1) for a, b in ((0.05, 0.15), (0.9, 1))
         )
         figures[name] = {"early_s_per_trial": early, "late_s_per_trial": late, "late_over_early": late / early}
+    return figures
+
+
+def again(kept: Path, storage: Path, rounds: int = 3) -> dict:
+    """`resume` to its first new trial timed again (seconds, a round each) on a fresh copy of each experiment `kept`
+    holds (the code's own, not the code's that ran the trials), the experiments in turn in each round."""
+    from benchmarks.many_trials import resumed
+
+    experiments, figures = sorted(path.parent for path in kept.glob("scale-*/study.log")), {"again": str(kept)}
+    for _ in range(rounds):
+        for experiment in experiments:
+            shutil.copytree(experiment, storage / "copy", symlinks=True)
+            said = resumed(storage / "copy")["s"]
+            figures.setdefault(experiment.name.removeprefix("scale-"), []).append(said)
+            print(f"  {experiment.name}: resume answered in {said} s", flush=True)
+            shutil.rmtree(storage / "copy")
     return figures
 
 

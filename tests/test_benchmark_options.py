@@ -46,6 +46,11 @@ def test_parts_and_shapes_are_read_from_comma_lists(good):
         ("--trial-images", "many", "argument --trial-images: invalid int value: 'many'"),
         ("--replay-seeds", "1", "--replay-seeds=1: must be >= 2"),
         ("--replay-epoch-budget", "-1", "--replay-epoch-budget=-1: must be >= 0"),
+        (
+            "--scale-again",
+            "{missing}",
+            "--scale-again={missing}: must be a --scale-keep folder holding its experiments",
+        ),
     ],
 )
 def test_a_bad_option_is_one_line_naming_it_and_exit_2(good, capsys, tmp_path, option, value, named):
