@@ -149,6 +149,23 @@ def test_a_resume_asks_no_history_of_a_run_ended_with_every_epoch_and_logs_what_
     assert [(m.step, m.value) for m in logged["trial_t2"][1]] == [(1, 0.5), (2, 0.6)]
 
 
+def test_a_run_interrupted_with_every_epoch_logged_ends_as_the_study_ends_its_trial(tmp_path):
+    """t2 trained while the search was interrupted (its run KILLED, every epoch logged), then the next driver ended
+    it from its files: that run is not one to skip, it ends FINISHED with the study's status."""
+    experiment, record, config = a_search(tmp_path)
+    t1_ended_t2_training(experiment, record)
+    start_tracker(config, "cnn_mnist", experiment, "val_acc", record).interrupted()
+    assert runs(experiment)["trial_t2"][0].info.status == "KILLED"
+    Decider.without_files(record).end("t2", EndFacts(0, written=Ending("completed")))
+    assert start_tracker(config, "cnn_mnist", experiment, "val_acc", record).ready()
+    run, history = runs(experiment)["trial_t2"]
+    assert (run.info.status, run.data.tags["search.status"], [m.step for m in history]) == (
+        "FINISHED",
+        "completed",
+        [1],
+    )
+
+
 def t1_ended_t2_training(experiment, record, rows: bool = True) -> None:
     """Two trials in the study (and their rows in their files when `rows`): t1 completed, t2 training."""
     for trial_id in ("t1", "t2"):

@@ -41,6 +41,7 @@ try:
 
     # Tune's count of a run's callbacks for Ray's usage tag, which imports every logger integration to name them.
     from ray.air._internal import usage as tune_usage
+    from ray.tune.utils.callback import DEFAULT_CALLBACK_CLASSES  # the names its count knows, read at each count
 
     tune_usage.tag_callbacks, tune_usage._count_callbacks  # noqa: B018  (what spare_imports_in_tunes_usage_tag replaces)
 except (ImportError, AttributeError) as exc:
@@ -114,7 +115,6 @@ def spare_imports_in_tunes_usage_tag() -> None:
             return count_importing(callbacks)
         from ray.tune import Callback
         from ray.tune.logger import LoggerCallback
-        from ray.tune.utils.callback import DEFAULT_CALLBACK_CLASSES
 
         names = {cls.__name__ for cls in DEFAULT_CALLBACK_CLASSES} | set(INTEGRATIONS.values())
         counts = collections.defaultdict(int)

@@ -74,7 +74,8 @@ class MlflowTracker(BackgroundCalls):
 
     @safely
     def open(self) -> None:
-        """Find the search's parent run (or create it), marked running again."""
+        """Find the search's parent run (or create it), marked running again; `catch_up` lists its trials' runs,
+        which `sync` needs (without them it would make each trial a second run)."""
         if not self.config.tracking.uri:
             (self.experiment.local / TRACKING_FOLDER).mkdir(parents=True, exist_ok=True)
             database = sqlite_file(self.uri)
