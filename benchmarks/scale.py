@@ -183,6 +183,7 @@ def again(kept: Path, storage: Path, rounds: int = 3) -> dict:
             figures.setdefault(experiment.name.removeprefix("scale-"), []).append(said)
             print(f"  {experiment.name}: resume answered in {said} s", flush=True)
             shutil.rmtree(storage / "copy")
+    figures["median"] = {name: sorted(s)[len(s) // 2] for name, s in figures.items() if isinstance(s, list)}
     return figures
 
 
