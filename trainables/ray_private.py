@@ -41,7 +41,6 @@ try:
 
     # Tune's count of a run's callbacks for Ray's usage tag, which imports every logger integration to name them.
     from ray.air._internal import usage as tune_usage
-    from ray.tune.utils.callback import DEFAULT_CALLBACK_CLASSES  # the names its count knows, read at each count
 
     tune_usage.tag_callbacks, tune_usage._count_callbacks  # noqa: B018  (what spare_imports_in_tunes_usage_tag replaces)
 except (ImportError, AttributeError) as exc:
@@ -111,6 +110,10 @@ def spare_imports_in_tunes_usage_tag() -> None:
     count_importing = tune_usage._count_callbacks
 
     def count(callbacks):
+        try:  # here, not at the door: the door is imported where Tune is not (a DDP rank), and Ray's count is the same
+            from ray.tune.utils.callback import DEFAULT_CALLBACK_CLASSES
+        except ImportError:
+            return count_importing(callbacks)
         if any(module in sys.modules for module in INTEGRATIONS):
             return count_importing(callbacks)
         from ray.tune import Callback
