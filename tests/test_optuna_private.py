@@ -35,3 +35,49 @@ def test_an_optuna_that_moved_an_internal_stops_run_in_one_line_naming_its_versi
     assert line.startswith(f"error: Optuna {optuna.__version__} keeps its internals elsewhere"), line
     assert "TPESampler._get_params" in line and f"install optuna=={optuna_private.TESTED_OPTUNA}" in line
     assert not any(tmp_path.iterdir())  # nothing claimed, nothing written
+
+
+def test_the_listed_journal_storage_lists_each_state_as_optunas_own_after_any_write_by_any_writer(tmp_path):
+    """Two writers on one journal (this process's study and another's), every kind of write in a random order: after
+    each, this storage's listing of every state (and of all) is Optuna's own journal storage's, trial for trial."""
+    import random
+
+    from optuna.distributions import FloatDistribution
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+
+    journal = str(tmp_path / "study.log")
+    ours = optuna_private.ListedJournalStorage(JournalFileBackend(journal))
+    plain, other = JournalStorage(JournalFileBackend(journal)), JournalStorage(JournalFileBackend(journal))
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    studies = [optuna.create_study(storage=ours, study_name="s")]
+    studies.append(optuna.load_study(storage=other, study_name="s"))
+    study_id, rng, running, met = studies[0]._study_id, random.Random(0), [], set()
+    wanted = [None, (TrialState.WAITING,), (TrialState.RUNNING,), (TrialState.COMPLETE, TrialState.PRUNED)]
+    wanted += [(TrialState.FAIL,), (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING), tuple(TrialState)]
+    seen = lambda storage, states: [  # noqa: E731
+        (t.number, t.state, t.params, t.values, t.intermediate_values, t.user_attrs)
+        for t in storage.get_all_trials(study_id, deepcopy=False, states=states)
+    ]
+    for step in range(300):
+        study = rng.choice(studies)
+        action = rng.random()
+        if action < 0.3 or not running:
+            running.append((study, study.ask({"x": FloatDistribution(0, 1)})))
+        elif action < 0.4:
+            study.enqueue_trial({"x": rng.random()})
+        elif action < 0.6:
+            _, trial = rng.choice(running)
+            trial.report(rng.random(), step)
+        elif action < 0.7:
+            _, trial = rng.choice(running)
+            trial.set_user_attr("step", step)
+        else:
+            asker, trial = running.pop(rng.randrange(len(running)))
+            state = rng.choice([TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL])
+            asker.tell(trial, rng.random() if state == TrialState.COMPLETE else None, state=state)
+        states = rng.choice(wanted)
+        assert seen(ours, states) == seen(plain, states), (step, states)
+        met |= {t.state for t in plain.get_all_trials(study_id, deepcopy=False)}
+    assert met == set(TrialState), "every state was met"

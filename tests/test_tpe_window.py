@@ -74,6 +74,32 @@ def test_past_250_trials_tpe_reads_the_recent_and_the_best_and_its_good_group_is
         assert [t.number for t in below_read] == [t.number for t in below_all] and len(below_all) == GOOD
 
 
+@pytest.mark.parametrize("liar", [False, True])
+def test_the_window_over_every_trial_reads_what_it_reads_over_those_tpe_asks_for(liar):
+    """The storage lists every trial (failed and waiting ones among them) and the window picks TPE's states itself:
+    what it reads is what it reads over the trials already filtered, at every size."""
+    rng = random.Random(liar)
+    states = (*STATES, TrialState.RUNNING) if liar else STATES
+    over_all, over_asked, trials = RecentAndBest(), RecentAndBest(), []
+    for size in (100, 100, 100, 50, 50, 200):
+        for _ in range(size):
+            kind = rng.random()
+            if kind < 0.05:
+                trial = create_trial(state=TrialState.FAIL, params={"x": 0.5, "y": 0.1}, distributions=SPACE)
+            elif kind < 0.08:
+                trial = create_trial(state=TrialState.WAITING, params={"x": 0.5, "y": 0.1}, distributions=SPACE)
+            elif kind < 0.12:
+                trial = _running(len(trials))
+            else:
+                trial = _finished(rng, len(trials), 5)
+            trial.number = len(trials)
+            trials.append(trial)
+        asked = [t for t in trials if t.state in states]
+        read = [t.number for t in over_all(trials, [optuna.study.StudyDirection.MAXIMIZE], states)]
+        assert read == [t.number for t in over_asked(asked, [optuna.study.StudyDirection.MAXIMIZE])]
+    assert len(read) < len(asked), "past the window"
+
+
 def test_up_to_250_trials_the_search_proposes_exactly_what_optunas_tpe_proposes():
     ours = optuna.create_study(direction="maximize", sampler=make_sampler("tpe", 3, 5))
     optunas = optuna.create_study(direction="maximize", sampler=TPESampler(seed=3, n_startup_trials=5))
@@ -94,9 +120,9 @@ def test_a_proposal_in_a_large_study_models_a_bounded_window():
     study.add_trials([_finished(rng, number, 5) for number in range(700)])
     read, window = [], sampler.window
 
-    def counted(trials, directions):
-        read.append(len(window(trials, directions)))
-        return window(trials, directions)
+    def counted(trials, directions, states):
+        read.append(len(window(trials, directions, states)))
+        return window(trials, directions, states)
 
     sampler.window = counted
     study.ask(SPACE)

@@ -21,8 +21,8 @@ class WindowTPESampler(TrialsReadHook, TPESampler):
         super().__init__(**tpe)
         self.window = RecentAndBest()
 
-    def trials_read(self, trials: list, directions: list) -> list:
-        return self.window(trials, directions)
+    def trials_read(self, trials: list, directions: list, states=None) -> list:
+        return self.window(trials, directions, states)
 
 
 class OrderedTPESampler(PastParamsHook, WindowTPESampler):

@@ -43,27 +43,31 @@ class RecentAndBest:
             raise ValueError(f"a window of {recent} recent trials would shrink TPE's good group below {good}")
         self.recent, self.good = recent, good
         self.seen: set[int] = set()
+        self.failed: set[int] = set()  # finished trials TPE never models (failed): walked past, never looked at again
         self.best: dict[TrialState, list[tuple]] = {TrialState.COMPLETE: [], TrialState.PRUNED: []}
 
-    def __call__(self, trials: list[FrozenTrial], directions: list[StudyDirection]) -> list[FrozenTrial]:
-        """`trials`: those TPE asked for, in number order (the finished ones, and the running ones with Optuna's
-        constant liar); `directions`: the study's."""
+    def __call__(self, trials: list[FrozenTrial], directions: list[StudyDirection], states=None) -> list[FrozenTrial]:
+        """Of `trials` (every trial of the study, in number order), those in `states` (TPE asks for the finished ones,
+        and the running ones with Optuna's constant liar; None: all) that TPE reads; `directions`: the study's."""
+        wanted = lambda trial: states is None or trial.state in states  # noqa: E731
         if len(directions) != 1:
-            return trials
+            return trials if states is None else [t for t in trials if wanted(t)]
         minimize, running = directions[0] == StudyDirection.MINIMIZE, []
-        unseen, at = len(trials) - len(self.seen), len(trials)
+        unseen, at = len(trials) - len(self.seen) - len(self.failed), len(trials)
         while unseen > 0 and at > 0:  # from the newest: the trials that ended since the last call are few, and late
             at -= 1
             trial = trials[at]
-            if trial.number not in self.seen:
+            if trial.number not in self.seen and trial.number not in self.failed:
                 unseen -= 1
                 if trial.state in self.best:
                     self.seen.add(trial.number)
                     self._keep(trial, minimize)
-                else:  # running: looked at again next time
+                elif trial.state.is_finished():
+                    self.failed.add(trial.number)
+                elif wanted(trial):  # running: looked at again next time
                     running.append(trial)
         if len(self.seen) <= self.recent:
-            return trials
+            return trials if states is None else [t for t in trials if wanted(t)]
         start, finished = len(trials), 0
         while finished < self.recent and start > 0:  # the `recent` latest finished trials, and the running among them
             start -= 1
@@ -71,7 +75,7 @@ class RecentAndBest:
         first = trials[start].number
         older = [t for kept in self.best.values() for *_, t in kept if t.number < first]
         older += [t for t in running if t.number < first]  # every running trial, as TPE's liar reads them all
-        return sorted(older, key=lambda t: t.number) + trials[start:]
+        return sorted(older, key=lambda t: t.number) + [t for t in trials[start:] if wanted(t)]
 
     def _keep(self, trial: FrozenTrial, minimize: bool) -> None:
         if trial.state == TrialState.COMPLETE:

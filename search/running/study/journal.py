@@ -10,6 +10,7 @@ import optuna
 from optuna.storages import BaseStorage, JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
+from search.running.study.optuna_private import ListedJournalStorage
 from trainables.foundation.objectives import Objective
 from trainables.foundation.storage import STUDY_FILE
 
@@ -28,7 +29,7 @@ def journal_storage(path: Path, writer: bool = False) -> JournalStorage:
         Path(f"{path}{LOCK_SUFFIX}").unlink(missing_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return JournalStorage(JournalFileBackend(str(path)))
+        return ListedJournalStorage(JournalFileBackend(str(path)))
 
 
 def read_study(path: Path) -> tuple[optuna.Study, BaseStorage]:

@@ -6,11 +6,12 @@ command at once with one line naming its version. Optuna only: no Ray.
 
 from __future__ import annotations
 
+import copy
 import inspect
 
 import optuna
 from optuna.samplers import TPESampler
-from optuna.storages import BaseStorage
+from optuna.storages import BaseStorage, JournalStorage
 from optuna.trial import FrozenTrial, Trial, TrialState, create_trial
 
 from trainables.foundation.errors import UsageError
@@ -19,6 +20,7 @@ TESTED_OPTUNA = "5.0.0"
 
 __all__ = [
     "TESTED_OPTUNA",
+    "ListedJournalStorage",
     "OptunaInternalsMoved",
     "PastParamsHook",
     "TrialsReadHook",
@@ -55,12 +57,13 @@ class TrialsReadHook:
     def _sample(self, study: optuna.Study, trial: FrozenTrial, search_space: dict):
         return super()._sample(_StudyRead(study, self.trials_read), trial, search_space)
 
-    def trials_read(self, trials: list[FrozenTrial], directions: list) -> list[FrozenTrial]:
-        return trials
+    def trials_read(self, trials: list[FrozenTrial], directions: list, states=None) -> list[FrozenTrial]:
+        return [t for t in trials if states is None or t.state in states]
 
 
 class _StudyRead:
-    """The study as TPE's `_sample` sees it: itself, but for the trials it lists, which `read` chooses among."""
+    """The study as TPE's `_sample` sees it: itself, but for the trials it lists, which `read` chooses among `states`
+    from every trial in number order (the storage's listing: Optuna's filter walks every trial, in Python)."""
 
     def __init__(self, study: optuna.Study, read):
         self._study, self._read = study, read
@@ -68,8 +71,77 @@ class _StudyRead:
     def __getattr__(self, name: str):
         return getattr(self._study, name)
 
-    def _get_trials(self, *args, **kwargs) -> list[FrozenTrial]:
-        return self._read(self._study._get_trials(*args, **kwargs), self._study.directions)
+    def _get_trials(self, deepcopy: bool = True, states=None, use_cache: bool = False) -> list[FrozenTrial]:
+        every = self._study._storage.get_all_trials(self._study._study_id, deepcopy=False)
+        read = self._read(every, self._study.directions, states)
+        return copy.deepcopy(read) if deepcopy else read
+
+
+class ListedJournalStorage(JournalStorage):
+    """Optuna's journal storage, whose listing of a study's trials costs what it returns: it keeps the trials in
+    number order and by state as the journal's lines change them, where Optuna's rebuilds the list from every trial, in
+    Python, at each listing (`Study.ask` looks for a waiting trial so, TPE and its search space read every trial so):
+    its cost a trial grew with the study (docs/design.md, "Many trials"). It reads its private replay of the journal:
+    the trials by id, the ids of each study, and each line's trial id."""
+
+    def __init__(self, backend):
+        self._touched: set[int] = set()  # trial ids the journal's lines changed since the lists were brought up
+        self._listed: dict[int, _Listed] = {}
+        super().__init__(backend)
+
+    def __getstate__(self):
+        return {k: v for k, v in super().__getstate__().items() if k not in ("_touched", "_listed")}
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        self._touched, self._listed = set(), {}
+
+    def _sync_with_backend(self) -> None:
+        logs = list(self._backend.read_logs(self._replay_result.log_number_read))  # it may yield them
+        self._replay_result.apply_logs(logs)
+        self._touched.update(log["trial_id"] for log in logs if "trial_id" in log)
+
+    def get_all_trials(self, study_id: int, deepcopy: bool = True, states=None) -> list[FrozenTrial]:
+        with self._thread_lock:
+            self._sync_with_backend()
+            replay = self._replay_result
+            if study_id not in replay._study_id_to_trial_ids:
+                return super().get_all_trials(study_id, deepcopy, states)  # Optuna's own error
+            listed = self._listed.setdefault(study_id, _Listed())
+            listed.bring_up(replay._study_id_to_trial_ids[study_id], replay._trials, self._touched)
+            trials = listed.in_states(states)
+        return copy.deepcopy(trials) if deepcopy else trials
+
+
+class _Listed:
+    """One study's trials in number order, and the ids of the trials in each state."""
+
+    def __init__(self):
+        self.trials: list[FrozenTrial] = []
+        self.at: dict[int, int] = {}  # trial id -> its place in `trials`
+        self.by_state: dict[TrialState, dict[int, None]] = {state: {} for state in TrialState}
+
+    def bring_up(self, ids: list[int], trials: dict[int, FrozenTrial], touched: set[int]) -> None:
+        for trial_id in ids[len(self.trials) :]:
+            self.at[trial_id] = len(self.trials)
+            self.trials.append(trials[trial_id])
+            self.by_state[trials[trial_id].state][trial_id] = None
+        for trial_id in [t for t in touched if t in self.at]:
+            touched.discard(trial_id)
+            before, now = self.trials[self.at[trial_id]], trials[trial_id]
+            if before.state != now.state:
+                del self.by_state[before.state][trial_id]
+                self.by_state[now.state][trial_id] = None
+            self.trials[self.at[trial_id]] = now
+
+    def in_states(self, states) -> list[FrozenTrial]:
+        if states is None:
+            return list(self.trials)
+        counted = sum(len(self.by_state[state]) for state in set(states))
+        if counted * 8 > len(self.trials):  # most of the study: one pass over it
+            return [t for t in self.trials if t.state in states]
+        ids = sorted(self.at[i] for state in set(states) for i in self.by_state[state])
+        return [self.trials[at] for at in ids]
 
 
 def running_trial(study: optuna.Study, frozen: FrozenTrial) -> Trial:
@@ -113,6 +185,7 @@ def internals_moved() -> str | None:
             "self deepcopy states use_cache",
         ),
         "Trial(study, trial_id)": (Trial.__init__, "self study trial_id"),
+        "JournalStorage._sync_with_backend(self)": (getattr(JournalStorage, "_sync_with_backend", None), "self"),
         "BaseStorage.set_trial_state_values(self, trial_id, state, values)": (
             getattr(BaseStorage, "set_trial_state_values", None),
             "self trial_id state values",
@@ -123,6 +196,15 @@ def internals_moved() -> str | None:
             return name
     if not isinstance(getattr(create_trial(state=TrialState.RUNNING), "_trial_id", None), int):
         return "FrozenTrial._trial_id"
+    try:
+        from optuna.storages.journal._storage import JournalStorageReplayResult
+
+        replay = JournalStorageReplayResult("")
+    except (ImportError, TypeError):
+        return "optuna.storages.journal._storage.JournalStorageReplayResult(worker_id_prefix)"
+    for name in ("_trials", "_study_id_to_trial_ids", "log_number_read", "apply_logs"):
+        if not hasattr(replay, name):
+            return f"JournalStorageReplayResult.{name}"
     return None
 
 
