@@ -58,7 +58,7 @@ def test_the_listed_journal_storage_lists_each_state_as_optunas_own_after_any_wr
     wanted += [(TrialState.FAIL,), (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING), tuple(TrialState)]
     seen = lambda storage, states: [  # noqa: E731
         (t.number, t.state, t.params, t.values, t.intermediate_values, t.user_attrs)
-        for t in storage.get_all_trials(study_id, deepcopy=False, states=states)
+        for t in storage.get_all_trials(study_id, deepcopy=rng.random() < 0.2, states=states)
     ]
     for step in range(300):
         study = rng.choice(studies)
@@ -81,3 +81,31 @@ def test_the_listed_journal_storage_lists_each_state_as_optunas_own_after_any_wr
         assert seen(ours, states) == seen(plain, states), (step, states)
         met |= {t.state for t in plain.get_all_trials(study_id, deepcopy=False)}
     assert met == set(TrialState), "every state was met"
+
+
+def test_the_listed_storage_brings_up_what_a_refused_write_left_and_knows_no_deleted_study(tmp_path):
+    """Another writer finishes a trial, then this one's write to it is refused mid-replay: the other's line still
+    counts; and a deleted study is not listed, as Optuna's own storage refuses it."""
+    import pytest
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+
+    journal = str(tmp_path / "study.log")
+    ours = optuna_private.ListedJournalStorage(JournalFileBackend(journal))
+    plain, other = JournalStorage(JournalFileBackend(journal)), JournalStorage(JournalFileBackend(journal))
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(storage=ours, study_name="s")
+    trial = study.ask()
+    assert [t.state for t in ours.get_all_trials(study._study_id)] == [TrialState.RUNNING]
+    optuna.load_study(storage=other, study_name="s").tell(trial.number, 1.0)
+    with pytest.raises(UpdateFinishedTrialError):
+        ours.set_trial_user_attr(trial._trial_id, "late", 1)
+    for states in (None, (TrialState.COMPLETE,), (TrialState.RUNNING,)):
+        listed = [(t.number, t.state, t.values) for t in ours.get_all_trials(study._study_id, states=states)]
+        assert listed == [(t.number, t.state, t.values) for t in plain.get_all_trials(study._study_id, states=states)]
+    optuna.delete_study(study_name="s", storage=other)
+    for storage in (plain, ours):
+        with pytest.raises(KeyError):
+            storage.get_all_trials(study._study_id)

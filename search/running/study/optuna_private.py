@@ -97,16 +97,26 @@ class ListedJournalStorage(JournalStorage):
         self._touched, self._listed = set(), {}
 
     def _sync_with_backend(self) -> None:
-        logs = list(self._backend.read_logs(self._replay_result.log_number_read))  # it may yield them
-        self._replay_result.apply_logs(logs)
-        self._touched.update(log["trial_id"] for log in logs if "trial_id" in log)
+        self._replay_result.apply_logs(self._noted(self._backend.read_logs(self._replay_result.log_number_read)))
+
+    def _noted(self, logs):
+        """The journal's lines as they stream into the replay, each trial it names noted first: a line the replay
+        refuses (this writer's, on a trial another finished) leaves the lines before it applied and noted."""
+        for log in logs:
+            if "trial_id" in log:
+                self._touched.add(log["trial_id"])
+            yield log
+
+    def restore_replay_result(self, snapshot: bytes) -> None:
+        super().restore_replay_result(snapshot)
+        self._touched, self._listed = set(), {}  # another replay: listed anew
 
     def get_all_trials(self, study_id: int, deepcopy: bool = True, states=None) -> list[FrozenTrial]:
         with self._thread_lock:
             self._sync_with_backend()
             replay = self._replay_result
-            if study_id not in replay._study_id_to_trial_ids:
-                return super().get_all_trials(study_id, deepcopy, states)  # Optuna's own error
+            if study_id not in replay._studies:
+                raise KeyError(f"no study of id {study_id} in the journal")  # as Optuna's own storage refuses it
             listed = self._listed.setdefault(study_id, _Listed())
             listed.bring_up(replay._study_id_to_trial_ids[study_id], replay._trials, self._touched)
             trials = listed.in_states(states)
@@ -202,9 +212,15 @@ def internals_moved() -> str | None:
         replay = JournalStorageReplayResult("")
     except (ImportError, TypeError):
         return "optuna.storages.journal._storage.JournalStorageReplayResult(worker_id_prefix)"
-    for name in ("_trials", "_study_id_to_trial_ids", "log_number_read", "apply_logs"):
+    for name in ("_trials", "_studies", "_study_id_to_trial_ids", "log_number_read", "apply_logs"):
         if not hasattr(replay, name):
             return f"JournalStorageReplayResult.{name}"
+    for owner, names in (
+        (JournalStorage, "_backend _thread_lock _replay_result"),
+        (optuna.Study, "_storage _study_id"),
+    ):
+        if not set(names.split()) <= set(owner.__init__.__code__.co_names):
+            return f"{owner.__name__}.{names.replace(' ', ', ')}"
     return None
 
 
