@@ -255,3 +255,23 @@ def test_a_failed_trials_error_file_that_cannot_be_written_leaves_its_end_heard(
     ends.on_trial_error(0, [], broken)
     assert record.ending("broken").status == "failed" and TrialFiles(str(tmp_path), "broken").ending() is not None
     assert [trial_id for trial_id, _ in listening.heard] == ["broken"]
+
+
+def test_a_trial_tune_ended_leaves_none_of_tunes_statistics_of_its_metrics_in_the_driver(tmp_path):
+    """Tune keeps ~75 KB of statistics of each ended trial's metrics for the whole search; once the study holds the
+    end they are dropped (trainables.ray_private), a running trial's kept: the live view reads them."""
+    from ray.tune.trainable.metadata import _TrainingRunMetadata
+
+    record = record_in(tmp_path)
+    ends = TrialEnds(Decider(record, str(tmp_path), []), 3)
+    trials = {}
+    for trial_id in ("a", "b"):
+        record.create(trial_id)
+        record.report(trial_id, 1, 0.6)
+        trials[trial_id] = tune_trial(trial_id, 1, val_acc=0.6)
+        trials[trial_id].run_metadata = _TrainingRunMetadata()
+        trials[trial_id].run_metadata.update_metric("val_acc", 0.6, step=1)
+    ends.on_trial_complete(0, list(trials.values()), trials["a"])
+    assert record.ending("a") is not None and record.ending("b") is None  # the study holds a's end, not b's
+    assert trials["a"].run_metadata.metric_analysis == {} and trials["a"].run_metadata.metric_n_steps == {}
+    assert trials["b"].run_metadata.metric_analysis["val_acc"]["last"] == 0.6  # still running

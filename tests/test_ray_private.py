@@ -74,3 +74,20 @@ def test_tunes_usage_tag_counts_callbacks_as_ray_does_without_importing_mlflow()
     named = {"CSVLoggerCallback": 1, "JsonLoggerCallback": 1, "MLflowLoggerCallback": 1}
     assert counted == {"CustomCallback": 2, "CustomLoggerCallback": 1, **named} and imported == []
     assert ours == rays == {**counted, "MLflowLoggerCallback": 2}
+
+
+def test_an_ended_trial_keeps_its_last_result_and_none_of_tunes_statistics_of_its_metrics():
+    # a real Tune trial reported 3 results of 30 numbers, as a trial of this project reports each epoch
+    from ray.tune.experiment import Trial
+
+    trial = Trial("__fake", config={"lr": 0.1}, stub=True)
+    for step in (1, 2, 3):
+        trial.update_last_result({**{f"m{i}": i * step for i in range(30)}, "epoch": step, "training_iteration": step})
+    before = len(trial.run_metadata.get_json_state())
+    assert {"m29", "epoch"} <= set(trial.metric_analysis) and len(trial.metric_n_steps["m29"]["10"]) == 3
+    ray_private.forget_ended_trials_statistics(trial)
+    assert trial.metric_analysis == {} and trial.metric_n_steps == {}
+    assert trial.last_result["epoch"] == 3 and trial.last_result["m29"] == 87  # what the decider and Tune read
+    assert len(trial.run_metadata.get_json_state()) < before / 3  # Tune's snapshot of the trial shrinks with it
+    trial.update_last_result({"m0": 1.0, "training_iteration": 4})  # a later result is counted afresh
+    assert trial.metric_analysis["m0"]["last"] == 1.0

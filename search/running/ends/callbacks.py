@@ -26,6 +26,7 @@ from search.running.writer.lock import LeaseLost
 from trainables.foundation.errors import divergence_cause
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, trial_key
 from trainables.foundation.trial_lease import TrialFenced
+from trainables.ray_private import forget_ended_trials_statistics
 
 HOOKS = ("setup", "on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error", "trial_ended")
 HOOKS += ("on_experiment_end",)
@@ -120,6 +121,7 @@ class TrialEnds(Guarded):
         seen = EndFacts(epochs_run, **facts)
         with contextlib.suppress(StudyWriteFailed, LeaseLost):  # kept by the record or the lease: the search stops
             self.decider.end(trial_key(tune_trial), seen, self.trials, tune_trial, error_text)
+        forget_ended_trials_statistics(tune_trial)  # the driver's memory stays flat as the trials end
 
 
 class Tracking(FollowsEnds):
