@@ -257,21 +257,39 @@ def test_a_failed_trials_error_file_that_cannot_be_written_leaves_its_end_heard(
     assert [trial_id for trial_id, _ in listening.heard] == ["broken"]
 
 
+class Reading(FollowsEnds):
+    """A follower that reads the ended trial's statistics, as the live view reads a running trial's."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def trial_ended(self, trials, trial_id, ending, tune_trial=None):
+        self.seen[trial_id] = dict(tune_trial.run_metadata.metric_analysis)
+
+
 def test_a_trial_tune_ended_leaves_none_of_tunes_statistics_of_its_metrics_in_the_driver(tmp_path):
-    """Tune keeps ~75 KB of statistics of each ended trial's metrics for the whole search; once the study holds the
-    end they are dropped (trainables.ray_private), a running trial's kept: the live view reads them."""
+    """Tune keeps ~75 KB of statistics of each ended trial's metrics for the whole search; once the decider and its
+    followers had the end (completed, failed, or its end.json not writable) they are dropped (trainables.ray_private);
+    a running trial's are kept: the live view reads them."""
     from ray.tune.trainable.metadata import _TrainingRunMetadata
 
-    record = record_in(tmp_path)
-    ends = TrialEnds(Decider(record, str(tmp_path), []), 3)
+    record, reading = record_in(tmp_path), Reading()
+    ends = TrialEnds(Decider(record, str(tmp_path), [reading]), 3)
     trials = {}
-    for trial_id in ("a", "b"):
+    for trial_id in ("a", "broken", "b"):
         record.create(trial_id)
         record.report(trial_id, 1, 0.6)
         trials[trial_id] = tune_trial(trial_id, 1, val_acc=0.6)
         trials[trial_id].run_metadata = _TrainingRunMetadata()
         trials[trial_id].run_metadata.update_metric("val_acc", 0.6, step=1)
+    trials["broken"].error_file = str(tmp_path / "staged-error.txt")
+    (tmp_path / "staged-error.txt").write_text("Traceback (most recent call last):\nRuntimeError: boom\n")
+    (tmp_path / "trial_a" / "end.json").mkdir(parents=True)  # end.json not writable: the decider raises
     ends.on_trial_complete(0, list(trials.values()), trials["a"])
-    assert record.ending("a") is not None and record.ending("b") is None  # the study holds a's end, not b's
-    assert trials["a"].run_metadata.metric_analysis == {} and trials["a"].run_metadata.metric_n_steps == {}
-    assert trials["b"].run_metadata.metric_analysis["val_acc"]["last"] == 0.6  # still running
+    ends.on_trial_error(0, list(trials.values()), trials["broken"])
+    assert record.ending("a") is not None and record.ending("broken").status == "failed"
+    assert record.ending("b") is None  # still running
+    assert reading.seen["broken"]["val_acc"]["last"] == 0.6  # what followers read is still there when they run
+    for ended in ("a", "broken"):
+        assert trials[ended].run_metadata.metric_analysis == {} and trials[ended].run_metadata.metric_n_steps == {}
+    assert trials["b"].run_metadata.metric_analysis["val_acc"]["last"] == 0.6

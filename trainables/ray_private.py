@@ -137,8 +137,9 @@ def forget_ended_trials_statistics(trial) -> None:
     """Drop what Tune's trial keeps of each numeric metric it was reported (max, min, mean, last, the last 5 and 10
     values' means and their windows): with this project's ~34 numbers a report, ~75 KB a trial, held by the driver
     for the whole search (150 MiB at 2,000 trials). Tune reads them only to rank trials in `ExperimentAnalysis`,
-    which this project never asks, and the live view only of running trials; the trial's last result stays. A Ray
-    that keeps them elsewhere keeps them (tests/test_ray_private.py holds the tested Ray's place)."""
+    which this project never asks, and the live view only of running trials; the trial's last result stays. Unlike
+    the door's other names, a Ray that moved them is not refused: the trials keep them and the driver uses more
+    memory, nothing else (tests/test_ray_private.py holds the tested Ray's place)."""
     metadata = getattr(trial, "run_metadata", None)
     if metadata is not None and hasattr(metadata, "metric_n_steps") and hasattr(metadata, "metric_analysis"):
         metadata.metric_analysis, metadata.metric_n_steps = {}, {}
