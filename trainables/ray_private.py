@@ -141,5 +141,5 @@ def forget_ended_trials_statistics(trial) -> None:
     the door's other names, a Ray that moved them is not refused: the trials keep them and the driver uses more
     memory, nothing else (tests/test_ray_private.py holds the tested Ray's place)."""
     metadata = getattr(trial, "run_metadata", None)
-    if metadata is not None and hasattr(metadata, "metric_n_steps") and hasattr(metadata, "metric_analysis"):
+    if hasattr(metadata, "metric_n_steps") and hasattr(metadata, "metric_analysis"):
         metadata.metric_analysis, metadata.metric_n_steps = {}, {}
