@@ -91,3 +91,25 @@ def test_an_ended_trial_keeps_its_last_result_and_none_of_tunes_statistics_of_it
     assert len(trial.run_metadata.get_json_state()) < before / 3  # Tune's snapshot of the trial shrinks with it
     trial.update_last_result({"m0": 1.0, "training_iteration": 4})  # a later result is counted afresh
     assert trial.metric_analysis["m0"]["last"] == 1.0
+
+
+def test_tunes_result_grid_is_built_without_every_trials_frame_inside_the_door_and_with_it_outside(tmp_path):
+    # a real Tune trial with its result.json where Tune's ExperimentAnalysis reads it at the end of `Tuner.fit`
+    from pathlib import Path
+
+    from ray.train._internal.storage import StorageContext
+    from ray.tune import ResultGrid
+    from ray.tune.analysis import ExperimentAnalysis
+    from ray.tune.experiment import Trial
+
+    storage = StorageContext(storage_path=str(tmp_path), experiment_dir_name="exp", trial_dir_name="trial_a")
+    trial = Trial("__fake", config={"lr": 0.1}, stub=True, storage=storage)
+    trial.update_last_result({"val_acc": 0.5, "training_iteration": 1})
+    Path(trial.storage.trial_fs_path).mkdir(parents=True)
+    (Path(trial.storage.trial_fs_path) / "result.json").write_text('{"val_acc": 0.5, "training_iteration": 1}\n')
+    state = str(tmp_path / "exp" / "experiment_state.json")
+    with ray_private.tunes_result_frames_unread():
+        grid = ResultGrid(ExperimentAnalysis(state, trials=[trial]))
+    assert grid[0].metrics["val_acc"] == 0.5 and grid[0].metrics_dataframe is None  # the trial, not its frame
+    again = ResultGrid(ExperimentAnalysis(state, trials=[trial]))
+    assert list(again[0].metrics_dataframe["val_acc"]) == [0.5]  # outside the door Tune reads the file as before

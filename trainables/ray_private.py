@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import ray
 
 from trainables.foundation.errors import UsageError
@@ -143,3 +145,22 @@ def forget_ended_trials_statistics(trial) -> None:
     metadata = getattr(trial, "run_metadata", None)
     if hasattr(metadata, "metric_n_steps") and hasattr(metadata, "metric_analysis"):
         metadata.metric_analysis, metadata.metric_n_steps = {}, {}
+
+
+@contextlib.contextmanager
+def tunes_result_frames_unread():
+    """While it runs, `Tuner.fit` returns its ResultGrid without reading every trial's result.json into a pandas frame
+    (`ExperimentAnalysis._fetch_trial_dataframes`: about 3 s at the end of a 2,000-trial search, 15 s at 10,000, all
+    of them held in memory): this project never reads that grid (the study and the trials' files are its record). A
+    Ray that moved the method keeps reading them: a slower end, nothing else (tests/test_ray_private.py)."""
+    from ray.tune.analysis.experiment_analysis import ExperimentAnalysis
+
+    reading = ExperimentAnalysis.__dict__.get("_fetch_trial_dataframes")
+    if reading is None:
+        yield
+        return
+    ExperimentAnalysis._fetch_trial_dataframes = lambda self: {}
+    try:
+        yield
+    finally:
+        ExperimentAnalysis._fetch_trial_dataframes = reading

@@ -45,7 +45,7 @@ from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
 from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete, fence_lost
 from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
-from trainables.ray_private import spare_imports_in_tunes_usage_tag
+from trainables.ray_private import spare_imports_in_tunes_usage_tag, tunes_result_frames_unread
 from trainables.room import alive_nodes
 
 LOG_FILE = "search.log"
@@ -150,8 +150,8 @@ def fit(
         tuner = build_tuner(config, space, experiment, placement, record, unended, to_run, callbacks, stop, scheduler)
         spare_imports_in_tunes_usage_tag()  # Tune's usage tag: MLflow imported only when a search tracks with it
         logging.getLogger("ray").info("search hands the trials to Tune")
-        with ctrl_c_stops(stop), tune_snapshot_period():
-            tuner.fit()
+        with ctrl_c_stops(stop), tune_snapshot_period(), tunes_result_frames_unread():
+            tuner.fit()  # its ResultGrid unread: the study and the trials' files are the record
         if stop.out_of_budget and not stop.interrupted and stopped_by(record, experiment) is None:
             trial_ends.out_of_budget(stop.budget)
     finally:
