@@ -1,19 +1,20 @@
 """A trial process imports torch and the loop in one of its node's import turns, one a core
-(trainables/foundation/warm.py): more processes than turns wait, a dead holder frees its turn, a warm process takes
-none, and a folder that cannot hold turns never stops a start. Lock files in a temporary folder; no Ray, no torch."""
+(trainables/foundation/import_turns.py): more processes than turns wait for the first turn given back, a dead holder
+frees its turn, a process takes a turn once, and a folder that is not this user's own, or a wait past its patience,
+never stops a start. Lock files in a temporary folder; no Ray, no torch."""
 
 import fcntl
 import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
-from trainables.foundation.warm import import_in_turn, one_turn, take_turn
+from trainables.foundation import import_turns
+from trainables.foundation.import_turns import import_in_turn, one_turn, take_turn
 
 
 def taken(folder: Path, index: int) -> bool:
@@ -26,38 +27,51 @@ def taken(folder: Path, index: int) -> bool:
         return False
 
 
-def waiters(pid: int) -> int:
-    """How many of `pid`'s lock requests wait (the lines of /proc/locks marked '->')."""
-    return sum(" -> " in line and f" {pid} " in line for line in Path("/proc/locks").read_text().splitlines())
-
-
-def until_waiting(count: int, pid: int = os.getpid()) -> None:
-    """Return once `count` lock requests of `pid` wait, as the kernel lists them (30 s at most: then fail)."""
-    deadline = time.monotonic() + 30
-    while waiters(pid) != count:
-        assert time.monotonic() < deadline, Path("/proc/locks").read_text()
+@pytest.fixture
+def fresh_process(monkeypatch):
+    monkeypatch.setattr(import_turns, "_tried", False)  # as in a trial process that has taken no turn yet
 
 
 def test_each_holder_takes_a_free_turn_and_gives_it_back(tmp_path):
-    with one_turn(2, tmp_path) as first, one_turn(2, tmp_path) as second:
-        assert first is not None and second is not None  # seconds waited: none needed
-        assert taken(tmp_path, 0) and taken(tmp_path, 1)
-    assert not taken(tmp_path, 0) and not taken(tmp_path, 1)
+    folder = tmp_path / "turns"
+    with one_turn(2, folder) as first, one_turn(2, folder) as second:
+        assert first and second
+        assert taken(folder, 0) and taken(folder, 1)
+    assert not taken(folder, 0) and not taken(folder, 1)
+    assert os.stat(folder).st_mode & 0o777 == 0o700  # this user's alone
 
 
-def test_a_holder_beyond_the_turns_waits_until_one_is_given_back(tmp_path):
-    got, handles = threading.Event(), []
-    with one_turn(1, tmp_path):
-        threading.Thread(target=lambda: (handles.append(take_turn(1, tmp_path)), got.set()), daemon=True).start()
-        until_waiting(1)  # the kernel lists the thread's request as waiting for the lock
-        assert not got.is_set()
-    assert got.wait(30)  # given back: the waiting holder has it
-    handles[0].close()
+@pytest.mark.parametrize("turns", [1, 3])
+def test_every_turn_taken_a_waiter_takes_the_first_one_given_back(tmp_path, turns):
+    held = [take_turn(turns, tmp_path) for _ in range(turns)]
+    waiting, got = threading.Event(), []
+    waiter = threading.Thread(target=lambda: got.append(take_turn(turns, tmp_path, 30, waiting.set)), daemon=True)
+    try:
+        waiter.start()
+        assert waiting.wait(30) and not got  # it found every turn taken
+        held[-1].close()  # the last turn given back
+        waiter.join(30)
+        assert got and got[0] is not None
+        assert taken(tmp_path, turns - 1)  # the waiter holds the turn given back
+    finally:
+        for handle in [*held, *[h for h in got if h is not None]]:
+            handle.close()
+
+
+def test_a_waiter_past_its_patience_takes_no_turn_and_the_block_still_runs(tmp_path):
+    held = take_turn(1, tmp_path)
+    ran = []
+    try:
+        with one_turn(1, tmp_path, patience_s=0.2) as turn:
+            ran.append(turn)
+    finally:
+        held.close()
+    assert ran == [False]
 
 
 def test_a_killed_holder_never_keeps_its_turn(tmp_path):
     code = (
-        "import sys; from pathlib import Path; from trainables.foundation.warm import one_turn\n"
+        "import sys; from pathlib import Path; from trainables.foundation.import_turns import one_turn\n"
         f"with one_turn(1, Path({str(tmp_path)!r})):\n    print('held', flush=True); sys.stdin.read()\n"
     )
     holder = subprocess.Popen(
@@ -73,60 +87,49 @@ def test_a_killed_holder_never_keeps_its_turn(tmp_path):
     assert not taken(tmp_path, 0)
 
 
-def test_a_folder_that_cannot_hold_turns_takes_none_and_the_modules_still_import(tmp_path):
-    (tmp_path / "turns").write_text("a file where the folder would be")
-    module = tmp_path / "lonely_module_for_turns.py"
-    module.write_text("VALUE = 3\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        with one_turn(2, tmp_path / "turns") as waited:
-            assert waited is None
-        assert import_in_turn(("lonely_module_for_turns",), tmp_path / "turns") == 0.0
-        assert sys.modules["lonely_module_for_turns"].VALUE == 3
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("lonely_module_for_turns", None)
+def test_a_folder_not_this_users_own_holds_no_turn_and_its_links_are_never_followed(tmp_path):
+    open_to_others = tmp_path / "open"
+    open_to_others.mkdir(mode=0o777)
+    open_to_others.chmod(0o777)
+    with one_turn(2, open_to_others) as turn:
+        assert turn is False
+    assert list(open_to_others.iterdir()) == []
+    linked = tmp_path / "linked"
+    linked.mkdir(mode=0o700)
+    mine = tmp_path / "mine.txt"
+    mine.write_text("a file of this user's")
+    (linked / "0.lock").symlink_to(mine)  # a link where a turn's lock file would be
+    with one_turn(2, linked) as turn:
+        assert turn is False
+    assert mine.read_text() == "a file of this user's"
+    (tmp_path / "a-file").write_text("a file where the folder would be")
+    with one_turn(2, tmp_path / "a-file") as turn:
+        assert turn is False
 
 
-def test_a_process_that_has_its_modules_takes_no_turn_and_one_that_lacks_them_imports_them_in_one(tmp_path):
+def test_a_process_imports_what_it_lacks_in_one_turn_once_and_a_warm_one_takes_none(tmp_path, fresh_process):
     assert import_in_turn(("os", "json"), tmp_path / "turns") == 0.0
-    assert not (tmp_path / "turns").exists()  # no turn taken, nothing written
+    assert not (tmp_path / "turns").exists()  # nothing lacking: no turn taken, nothing written
     (tmp_path / "fresh_module_for_turns.py").write_text("VALUE = 4\n")
     sys.path.insert(0, str(tmp_path))
     try:
-        assert import_in_turn(("fresh_module_for_turns", "no_such_module_anywhere"), tmp_path / "turns") >= 0.0
+        assert import_in_turn(("fresh_module_for_turns", "no_such_module_anywhere"), tmp_path / "turns") > 0
         assert sys.modules["fresh_module_for_turns"].VALUE == 4  # a module that is missing is left to its user
         assert [p.name for p in (tmp_path / "turns").iterdir()] == ["0.lock"]  # the first turn, free, taken
+        with one_turn(1, tmp_path / "turns"):  # every turn taken: a second try would wait, but none is made
+            assert import_in_turn(("no_such_module_anywhere",), tmp_path / "turns") == 0.0
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("fresh_module_for_turns", None)
 
 
-@pytest.mark.parametrize("turns", [1, 3])
-def test_every_turn_taken_the_waiters_are_dealt_round_the_turns_in_order_of_arrival(tmp_path, turns):
-    held = [take_turn(turns, tmp_path) for _ in range(turns)]
-    got, events = {}, {arrival: threading.Event() for arrival in range(turns + 1)}
-    turn_0 = threading.Event()  # taken by arrival 0 or arrival `turns`, the two tickets of turn 0
-
-    def wait(arrival: int) -> None:
-        got[arrival] = take_turn(turns, tmp_path)  # kept until the end
-        events[arrival].set()
-        if arrival in (0, turns):
-            turn_0.set()
-
+def test_where_no_turn_can_be_taken_the_modules_still_import(tmp_path, fresh_process):
+    (tmp_path / "turns").write_text("a file where the folder would be")
+    (tmp_path / "lonely_module_for_turns.py").write_text("VALUE = 3\n")
+    sys.path.insert(0, str(tmp_path))
     try:
-        assert all(taken(tmp_path, index) for index in range(turns))
-        for arrival in range(turns + 1):  # tickets 0..turns: turns 0, 1, .., then 0 again
-            threading.Thread(target=wait, args=(arrival,), daemon=True).start()
-            until_waiting(arrival + 1)  # this arrival waits before the next one comes
-        for index in range(1, turns):
-            held[index].close()  # turn `index` given back: the arrival with ticket `index` has it
-            assert events[index].wait(30)
-        assert not turn_0.is_set()  # arrivals 0 and `turns` hold tickets of turn 0, still taken
-        held[0].close()
-        assert turn_0.wait(30)
-        assert len([a for a in (0, turns) if a in got]) == 1  # one of them has it, the other waits on
-        until_waiting(1)
+        assert import_in_turn(("lonely_module_for_turns",), tmp_path / "turns") >= 0.0
+        assert sys.modules["lonely_module_for_turns"].VALUE == 3
     finally:
-        for handle in [*held, *got.values()]:
-            handle.close()
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("lonely_module_for_turns", None)

@@ -10,10 +10,11 @@ import ray.tune
 from trainables.checkpoints import CheckpointStore, run_location
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import divergence_message
+from trainables.foundation.import_turns import import_in_turn
 from trainables.foundation.resources import TrialShape, plan_concurrency
 from trainables.foundation.scheduling import trains_in_process
 from trainables.foundation.trial_files import TRIAL_KEY, TrialFiles
-from trainables.foundation.warm import import_in_turn, imports_found
+from trainables.foundation.warm import FIRST_STEP_MODULES, TRIAL_MODULES, imports_found
 from trainables.room import alive_nodes, wait_for_room, worker_resources
 
 # Ray Train is imported by `fit_trial`, in the trial's process (the search driver imports this module but never
@@ -77,7 +78,7 @@ def train_trial(
     config = {"hp": hp, "run": run, "driver_started_at": started_at, "output": output, **process_start_figures()}
     if trains_in_process(settings.workers, settings.in_process):
         config["in_process"] = True
-        config["import_turn_s"] = import_in_turn()  # torch and the loop, one process a core at a time
+        config["import_turn_s"] = import_in_turn(TRIAL_MODULES + FIRST_STEP_MODULES)  # a process a core at a time
         if settings.gpus:
             make_cuda_context_meanwhile()
     else:
