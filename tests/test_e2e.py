@@ -74,10 +74,10 @@ def test_a_trial_reports_how_warm_it_started_and_a_slots_later_trials_start_warm
     for row in firsts:
         if row["trial_of_process"] == 1:
             assert row["torch_found"] == 0 and row["warm_imports"] < len(TRIAL_MODULES), row
-            assert row["process_s"] > 0 and row["import_turn_s"] > 0, row  # its imports in one of the node's turns
+            assert row["process_s"] > 0 and row["import_turn_held"] == 1, row  # its imports in one of the node's turns
         else:
             assert row["warm_imports"] == len(TRIAL_MODULES) and row["torch_found"] == 1, row
-            assert "process_s" not in row and row["import_turn_s"] == 0, row  # warm: no turn taken
+            assert "process_s" not in row and row["import_turn_held"] == 0 == row["import_turn_s"], row  # warm
 
 
 def test_rung_cycles_anneal_the_learning_rate_at_every_rung(search):

@@ -78,7 +78,8 @@ def train_trial(
     config = {"hp": hp, "run": run, "driver_started_at": started_at, "output": output, **process_start_figures()}
     if trains_in_process(settings.workers, settings.in_process):
         config["in_process"] = True
-        config["import_turn_s"] = import_in_turn(TRIAL_MODULES + FIRST_STEP_MODULES)  # a process a core at a time
+        waited, held = import_in_turn(TRIAL_MODULES + FIRST_STEP_MODULES)  # a process a core at a time
+        config.update(import_turn_s=waited, import_turn_held=int(held))
         if settings.gpus:
             make_cuda_context_meanwhile()
     else:

@@ -145,7 +145,14 @@ def named_out_of_memory(device: torch.device, hp: dict):
         ) from exc
 
 
-WARM_FIGURES = ("warm_imports", "torch_found", "trial_of_process", "rank_warm_imports", "import_turn_s")
+WARM_FIGURES = (
+    "warm_imports",
+    "torch_found",
+    "trial_of_process",
+    "rank_warm_imports",
+    "import_turn_s",
+    "import_turn_held",
+)
 
 
 class SetupClock:
