@@ -7,7 +7,6 @@ import contextlib
 import fcntl
 import importlib
 import os
-import stat
 import sys
 import tempfile
 import time
@@ -94,8 +93,8 @@ def take_turn(turns: int, folder: Path, patience_s: float = PATIENCE_S, waiting=
             if time.monotonic() >= deadline:
                 return None
             if waiting is not None:
-                waiting, told = None, waiting
-                told()
+                waiting()
+                waiting = None  # once
             time.sleep(POLL_S)
     finally:
         for lock in locks:
@@ -108,9 +107,9 @@ def own_folder(folder: Path) -> int:
     shared temporary folder that another user made could hold every turn, or link a lock file to this user's files."""
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
-    directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # a folder, not a link to one
     found = os.fstat(directory)
-    if found.st_uid != os.getuid() or found.st_mode & 0o077 or not stat.S_ISDIR(found.st_mode):
+    if found.st_uid != os.getuid() or found.st_mode & 0o077:
         os.close(directory)
         raise OSError(f"{folder} is not this user's own folder")
     return directory
