@@ -127,9 +127,43 @@ def test_the_new_held_out_workloads_search_the_built_in_ranges_with_2000_validat
     from benchmarks.curve_table import held_out
     from trainables.foundation.space import load_space
 
-    for workload, source in (("glyphs_cnn", "cnn_mnist"), ("tabular_mlp", "mlp_mnist")):
+    pairs = [("glyphs_cnn", "cnn_mnist"), ("tabular_mlp", "mlp_mnist")]
+    for workload, source in pairs + [("glyphs20k_cnn", "cnn_mnist"), ("tabular20k_mlp", "mlp_mnist")]:
         space = load_space(f"spaces.heldout.{workload}")
         assert space.name == workload and space.hyperparameters == load_space(source).hyperparameters
         assert held_out(f"spaces.heldout.{workload}") and held_out(f"spaces/heldout/{workload}.py")
         splits = importlib.import_module(f"spaces.heldout.{workload}").SPLITS
         assert splits["val"] >= 2000 and splits["test"] >= 2000  # one example at most 0.05 points
+        assert splits["val"] >= 20000 or workload in dict(pairs)  # the new draws: one example 0.005 points
+
+
+def test_the_20k_draws_are_new_data_of_the_same_workloads_and_the_first_draws_are_unchanged(monkeypatch):
+    """glyphs20k_cnn and tabular20k_mlp draw other classes than glyphs_cnn and tabular_mlp (not their rows again, more
+    of them); the first draws' data are what their tables were built on (a hash of every split)."""
+    import hashlib
+
+    import numpy as np
+
+    from spaces.heldout import glyphs20k_cnn, glyphs_cnn, tabular20k_mlp, tabular_mlp
+
+    def digest(data) -> str:
+        h = hashlib.sha256()
+        for name in ("train", "val", "test"):
+            for array in getattr(data, name):
+                h.update(np.ascontiguousarray(array).tobytes())
+        return h.hexdigest()[:16]
+
+    first = {"glyphs_cnn": glyphs_cnn.glyphs("", 0), "tabular_mlp": tabular_mlp.tabular("", 0)}
+    assert {name: digest(data) for name, data in first.items()} == {
+        "glyphs_cnn": "126d592c34093b50",
+        "tabular_mlp": "88176b3adbb73cc9",
+    }
+    rows = tabular20k_mlp.tabular("", 0)
+    assert [len(rows.train[1]), len(rows.val[1]), len(rows.test[1])] == [6000, 20000, 20000]
+    assert not np.allclose(first["tabular_mlp"].train[0][:100], rows.train[0][:100])  # other clusters
+    assert glyphs20k_cnn.SPLITS == {"train": 6000, "val": 20000, "test": 20000}  # 46,000 glyphs take seconds: a few
+    monkeypatch.setattr(glyphs20k_cnn, "make_glyphs", lambda state, splits: (state, splits))
+    state, splits = glyphs20k_cnn.glyphs("", 0)
+    assert splits == glyphs20k_cnn.SPLITS and state != 72
+    few = {"train": 40, "val": 0, "test": 0}
+    assert not np.allclose(glyphs_cnn.make_glyphs(72, few).train[0], glyphs_cnn.make_glyphs(state, few).train[0])

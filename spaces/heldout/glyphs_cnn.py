@@ -22,9 +22,14 @@ JITTER, NOISE, STROKE_PX = 0.07, 0.35, 0.8  # a stroke end's spread (of the imag
 
 def glyphs(root: str, seed: int) -> OwnData:
     """The glyphs as floats in 0..1 [N, 1, 14, 14], the same for every seed and root (neither is needed here)."""
-    rng = np.random.default_rng(72)
+    return make_glyphs(72, SPLITS)
+
+
+def make_glyphs(state: int, splits: dict[str, int]) -> OwnData:
+    """Glyphs of the classes drawn by random state `state`, as many in each split as `splits` says."""
+    rng = np.random.default_rng(state)
     prototypes = rng.uniform(0.15, 0.85, (CLASSES, STROKES, 2, 2))  # class, stroke, end, (y, x)
-    count = sum(SPLITS.values())
+    count = sum(splits.values())
     labels = rng.permutation(np.arange(count) % CLASSES)
     ends = prototypes[labels] + rng.normal(0.0, JITTER, (count, STROKES, 2, 2))
     angle, scale = rng.uniform(-0.35, 0.35, count), rng.uniform(0.8, 1.1, count)
@@ -38,8 +43,8 @@ def glyphs(root: str, seed: int) -> OwnData:
     distance = np.linalg.norm(centres - (start + t[..., None] * along), axis=-1) * SIZE  # in pixels
     ink = np.exp(-0.5 * (distance / STROKE_PX) ** 2).max(axis=1)
     images = np.clip(ink + rng.normal(0.0, NOISE, ink.shape), 0.0, 1.0).reshape(count, 1, SIZE, SIZE)
-    images, cut = images.astype(np.float32), np.cumsum(list(SPLITS.values()))
-    split = {name: (images[a:b], labels[a:b]) for name, a, b in zip(SPLITS, [0, *cut[:-1]], cut)}
+    images, cut = images.astype(np.float32), np.cumsum(list(splits.values()))
+    split = {name: (images[a:b], labels[a:b]) for name, a, b in zip(splits, [0, *cut[:-1]], cut)}
     return OwnData(**split, class_names=[f"glyph {c}" for c in range(CLASSES)])
 
 

@@ -22,10 +22,15 @@ SPLITS = {"train": 6000, "val": 2000, "test": 2000}
 
 def tabular(root: str, seed: int) -> OwnData:
     """The rows as floats in 0..1 [N, 1, 6, 6] (each feature scaled by its range), the same for every seed and root."""
+    return make_rows(72, SPLITS)
+
+
+def make_rows(state: int, splits: dict[str, int]) -> OwnData:
+    """Rows of the clusters drawn by random state `state`, as many in each split as `splits` says."""
     from sklearn.datasets import make_classification
 
     features, labels = make_classification(
-        n_samples=sum(SPLITS.values()),
+        n_samples=sum(splits.values()),
         n_features=SIDE * SIDE,
         n_informative=18,
         n_redundant=6,
@@ -33,12 +38,12 @@ def tabular(root: str, seed: int) -> OwnData:
         n_clusters_per_class=2,
         class_sep=1.0,
         flip_y=0.02,
-        random_state=72,
+        random_state=state,
     )
     low, high = features.min(axis=0), features.max(axis=0)
     rows = ((features - low) / (high - low)).astype(np.float32).reshape(-1, 1, SIDE, SIDE)
-    cut = np.cumsum(list(SPLITS.values()))
-    split = {name: (rows[a:b], labels[a:b]) for name, a, b in zip(SPLITS, [0, *cut[:-1]], cut)}
+    cut = np.cumsum(list(splits.values()))
+    split = {name: (rows[a:b], labels[a:b]) for name, a, b in zip(splits, [0, *cut[:-1]], cut)}
     return OwnData(**split, class_names=[f"class {c}" for c in range(CLASSES)])
 
 
