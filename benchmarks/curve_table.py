@@ -115,7 +115,7 @@ def table_rows(partial: Path, grid: dict, seeds: list[int]) -> list[dict]:
 
 def train_row(job: tuple) -> dict:
     """One configuration and seed trained bare, one intra-op thread: each epoch's val and test accuracy and seconds."""
-    root, space_name, config, seed, epochs, device, fixed, limit = job
+    root, space_name, config, seed, epochs, device, fixed, data_options = job  # data_options: limit, val_fraction
     import time
 
     import torch
@@ -132,7 +132,7 @@ def train_row(job: tuple) -> dict:
     device, space = torch.device(device), load_space(space_name)
     hp = {**space.constants, **fixed, **config}
     defaults = RunConfig().to_dict()
-    data = {**defaults["data"], "root": root, "limit": limit}
+    data = {**defaults["data"], "root": root, **data_options}
     run = RunConfig.from_dict({**defaults, "space": space_name, "epochs": epochs, "seed": seed, "data": data})
     dataset = get_dataset(space.dataset, run)
     feed = MemoryFeed(dataset, run, hp, rank=0, world_size=1, device=device)
@@ -169,6 +169,7 @@ def main() -> None:
     add("--fixed", default="", help="constants every row trains with, e.g. lr_schedule=cosine (JSON values or text)")
     add("--points", default="", help="per hyperparameter, its count of values, e.g. lr=4,shift=2")
     add("--limit", type=int, default=0, help="train on the first LIMIT training digits (0: all)")
+    add("--val-fraction", type=float, default=0.0, help="the share of training images held out to validate (0: 0.1)")
     args = parser.parse_args()
     from trainables.foundation.space import load_space
 
@@ -183,7 +184,8 @@ def main() -> None:
     partial.parent.mkdir(parents=True, exist_ok=True)
     done = rows_done(partial)
     todo = [(config, seed) for config in configurations(grid) for seed in seeds if key_of(config, seed) not in done]
-    jobs = [(args.root, args.space, config, seed, args.epochs, args.device, fixed, args.limit) for config, seed in todo]
+    data = {"limit": args.limit, **({"val_fraction": args.val_fraction} if args.val_fraction else {})}
+    jobs = [(args.root, args.space, config, seed, args.epochs, args.device, fixed, data) for config, seed in todo]
     random.Random(0).shuffle(jobs)  # a build stopped part way holds an even sample of the grid
     print(f"{len(done)} rows done, {len(jobs)} to train", flush=True)
     # spawn, never fork: CUDA cannot fork, and a fork of a process with threads (a test runner's, torch's) can leave
@@ -200,6 +202,7 @@ def main() -> None:
     if held_out(args.space):
         header["held_out"], header["workload"] = True, space.name  # no default may be chosen on it (replay.py)
     extra = dict(device="" if args.device == "cpu" else args.device, limit=args.limit, fixed=fixed)
+    extra["val_fraction"] = args.val_fraction  # the held-out share of the training images, when not the default
     header.update((key, value) for key, value in extra.items() if value)  # fixed: the replays add it to the constants
     staging = args.out.with_name(args.out.name + ".writing")
     with gzip.open(staging, "wt") as stream:
