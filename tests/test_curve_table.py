@@ -78,6 +78,7 @@ def test_a_grid_sized_per_key_and_a_build_resumed_on_it_keeps_only_its_rows(tmp_
 
 def test_a_space_with_its_own_data_trains_a_row_without_an_mnist_folder(tmp_path):
     from benchmarks.curve_table import train_row
+    from trainables.foundation.errors import UsageError
 
     space = tmp_path / "tiny.py"  # mlp_mnist's keys on 200 4x4 images of two classes, dark and light
     space.write_text(
@@ -90,9 +91,11 @@ def test_a_space_with_its_own_data_trains_a_row_without_an_mnist_folder(tmp_path
         "SPACE = dataclasses.replace(SPACE, name='tiny', dataset=f'{__file__}:tiny')\n"
     )
     config = {"batch_size": 64, "dropout": 0.0, "hidden": 128, "layers": 1, "lr": 0.01}
-    row = train_row(("", str(space), config, 0, 2, "cpu", {}, 0))
+    row = train_row(("", str(space), config, 0, 2, "cpu", {}, {"limit": 0}))
     assert row["config"] == config and len(row["val"]) == len(row["test"]) == len(row["s"]) == 2
     assert row["test"][-1] == 1.0  # it learned its own data, which no MNIST folder holds
+    with pytest.raises(UsageError, match=r"data\.val_fraction=1\.5"):  # --val-fraction reaches the run's data
+        train_row(("", str(space), config, 0, 2, "cpu", {}, {"limit": 0, "val_fraction": 1.5}))
 
 
 def test_a_held_out_spaces_table_says_so_in_its_header(tmp_path, monkeypatch):
@@ -111,11 +114,12 @@ def test_a_held_out_spaces_table_says_so_in_its_header(tmp_path, monkeypatch):
     rows = "".join(json.dumps({"config": config, "seed": 0, **row}) + "\n" for config in configurations(grid))
     out.with_name(out.name + ".partial").write_text(rows)
     argv = ["--space", "spaces.heldout.digits_mlp", "--epochs", "1", "--seeds", "0", "--jobs", "1", "--out", str(out)]
-    monkeypatch.setattr(sys, "argv", ["curve_table", *argv, "--log-points", "2", "--linear-points", "2"])
+    argv += ["--log-points", "2", "--linear-points", "2", "--val-fraction", "0.25"]
+    monkeypatch.setattr(sys, "argv", ["curve_table", *argv])
     curve_table.main()
     with gzip.open(out, "rt") as stream:
         header = json.loads(stream.readline())
-    assert header["held_out"] is True and header["workload"] == "digits_mlp"
+    assert header["held_out"] is True and header["workload"] == "digits_mlp" and header["val_fraction"] == 0.25
     with pytest.raises(UsageError, match="held-out"):
         CurveTable.load(out)
     assert CurveTable.load(out, held_out_ok=True).held_out == "digits_mlp"
