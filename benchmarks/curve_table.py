@@ -169,8 +169,9 @@ def main() -> None:
     add("--fixed", default="", help="constants every row trains with, e.g. lr_schedule=cosine (JSON values or text)")
     add("--points", default="", help="per hyperparameter, its count of values, e.g. lr=4,shift=2")
     add("--limit", type=int, default=0, help="train on the first LIMIT training digits (0: all)")
-    add("--val-fraction", type=float, default=0.0, help="the share of training images held out to validate (0: 0.1)")
+    add("--val-fraction", type=float, help="the share of training images held out to validate (default: the run's)")
     args = parser.parse_args()
+    from trainables.data import get_dataset
     from trainables.foundation.space import load_space
 
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -178,13 +179,22 @@ def main() -> None:
     space = load_space(args.space)
     if not args.root and ":" not in space.dataset:
         parser.error(f"root: {args.space}'s data is {space.dataset}: give the folder that holds it")
+    if args.val_fraction is not None and not 0 < args.val_fraction < 1:
+        parser.error(f"--val-fraction={args.val_fraction:g}: the share of training images to validate on, in (0, 1)")
+    own = get_dataset(space.dataset).loaded(args.root, 0).splits if ":" in space.dataset and args.val_fraction else {}
+    if "val" in own:  # a space's own data that gives its validation split: nothing is carved from `train`
+        parser.error(f"--val-fraction: {args.space}'s data gives its own validation split, so none is carved")
     grid = grid_of(space.hyperparameters, args.log_points, args.linear_points, points)
     fixed = dict(parse_fixed(pair) for pair in args.fixed.split(",") if pair)
     partial = args.out.with_name(args.out.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     done = rows_done(partial)
     todo = [(config, seed) for config in configurations(grid) for seed in seeds if key_of(config, seed) not in done]
-    data = {"limit": args.limit, **({"val_fraction": args.val_fraction} if args.val_fraction else {})}
+    data = {"limit": args.limit, **({"val_fraction": args.val_fraction} if args.val_fraction is not None else {})}
+    stamp, settings = args.out.with_name(args.out.name + ".settings.partial"), [args.epochs, args.device, fixed, data]
+    if done and stamp.exists() and json.loads(stamp.read_text()) != settings:  # rows of other settings: never mixed
+        parser.error(f"--out: {partial.name}'s rows were built with {stamp.read_text()}, not {json.dumps(settings)}")
+    stamp.write_text(json.dumps(settings))  # epochs, device, --fixed, data options: what every row of OUT shares
     jobs = [(args.root, args.space, config, seed, args.epochs, args.device, fixed, data) for config, seed in todo]
     random.Random(0).shuffle(jobs)  # a build stopped part way holds an even sample of the grid
     print(f"{len(done)} rows done, {len(jobs)} to train", flush=True)
@@ -202,7 +212,7 @@ def main() -> None:
     if held_out(args.space):
         header["held_out"], header["workload"] = True, space.name  # no default may be chosen on it (replay.py)
     extra = dict(device="" if args.device == "cpu" else args.device, limit=args.limit, fixed=fixed)
-    extra["val_fraction"] = args.val_fraction  # the held-out share of the training images, when not the default
+    extra["val_fraction"] = args.val_fraction  # the held-out share of the training images, when given
     header.update((key, value) for key, value in extra.items() if value)  # fixed: the replays add it to the constants
     staging = args.out.with_name(args.out.name + ".writing")
     with gzip.open(staging, "wt") as stream:
@@ -210,6 +220,7 @@ def main() -> None:
         stream.writelines(json.dumps(row) + "\n" for row in rows)
     os.replace(staging, args.out)
     partial.unlink()
+    stamp.unlink()
     print(f"{len(rows)} rows in {args.out}")
 
 

@@ -76,11 +76,9 @@ def test_a_grid_sized_per_key_and_a_build_resumed_on_it_keeps_only_its_rows(tmp_
     assert [(r["config"], r["seed"]) for r in table_rows(partial, grid, [0, 1])] == [(kept, 1)]
 
 
-def test_a_space_with_its_own_data_trains_a_row_without_an_mnist_folder(tmp_path):
-    from benchmarks.curve_table import train_row
-    from trainables.foundation.errors import UsageError
-
-    space = tmp_path / "tiny.py"  # mlp_mnist's keys on 200 4x4 images of two classes, dark and light
+def tiny_space(folder):
+    """mlp_mnist's keys on 200 4x4 images of two classes, dark and light; no validation split given (one is carved)."""
+    space = folder / "tiny.py"
     space.write_text(
         "import dataclasses\nimport numpy as np\nfrom spaces import OwnData\nfrom spaces.mlp_mnist import SPACE\n"
         "def tiny(root, seed):\n"
@@ -90,6 +88,14 @@ def test_a_space_with_its_own_data_trains_a_row_without_an_mnist_folder(tmp_path
         "                   class_names=['a', 'b'])\n"
         "SPACE = dataclasses.replace(SPACE, name='tiny', dataset=f'{__file__}:tiny')\n"
     )
+    return space
+
+
+def test_a_space_with_its_own_data_trains_a_row_without_an_mnist_folder(tmp_path):
+    from benchmarks.curve_table import train_row
+    from trainables.foundation.errors import UsageError
+
+    space = tiny_space(tmp_path)
     config = {"batch_size": 64, "dropout": 0.0, "hidden": 128, "layers": 1, "lr": 0.01}
     row = train_row(("", str(space), config, 0, 2, "cpu", {}, {"limit": 0}))
     assert row["config"] == config and len(row["val"]) == len(row["test"]) == len(row["s"]) == 2
@@ -114,12 +120,11 @@ def test_a_held_out_spaces_table_says_so_in_its_header(tmp_path, monkeypatch):
     rows = "".join(json.dumps({"config": config, "seed": 0, **row}) + "\n" for config in configurations(grid))
     out.with_name(out.name + ".partial").write_text(rows)
     argv = ["--space", "spaces.heldout.digits_mlp", "--epochs", "1", "--seeds", "0", "--jobs", "1", "--out", str(out)]
-    argv += ["--log-points", "2", "--linear-points", "2", "--val-fraction", "0.25"]
-    monkeypatch.setattr(sys, "argv", ["curve_table", *argv])
+    monkeypatch.setattr(sys, "argv", ["curve_table", *argv, "--log-points", "2", "--linear-points", "2"])
     curve_table.main()
     with gzip.open(out, "rt") as stream:
         header = json.loads(stream.readline())
-    assert header["held_out"] is True and header["workload"] == "digits_mlp" and header["val_fraction"] == 0.25
+    assert header["held_out"] is True and header["workload"] == "digits_mlp" and "val_fraction" not in header
     with pytest.raises(UsageError, match="held-out"):
         CurveTable.load(out)
     assert CurveTable.load(out, held_out_ok=True).held_out == "digits_mlp"
@@ -173,3 +178,36 @@ def test_the_20k_draws_are_new_data_of_the_same_workloads_and_the_first_draws_ar
     assert splits == glyphs20k_cnn.SPLITS and state != 72
     few = {"train": 40, "val": 0, "test": 0}
     assert not np.allclose(glyphs_cnn.make_glyphs(72, few).train[0], glyphs_cnn.make_glyphs(state, few).train[0])
+
+
+def test_a_build_records_its_val_fraction_and_never_mixes_rows_of_other_settings(tmp_path, monkeypatch, capsys):
+    import gzip
+    import json
+    import sys
+
+    from benchmarks import curve_table
+    from trainables.foundation.space import load_space
+
+    space, out = tiny_space(tmp_path), tmp_path / "tiny.jsonl.gz"
+    partial, stamp = tmp_path / "tiny.jsonl.gz.partial", tmp_path / "tiny.jsonl.gz.settings.partial"
+    configs = configurations(grid_of(load_space(str(space)).hyperparameters, 2, 2))
+    row = {"val": [0.5], "test": [0.5], "s": [1.0]}  # every row already built: the build only writes the table
+    partial.write_text("".join(json.dumps({"config": config, "seed": 0, **row}) + "\n" for config in configs))
+    stamp.write_text(json.dumps([1, "cpu", {}, {"limit": 0, "val_fraction": 0.5}]))  # a build at 0.5 wrote them
+
+    def build(space_ref, *options):
+        argv = ["--space", space_ref, "--epochs", "1", "--seeds", "0", "--jobs", "1", "--out", str(out)]
+        monkeypatch.setattr(sys, "argv", ["curve_table", *argv, "--log-points", "2", "--linear-points", "2", *options])
+        curve_table.main()
+
+    refusals = [((str(space),), "built with"), ((str(space), "--val-fraction", "0.2"), "built with")]
+    refusals += [((str(space), "--val-fraction", "1.5"), "in (0, 1)")]
+    refusals += [(("spaces.heldout.tabular_mlp", "--val-fraction", "0.5"), "gives its own validation split")]
+    for args, says in refusals:  # the default's or another share's rows would join them; a share outside (0, 1)
+        with pytest.raises(SystemExit) as refused:
+            build(*args)
+        assert refused.value.code == 2 and says in capsys.readouterr().err and not out.exists()
+    build(str(space), "--val-fraction", "0.5")
+    with gzip.open(out, "rt") as stream:
+        assert json.loads(stream.readline())["val_fraction"] == 0.5
+    assert not partial.exists() and not stamp.exists()
