@@ -211,7 +211,8 @@ def seconds_assumption(concurrencies: list) -> dict:
         "cores": CORES,
         "slowdown": {str(k): max(1.0, int(k) / CORES) for k in concurrencies},
         "assumption": f"every concurrency replayed as on a {CORES}-core machine, one job a core; at 4 side by side "
-        "not the 4 cores or one GPU on which run puts 4 side by side",
+        "not the 4 cores or one GPU on which run puts 4 side by side; from each table's seconds as it was built (one "
+        "whose header names a device: that device shared by the build's jobs, not a core a job)",
     }
 
 
