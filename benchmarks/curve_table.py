@@ -94,7 +94,7 @@ def parse_fixed(pair: str) -> tuple[str, object]:
 
 
 def rows_done(partial: Path) -> dict[str, dict]:
-    """The rows a stopped build wrote; a line cut short by the stop is skipped."""
+    """The rows a stopped build wrote, its settings line under the key ""; a line cut short by the stop is skipped."""
     done = {}
     if partial.exists():
         for line in partial.read_text().splitlines():
@@ -102,7 +102,7 @@ def rows_done(partial: Path) -> dict[str, dict]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            done[key_of(row["config"], row["seed"])] = row
+            done["" if "settings" in row else key_of(row["config"], row["seed"])] = row
     return done
 
 
@@ -172,6 +172,7 @@ def main() -> None:
     add("--val-fraction", type=float, help="the share of training images held out to validate (default: the run's)")
     args = parser.parse_args()
     from trainables.data import get_dataset
+    from trainables.foundation.config import RunConfig
     from trainables.foundation.space import load_space
 
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -188,13 +189,14 @@ def main() -> None:
     fixed = dict(parse_fixed(pair) for pair in args.fixed.split(",") if pair)
     partial = args.out.with_name(args.out.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
-    done = rows_done(partial)
+    data = {"limit": args.limit, "val_fraction": args.val_fraction or RunConfig().data.val_fraction}  # 0: refused
+    settings = [args.space, portable(args.root) if args.root else "", args.epochs, args.device, fixed, data]
+    done = rows_done(partial)  # a stopped build's rows (under "": its settings), resumed only with the same settings
+    if done.pop("", {}).get("settings") != settings and done:  # two builds' rows, or rows saying none, never mix
+        parser.error(f"--out: {partial.name}'s first line says its rows' settings, not {json.dumps(settings)}")
+    if not done:  # the file starts again, its settings first
+        partial.write_text(json.dumps({"settings": settings}) + "\n")
     todo = [(config, seed) for config in configurations(grid) for seed in seeds if key_of(config, seed) not in done]
-    data = {"limit": args.limit, **({"val_fraction": args.val_fraction} if args.val_fraction is not None else {})}
-    stamp, settings = args.out.with_name(args.out.name + ".settings.partial"), [args.epochs, args.device, fixed, data]
-    if done and stamp.exists() and json.loads(stamp.read_text()) != settings:  # rows of other settings: never mixed
-        parser.error(f"--out: {partial.name}'s rows were built with {stamp.read_text()}, not {json.dumps(settings)}")
-    stamp.write_text(json.dumps(settings))  # epochs, device, --fixed, data options: what every row of OUT shares
     jobs = [(args.root, args.space, config, seed, args.epochs, args.device, fixed, data) for config, seed in todo]
     random.Random(0).shuffle(jobs)  # a build stopped part way holds an even sample of the grid
     print(f"{len(done)} rows done, {len(jobs)} to train", flush=True)
@@ -220,7 +222,6 @@ def main() -> None:
         stream.writelines(json.dumps(row) + "\n" for row in rows)
     os.replace(staging, args.out)
     partial.unlink()
-    stamp.unlink()
     print(f"{len(rows)} rows in {args.out}")
 
 

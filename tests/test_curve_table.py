@@ -118,7 +118,8 @@ def test_a_held_out_spaces_table_says_so_in_its_header(tmp_path, monkeypatch):
     grid = grid_of(load_space("spaces.heldout.digits_mlp").hyperparameters, 2, 2)
     row = {"val": [0.5], "test": [0.5], "s": [1.0]}  # every row already built: the build only writes the table
     rows = "".join(json.dumps({"config": config, "seed": 0, **row}) + "\n" for config in configurations(grid))
-    out.with_name(out.name + ".partial").write_text(rows)
+    settings = ["spaces.heldout.digits_mlp", "", 1, "cpu", {}, {"limit": 0, "val_fraction": 0.1}]  # 0.1: the run's
+    out.with_name(out.name + ".partial").write_text(json.dumps({"settings": settings}) + "\n" + rows)
     argv = ["--space", "spaces.heldout.digits_mlp", "--epochs", "1", "--seeds", "0", "--jobs", "1", "--out", str(out)]
     monkeypatch.setattr(sys, "argv", ["curve_table", *argv, "--log-points", "2", "--linear-points", "2"])
     curve_table.main()
@@ -180,7 +181,7 @@ def test_the_20k_draws_are_new_data_of_the_same_workloads_and_the_first_draws_ar
     assert not np.allclose(glyphs_cnn.make_glyphs(72, few).train[0], glyphs_cnn.make_glyphs(state, few).train[0])
 
 
-def test_a_build_records_its_val_fraction_and_never_mixes_rows_of_other_settings(tmp_path, monkeypatch, capsys):
+def test_a_build_resumes_only_rows_of_its_own_settings_and_records_its_val_fraction(tmp_path, monkeypatch, capsys):
     import gzip
     import json
     import sys
@@ -189,25 +190,30 @@ def test_a_build_records_its_val_fraction_and_never_mixes_rows_of_other_settings
     from trainables.foundation.space import load_space
 
     space, out = tiny_space(tmp_path), tmp_path / "tiny.jsonl.gz"
-    partial, stamp = tmp_path / "tiny.jsonl.gz.partial", tmp_path / "tiny.jsonl.gz.settings.partial"
+    partial = tmp_path / "tiny.jsonl.gz.partial"
     configs = configurations(grid_of(load_space(str(space)).hyperparameters, 2, 2))
     row = {"val": [0.5], "test": [0.5], "s": [1.0]}  # every row already built: the build only writes the table
-    partial.write_text("".join(json.dumps({"config": config, "seed": 0, **row}) + "\n" for config in configs))
-    stamp.write_text(json.dumps([1, "cpu", {}, {"limit": 0, "val_fraction": 0.5}]))  # a build at 0.5 wrote them
+    rows = "".join(json.dumps({"config": config, "seed": 0, **row}) + "\n" for config in configs)
+    built = {"settings": [str(space), "", 1, "cpu", {}, {"limit": 0, "val_fraction": 0.5}]}  # a build at 0.5
 
     def build(space_ref, *options):
         argv = ["--space", space_ref, "--epochs", "1", "--seeds", "0", "--jobs", "1", "--out", str(out)]
         monkeypatch.setattr(sys, "argv", ["curve_table", *argv, "--log-points", "2", "--linear-points", "2", *options])
         curve_table.main()
 
-    refusals = [((str(space),), "built with"), ((str(space), "--val-fraction", "0.2"), "built with")]
-    refusals += [((str(space), "--val-fraction", "1.5"), "in (0, 1)")]
-    refusals += [(("spaces.heldout.tabular_mlp", "--val-fraction", "0.5"), "gives its own validation split")]
-    for args, says in refusals:  # the default's or another share's rows would join them; a share outside (0, 1)
+    refusals = [(rows, (str(space), "--val-fraction", "0.5"), "first line says")]  # rows that say no settings
+    for other in ([], ["--val-fraction", "0.2"], ["--epochs", "2"], ["--limit", "100"], ["--fixed", "width=8"]):
+        refusals.append((json.dumps(built) + "\n" + rows, (str(space), *other), "first line says"))
+    refusals += [(rows, (str(space), "--val-fraction", "1.5"), "in (0, 1)")]
+    refusals += [(rows, ("spaces.heldout.tabular_mlp", "--val-fraction", "0.5"), "gives its own validation split")]
+    for text, args, says in refusals:  # another build's rows would join these; a share outside (0, 1); no carving
+        partial.write_text(text)
         with pytest.raises(SystemExit) as refused:
             build(*args)
         assert refused.value.code == 2 and says in capsys.readouterr().err and not out.exists()
+        assert partial.read_text() == text  # refused before a line was written
+    partial.write_text(json.dumps(built) + "\n" + rows)
     build(str(space), "--val-fraction", "0.5")
     with gzip.open(out, "rt") as stream:
-        assert json.loads(stream.readline())["val_fraction"] == 0.5
-    assert not partial.exists() and not stamp.exists()
+        assert json.loads(stream.readline())["val_fraction"] == 0.5 and len(stream.readlines()) == len(configs)
+    assert not partial.exists()
