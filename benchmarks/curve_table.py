@@ -5,8 +5,8 @@ data the replays run on without training.
     python -m benchmarks.curve_table ROOT --space mlp_mnist --epochs 3 --seeds 0,1 --jobs 2 \\
         --out benchmarks/results/tables/mlp_mnist.jsonl.gz
 
-Rows are appended to OUT's `.partial` file as they end, so a stopped build resumes; the finished table is OUT,
-compressed, header first. A space in spaces/heldout/ is a held-out workload: its header says `"held_out": true`.
+Rows are appended to OUT's `.partial` file (first line: the build's settings) as they end, so a stopped build resumes
+with the same settings; the finished table is OUT, compressed, header first (`"held_out": true` for spaces/heldout/).
 """
 
 from __future__ import annotations
