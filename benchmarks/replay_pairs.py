@@ -58,7 +58,7 @@ def decide(compared: dict) -> dict:
         decision = decisions.setdefault(candidate, {"lower_on": [], "higher_on": []})
         for side in ("lower", "higher"):
             if pair[f"p_first_{side}_holm"] < ALPHA:
-                decision[f"{side}_on"].append(where)
+                decision[f"{side}_on"].append(f"{where}, against {name.split('>')[1]}")
     for decision in decisions.values():
         decision["adopt"] = bool(decision["lower_on"]) and not decision["higher_on"]
     return decisions

@@ -111,7 +111,9 @@ def test_a_registered_family_gets_its_verdict_and_the_json_names_it(registry, tm
     results = [result(t, i, pairs_named) for i, t in enumerate(TABLES)]
     code, verdict = run(replay_pairs, tmp_path, monkeypatch, "fixed-pairs", results)
     assert code == 0 and verdict["family"]["name"] == "fixed-pairs"
-    assert verdict["decisions"]["search"]["adopt"] and len(verdict["decisions"]["search"]["lower_on"]) == 2
+    lower_on = verdict["decisions"]["search"]["lower_on"]
+    assert verdict["decisions"]["search"]["adopt"] and len(lower_on) == 2
+    assert all(where.endswith(", against random_asha") for where in lower_on)  # each names the arm it beat
 
 
 def test_results_that_are_not_the_familys_or_an_entry_edited_after_its_replays_are_refused(
@@ -182,7 +184,8 @@ def test_every_committed_verdict_names_its_registered_family_unchanged():
     for name, entry in families.families().items():
         for key in families.REQUIRED:
             assert key in entry, (name, key)
-        path = families.REGISTRY.parent.parent / entry["verdict"]
+        named_path = f"benchmarks/results/{name}-{'stats' if entry['kind'] == 'arms' else 'decision'}.json"
+        path = families.REGISTRY.parent.parent / entry.get("verdict", named_path)  # an entry names it, or the name does
         if path.exists():  # a family registered in advance has no verdict until its replays ran
             assert json.loads(path.read_text())["family"] == families.named(name, entry), name
 
