@@ -1,4 +1,5 @@
-"""ASHA's first rung for `grace=0`: one epoch past the longest learning-rate warm-up a trial may have; the rungs where
+"""ASHA's first rung for `grace=0`: one epoch past the longest learning-rate warm-up a trial may have, at least epoch 2
+in trials of 6 epochs or more; the rungs where
 `rung_cycles=true` restarts the schedule."""
 
 import pytest
@@ -15,14 +16,18 @@ from trainables.foundation.schedules import cycle_ends, first_rung, schedules_of
         (4, ["onecycle"], 2),
         (20, ["onecycle"], 6),
         (8, ["cosine"], 2),
+        (5, ["cosine"], 2),  # past cosine's warm-up in a trial too short for the epoch-2 floor
         (1, ["cosine"], 1),  # never past `epochs`
-        (8, ["none"], 1),
-        (8, ["plateau"], 1),
+        (8, ["none"], 2),  # no warm-up: epoch 2 in a trial of 6 epochs or more
+        (8, ["plateau"], 2),
         (8, ["none", "onecycle"], 3),  # the longest warm-up among a searched schedule's choices
-        (8, [], 1),
+        (6, [], 2),
+        (5, [], 1),  # shorter trials: epoch 1, as the default command's 3 epochs
+        (3, ["none"], 1),
+        (1, [], 1),
     ],
 )
-def test_the_first_rung_comes_one_epoch_past_the_warm_up(epochs, schedules, grace):
+def test_the_first_rung_comes_past_the_warm_up_and_at_epoch_2_or_later_in_long_trials(epochs, schedules, grace):
     assert first_rung(epochs, schedules) == grace
 
 
@@ -41,6 +46,8 @@ def test_run_resolves_grace_zero_from_the_space_and_keeps_a_given_one():
     config, _ = parse_run(["space=resnet_mnist", "epochs=8"])
     assert config.grace == 3
     config, _ = parse_run(["space=resnet_mnist", "epochs=8", "lr_schedule=none"])
+    assert config.grace == 2
+    config, _ = parse_run(["space=resnet_mnist", "epochs=5", "lr_schedule=none"])
     assert config.grace == 1
     config, _ = parse_run(["space=resnet_mnist", "epochs=8", "grace=2"])
     assert config.grace == 2

@@ -40,7 +40,8 @@ class RunConfig:
     epochs: int = 3
     """Maximum epochs per trial."""
     grace: int = 0
-    """ASHA grace period: epochs every trial runs before it may be stopped; 0: one epoch past the lr warm-up."""
+    """ASHA grace period: epochs every trial runs before it may be stopped; 0: one epoch past the lr warm-up, and
+    at least 2 in trials of 6 epochs or more."""
     reduction: float = 3.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
     rung_cycles: bool = False

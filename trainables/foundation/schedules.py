@@ -7,6 +7,7 @@ import math
 LR_SCHEDULES = ("none", "plateau", "onecycle", "cosine")
 ANNEALING_SCHEDULES = ("onecycle", "cosine")  # learning rates that end near zero
 ONECYCLE_WARMUP = 0.25  # of all the steps: OneCycle's pct_start
+LONG_RUN = 6  # trials of this many epochs are first compared at epoch 2 at the earliest
 
 
 def warmup_epochs(schedule: str, epochs: int) -> float:
@@ -15,9 +16,12 @@ def warmup_epochs(schedule: str, epochs: int) -> float:
 
 
 def first_rung(epochs: int, schedules: list[str]) -> int:
-    """ASHA's grace period: the first epoch that ends past every warm-up (1 without one; at most `epochs`)."""
+    """ASHA's grace period: the first epoch that ends past every warm-up (1 without one; at most `epochs`), and in
+    trials of `LONG_RUN` epochs or more at least epoch 2: there a fully connected net's first epoch ranks its
+    configurations unlike its last, and the search's TPE learns that ranking from the trials stopped at it (measured:
+    benchmarks/README.md, families `grace-tuning`, `heldout20k-grace`)."""
     warm = max((warmup_epochs(s, epochs) for s in schedules), default=0.0)
-    return max(1, min(epochs, math.floor(warm) + 1))
+    return max(2 if epochs >= LONG_RUN else 1, min(epochs, math.floor(warm) + 1))
 
 
 def rung_milestones(epochs: int, grace: int, reduction: float) -> list[float]:
