@@ -46,7 +46,7 @@ def compare_pairs(result: dict, pairs: list[tuple[str, str]], concurrency: str) 
 
 
 def decide(compared: dict) -> dict:
-    """Holm over every (result, pair), lower and higher apart; A is adopted if lower somewhere, higher nowhere."""
+    """Holm over every (result, pair), lower and higher apart; A adopted if lower somewhere, higher nowhere (one B)."""
     keys = [(where, name) for where, figures in compared.items() for name in figures["pairs"]]
     for side in ("lower", "higher"):
         adjusted = holm({key: compared[key[0]]["pairs"][key[1]][f"p_first_{side}"] for key in keys})
@@ -59,8 +59,9 @@ def decide(compared: dict) -> dict:
         for side in ("lower", "higher"):
             if pair[f"p_first_{side}_holm"] < ALPHA:
                 decision[f"{side}_on"].append(f"{where}, against {name.split('>')[1]}")
-    for decision in decisions.values():
-        decision["adopt"] = bool(decision["lower_on"]) and not decision["higher_on"]
+    for candidate, decision in decisions.items():  # against several arms, the family's decision_rule decides
+        one = len({name for _, name in keys if name.split(">")[0] == candidate}) == 1
+        decision["adopt"] = (bool(decision["lower_on"]) and not decision["higher_on"]) if one else None
     return decisions
 
 
@@ -71,15 +72,13 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     entry, results = registered_results(args.family, "pairs", args.results)
-    pairs = [tuple(text.split(">")) for text in entry["pairs"]]
     several, compared = len(entry["concurrency"]) > 1, {}
     for path, result in zip(args.results, results):
         for k in (str(k) for k in entry["concurrency"]):
-            figures = compare_pairs(result, pairs, k)
+            figures = compare_pairs(result, [tuple(text.split(">")) for text in entry["pairs"]], k)
             where = f"{figures['space']} {figures['seed_set']}" + (f", {k} side by side" if several else "")
             compared[where] = {"result": portable(path), **figures}
-    concurrency = int(entry["concurrency"][0]) if not several else entry["concurrency"]
-    verdict = {"concurrency": concurrency, "results": compared}
+    verdict = {"concurrency": entry["concurrency"] if several else int(entry["concurrency"][0]), "results": compared}
     if entry["correction"].startswith("Holm"):
         verdict["decisions"] = decide(compared)
     verdict["family"] = named(args.family, entry)
@@ -95,10 +94,11 @@ def main() -> None:
                 f"{pair['effect_pt']['mean_interval'][1]:+.3f}]"
             )
     for candidate, decision in verdict.get("decisions", {}).items():
-        print(
-            f"{candidate}: lower after Holm on {decision['lower_on'] or 'none'}, higher on "
-            f"{decision['higher_on'] or 'none'}: {'adopt' if decision['adopt'] else 'the product stays'}"
+        ending = {True: "adopt", False: "the product stays"}.get(
+            decision["adopt"], "the family's decision_rule decides"
         )
+        lower, higher = decision["lower_on"] or "none", decision["higher_on"] or "none"
+        print(f"{candidate}: lower after Holm on {lower}, higher on {higher}: {ending}")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ its own before its replays, as a repository of the test's own shows with git; an
 (effects in points with intervals, time to quality). Hand-made results, no Ray, milliseconds."""
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,11 +59,12 @@ def registry(tmp_path, monkeypatch):
     """A registry outside git of families whose analysis is tested; their provenance is tested with `history`."""
     entry = dict(ENTRY)
     pairs = {**entry, "kind": "pairs", "pairs": ["search>random_asha"], "correction": "Holm over every comparison"}
+    several = {**pairs, "pairs": ["search>random_asha", "search>random"]}  # one candidate against two arms
     path = tmp_path / "families.json"
-    path.write_text(json.dumps({"families": {"fixed": entry, "fixed-pairs": pairs}}))
+    path.write_text(json.dumps({"families": {"fixed": entry, "fixed-pairs": pairs, "several-pairs": several}}))
     monkeypatch.setattr(families, "REGISTRY", path)
-    monkeypatch.setattr(families, "GRANDFATHERED", {"fixed", "fixed-pairs", "apart", "together"})
-    return {"fixed": entry, "fixed-pairs": pairs}
+    monkeypatch.setattr(families, "GRANDFATHERED", {"fixed", "fixed-pairs", "several-pairs", "apart", "together"})
+    return {"fixed": entry, "fixed-pairs": pairs, "several-pairs": several}
 
 
 def run(module, tmp_path, monkeypatch, family: str | None, results: list[dict]) -> tuple[int, dict | None]:
@@ -114,6 +117,10 @@ def test_a_registered_family_gets_its_verdict_and_the_json_names_it(registry, tm
     lower_on = verdict["decisions"]["search"]["lower_on"]
     assert verdict["decisions"]["search"]["adopt"] and len(lower_on) == 2
     assert all(where.endswith(", against random_asha") for where in lower_on)  # each names the arm it beat
+    several_named = {"name": "several-pairs", "hash": entry_hash(registry["several-pairs"])}
+    results = [result(t, i, several_named) for i, t in enumerate(TABLES)]
+    code, verdict = run(replay_pairs, tmp_path, monkeypatch, "several-pairs", results)
+    assert code == 0 and verdict["decisions"]["search"]["adopt"] is None  # against two arms: the family's rule decides
 
 
 def test_results_that_are_not_the_familys_or_an_entry_edited_after_its_replays_are_refused(
@@ -185,7 +192,12 @@ def test_every_committed_verdict_names_its_registered_family_unchanged():
         for key in families.REQUIRED:
             assert key in entry, (name, key)
         named_path = f"benchmarks/results/{name}-{'stats' if entry['kind'] == 'arms' else 'decision'}.json"
-        path = families.REGISTRY.parent.parent / entry.get("verdict", named_path)  # an entry names it, or the name does
+        path = root / entry.get("verdict", named_path)  # an entry names it, or the name does
+        workloads = [
+            re.sub(r"^heldout-|-\d+ep-\d+seeds$", "", Path(t).name.removesuffix(".jsonl.gz")) for t in entry["tables"]
+        ]
+        results = entry.get("results") or [f"benchmarks/results/{name}-{workload}.json" for workload in workloads]
+        assert path.exists() or not any((root / r).exists() for r in results), f"{name}: replayed, no verdict at {path}"
         if path.exists():  # a family registered in advance has no verdict until its replays ran
             assert json.loads(path.read_text())["family"] == families.named(name, entry), name
 
