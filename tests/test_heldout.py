@@ -82,3 +82,23 @@ def test_the_held_out_spaces_search_the_built_in_ranges_on_their_own_data_and_ar
         assert space.dataset == "spaces.examples.digits8x8:digits"
         assert held_out(f"spaces.heldout.{workload}") and held_out(f"spaces/heldout/{workload}.py")
     assert not held_out("mlp_mnist") and not held_out("spaces.examples.digits8x8")
+
+
+def test_the_tuning_mlp_workload_is_not_held_out_and_draws_the_same_balanced_rows_for_every_seed():
+    """spaces/tuning/teacher_mlp.py: mlp_mnist's ranges on rows a random teacher net labels; defaults may be chosen on
+    it, so its table is no held-out one; 20,000 validation rows, ten classes of about a tenth each, the same draw."""
+    import numpy as np
+
+    from spaces.tuning.teacher_mlp import SPLITS, teacher
+
+    space = load_space("spaces.tuning.teacher_mlp")
+    assert space.name == "teacher_mlp" and "teacher_mlp" not in builtin_space_names()
+    assert space.hyperparameters == load_space("mlp_mnist").hyperparameters
+    assert not held_out("spaces.tuning.teacher_mlp") and not held_out("spaces/tuning/teacher_mlp.py")
+    first, again = teacher("", 0), teacher("elsewhere", 3)
+    for split in ("train", "val", "test"):
+        rows, labels = getattr(first, split)
+        assert rows.shape == (SPLITS[split], 1, 6, 6) and 0 <= rows.min() and rows.max() <= 1
+        assert np.array_equal(rows, getattr(again, split)[0]) and np.array_equal(labels, getattr(again, split)[1])
+        shares = np.bincount(labels, minlength=10) / len(labels)
+        assert shares.min() > 0.08 and shares.max() < 0.12, shares
