@@ -59,7 +59,7 @@ def registry(tmp_path, monkeypatch):
     """A registry outside git of families whose analysis is tested; their provenance is tested with `history`."""
     entry = dict(ENTRY)
     pairs = {**entry, "kind": "pairs", "pairs": ["search>random_asha"], "correction": "Holm over every comparison"}
-    several = {**pairs, "pairs": ["search>random_asha", "search>random"]}  # one candidate against two arms
+    several = {**pairs, "pairs": ["search>random_asha", "search>random", "random_asha>random"]}  # two, and one
     path = tmp_path / "families.json"
     path.write_text(json.dumps({"families": {"fixed": entry, "fixed-pairs": pairs, "several-pairs": several}}))
     monkeypatch.setattr(families, "REGISTRY", path)
@@ -121,6 +121,7 @@ def test_a_registered_family_gets_its_verdict_and_the_json_names_it(registry, tm
     results = [result(t, i, several_named) for i, t in enumerate(TABLES)]
     code, verdict = run(replay_pairs, tmp_path, monkeypatch, "several-pairs", results)
     assert code == 0 and verdict["decisions"]["search"]["adopt"] is None  # against two arms: the family's rule decides
+    assert verdict["decisions"]["random_asha"]["adopt"] is True  # against one arm (random, higher): decided here
 
 
 def test_results_that_are_not_the_familys_or_an_entry_edited_after_its_replays_are_refused(

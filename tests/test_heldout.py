@@ -96,6 +96,8 @@ def test_the_tuning_mlp_workload_is_not_held_out_and_draws_the_same_balanced_row
     assert space.hyperparameters == load_space("mlp_mnist").hyperparameters
     assert not held_out("spaces.tuning.teacher_mlp") and not held_out("spaces/tuning/teacher_mlp.py")
     first, again = teacher("", 0), teacher("elsewhere", 3)
+    assert SPLITS == {"train": 6000, "val": 20000, "test": 20000}  # one validation row is 0.005 points
+    assert first.train[1][:12].tolist() == [9, 5, 1, 1, 6, 6, 6, 6, 0, 2, 1, 7]  # the draw the committed table trained
     for split in ("train", "val", "test"):
         rows, labels = getattr(first, split)
         assert rows.shape == (SPLITS[split], 1, 6, 6) and 0 <= rows.min() and rows.max() <= 1
