@@ -40,6 +40,12 @@ def make_rows(state: int, splits: dict[str, int]) -> OwnData:
         flip_y=0.02,
         random_state=state,
     )
+    return as_rows(features, labels, splits)
+
+
+def as_rows(features: np.ndarray, labels: np.ndarray, splits: dict[str, int]) -> OwnData:
+    """36 features a row, each scaled by its range to 0..1 and laid out as a 6x6 single-channel image, cut into
+    `splits` in order (`spaces/tuning/teacher_mlp.py` lays its rows out the same way)."""
     low, high = features.min(axis=0), features.max(axis=0)
     rows = ((features - low) / (high - low)).astype(np.float32).reshape(-1, 1, SIDE, SIDE)
     cut = np.cumsum(list(splits.values()))

@@ -19,7 +19,7 @@ def first_rung(epochs: int, schedules: list[str]) -> int:
     """ASHA's grace period: the first epoch that ends past every warm-up (1 without one; at most `epochs`), and in
     trials of `LONG_RUN` epochs or more at least epoch 2: on a tuning MLP the first epoch ranked configurations unlike
     the last, and the search's TPE learnt that ranking from the trials stopped there (benchmarks/HISTORY.md, families
-    `grace-tuning`, `heldout20k-grace-confirm`; measured at 9 epochs, kept at 1 for 3: 6-8 and 10+ are not)."""
+    `grace-tuning`, `heldout20k-grace-confirm`; measured at 9 epochs, kept at 1 for 3: 4-8 and 10+ are not)."""
     warm = max((warmup_epochs(s, epochs) for s in schedules), default=0.0)
     return max(2 if epochs >= LONG_RUN else 1, min(epochs, math.floor(warm) + 1))
 
