@@ -45,9 +45,9 @@ def average_ranks(scores: np.ndarray, names: list[str]) -> dict[str, float]:
     return {name: float(ranks[:, i].mean()) for i, name in enumerate(names)}
 
 
-def friedman(scores: np.ndarray) -> float:
-    """Friedman's p-value that every column of `scores` ([block, arm]) ranks alike."""
-    return float(stats.friedmanchisquare(*scores.T).pvalue)
+def friedman(scores: np.ndarray) -> float | None:
+    """Friedman's p-value that every column of `scores` ([block, arm]) ranks alike (None for two: Wilcoxon's pair)."""
+    return float(stats.friedmanchisquare(*scores.T).pvalue) if scores.shape[1] > 2 else None
 
 
 def pairwise_holm(scores: np.ndarray, names: list[str]) -> dict[tuple[str, str], float]:
@@ -204,8 +204,7 @@ def wall_share_to(runs: list[dict], target: float) -> float:
 
 
 def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
-    """Demsar's layout: the rank axis on top, best on the right, a red bar under each group no test tells apart;
-    `ours` in bold."""
+    """Demsar's layout: rank axis on top, best on the right, a red bar under each group no test separates; ours bold."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -296,6 +296,16 @@ def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the
     assert figures["by_table"]["ranks"]["two"] == {"search": 1.0, "random_asha": 2.0, "random": 3.0}
     assert figures["by_table"]["friedman_p"] is None  # two tables: no test over tables
     assert figures["targets"] == {"ahead_of_random_asha_on": ["one", "two"], "behind_on": {}, "met": True}
+    # a family that replays no random search compares in points: the same tests, the same p (ranks within a table)
+    without = [result("one", 1), result("two", 2)]
+    for each in without:
+        del each["concurrency"]["2"]["arms"]["random"]
+    two_arms = compare(without, "2")
+    points = two_arms["tables"]["one"]
+    assert two_arms["friedman_p"] is None and two_arms["pairs_holm"]["search vs random_asha"] < 1e-6
+    assert points["normalised_by"] == "points" and figures["tables"]["one"]["normalised_by"] == "random"
+    assert points["regret_iqm_pt"]["search"] == points["normalised_iqm"]["search"]
+    assert points["p_search_lower"]["random_asha"] == figures["tables"]["one"]["p_search_lower"]["random_asha"]
 
 
 def test_the_rank_biserial_effect_size():
