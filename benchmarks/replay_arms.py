@@ -78,8 +78,7 @@ class OptunaArm:
 
     def __init__(self, space: Space, sampler, pruner, ordered: bool, seed: int):
         self.coding = SpaceCoding(space.hyperparameters, order_numbers=ordered)
-        # Hyperband assigns brackets by a hash of the study's name and the trial's number
-        self.study = optuna.create_study(
+        self.study = optuna.create_study(  # Hyperband's brackets: a hash of the study's name and the trial's number
             study_name=f"replay-{seed}", direction=direction(space), sampler=sampler, pruner=pruner
         )
         self.trials, self.last = {}, {}

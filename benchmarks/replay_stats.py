@@ -44,7 +44,7 @@ ALPHA = 0.05
 
 def normalised(arms: dict) -> dict[str, np.ndarray]:
     """Each arm's final regrets over random search's median final regret; in points where a family replays no random
-    search (every test and rank here compares arms within a table, which one scale leaves as they are)."""
+    search (then the tests within a table are the same, those pooled over tables pool points: `normalised_by`)."""
     scale = float(np.median(arms[RANDOM]["final_regret_pt"])) if RANDOM in arms else 1.0
     return {arm: np.asarray(f["final_regret_pt"]) / scale for arm, f in arms.items()}
 

@@ -237,7 +237,8 @@ def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
     tables = ", ".join(figures["tables"])
     title = (
         f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side"
-        f"\nFriedman p {figures['friedman_p']:.2g}; red: no difference (Wilcoxon, Holm, 0.05)"
+        f"\nFriedman p {'-' if figures['friedman_p'] is None else format(figures['friedman_p'], '.2g')}; red: no "
+        "difference (Wilcoxon, Holm, 0.05)"
     )
     axes.set_title(title, fontsize=8, pad=18)
     figure.tight_layout()

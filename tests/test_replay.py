@@ -270,8 +270,9 @@ def test_ranks_friedman_and_the_groups_of_a_critical_difference_diagram():
     assert cliques({"x": 1.0, "y": 2.0}, {("x", "y"): 0.5}) == [["x", "y"]]
 
 
-def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the_tables():
+def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the_tables(tmp_path):
     from benchmarks.replay_stats import compare, normalised
+    from benchmarks.statistics import plot_critical_difference
 
     def result(space, offset):
         rng = np.random.default_rng(offset)
@@ -303,6 +304,8 @@ def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the
     two_arms = compare(without, "2")
     points = two_arms["tables"]["one"]
     assert two_arms["friedman_p"] is None and two_arms["pairs_holm"]["search vs random_asha"] < 1e-6
+    plot_critical_difference(two_arms, "search", tmp_path / "two.png")  # its title says no Friedman p
+    assert (tmp_path / "two.png").stat().st_size > 0
     assert points["normalised_by"] == "points" and figures["tables"]["one"]["normalised_by"] == "random"
     assert points["regret_iqm_pt"]["search"] == points["normalised_iqm"]["search"]
     assert points["p_search_lower"]["random_asha"] == figures["tables"]["one"]["p_search_lower"]["random_asha"]
