@@ -270,24 +270,28 @@ def test_ranks_friedman_and_the_groups_of_a_critical_difference_diagram():
     assert cliques({"x": 1.0, "y": 2.0}, {("x", "y"): 0.5}) == [["x", "y"]]
 
 
-def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the_tables(tmp_path):
+def stats_result(space: str, offset: int, random_search: bool = True) -> dict:
+    """A replay_cli result of one table with 60 seeds: the search lowest, random + ASHA next, random search last."""
+    rng = np.random.default_rng(offset)
+    arms = {
+        "search": {"final_regret_pt": list(rng.uniform(0.0, 1.0, 60))},
+        "random_asha": {"final_regret_pt": list(rng.uniform(1.0, 2.0, 60)), "median_wall_s": 10.0},
+        "random": {"final_regret_pt": list(rng.uniform(1.0, 3.0, 60))},
+    }
+    if not random_search:
+        del arms["random"]
+    arms["search"].update(anytime_quartiles_pt=[[2.0, 1.0, 0.5]] * 3)
+    at_k = {"arms": arms, "anytime_wall_s": [0.0, 5.0, 10.0]}
+    return {"space": space, "table": space, "trials": 8, "epoch_budget": 0, "seeds": 60, "concurrency": {"2": at_k}}
+
+
+def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the_tables():
     from benchmarks.replay_stats import compare, normalised
-    from benchmarks.statistics import plot_critical_difference
 
-    def result(space, offset):
-        rng = np.random.default_rng(offset)
-        arms = {
-            "search": {"final_regret_pt": list(rng.uniform(0.0, 1.0, 60))},
-            "random_asha": {"final_regret_pt": list(rng.uniform(1.0, 2.0, 60)), "median_wall_s": 10.0},
-            "random": {"final_regret_pt": list(rng.uniform(1.0, 3.0, 60))},
-        }
-        arms["search"].update(anytime_quartiles_pt=[[2.0, 1.0, 0.5]] * 3)
-        at_k = {"arms": arms, "anytime_wall_s": [0.0, 5.0, 10.0]}
-        return {"space": space, "table": space, "trials": 8, "epoch_budget": 0, "seeds": 60, "concurrency": {"2": at_k}}
-
-    one = result("one", 1)
+    one = stats_result("one", 1)
     assert np.median(normalised(one["concurrency"]["2"]["arms"])["random"]) == pytest.approx(1.0)
-    figures = compare([one, result("two", 2)], "2")
+    figures = compare([one, stats_result("two", 2)], "2")
+    assert figures["tables"]["one"]["normalised_by"] == "random"
     assert figures["blocks"] == 120 and figures["mean_rank"]["search"] == pytest.approx(1.0)
     assert figures["tables"]["one"]["p_search_lower_holm"]["random_asha"] < 1e-6
     assert figures["tables"]["one"]["search_reaches_random_asha_final_at_share_of_random_asha_wall"] == 0.5
@@ -297,18 +301,22 @@ def test_normalised_regret_is_random_searchs_median_and_the_comparison_spans_the
     assert figures["by_table"]["ranks"]["two"] == {"search": 1.0, "random_asha": 2.0, "random": 3.0}
     assert figures["by_table"]["friedman_p"] is None  # two tables: no test over tables
     assert figures["targets"] == {"ahead_of_random_asha_on": ["one", "two"], "behind_on": {}, "met": True}
-    # a family that replays no random search compares in points: the same tests, the same p (ranks within a table)
-    without = [result("one", 1), result("two", 2)]
-    for each in without:
-        del each["concurrency"]["2"]["arms"]["random"]
-    two_arms = compare(without, "2")
+
+
+def test_a_family_without_random_search_compares_in_points_and_two_arms_get_no_friedman_p(tmp_path):
+    """Regret is not scaled without random search; a table's own tests come out as with it (ranks within a table)."""
+    from benchmarks.replay_stats import compare
+    from benchmarks.statistics import plot_critical_difference
+
+    scaled = compare([stats_result("one", 1), stats_result("two", 2)], "2")["tables"]["one"]
+    two_arms = compare([stats_result("one", 1, False), stats_result("two", 2, False)], "2")
     points = two_arms["tables"]["one"]
+    assert points["normalised_by"] == "points"
+    assert points["regret_iqm_pt"]["search"] == points["normalised_iqm"]["search"]
+    assert points["p_search_lower"]["random_asha"] == scaled["p_search_lower"]["random_asha"]
     assert two_arms["friedman_p"] is None and two_arms["pairs_holm"]["search vs random_asha"] < 1e-6
     plot_critical_difference(two_arms, "search", tmp_path / "two.png")  # its title says no Friedman p
     assert (tmp_path / "two.png").stat().st_size > 0
-    assert points["normalised_by"] == "points" and figures["tables"]["one"]["normalised_by"] == "random"
-    assert points["regret_iqm_pt"]["search"] == points["normalised_iqm"]["search"]
-    assert points["p_search_lower"]["random_asha"] == figures["tables"]["one"]["p_search_lower"]["random_asha"]
 
 
 def test_the_rank_biserial_effect_size():
