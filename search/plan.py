@@ -66,7 +66,9 @@ def shape_words(config: RunConfig, space: Space) -> str:
         side = f"{side_by_side} at a time, {shape.in_words()} ({shape.keys()})"
     else:
         side = "the shape decided on the cluster when it answers"
-    trials = trial_count(config.trials)  # with one configuration: one trial, or the repeats asked for
+    from search.running.proposals.study_setup import search_trials
+
+    trials = trial_count(search_trials(config, space))  # one configuration: one trial, or the repeats asked for
     if searched_names(space, config.fixed) and config.epoch_budget and config.trials >= config.epoch_budget:
         trials = f"trials until {config.epoch_budget} trial-epochs are spent"
     asha = f"ASHA from epoch {config.grace} of {config.epochs}" if config.grace < config.epochs else "no early stopping"
@@ -74,8 +76,11 @@ def shape_words(config: RunConfig, space: Space) -> str:
 
 
 def stop_rule_words(config: RunConfig, space: Space) -> str:
-    """The `stop rule:` line: the trial count or the epoch budget, the time budget, and with nothing left to search
-    (every searched key pinned) the repeats of the one configuration and their seeds."""
+    """The `stop rule:` line: the trial count or the epoch budget, the time budget, with nothing left to search
+    (every searched key pinned) the repeats of the one configuration and their seeds, and where the space holds
+    fewer configurations than trials, that many (each is proposed once)."""
+    from search.running.proposals.study_setup import finite_count
+
     rules = []
     if config.epoch_budget:
         cap = "" if config.trials >= config.epoch_budget else f", at most {trial_count(config.trials)}"
@@ -86,6 +91,9 @@ def stop_rule_words(config: RunConfig, space: Space) -> str:
         rules.append(f"{config.time_budget:g} s from the first trial's start (time_budget=)")
     if not searched_names(space, config.fixed):
         rules.append(repeats_words(config.seed, config.trials))
+    count = finite_count(config, space)
+    if count is not None and count < config.trials:
+        rules.append(f"the space holds {count} configurations, each run once: at most {trial_count(count)}")
     return "; ".join(rules)
 
 
@@ -97,9 +105,10 @@ def estimate_words(config: RunConfig, space: Space) -> str:
     """Trial-epochs and images expected, and on CPU cores the training time at the speed of the space's model timed
     here as one trial trains it (its worker's threads), the trials side by side."""
     from search.running.estimate import expected_epochs, trial_images_per_s, typical_hyperparameters
+    from search.running.proposals.study_setup import within_space
     from trainables.data import IdxDataset, get_dataset
 
-    epochs = expected_epochs(config)
+    epochs = expected_epochs(within_space(config, space))
     dataset = get_dataset(space.dataset)
     asha = " (ASHA stopping some)" if config.grace < config.epochs else ""
     if not isinstance(dataset, IdxDataset):

@@ -110,6 +110,7 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
     """The keys of `resume` checked against the settings and the study in `folder`, and the settings they make: one
     line, exit 2, for a key that cannot be, a search that cannot grow so, or a finished one given nothing to train."""
     from search.running.growth import grow, refuse_idle, study_so_far
+    from search.running.proposals.study_setup import finite_count
 
     before = read_settings(folder)["run"]
     resumed = resumed_config(before, options)  # the keys first: they need no study
@@ -120,7 +121,7 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
     grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)
     idle = finished and not grown and options.keys() <= TRACKING_KEYS  # asked nothing to train: where the result is
     if finished and not idle:
-        refuse_idle(config, options, so_far)  # asked to train, with nothing it would train
+        refuse_idle(config, options, so_far, finite_count(config, space))  # asked to train, with nothing to train
     return Resumption(before, config, space, finished, idle, digest(folder))
 
 

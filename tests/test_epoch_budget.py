@@ -96,11 +96,14 @@ def test_the_first_line_says_the_budget_decides_the_trials():
             return self.count
 
     budget = RunConfig(space="mlp_mnist", trials=24, epoch_budget=24)
-    assert first_line_words(budget, 24, Finished(0)) == "trials until 24 trial-epochs are spent"
-    assert first_line_words(budget, 20, Finished(4)) == "trials until 24 trial-epochs are spent (4 done before)"
+    spent = "trials until 24 trial-epochs are spent"
+    assert first_line_words(budget, 24, Finished(0), 24) == spent
+    assert first_line_words(budget, 20, Finished(4), 24) == f"{spent} (4 done before)"
+    assert first_line_words(budget, 9, Finished(0), 9) == f"{spent}, at most 9: the space holds 9 configurations"
     counted = RunConfig(space="mlp_mnist", trials=8)
-    assert first_line_words(counted, 8, Finished(0)) == "8 trials"
-    assert first_line_words(counted, 5, Finished(3)) == "5 of 8 trials (3 done before)"
+    assert first_line_words(counted, 8, Finished(0), 8) == "8 trials"
+    assert first_line_words(counted, 5, Finished(3), 8) == "5 of 8 trials (3 done before)"
+    assert first_line_words(counted, 6, Finished(0), 6) == "6 trials (the space holds 6 configurations, each run once)"
 
 
 def test_resume_trials_grows_a_default_search_to_that_many_trials_in_all(tmp_path):

@@ -215,3 +215,18 @@ def test_a_fully_pinned_search_trains_its_repeats(tmp_path):
     trial_id = next(trial["trial_id"] for trial in summary["trials"] if trial["config"][SEED_KEY] == 0)
     first = json.loads((tmp_path / "one" / f"trial_{trial_id}" / "result.json").read_text().splitlines()[0])
     assert first["torch_found"] == 1 and first["warm_imports"] < len(TRIAL_MODULES), first
+
+
+@pytest.mark.e2e
+def test_a_space_of_three_configurations_runs_each_once_and_then_has_nothing_to_grow(tmp_path):
+    pins = [word for word in MLP_PINS if not word.startswith("hidden=")]  # hidden: 128, 256 or 512 left
+    words = [*pins, f"data.root={MNIST_MINI}", "data.limit=256", "data.val_limit=64", "epochs=1"]
+    result = run_cli("run", *words, f"storage={tmp_path}", "name=three", "trials=5")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "search: 3 trials (the space holds 3 configurations, each run once) of mlp_mnist, " in result.stdout
+    summary = json.loads((tmp_path / "three" / "summary.json").read_text())
+    assert sorted(trial["config"]["hidden"] for trial in summary["trials"]) == [128, 256, 512]
+    assert {trial["status"] for trial in summary["trials"]} == {"completed"}
+    grown = run_cli("resume", str(tmp_path / "three"), "trials=8")
+    assert grown.returncode == 2, grown.stdout[-2000:] + grown.stderr[-2000:]
+    assert "already ran every one of the 3 configurations its space holds" in grown.stderr

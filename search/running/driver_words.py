@@ -15,14 +15,17 @@ from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import ERROR_FILE, TRIAL_DIR_PREFIX
 
 
-def first_line_words(config: RunConfig, to_run: int, record: StudyRecord) -> str:
+def first_line_words(config: RunConfig, to_run: int, record: StudyRecord, trials: int) -> str:
+    """`trials`: the search's, fewer than `config.trials` where the space holds fewer configurations (each once)."""
     done = record.finished()
     before = f" ({done} done before)" if done else ""
+    every = f", at most {trials}: the space holds {trials} configurations" if trials < config.trials else ""
     if config.epoch_budget and config.trials >= config.epoch_budget:  # the budget decides the trials
-        return f"trials until {config.epoch_budget} trial-epochs are spent{before}"
-    if not done and to_run == config.trials:
-        return "1 trial" if to_run == 1 else f"{config.trials} trials"  # one configuration: one trial
-    return f"{to_run} of {config.trials} trials{before}"
+        return f"trials until {config.epoch_budget} trial-epochs are spent{every}{before}"
+    every = f" (the space holds {trials} configurations, each run once)" if trials < config.trials else ""
+    if not done and to_run == trials:
+        return ("1 trial" if to_run == 1 else f"{trials} trials") + every  # one configuration: one trial
+    return f"{to_run} of {trials} trials{every}{before}"
 
 
 def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> str:

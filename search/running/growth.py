@@ -38,10 +38,16 @@ def study_so_far(folder: Path) -> SoFar:
     return SoFar(len(trials), queries.epochs_spent(), len(stopped), COUNT_DEFAULT_ATTR in study.user_attrs)
 
 
-def refuse_idle(config: RunConfig, options: dict, so_far: SoFar) -> None:
+def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, configurations: int | None = None) -> None:
     """A finished search that `resume` would not train a single epoch of: one line naming why and what grows it,
-    exit 2, before anything is written (no command exits 0 having done nothing)."""
+    exit 2, before anything is written (no command exits 0 having done nothing). `configurations`: how many the space
+    holds, where finitely many (each is proposed once)."""
     given = " ".join(f"{key}={value}" for key, value in options.items()) or "no keys"
+    if configurations is not None and so_far.trials >= configurations and not so_far.stopped_by_budget:
+        raise UsageError(
+            f"{given}: this search already ran every one of the {configurations} configurations its space holds, "
+            "each once; nothing is left to search (a new run with a key unpinned or a wider range searches more)"
+        )
     if config.epoch_budget and so_far.epochs_spent >= config.epoch_budget:
         raise UsageError(
             f"{given}: this finished search has spent {so_far.epochs_spent} trial-epochs, all of an epoch budget of "

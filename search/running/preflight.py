@@ -105,7 +105,10 @@ def say_when_long(config: RunConfig, space: Space, dataset, hp: dict) -> None:
     with open(images, "rb") as stream:
         count = int(struct.unpack(">I", stream.read(8)[4:])[0] * (1 - config.data.val_fraction))
     count = min(count, config.data.limit) if config.data.limit else count
-    line = long_search_line(config, space, count, dataset.info(config.data.root, hp), local_cpu_count())
+    from search.running.proposals.study_setup import within_space
+
+    capped = within_space(config, space)  # a space of fewer configurations than trials: that many
+    line = long_search_line(capped, space, count, dataset.info(config.data.root, hp), local_cpu_count())
     if line:
         print(line, flush=True)
 

@@ -30,7 +30,7 @@ from search.running.ends.reconcile import continue_stopped_by_budget, reconcile
 from search.running.joining.connect import check_paths_on_every_node, connect
 from search.running.live_view import ProgressView
 from search.running.proposals.searcher import StudySearcher
-from search.running.proposals.study_setup import open_search_study
+from search.running.proposals.study_setup import open_search_study, search_trials
 from search.running.settings import write_settings
 from search.running.stopping import SessionStop, ctrl_c_stops
 from search.running.study.record import StudyRecord
@@ -96,7 +96,8 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
         unended += continue_stopped_by_budget(record)
     # MLflow brought up to what earlier sessions recorded (all of it, for a search tracked late), while Ray starts
     tracker = start_tracker(config, space.name, experiment, space.metric, record)
-    to_run = 0 if budget_spent else len(unended) + max(0, config.trials - len(record.proposed()))
+    trials = search_trials(config, space)  # fewer where the space holds fewer configurations
+    to_run = 0 if budget_spent else len(unended) + max(0, trials - len(record.proposed()))
     failure = functools.partial(stopped_by, record, experiment)  # what stops the search at once
     stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), failure)
     try:
@@ -104,7 +105,7 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
             fit(config, space, experiment, unended, to_run, tracker, stop, decider)
         if failure() is not None:
             raise failure()
-        if stop.interrupted or not (budget_spent or stop.out_of_budget or record.finished() >= config.trials):
+        if stop.interrupted or not (budget_spent or stop.out_of_budget or record.finished() >= trials):
             raise SearchInterrupted(experiment.location)
     except BaseException:
         if tracker:
@@ -127,8 +128,9 @@ def fit(
         shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
         concurrency = plan_concurrency(nodes, shape, config.concurrency)
         check_paths_on_every_node(config, experiment)
+        trials = first_line_words(config, to_run, record, search_trials(config, space))
         print(
-            f"search: {first_line_words(config, to_run, record)} of {space.name}, {concurrency} at a time, "
+            f"search: {trials} of {space.name}, {concurrency} at a time, "
             f"{shape.in_words()} ({shape.keys()}), {asha_words(config)}log in {log_file}"
         )
         if experiment.remote:

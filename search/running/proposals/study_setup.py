@@ -5,6 +5,7 @@ No Ray: `run` reads and checks the configurations given with `enqueue=` before R
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from pathlib import Path
@@ -13,6 +14,7 @@ from optuna.distributions import IntDistribution
 
 from search.results.summary import SUMMARY_FILE
 from search.running.proposals.sampler import make_sampler, startup_trials
+from search.running.proposals.unrun import configuration_count, once_each
 from search.running.study.coding import SpaceCoding, ordered_choices
 from search.running.study.queries import COUNT_DEFAULT_ATTR, SEARCH_ID_ATTR, STARTUP_ATTR
 from search.running.study.record import StudyRecord
@@ -50,7 +52,8 @@ def open_search_study(
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
-        study.set_user_attr(STARTUP_ATTR, startup_trials(expected_trials(config)) + len(enqueued))
+        expected = min(expected_trials(config), search_trials(config, space))
+        study.set_user_attr(STARTUP_ATTR, startup_trials(expected) + len(enqueued))
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
     study.sampler = sampler_for(config.sampler, coding, seed, startup)
     return record
@@ -58,8 +61,10 @@ def open_search_study(
 
 def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int):
     """The search's sampler over a study held as `coding`: where the study holds values, its TPE models each choice
-    among numbers by its position (a study holding positions orders them itself)."""
-    return make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space))
+    among numbers by its position (a study holding positions orders them itself); over a space of finitely many
+    configurations it proposes each once (search.running.proposals.unrun)."""
+    base = make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space))
+    return once_each(base, coding.distributions, seed)  # a finite space: each configuration once
 
 
 def held_as_positions(study, coding: SpaceCoding) -> bool | None:
@@ -71,6 +76,24 @@ def held_as_positions(study, coding: SpaceCoding) -> bool | None:
             if name in numeric:
                 return isinstance(distribution, IntDistribution)
     return None
+
+
+def finite_count(config: RunConfig, space: Space) -> int | None:
+    """How many configurations the searched keys hold; None with a continuous range or nothing searched."""
+    return configuration_count(coding_for(config, space).distributions)
+
+
+def search_trials(config: RunConfig, space: Space) -> int:
+    """The trials the search runs at most: `trials`, or fewer where the space holds fewer configurations (each is
+    proposed once: search.running.proposals.unrun)."""
+    count = finite_count(config, space)
+    return config.trials if count is None else min(config.trials, count)
+
+
+def within_space(config: RunConfig, space: Space) -> RunConfig:
+    """`config` with its trials those the search runs at most (search_trials), for what estimates its work."""
+    trials = search_trials(config, space)
+    return config if trials == config.trials else dataclasses.replace(config, trials=trials)
 
 
 def expected_trials(config: RunConfig) -> int:
