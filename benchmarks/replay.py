@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from optuna.distributions import FloatDistribution
+from optuna.distributions import CategoricalDistribution, FloatDistribution
 from ray.tune.schedulers import TrialScheduler
 
 from search.results.score import standing_row
@@ -88,10 +88,13 @@ class CurveTable:
         return {"per_seed": per_seed, "mean": round(float(np.mean(per_seed)), 3)}
 
 
-def table_space(table: CurveTable) -> Space:
-    """The table's space with the constants its rows trained with (e.g. `lr_schedule=cosine`)."""
+def table_space(table: CurveTable, as_choices=False) -> Space:
+    """The table's space with the constants its rows trained with (e.g. `lr_schedule=cosine`); `as_choices`: each
+    searched key the grid's values as choices (the finite space a user who wrote the grid would search)."""
     space = load_space(table.space)
-    return dataclasses.replace(space, constants={**space.constants, **table.fixed}) if table.fixed else space
+    grid = {name: CategoricalDistribution(values) for name, values in table.grid.items() if as_choices}
+    searched = {name: grid.get(name, distribution) for name, distribution in space.hyperparameters.items()}
+    return dataclasses.replace(space, constants={**space.constants, **table.fixed}, hyperparameters=searched)
 
 
 def nearest(values: list, value, distribution=None):

@@ -29,6 +29,7 @@ from trainables.foundation.trial_files import TRIAL_KEY
 ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
 ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung_tpe_asha")
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
+VARIANT_KEYS += ("space", "once")  # space=choices: the table's grid as choices (finite); once=0: without OnceEach
 CODINGS, TPES = ("values", "ordered"), ("optuna",)  # a variant's coding=, tpe=
 
 
@@ -50,8 +51,9 @@ class SideBySideArm:
             proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         elif "coding" in settings:  # the search's TPE over the coding as given, numbers unordered in `values`
             proposer = make_sampler(sampler, seed, startup)
-        else:
+        else:  # over a finite space, each configuration once (search.running.proposals.unrun) unless once=0
             proposer = search_sampler(sampler, space, seed, startup)
+            proposer = getattr(proposer, "base", proposer) if settings.get("once") == "0" else proposer
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
         self.scheduler, self.metric = (search_asha(space, epochs, settings) if asha else None), space.metric
 
@@ -172,12 +174,14 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
     tpe=optuna (Optuna's TPESampler defaults), coding (values or ordered: how the study holds numeric choices),
-    liar=0 (no constant liar), grow=1 (a random start one trial longer per extra trial side by side)."""
+    liar=0 (no constant liar), grow=1 (a random start one trial longer per extra trial side by side), space=choices
+    (each searched key the table's grid values as choices: a finite space), once=0 (configurations not once each)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = settings.get("tpe", "optuna") not in TPES or settings.get("coding", "values") not in CODINGS
     bad_value = bad_value or settings.get("liar", "0") != "0" or settings.get("grow", "1") != "1"
+    bad_value = bad_value or settings.get("space", "choices") != "choices" or settings.get("once", "0") != "0"
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "

@@ -52,8 +52,9 @@ def replay_cli(job: tuple) -> dict:
     epoch budget buys at full length."""
     path, arm, seed, trials, concurrency, *rest = job
     table = _table(path)
-    trials, epoch_budget = arm_stop_rule(parse_variant(arm)[1], table.epochs, trials, rest[0] if rest else 0)
-    space = table_space(table)
+    settings = parse_variant(arm)[1]
+    trials, epoch_budget = arm_stop_rule(settings, table.epochs, trials, rest[0] if rest else 0)
+    space = table_space(table, as_choices=settings.get("space") == "choices")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -76,9 +77,7 @@ def arm_stop_rule(settings: dict, epochs: int, trials: int, epoch_budget: int) -
 
 def product_stop_rule(epochs: int, trials: int | None, epoch_budget: int | None) -> tuple[int, int]:
     """(trials, epoch budget) as `python -m search run` reads them (search.commands.parse_run)."""
-    if epoch_budget:
-        return trials or epoch_budget, epoch_budget
-    return trials or DEFAULTS.trials, 0
+    return (trials or epoch_budget, epoch_budget) if epoch_budget else (trials or DEFAULTS.trials, 0)
 
 
 def replayed_keeping(work: list[tuple], jobs: int, keep: Path | None) -> list[dict]:
@@ -123,11 +122,9 @@ def measure(
     work = [(path, arm, seed, trials, k, epoch_budget) for k in concurrencies for arm in arms for seed in replayed]
     results, table = replayed_keeping(work, jobs, keep), _table(path)
     figures = {**code_state(), "table": portable(path), "space": table.space, "epochs": table.epochs}
-    if table.held_out:
-        figures["held_out"] = True  # a workload no default was chosen on (benchmarks.replay)
+    figures |= {"held_out": True} if table.held_out else {}  # a workload no default was chosen on (benchmarks.replay)
     figures["exhaustive_floor_pt"] = table.exhaustive_floor_pt()  # what no method can beat but by chance
-    if PEERS.keys() & set(arms):
-        figures["peers"] = versions()  # the field's optimizers replayed, each its version (benchmarks.replay_peers)
+    figures |= {"peers": versions()} if PEERS.keys() & set(arms) else {}  # the field's optimizers' versions
     figures["seeds"] = seeds
     figures["replayed_seconds"] = {"cores": CORES, "slowdown": {str(k): max(1.0, k / CORES) for k in concurrencies}}
     seed_set = next((name for name, known in SEED_SETS.items() if known == replayed), "other")  # other: none exactly
@@ -241,8 +238,7 @@ def main() -> None:
     trials, budget = product_stop_rule(table.epochs, args.trials, args.epoch_budget)
     keep = Path(f"{args.out}.replays.jsonl") if args.out else None  # removed once the results JSON is written
     figures = measure(args.table, len(replayed), trials, concurrencies, args.jobs, budget, replayed.start, arms, keep)
-    if family:
-        figures["family"] = family
+    figures |= {"family": family} if family else {}
     print_table(figures)
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=1))

@@ -79,8 +79,7 @@ def main() -> None:
             where = f"{figures['space']} {figures['seed_set']}" + (f", {k} side by side" if several else "")
             compared[where] = {"result": portable(path), **figures}
     verdict = {"concurrency": entry["concurrency"] if several else int(entry["concurrency"][0]), "results": compared}
-    if entry["correction"].startswith("Holm"):
-        verdict["decisions"] = decide(compared)
+    verdict |= {"decisions": decide(compared)} if entry["correction"].startswith("Holm") else {}
     verdict["family"] = named(args.family, entry)
     Path(args.out).write_text(json.dumps(verdict, indent=1))
     for where, figures in compared.items():

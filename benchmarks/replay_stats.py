@@ -160,8 +160,7 @@ def adjust(comparisons: list[dict], entry: dict | None = None) -> None:
                 ratio = within["epochs_ratio"]["ratio"]  # None: random + ASHA's median past the budget, or ours
                 met = ours is not None and (ratio <= 1 / 1.5 if other is not None else 1.5 * ours <= table["budget"])
                 table["target"]["within_half_point_in_two_thirds_epochs"] = met
-        if "by_table" in figures:
-            figures["targets"] = targets(figures["tables"], entry)
+        figures |= {"targets": targets(figures["tables"], entry)} if "by_table" in figures else {}
 
 
 def compare(results: list[dict], concurrency: str, entry: dict | None = None) -> dict:
@@ -231,8 +230,7 @@ def main() -> None:
     every = {"results": [portable(path) for path in args.results], "concurrency": compared}
     if entry.get("holm_over") == "family":
         adjust(list(every["concurrency"].values()), entry)
-    if "target" in entry:
-        every["target"] = family_target(every)
+    every |= {"target": family_target(every)} if "target" in entry else {}
     every["replayed_seconds"] = seconds_assumption(entry["concurrency"])
     every["family"] = named(args.family, entry)
     if any("peers" in result for result in results):  # each peer's version, as its replays ran

@@ -487,3 +487,24 @@ def test_a_peers_configuration_comes_back_in_the_spaces_types_and_a_missing_peer
     assert type(config["hidden"]) is int and type(config["layers"]) is int
     assert parse_variant("peer_priorband") == ("peer_priorband", {})
     assert installed("no-such-peer-distribution") == "not installed"
+
+
+def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_runs_once_each():
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import make_arm
+
+    table = _table("benchmarks/results/tables/cnn_mnist-9ep-4seeds.jsonl.gz")  # 48 grid points
+    space = table_space(table, as_choices=True)
+    assert all(list(space.hyperparameters[name].choices) == values for name, values in table.grid.items())
+    assert table_space(table).hyperparameters["lr"].log  # the product's range, as the registered families replay it
+
+    def keys(arm: str) -> list:
+        run = replay_search(table, space, make_arm(arm, space, 3, 30, table.epochs, 2), 3, 30, 2)
+        return [trial["key"] for _, trial in sorted(run["trials"].items(), key=lambda item: int(item[0]))]
+
+    assert len(set(keys("search|space=choices"))) == 30  # 30 trials, 30 configurations
+    assert len(set(keys("search|space=choices|once=0"))) < 30  # the same sampler without the rule runs some twice
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        make_arm("search|once=1", space, 0, 12, 3)
+    run = replay_cli(("benchmarks/results/tables/cnn_mnist-9ep-4seeds.jsonl.gz", "random_asha|space=choices", 0, 8, 2))
+    assert 8 <= run["epochs"] <= 72 and run["regret"] >= 0  # the CLI's path: the variant's space, the arm's sampler
