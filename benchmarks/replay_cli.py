@@ -51,8 +51,7 @@ def replay_cli(job: tuple) -> dict:
     time, epochs spent and (seconds, regret) after each epoch. The sampler's random start is sized for the trials an
     epoch budget buys at full length."""
     path, arm, seed, trials, concurrency, *rest = job
-    table = _table(path)
-    settings = parse_variant(arm)[1]
+    table, settings = _table(path), parse_variant(arm)[1]
     trials, epoch_budget = arm_stop_rule(settings, table.epochs, trials, rest[0] if rest else 0)
     space = table_space(table, as_choices=settings.get("space") == "choices")
     with warnings.catch_warnings():
@@ -139,7 +138,8 @@ def measure(
 
 def summarise(runs: dict[str, list[dict]]) -> dict:
     regrets = {arm: np.asarray([r["regret"] for r in rs]) * 100 for arm, rs in runs.items()}  # in points
-    random_final = float(np.median(regrets.get("random_asha", regrets["search"])))
+    ours = "search" if "search" in regrets else next(iter(regrets))  # a family of variants: its first arm stands in
+    random_final = float(np.median(regrets.get("random_asha", regrets[ours])))
     grid = np.linspace(0.0, max(r["wall_s"] for rs in runs.values() for r in rs), ANYTIME_POINTS)
     epochs = np.arange(1, max(r["epochs"] for rs in runs.values() for r in rs) + 1)
     at_k = {"anytime_wall_s": grid.round(2).tolist(), "anytime_epochs": epochs.tolist(), "arms": {}}
@@ -155,9 +155,9 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
             "anytime_quartiles_pt": anytime_quartiles(rs, grid),
             "anytime_iqm_pt": {"wall": anytime_iqm(rs, grid, "wall"), "epochs": anytime_iqm(rs, epochs, "epochs")},
         }
-    for arm in (a for a in runs if a != "search"):  # paired by seed: every arm replays the same seeds
-        at_k["arms"][arm]["p_search_lower"] = wilcoxon(regrets["search"], regrets[arm], "less")
-        at_k["arms"][arm]["p_search_higher"] = wilcoxon(regrets["search"], regrets[arm], "greater")
+    for arm in (a for a in runs if a != ours):  # paired by seed: every arm replays the same seeds
+        at_k["arms"][arm]["p_search_lower"] = wilcoxon(regrets[ours], regrets[arm], "less")
+        at_k["arms"][arm]["p_search_higher"] = wilcoxon(regrets[ours], regrets[arm], "greater")
     return at_k
 
 

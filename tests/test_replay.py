@@ -492,6 +492,7 @@ def test_a_peers_configuration_comes_back_in_the_spaces_types_and_a_missing_peer
 def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_runs_once_each():
     from benchmarks.replay import _table, table_space
     from benchmarks.replay_arms import make_arm
+    from benchmarks.replay_cli import summarise
 
     table = _table("benchmarks/results/tables/cnn_mnist-9ep-4seeds.jsonl.gz")  # 48 grid points
     space = table_space(table, as_choices=True)
@@ -506,5 +507,9 @@ def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_r
     assert len(set(keys("search|space=choices|once=0"))) < 30  # the same sampler without the rule runs some twice
     with pytest.raises(ValueError, match="KEY=VALUE"):
         make_arm("search|once=1", space, 0, 12, 3)
-    run = replay_cli(("benchmarks/results/tables/cnn_mnist-9ep-4seeds.jsonl.gz", "random_asha|space=choices", 0, 8, 2))
-    assert 8 <= run["epochs"] <= 72 and run["regret"] >= 0  # the CLI's path: the variant's space, the arm's sampler
+    path = "benchmarks/results/tables/cnn_mnist-9ep-4seeds.jsonl.gz"
+    arms = ("search|space=choices", "random_asha|once=0")
+    runs = {arm: [replay_cli((path, arm, seed, 8, 2)) for seed in (0, 1)] for arm in arms}  # the CLI's path
+    assert all(8 <= run["epochs"] <= 72 and run["regret"] >= 0 for replays in runs.values() for run in replays)
+    summary = summarise(runs)["arms"]  # a family of variants alone: its first arm stands in for the search
+    assert "p_search_lower" in summary["random_asha|once=0"] and "p_search_lower" not in summary[arms[0]]
