@@ -41,8 +41,7 @@ def measure_trials(
         before = bare_loop(root, limit, epochs, batch, threads=cores)
         run = run_search(storage, label.replace(" ", "_").replace("=", ""), overrides, sample_processes=True)
         print(f"  {label}: {run['wall_s']:.0f} s", flush=True)
-        after = bare_loop(root, limit, epochs, batch, threads=cores)
-        trials = trial_rows(run["experiment"])
+        after, trials = bare_loop(root, limit, epochs, batch, threads=cores), trial_rows(run["experiment"])
         steady = [row for rows in trials for row in steady_rows(rows)]  # the epochs images/s is averaged over
         training = [(row["started_at"], row["started_at"] + row["train_s"]) for row in steady]
         rate = sum(map(steady_images_per_s, trials)) / len(trials)

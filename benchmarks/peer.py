@@ -45,8 +45,7 @@ def plain_optuna_loop(root: str, trials: int, epochs: int, threads: int) -> dict
             stepping = time.perf_counter()
             train_one_epoch(model, optimizer, feed.train_batches(epoch), device)
             synchronize(device)
-            evaluating = time.perf_counter()
-            stats = evaluate(model, feed.val_batches(), device)
+            evaluating, stats = time.perf_counter(), evaluate(model, feed.val_batches(), device)  # left to right
             accuracy = (stats["correct"] / stats["count"]).item()
             spent["steps_s"] += evaluating - stepping
             spent["eval_s"] += time.perf_counter() - evaluating

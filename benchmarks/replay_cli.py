@@ -37,6 +37,7 @@ from benchmarks.statistics import (
     wall_share_to,
     wilcoxon,
 )
+from search.running.proposals.unrun import configuration_count
 from trainables.foundation.errors import UsageError
 
 CORES = 2  # the machine every concurrency is replayed on (--cores); the results JSON names it
@@ -53,10 +54,12 @@ def replay_cli(job: tuple) -> dict:
     path, arm, seed, trials, concurrency, *rest = job
     table, settings = _table(path), parse_variant(arm)[1]
     trials, epoch_budget = arm_stop_rule(settings, table.epochs, trials, rest[0] if rest else 0)
-    space = table_space(table, as_choices=settings.get("space") == "choices")
+    space = table_space(table, as_choices=settings.get("space") == "choices")  # finite: each configuration once
+    count = configuration_count(space.hyperparameters) if settings.get("once") != "0" else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.ERROR)
+        trials = min(trials, count or trials)  # as the product's search_trials: no more than the space holds
         expected = min(trials, max(1, epoch_budget // table.epochs)) if epoch_budget else trials
         runner = make_arm(arm, space, seed, expected, table.epochs, concurrency)
         run = replay_search(table, space, runner, seed, trials, concurrency, epoch_budget, CORES)

@@ -168,8 +168,7 @@ def incumbent_at(runs: list[dict], grid: np.ndarray, by: str = "wall") -> np.nda
     at = np.full((len(runs), len(grid)), np.nan)
     for row, run in enumerate(runs):
         times = np.asarray([t for t, _ in run["trace"]]) if by == "wall" else np.arange(1, len(run["trace"]) + 1)
-        values = np.asarray([v for _, v in run["trace"]]) * 100
-        index = np.searchsorted(times, grid, side="right") - 1
+        values, index = np.asarray([v for _, v in run["trace"]]) * 100, np.searchsorted(times, grid, side="right") - 1
         at[row, index >= 0] = values[index[index >= 0]]
     return at
 

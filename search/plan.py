@@ -60,17 +60,19 @@ def local_shape(config: RunConfig):
 
 def shape_words(config: RunConfig, space: Space) -> str:
     """The `search:` line's plan: how many trials, how many side by side, each trial's shape, ASHA's first rung."""
-    placed = local_shape(config)
+    from search.running.proposals.study_setup import within_space
+
+    capped = within_space(config, space)  # a finite space: at most its configurations, each once
+    placed = local_shape(capped)
     if placed:
         shape, side_by_side = placed
         side = f"{side_by_side} at a time, {shape.in_words()} ({shape.keys()})"
     else:
         side = "the shape decided on the cluster when it answers"
-    from search.running.proposals.study_setup import search_trials
-
-    trials = trial_count(search_trials(config, space))  # one configuration: one trial, or the repeats asked for
+    trials = trial_count(capped.trials)  # one configuration: one trial, or the repeats asked for
     if searched_names(space, config.fixed) and config.epoch_budget and config.trials >= config.epoch_budget:
-        trials = f"trials until {config.epoch_budget} trial-epochs are spent"
+        at_most = f", at most {capped.trials}" if capped.trials < config.trials else ""
+        trials = f"trials until {config.epoch_budget} trial-epochs are spent{at_most}"
     asha = f"ASHA from epoch {config.grace} of {config.epochs}" if config.grace < config.epochs else "no early stopping"
     return f"{trials} of {space.name}, {side}, {asha}"
 
@@ -80,6 +82,7 @@ def stop_rule_words(config: RunConfig, space: Space) -> str:
     (every searched key pinned) the repeats of the one configuration and their seeds, and where the space holds
     fewer configurations than trials, that many (each is proposed once)."""
     from search.running.proposals.study_setup import finite_count
+    from search.running.proposals.unrun import configurations_words
 
     rules = []
     if config.epoch_budget:
@@ -93,7 +96,7 @@ def stop_rule_words(config: RunConfig, space: Space) -> str:
         rules.append(repeats_words(config.seed, config.trials))
     count = finite_count(config, space)
     if count is not None and count < config.trials:
-        rules.append(f"the space holds {count} configurations, each run once: at most {trial_count(count)}")
+        rules.append(f"the space holds {configurations_words(count)}, each run once: at most {trial_count(count)}")
     return "; ".join(rules)
 
 
@@ -108,7 +111,8 @@ def estimate_words(config: RunConfig, space: Space) -> str:
     from search.running.proposals.study_setup import within_space
     from trainables.data import IdxDataset, get_dataset
 
-    epochs = expected_epochs(within_space(config, space))
+    config = within_space(config, space)  # a finite space: at most its configurations, each once
+    epochs = expected_epochs(config)
     dataset = get_dataset(space.dataset)
     asha = " (ASHA stopping some)" if config.grace < config.epochs else ""
     if not isinstance(dataset, IdxDataset):

@@ -110,7 +110,6 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
     """The keys of `resume` checked against the settings and the study in `folder`, and the settings they make: one
     line, exit 2, for a key that cannot be, a search that cannot grow so, or a finished one given nothing to train."""
     from search.running.growth import grow, refuse_idle, study_so_far
-    from search.running.proposals.study_setup import finite_count
 
     before = read_settings(folder)["run"]
     resumed = resumed_config(before, options)  # the keys first: they need no study
@@ -121,8 +120,17 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
     grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)
     idle = finished and not grown and options.keys() <= TRACKING_KEYS  # asked nothing to train: where the result is
     if finished and not idle:
-        refuse_idle(config, options, so_far, finite_count(config, space))  # asked to train, with nothing to train
+        refuse_idle(config, options, so_far, finite_space(folder, config, space))  # asked to train, with nothing
     return Resumption(before, config, space, finished, idle, digest(folder))
+
+
+def finite_space(folder: Path, config, space) -> tuple[int, int] | None:
+    """(configurations the space holds, those none of the study's trials holds), for a finite space; else None."""
+    from search.running.growth import proposed_in
+    from search.running.proposals.study_setup import configurations_left, finite_count
+
+    count = finite_count(config, space)
+    return None if count is None else (count, configurations_left(config, space, proposed_in(folder)))
 
 
 def resume_held(experiment: Experiment, options: dict, resumption: Resumption, damage_checked: bool) -> dict | None:

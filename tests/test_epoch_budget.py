@@ -1,6 +1,8 @@
 """A budget in trial-epochs (`epoch_budget=`): how it is counted and what it decides, without Ray (Tune's Stopper
 API and real Optuna studies; the end-to-end run is in test_multi_objective_e2e.py)."""
 
+import dataclasses
+
 import optuna
 import pytest
 
@@ -97,13 +99,23 @@ def test_the_first_line_says_the_budget_decides_the_trials():
 
     budget = RunConfig(space="mlp_mnist", trials=24, epoch_budget=24)
     spent = "trials until 24 trial-epochs are spent"
-    assert first_line_words(budget, 24, Finished(0), 24) == spent
-    assert first_line_words(budget, 20, Finished(4), 24) == f"{spent} (4 done before)"
-    assert first_line_words(budget, 9, Finished(0), 9) == f"{spent}, at most 9: the space holds 9 configurations"
+    assert first_line_words(budget, 24, Finished(0)) == spent
+    assert first_line_words(budget, 20, Finished(4)) == f"{spent} (4 done before)"
+    capped = dataclasses.replace(budget, trials=9)  # a finite space of 9 configurations, each run once
+    assert (
+        first_line_words(capped, 9, Finished(0), 24, 9)
+        == f"{spent}, at most 9 (the space holds 9 configurations, each run once)"
+    )
     counted = RunConfig(space="mlp_mnist", trials=8)
-    assert first_line_words(counted, 8, Finished(0), 8) == "8 trials"
-    assert first_line_words(counted, 5, Finished(3), 8) == "5 of 8 trials (3 done before)"
-    assert first_line_words(counted, 6, Finished(0), 6) == "6 trials (the space holds 6 configurations, each run once)"
+    assert first_line_words(counted, 8, Finished(0)) == "8 trials"
+    assert first_line_words(counted, 5, Finished(3)) == "5 of 8 trials (3 done before)"
+    finite = dataclasses.replace(counted, trials=6)
+    assert (
+        first_line_words(finite, 6, Finished(0), 8, 6) == "6 trials (the space holds 6 configurations, each run once)"
+    )
+    assert first_line_words(finite, 2, Finished(4), 8, 6) == (
+        "2 of 6 trials (4 done before; the space holds 6 configurations, each run once)"
+    )
 
 
 def test_resume_trials_grows_a_default_search_to_that_many_trials_in_all(tmp_path):

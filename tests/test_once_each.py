@@ -1,5 +1,7 @@
-"""A space of finitely many configurations: the search proposes each once, and its stop rule runs at most as many
-trials as the space holds (search.running.proposals.unrun). No Ray: a real study in its journal file."""
+"""A space of finitely many configurations: the search proposes each once, and its stop rule runs no more trials than
+the space has configurations left (search.running.proposals.unrun). No Ray: a real study in its journal file."""
+
+import json
 
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
@@ -7,8 +9,15 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from search.plan import shape_words, stop_rule_words
 from search.running.ends.decider import Decider
 from search.running.growth import SoFar, refuse_idle
-from search.running.proposals.study_setup import finite_count, open_search_study, sampler_for, search_trials
+from search.running.proposals.study_setup import (
+    configurations_left,
+    enqueued_configurations,
+    open_search_study,
+    sampler_for,
+    search_trials,
+)
 from search.running.proposals.unrun import OnceEachSampler, configuration_count
+from search.running.study.coding import SpaceCoding
 from search.running.study.endings import EndFacts, Ending
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
@@ -20,7 +29,13 @@ PINNED = {"lr": 0.001, "dropout": 0.1, "layers": 2}  # left: hidden x batch_size
 
 
 def configured(tmp_path, name="e", **keys) -> RunConfig:
-    return RunConfig(space="mlp_mnist", storage=str(tmp_path), name=name, epochs=1, **keys)
+    return RunConfig(space="mlp_mnist", storage=str(tmp_path), name=name, epochs=1, fixed=dict(PINNED), **keys)
+
+
+def study_in(tmp_path, name="e", enqueued=(), **keys):
+    experiment = Experiment.at(str(tmp_path / name))
+    experiment.local.mkdir()
+    return open_search_study(configured(tmp_path, name, **keys), SPACE, experiment, list(enqueued))
 
 
 def score(config: dict) -> float:
@@ -31,8 +46,8 @@ def score(config: dict) -> float:
 def searched(record, trials: int) -> list[tuple]:
     """`trials` trials proposed one after another, each finished with its score; their configurations in order."""
     proposed = []
-    for number in range(trials):
-        trial_id = f"t{number}"
+    for _ in range(trials):
+        trial_id = f"t{len(record.proposed())}"
         config = record.coding.to_config(record.create(trial_id).params)
         record.report(trial_id, 1, score(config))
         Decider.without_files(record).end(trial_id, EndFacts(0, written=Ending("completed")))
@@ -44,55 +59,65 @@ def test_the_configurations_a_space_holds_are_counted_only_without_a_continuous_
     choices = {"hidden": CategoricalDistribution([128, 256, 512]), "layers": IntDistribution(1, 3)}
     assert configuration_count(choices) == 9
     assert configuration_count({**choices, "even": IntDistribution(0, 8, step=2)}) == 45
+    assert configuration_count({"wide": IntDistribution(0, 10**12)}) == 10**12 + 1  # counted, never listed
     assert configuration_count({**choices, "lr": FloatDistribution(1e-4, 1e-2, log=True)}) is None
     assert configuration_count({}) is None  # nothing searched: repeats of one configuration, each with its seed
+    continuous = SpaceCoding({name: d for name, d in SPACE.hyperparameters.items() if name != "lr"})
+    assert not isinstance(sampler_for("tpe", continuous, 0, 2), OnceEachSampler)  # dropout: the sampler as it is
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
-def test_a_finite_space_has_every_configuration_proposed_once_before_any_twice(tmp_path, sampler):
-    experiment = Experiment.at(str(tmp_path / "e"))
-    experiment.local.mkdir()
-    config = configured(tmp_path, trials=9, sampler=sampler, fixed=dict(PINNED))
-    record = open_search_study(config, SPACE, experiment)
+def test_a_finite_space_has_every_configuration_proposed_once_and_the_samplers_own_until_it_would_repeat(
+    tmp_path, sampler
+):
+    record = study_in(tmp_path, trials=9, sampler=sampler)
     assert isinstance(record.study.sampler, OnceEachSampler)
-    assert len(set(searched(record, 9))) == 9  # all nine, none twice
+    once = searched(record, 9)
+    assert len(set(once)) == 9  # all nine, none twice
 
-    without = Experiment.at(str(tmp_path / "without"))
-    without.local.mkdir()
-    plain = open_search_study(
-        configured(tmp_path, name="without", trials=9, sampler=sampler, fixed=dict(PINNED)), SPACE, without
-    )
-    plain.study.sampler = plain.study.sampler.base  # the same sampler and seed without the rule: it runs some twice
-    assert len(set(searched(plain, 9))) < 9
+    plain = study_in(tmp_path, "plain", trials=9, sampler=sampler)
+    plain.study.sampler = plain.study.sampler.base  # the same sampler and seed without the rule
+    alone = searched(plain, 9)
+    first_repeat = next(n for n, config in enumerate(alone) if config in alone[:n])  # it runs some twice
+    assert once[:first_repeat] == alone[:first_repeat]  # until then, the sampler's own proposals
 
-
-def test_running_and_enqueued_configurations_count_as_proposed(tmp_path):
-    experiment = Experiment.at(str(tmp_path / "e"))
-    experiment.local.mkdir()
-    config = configured(tmp_path, trials=9, fixed=dict(PINNED))
-    record = open_search_study(config, SPACE, experiment, [{"hidden": 512, "batch_size": 64}])
-    running = [record.coding.to_config(record.create(f"r{number}").params) for number in range(9)]  # none ends
-    assert (running[0]["hidden"], running[0]["batch_size"]) == (512, 64)  # the configuration given first
-    assert len({(config["hidden"], config["batch_size"]) for config in running}) == 9
+    left = configurations_left(configured(tmp_path, trials=20), SPACE, plain.proposed())
+    assert left == 9 - len(set(alone)) > 0  # a study holding repeats (one made before the rule) still has some
+    assert search_trials(configured(tmp_path, trials=20), SPACE, plain.proposed()) == 9 + left
+    assert search_trials(configured(tmp_path, trials=20), SPACE, record.proposed()) == 9  # none left
 
 
-def test_a_space_with_a_continuous_range_keeps_the_sampler_as_it_is():
-    config = configured("/tmp", trials=9, fixed={"lr": 0.001})  # dropout stays continuous
-    coding_space = {name: d for name, d in SPACE.hyperparameters.items() if name not in config.fixed}
-    from search.running.study.coding import SpaceCoding
-
-    sampler = sampler_for("tpe", SpaceCoding(coding_space), 0, 2)
-    assert not isinstance(sampler, OnceEachSampler)
-    assert search_trials(config, SPACE) == 9
+def test_running_trials_and_a_configuration_given_in_part_count_as_proposed_a_cut_proposal_does_not(tmp_path):
+    given = [{"hidden": 512}] * 3  # batch_size chosen by the search each time: three different ones
+    record = study_in(tmp_path, trials=9, enqueued=given)
+    running = [record.coding.to_config(record.create(f"r{number}").params) for number in range(3)]  # none ends
+    cut = record.study.ask(record.coding.distributions)  # a proposal a kill cut short before it was named
+    record.fail_unnamed(cut.number, "never started")
+    running += [record.coding.to_config(record.create(f"r{number}").params) for number in range(3, 9)]
+    assert {config["batch_size"] for config in running[:3]} == {64, 128, 256} and running[0]["hidden"] == 512
+    assert len({(config["hidden"], config["batch_size"]) for config in running}) == 9  # the cut one's among them
 
 
 def test_the_stop_rule_runs_and_says_at_most_the_configurations_the_space_holds(tmp_path):
-    finite = configured(tmp_path, trials=12, fixed=dict(PINNED))
+    finite = configured(tmp_path, trials=12)
     assert search_trials(finite, SPACE) == 9
     assert shape_words(finite, SPACE).startswith("9 trials of mlp_mnist, ")
     assert stop_rule_words(finite, SPACE).endswith("the space holds 9 configurations, each run once: at most 9 trials")
-    assert "configurations" not in stop_rule_words(configured(tmp_path, trials=12), SPACE)
-    resumed = configured(tmp_path, trials=20, fixed=dict(PINNED))
+    assert "configurations" not in stop_rule_words(RunConfig(space="mlp_mnist", trials=12), SPACE)
+    budget = configured(tmp_path, trials=100, epoch_budget=100)
+    assert shape_words(budget, SPACE).startswith("trials until 100 trial-epochs are spent, at most 9 of mlp_mnist")
     with pytest.raises(UsageError, match="already ran every one of the 9 configurations its space holds"):
-        refuse_idle(resumed, {"trials": "20"}, SoFar(9, 9, 0), finite_count(resumed, SPACE))
-    refuse_idle(resumed, {"trials": "20"}, SoFar(9, 9, 1), 9)  # one a budget stopped: it goes on
+        refuse_idle(finite, {"trials": "20"}, SoFar(9, 9, 0), (9, 0))
+    refuse_idle(finite, {"trials": "20"}, SoFar(9, 9, 0), (9, 2))  # two a study with repeats never ran: it goes on
+    refuse_idle(finite, {"trials": "20"}, SoFar(9, 9, 1), (9, 0))  # one a budget stopped: it goes on
+
+
+def test_a_configuration_given_twice_with_enqueue_runs_once(tmp_path):
+    given = tmp_path / "given.json"
+    given.write_text(
+        json.dumps([{"hidden": 512, "batch_size": 64}, {"batch_size": 64, "hidden": 512}, {"hidden": 128}])
+    )
+    assert enqueued_configurations(configured(tmp_path, enqueue=str(given)), SPACE) == [
+        {"hidden": 512, "batch_size": 64},
+        {"hidden": 128},
+    ]

@@ -508,8 +508,11 @@ def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_r
     with pytest.raises(ValueError, match="KEY=VALUE"):
         make_arm("search|once=1", space, 0, 12, 3)
     path = "benchmarks/results/tables/cnn_mnist-9ep-4seeds.jsonl.gz"
-    arms = ("search|space=choices", "random_asha|once=0")
+    arms = ("search|space=choices", "random_asha|space=choices|once=0")
     runs = {arm: [replay_cli((path, arm, seed, 8, 2)) for seed in (0, 1)] for arm in arms}  # the CLI's path
     assert all(8 <= run["epochs"] <= 72 and run["regret"] >= 0 for replays in runs.values() for run in replays)
     summary = summarise(runs)["arms"]  # a family of variants alone: its first arm stands in for the search
-    assert "p_search_lower" in summary["random_asha|once=0"] and "p_search_lower" not in summary[arms[0]]
+    assert "p_search_lower" in summary[arms[1]] and "p_search_lower" not in summary[arms[0]]
+    capped = [replay_cli((path, "search|space=choices", 0, trials, 2)) for trials in (60, 48)]  # 48 configurations
+    assert capped[0] == capped[1]  # as the product's stop rule: no more trials than the space holds
+    assert replay_cli((path, arms[1], 0, 60, 2))["epochs"] > replay_cli((path, arms[1], 0, 48, 2))["epochs"]

@@ -9,23 +9,28 @@ import shlex
 import time
 from pathlib import Path
 
+from search.running.proposals.unrun import configurations_words
 from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import ERROR_FILE, TRIAL_DIR_PREFIX
 
 
-def first_line_words(config: RunConfig, to_run: int, record: StudyRecord, trials: int) -> str:
-    """`trials`: the search's, fewer than `config.trials` where the space holds fewer configurations (each once)."""
-    done = record.finished()
-    before = f" ({done} done before)" if done else ""
-    every = f", at most {trials}: the space holds {trials} configurations" if trials < config.trials else ""
-    if config.epoch_budget and config.trials >= config.epoch_budget:  # the budget decides the trials
-        return f"trials until {config.epoch_budget} trial-epochs are spent{every}{before}"
-    every = f" (the space holds {trials} configurations, each run once)" if trials < config.trials else ""
-    if not done and to_run == trials:
-        return ("1 trial" if to_run == 1 else f"{trials} trials") + every  # one configuration: one trial
-    return f"{to_run} of {trials} trials{every}{before}"
+def first_line_words(
+    config: RunConfig, to_run: int, record: StudyRecord, asked: int | None = None, count: int | None = None
+) -> str:
+    """`config.trials`: the trials the search runs at most; `asked`: those asked for, more where the space holds
+    `count` configurations, each proposed once."""
+    done, asked = record.finished(), asked or config.trials
+    notes = [f"{done} done before"] if done else []
+    notes += [f"the space holds {configurations_words(count or 0)}, each run once"] if config.trials < asked else []
+    said = f" ({'; '.join(notes)})" if notes else ""
+    if config.epoch_budget and asked >= config.epoch_budget:  # the budget decides the trials
+        at_most = f", at most {config.trials}" if config.trials < asked else ""
+        return f"trials until {config.epoch_budget} trial-epochs are spent{at_most}{said}"
+    if not done and to_run == config.trials:
+        return ("1 trial" if to_run == 1 else f"{config.trials} trials") + said  # one configuration: one trial
+    return f"{to_run} of {config.trials} trials{said}"
 
 
 def no_result_message(summary: dict, experiment: Experiment, log_file: Path) -> str:

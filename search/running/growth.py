@@ -38,14 +38,20 @@ def study_so_far(folder: Path) -> SoFar:
     return SoFar(len(trials), queries.epochs_spent(), len(stopped), COUNT_DEFAULT_ATTR in study.user_attrs)
 
 
-def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, configurations: int | None = None) -> None:
+def proposed_in(folder: Path) -> list:
+    """The trials the study in experiment folder `folder` proposed (read as a reader), none without a study."""
+    path = folder / STUDY_FILE
+    return StudyQueries(read_study(path)[0]).proposed() if path.is_file() else []
+
+
+def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, finite: tuple[int, int] | None = None) -> None:
     """A finished search that `resume` would not train a single epoch of: one line naming why and what grows it,
-    exit 2, before anything is written (no command exits 0 having done nothing). `configurations`: how many the space
-    holds, where finitely many (each is proposed once)."""
+    exit 2, before anything is written (no command exits 0 having done nothing). `finite`: (the configurations a
+    finite space holds, those no trial holds yet): each is proposed once."""
     given = " ".join(f"{key}={value}" for key, value in options.items()) or "no keys"
-    if configurations is not None and so_far.trials >= configurations and not so_far.stopped_by_budget:
+    if finite is not None and not finite[1] and not so_far.stopped_by_budget:
         raise UsageError(
-            f"{given}: this search already ran every one of the {configurations} configurations its space holds, "
+            f"{given}: this search already ran every one of the {finite[0]} configurations its space holds, "
             "each once; nothing is left to search (a new run with a key unpinned or a wider range searches more)"
         )
     if config.epoch_budget and so_far.epochs_spent >= config.epoch_budget:

@@ -30,7 +30,7 @@ from search.running.ends.reconcile import continue_stopped_by_budget, reconcile
 from search.running.joining.connect import check_paths_on_every_node, connect
 from search.running.live_view import ProgressView
 from search.running.proposals.searcher import StudySearcher
-from search.running.proposals.study_setup import open_search_study, search_trials
+from search.running.proposals.study_setup import finite_count, open_search_study, within_space
 from search.running.settings import write_settings
 from search.running.stopping import SessionStop, ctrl_c_stops
 from search.running.study.record import StudyRecord
@@ -76,7 +76,8 @@ def run_search(config: RunConfig, space: Space, experiment: Experiment, enqueued
 
 def resume_search(experiment: Experiment, config: RunConfig, space: Space) -> dict:
     """Continue a search from its study and its trials' files (`config` may have grown `trials`): finished trials are
-    kept, unfinished ones run again from their checkpoints, and new ones are proposed up to `config.trials`."""
+    kept, unfinished ones run again from their checkpoints, and new ones are proposed up to `config.trials` (fewer
+    where a finite space has fewer configurations left: each is proposed once)."""
     return drive(config, space, experiment, open_search_study(config, space, experiment))
 
 
@@ -96,16 +97,17 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
         unended += continue_stopped_by_budget(record)
     # MLflow brought up to what earlier sessions recorded (all of it, for a search tracked late), while Ray starts
     tracker = start_tracker(config, space.name, experiment, space.metric, record)
-    trials = search_trials(config, space)  # fewer where the space holds fewer configurations
-    to_run = 0 if budget_spent else len(unended) + max(0, trials - len(record.proposed()))
+    proposed = record.proposed()
+    capped = within_space(config, space, proposed)  # a finite space: no more trials than configurations left
+    to_run = 0 if budget_spent else len(unended) + max(0, capped.trials - len(proposed))
     failure = functools.partial(stopped_by, record, experiment)  # what stops the search at once
     stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), failure)
     try:
         if to_run:
-            fit(config, space, experiment, unended, to_run, tracker, stop, decider)
+            fit(capped, space, experiment, unended, to_run, tracker, stop, decider, asked=config.trials)
         if failure() is not None:
             raise failure()
-        if stop.interrupted or not (budget_spent or stop.out_of_budget or record.finished() >= trials):
+        if stop.interrupted or not (budget_spent or stop.out_of_budget or record.finished() >= capped.trials):
             raise SearchInterrupted(experiment.location)
     except BaseException:
         if tracker:
@@ -117,10 +119,19 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
 
 
 def fit(
-    config, space, experiment, unended: list, to_run: int, tracker: MlflowTracker | None, stop: SessionStop, decider
+    config,
+    space,
+    experiment,
+    unended: list,
+    to_run: int,
+    tracker: MlflowTracker | None,
+    stop: SessionStop,
+    decider,
+    asked: int | None = None,
 ) -> None:
     """Run `to_run` trials on Ray Tune, `unended` first, until done or stopped by `stop` (a budget: its trials end so;
-    Ctrl-C or a failed write of the study: they stay unended, for `resume`), every end through `decider`."""
+    Ctrl-C or a failed write of the study: they stay unended, for `resume`), every end through `decider`. `asked`:
+    the trials asked for, where a finite space holds fewer (`config.trials`)."""
     record, log_file = decider.record, experiment.local / LOG_FILE
     started_here = connect(config)  # False for a Ray this process keeps (search.running.joining.kept_ray)
     try:
@@ -128,7 +139,7 @@ def fit(
         shape = settle_shape(config, nodes)  # auto keys on a cluster: what the cluster has, not what this machine has
         concurrency = plan_concurrency(nodes, shape, config.concurrency)
         check_paths_on_every_node(config, experiment)
-        trials = first_line_words(config, to_run, record, search_trials(config, space))
+        trials = first_line_words(config, to_run, record, asked, finite_count(config, space))
         print(
             f"search: {trials} of {space.name}, {concurrency} at a time, "
             f"{shape.in_words()} ({shape.keys()}), {asha_words(config)}log in {log_file}"

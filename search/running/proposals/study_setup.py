@@ -14,7 +14,7 @@ from optuna.distributions import IntDistribution
 
 from search.results.summary import SUMMARY_FILE
 from search.running.proposals.sampler import make_sampler, startup_trials
-from search.running.proposals.unrun import configuration_count, once_each
+from search.running.proposals.unrun import configuration_count, held_configurations, once_each
 from search.running.study.coding import SpaceCoding, ordered_choices
 from search.running.study.queries import COUNT_DEFAULT_ATTR, SEARCH_ID_ATTR, STARTUP_ATTR
 from search.running.study.record import StudyRecord
@@ -83,16 +83,23 @@ def finite_count(config: RunConfig, space: Space) -> int | None:
     return configuration_count(coding_for(config, space).distributions)
 
 
-def search_trials(config: RunConfig, space: Space) -> int:
-    """The trials the search runs at most: `trials`, or fewer where the space holds fewer configurations (each is
-    proposed once: search.running.proposals.unrun)."""
-    count = finite_count(config, space)
-    return config.trials if count is None else min(config.trials, count)
+def configurations_left(config: RunConfig, space: Space, proposed: list) -> int | None:
+    """How many configurations of a finite space none of the `proposed` trials holds; None for a continuous one."""
+    coding = coding_for(config, space)
+    count = configuration_count(coding.distributions)
+    return None if count is None else count - len(held_configurations(proposed, list(coding.distributions)))
 
 
-def within_space(config: RunConfig, space: Space) -> RunConfig:
-    """`config` with its trials those the search runs at most (search_trials), for what estimates its work."""
-    trials = search_trials(config, space)
+def search_trials(config: RunConfig, space: Space, proposed: list = ()) -> int:
+    """The trials the search runs at most, counting the `proposed` ones (the study's): `trials`, or fewer where the
+    space has fewer configurations left (each is proposed once: search.running.proposals.unrun)."""
+    left = configurations_left(config, space, list(proposed))
+    return config.trials if left is None else min(config.trials, len(proposed) + left)
+
+
+def within_space(config: RunConfig, space: Space, proposed: list = ()) -> RunConfig:
+    """`config` with its trials those the search runs at most (search_trials), for its shape and estimates."""
+    trials = search_trials(config, space, proposed)
     return config if trials == config.trials else dataclasses.replace(config, trials=trials)
 
 
@@ -105,7 +112,8 @@ def expected_trials(config: RunConfig) -> int:
 
 
 def enqueued_configurations(config: RunConfig, space: Space) -> list[dict]:
-    """The configurations `enqueue=` names, each checked against the space; refused in one line naming the key."""
+    """The configurations `enqueue=` names, each checked against the space (refused in one line naming the key), a
+    configuration given twice once: it would train the same curve again."""
     if not config.enqueue:
         return []
     source = Path(config.enqueue).expanduser()
@@ -135,4 +143,4 @@ def enqueued_configurations(config: RunConfig, space: Space) -> list[dict]:
         why = coding.refusal(configuration)
         if why:
             raise UsageError(f"enqueue={config.enqueue}: configuration {number}: {why}")
-    return configurations
+    return list({json.dumps(one, sort_keys=True): one for one in configurations}.values())  # one given twice: once
