@@ -142,7 +142,7 @@ def measure(
 def summarise(runs: dict[str, list[dict]]) -> dict:
     regrets = {arm: np.asarray([r["regret"] for r in rs]) * 100 for arm, rs in runs.items()}  # in points
     ours = "search" if "search" in regrets else next(iter(regrets))  # a family of variants: its first arm stands in
-    random_final = float(np.median(regrets.get("random_asha", regrets[ours])))
+    random_final = float(np.median(regrets[next((a for a in regrets if a.split("|")[0] == "random_asha"), ours)]))
     grid = np.linspace(0.0, max(r["wall_s"] for rs in runs.values() for r in rs), ANYTIME_POINTS)
     epochs = np.arange(1, max(r["epochs"] for rs in runs.values() for r in rs) + 1)
     at_k = {"anytime_wall_s": grid.round(2).tolist(), "anytime_epochs": epochs.tolist(), "arms": {}}

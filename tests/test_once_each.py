@@ -16,7 +16,7 @@ from search.running.proposals.study_setup import (
     sampler_for,
     search_trials,
 )
-from search.running.proposals.unrun import OnceEachSampler, configuration_count
+from search.running.proposals.unrun import OnceEachSampler, configuration_count, held_configurations
 from search.running.study.coding import SpaceCoding
 from search.running.study.endings import EndFacts, Ending
 from trainables.foundation.config import RunConfig
@@ -88,9 +88,12 @@ def test_a_finite_space_has_every_configuration_proposed_once_and_the_samplers_o
 
 
 def test_running_trials_and_a_configuration_given_in_part_count_as_proposed_a_cut_proposal_does_not(tmp_path):
-    given = [{"hidden": 512}] * 3  # batch_size chosen by the search each time: three different ones
+    given = [{"hidden": 512}] * 2 + [{"hidden": 512, "batch_size": 64}]  # batch_size chosen for the first two
     record = study_in(tmp_path, trials=9, enqueued=given)
+    names = list(record.coding.distributions)  # hidden, batch_size
+    assert held_configurations(record.study.get_trials(deepcopy=False), names) == {(512, 64)}  # the whole one waits
     running = [record.coding.to_config(record.create(f"r{number}").params) for number in range(3)]  # none ends
+    assert (running[2]["hidden"], running[2]["batch_size"]) == (512, 64)  # held while it waited: not chosen before
     cut = record.study.ask(record.coding.distributions)  # a proposal a kill cut short before it was named
     record.fail_unnamed(cut.number, "never started")
     running += [record.coding.to_config(record.create(f"r{number}").params) for number in range(3, 9)]
@@ -112,12 +115,8 @@ def test_the_stop_rule_runs_and_says_at_most_the_configurations_the_space_holds(
     refuse_idle(finite, {"trials": "20"}, SoFar(9, 9, 1), (9, 0))  # one a budget stopped: it goes on
 
 
-def test_a_configuration_given_twice_with_enqueue_runs_once(tmp_path):
+def test_a_whole_configuration_given_twice_with_enqueue_runs_once(tmp_path):
     given = tmp_path / "given.json"
-    given.write_text(
-        json.dumps([{"hidden": 512, "batch_size": 64}, {"batch_size": 64, "hidden": 512}, {"hidden": 128}])
-    )
-    assert enqueued_configurations(configured(tmp_path, enqueue=str(given)), SPACE) == [
-        {"hidden": 512, "batch_size": 64},
-        {"hidden": 128},
-    ]
+    whole, part = {"hidden": 512, "batch_size": 64}, {"hidden": 128}  # a part: the search chooses the rest each time
+    given.write_text(json.dumps([whole, part, {"batch_size": 64, "hidden": 512}, part]))
+    assert enqueued_configurations(configured(tmp_path, enqueue=str(given)), SPACE) == [whole, part, part]

@@ -112,8 +112,8 @@ def expected_trials(config: RunConfig) -> int:
 
 
 def enqueued_configurations(config: RunConfig, space: Space) -> list[dict]:
-    """The configurations `enqueue=` names, each checked against the space (refused in one line naming the key), a
-    configuration given twice once: it would train the same curve again."""
+    """The configurations `enqueue=` names, each checked against the space (refused in one line naming the key); a
+    whole configuration (every searched key) given twice, once: it would train the same curve again."""
     if not config.enqueue:
         return []
     source = Path(config.enqueue).expanduser()
@@ -143,4 +143,6 @@ def enqueued_configurations(config: RunConfig, space: Space) -> list[dict]:
         why = coding.refusal(configuration)
         if why:
             raise UsageError(f"enqueue={config.enqueue}: configuration {number}: {why}")
-    return list({json.dumps(one, sort_keys=True): one for one in configurations}.values())  # one given twice: once
+    whole = [one for one in configurations if one.keys() >= coding.space.keys()]  # every searched key given
+    twice = [n for n, one in enumerate(whole) if one in whole[:n]]  # the same curve again: given once is enough
+    return [one for one in configurations if not any(one is whole[n] for n in twice)]

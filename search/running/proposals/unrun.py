@@ -15,6 +15,7 @@ import math
 import numpy as np
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.samplers import BaseSampler
+from optuna.trial import TrialState
 
 from search.running.study.queries import trial_id_of
 
@@ -45,9 +46,15 @@ def configurations_words(count: int) -> str:
 
 def held_configurations(trials, names: list[str]) -> set[tuple]:
     """The configurations the search's trials hold (those it named: not a proposal a kill cut short before it was
-    named, which never trained), as tuples in the order of `names`."""
-    wanted = set(names)
-    return {tuple(t.params[name] for name in names) for t in trials if trial_id_of(t) and wanted <= t.params.keys()}
+    named, which never trained; and a whole one given with `enqueue=` still waiting its turn), as tuples in the order
+    of `names`."""
+    wanted, held = set(names), set()
+    for trial in trials:
+        params = trial.params if trial_id_of(trial) else {}
+        params = trial.system_attrs.get(FIXED_PARAMS, {}) if trial.state == TrialState.WAITING else params
+        if wanted <= params.keys():
+            held.add(tuple(params[name] for name in names))
+    return held
 
 
 def once_each(base: BaseSampler, distributions: dict, seed: int | None) -> BaseSampler:
