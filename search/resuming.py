@@ -120,17 +120,17 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
     grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)
     idle = finished and not grown and options.keys() <= TRACKING_KEYS  # asked nothing to train: where the result is
     if finished and not idle:
-        refuse_idle(config, options, so_far, finite_space(folder, config, space))  # asked to train, with nothing
+        refuse_idle(config, options, so_far, finite_space(so_far, config, space))  # asked to train, with nothing
     return Resumption(before, config, space, finished, idle, digest(folder))
 
 
-def finite_space(folder: Path, config, space) -> tuple[int, int] | None:
-    """(configurations the space holds, those none of the study's trials holds), for a finite space; else None."""
-    from search.running.growth import proposed_in
+def finite_space(so_far, config, space) -> tuple[int, int] | None:
+    """(configurations the space holds, those none of the study's proposed trials holds), for a finite space (the
+    study read once, by growth.study_so_far); else None."""
     from search.running.proposals.study_setup import configurations_left, finite_count
 
     count = finite_count(config, space)
-    return None if count is None else (count, configurations_left(config, space, proposed_in(folder)))
+    return None if count is None else (count, configurations_left(config, space, list(so_far.proposed)))
 
 
 def resume_held(experiment: Experiment, options: dict, resumption: Resumption, damage_checked: bool) -> dict | None:

@@ -25,6 +25,7 @@ class SoFar(NamedTuple):
     epochs_spent: int  # trial-epochs trained
     stopped_by_budget: int  # trials a budget stopped, which a resume continues
     under_count_default: bool = False  # created since the default became a trial count (COUNT_DEFAULT_ATTR)
+    proposed: tuple = ()  # the proposed trials themselves: the configurations a finite space has left
 
 
 def study_so_far(folder: Path) -> SoFar:
@@ -35,13 +36,9 @@ def study_so_far(folder: Path) -> SoFar:
     study, _ = read_study(path)
     queries = StudyQueries(study)
     trials, stopped = queries.proposed(), queries.stopped_by_budget()
-    return SoFar(len(trials), queries.epochs_spent(), len(stopped), COUNT_DEFAULT_ATTR in study.user_attrs)
-
-
-def proposed_in(folder: Path) -> list:
-    """The trials the study in experiment folder `folder` proposed (read as a reader), none without a study."""
-    path = folder / STUDY_FILE
-    return StudyQueries(read_study(path)[0]).proposed() if path.is_file() else []
+    return SoFar(
+        len(trials), queries.epochs_spent(), len(stopped), COUNT_DEFAULT_ATTR in study.user_attrs, tuple(trials)
+    )
 
 
 def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, finite: tuple[int, int] | None = None) -> None:
