@@ -46,6 +46,7 @@ class Resumption:
     finished: bool
     idle: bool
     read: str
+    exhausted: int = 0  # a finite space's configurations, when every one has run and no budget stopped a trial
 
 
 def cmd_resume(args: list[str]) -> int:
@@ -58,8 +59,8 @@ def cmd_resume(args: list[str]) -> int:
     resumption, damage_checked = checked(experiment, options)  # nothing written yet, anywhere
     if resumption.idle:
         print(
-            f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}"
-            "; give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials a budget stopped"
+            f"{experiment.location}: this search already finished; its result is {experiment.join(SUMMARY_FILE)}; "
+            + idle_words(resumption.exhausted)
         )
         if resumption.config.tracking.to != "mlflow":
             return 0
@@ -119,9 +120,22 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
     space = load_run_space(config)
     grown = config.trials > before["trials"] or config.epoch_budget != before.get("epoch_budget", 0)
     idle = finished and not grown and options.keys() <= TRACKING_KEYS  # asked nothing to train: where the result is
+    finite = finite_space(so_far, config, space) if finished else None
     if finished and not idle:
-        refuse_idle(config, options, so_far, finite_space(so_far, config, space))  # asked to train, with nothing
-    return Resumption(before, config, space, finished, idle, digest(folder))
+        refuse_idle(config, options, so_far, finite)  # asked to train, with nothing
+    exhausted = finite[0] if finite and not finite[1] and not so_far.stopped_by_budget else 0
+    return Resumption(before, config, space, finished, idle, digest(folder), exhausted)
+
+
+def idle_words(exhausted: int) -> str:
+    """What grows a finished search `resume` was given nothing to train: nothing, when it ran every one of the
+    `exhausted` configurations of a finite space (a key to grow it by would be refused)."""
+    if exhausted:
+        return (
+            f"it ran every one of the {exhausted} configurations its space holds, each once: nothing is left to "
+            "search (a new run with a key unpinned or a wider range searches more)"
+        )
+    return "give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials a budget stopped"
 
 
 def finite_space(so_far, config, space) -> tuple[int, int] | None:
