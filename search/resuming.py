@@ -110,7 +110,7 @@ def checked(experiment: Experiment, options: dict[str, str]) -> tuple[Resumption
 def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Resumption:
     """The keys of `resume` checked against the settings and the study in `folder`, and the settings they make: one
     line, exit 2, for a key that cannot be, a search that cannot grow so, or a finished one given nothing to train."""
-    from search.running.growth import grow, refuse_idle, study_so_far
+    from search.running.growth import grow, nothing_left, refuse_idle, study_so_far
 
     before = read_settings(folder)["run"]
     resumed = resumed_config(before, options)  # the keys first: they need no study
@@ -123,8 +123,7 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
     finite = finite_space(so_far, config, space) if finished else None
     if finished and not idle:
         refuse_idle(config, options, so_far, finite)  # asked to train, with nothing
-    exhausted = finite[0] if finite and not finite[1] and not so_far.stopped_by_budget else 0
-    return Resumption(before, config, space, finished, idle, digest(folder), exhausted)
+    return Resumption(before, config, space, finished, idle, digest(folder), nothing_left(so_far, finite))
 
 
 def idle_words(exhausted: int) -> str:
@@ -132,8 +131,8 @@ def idle_words(exhausted: int) -> str:
     `exhausted` configurations of a finite space (a key to grow it by would be refused)."""
     if exhausted:
         return (
-            f"it ran every one of the {exhausted} configurations its space holds, each once: nothing is left to "
-            "search (a new run with a key unpinned or a wider range searches more)"
+            f"it ran every one of the {exhausted} configurations its space holds: nothing is left to search (a "
+            "new run with a key unpinned or a wider range searches more)"
         )
     return "give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials a budget stopped"
 

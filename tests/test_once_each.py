@@ -1,6 +1,7 @@
 """A space of finitely many configurations: the search proposes each once, and its stop rule runs no more trials than
 the space has configurations left (search.running.proposals.unrun). No Ray: a real study in its journal file."""
 
+import dataclasses
 import json
 
 import pytest
@@ -8,7 +9,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from search.plan import shape_words, stop_rule_words
 from search.running.ends.decider import Decider
-from search.running.growth import SoFar, refuse_idle
+from search.running.growth import SoFar, nothing_left, refuse_idle
 from search.running.proposals.study_setup import (
     configurations_left,
     enqueued_configurations,
@@ -113,6 +114,25 @@ def test_the_stop_rule_runs_and_says_at_most_the_configurations_the_space_holds(
         refuse_idle(finite, {"trials": "20"}, SoFar(9, 9, 0), (9, 0))
     refuse_idle(finite, {"trials": "20"}, SoFar(9, 9, 0), (9, 2))  # two a study with repeats never ran: it goes on
     refuse_idle(finite, {"trials": "20"}, SoFar(9, 9, 1), (9, 0))  # one a budget stopped: it goes on
+
+
+def test_nothing_is_left_only_when_every_configuration_ran_and_no_budget_stopped_a_trial(tmp_path):
+    assert nothing_left(SoFar(9, 9, 0), (9, 0)) == 9  # resume with no keys says so; with trials=N it refuses
+    assert nothing_left(SoFar(9, 9, 0), (9, 2)) == 0  # two never ran (a study with repeats): it can grow
+    assert nothing_left(SoFar(9, 9, 1), (9, 0)) == 0  # a budget stopped one: time_budget=S continues it
+    assert nothing_left(SoFar(9, 9, 0), None) == 0  # a continuous space: trials=N proposes more
+    record = study_in(tmp_path, trials=9)
+    searched(record, 9)
+    proposed = record.proposed()
+    narrowed = dataclasses.replace(
+        SPACE, hyperparameters={**SPACE.hyperparameters, "hidden": CategoricalDistribution([128, 256])}
+    )
+    widened = dataclasses.replace(
+        SPACE, hyperparameters={**SPACE.hyperparameters, "hidden": CategoricalDistribution([128, 256, 512, 1024])}
+    )
+    assert configurations_left(configured(tmp_path), SPACE, proposed) == 0
+    assert configurations_left(configured(tmp_path), narrowed, proposed) == 0  # the trials at 512 hold no place
+    assert configurations_left(configured(tmp_path), widened, proposed) == 3  # 1024 with each batch size
 
 
 def test_a_whole_configuration_given_twice_with_enqueue_runs_once(tmp_path):

@@ -232,5 +232,5 @@ def test_a_space_of_three_configurations_runs_each_once_and_then_has_nothing_to_
     assert "already ran every one of the 3 configurations its space holds" in grown.stderr
     idle = run_cli("resume", str(tmp_path / "three"))  # nothing asked: where the result is, and that nothing grows it
     assert idle.returncode == 0, idle.stdout[-2000:] + idle.stderr[-2000:]
-    assert "it ran every one of the 3 configurations its space holds, each once: nothing is left" in idle.stdout
+    assert "it ran every one of the 3 configurations its space holds: nothing is left to search" in idle.stdout
     assert "trials=N" not in idle.stdout

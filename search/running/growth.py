@@ -46,7 +46,7 @@ def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, finite: tuple[i
     exit 2, before anything is written (no command exits 0 having done nothing). `finite`: (the configurations a
     finite space holds, those no trial holds yet): each is proposed once."""
     given = " ".join(f"{key}={value}" for key, value in options.items()) or "no keys"
-    if finite is not None and not finite[1] and not so_far.stopped_by_budget:
+    if nothing_left(so_far, finite):
         raise UsageError(
             f"{given}: this search already ran every one of the {finite[0]} configurations its space holds, "
             "each once; nothing is left to search (a new run with a key unpinned or a wider range searches more)"
@@ -61,6 +61,12 @@ def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, finite: tuple[i
             f"{given}: this search already finished, with all of its {so_far.trials} trials ended and none stopped "
             "by a budget to continue; give trials=N or epoch_budget=N to grow it"
         )
+
+
+def nothing_left(so_far: SoFar, finite: tuple[int, int] | None) -> int:
+    """The configurations a finite space holds when the search ran every one and no budget stopped a trial (nothing
+    is left to search: `resume` grows it by nothing); else 0. `finite`: (configurations, those no trial holds)."""
+    return finite[0] if finite is not None and finite[1] <= 0 and not so_far.stopped_by_budget else 0
 
 
 def under_former_default_budget(before: dict, so_far: SoFar) -> bool:

@@ -15,7 +15,7 @@ from optuna.distributions import IntDistribution
 from search.results.summary import SUMMARY_FILE
 from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.proposals.unrun import configuration_count, held_configurations, once_each
-from search.running.study.coding import SpaceCoding, ordered_choices
+from search.running.study.coding import SpaceCoding, contains, ordered_choices
 from search.running.study.queries import COUNT_DEFAULT_ATTR, SEARCH_ID_ATTR, STARTUP_ATTR
 from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
@@ -84,10 +84,13 @@ def finite_count(config: RunConfig, space: Space) -> int | None:
 
 
 def configurations_left(config: RunConfig, space: Space, proposed: list) -> int | None:
-    """How many configurations of a finite space none of the `proposed` trials holds; None for a continuous one."""
+    """How many configurations of a finite space none of the `proposed` trials holds; None for a continuous one. A
+    configuration the space no longer holds (its code changed since) takes none of its places."""
     coding = coding_for(config, space)
-    count = configuration_count(coding.distributions)
-    return None if count is None else count - len(held_configurations(proposed, list(coding.distributions)))
+    count, distributions = configuration_count(coding.distributions), list(coding.distributions.values())
+    held = held_configurations(proposed, list(coding.distributions))
+    inside = [values for values in held if all(map(contains, distributions, values))]
+    return None if count is None else count - len(inside)
 
 
 def search_trials(config: RunConfig, space: Space, proposed: list = ()) -> int:
