@@ -135,6 +135,24 @@ def test_nothing_is_left_only_when_every_configuration_ran_and_no_budget_stopped
     assert configurations_left(configured(tmp_path), widened, proposed) == 3  # 1024 with each batch size
 
 
+def test_a_study_that_holds_numeric_choices_as_positions_counts_its_configurations_in_them(tmp_path):
+    from search.running.proposals.sampler import make_sampler
+    from search.running.study.record import StudyRecord
+    from trainables.foundation.objectives import Objective
+
+    experiment = Experiment.at(str(tmp_path / "old"))
+    experiment.local.mkdir()
+    searched_keys = {name: SPACE.hyperparameters[name] for name in ("hidden", "batch_size")}
+    positions = SpaceCoding(searched_keys, order_numbers=True)  # as studies held them before
+    first = StudyRecord.in_folder(experiment.local, positions, [Objective("val_acc", "max")], 1, dict(SPACE.constants))
+    first.study.sampler = make_sampler("random", 0, 2)
+    first.create("t0")
+    record = open_search_study(configured(tmp_path, "old", trials=9), SPACE, experiment)  # goes on in positions
+    assert record.coding.ordered
+    searched(record, 8)
+    assert configurations_left(configured(tmp_path, "old"), SPACE, record.proposed()) == 0
+
+
 def test_a_whole_configuration_given_twice_with_enqueue_runs_once(tmp_path):
     given = tmp_path / "given.json"
     whole, part = {"hidden": 512, "batch_size": 64}, {"hidden": 128}  # a part: the search chooses the rest each time

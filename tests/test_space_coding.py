@@ -61,9 +61,13 @@ def test_the_ordered_coding_the_replays_compare_holds_positions_and_maps_them_ba
 
 
 def test_a_search_goes_on_with_the_coding_its_study_began_with(tmp_path):
+    from search.running.ends.decider import Decider
     from search.running.proposals.sampler import make_sampler
     from search.running.proposals.study_setup import open_search_study
+    from search.running.settings import write_settings
+    from search.running.study.endings import EndFacts, Ending
     from search.running.study.record import StudyRecord
+    from search.running.trial_results import summary_so_far
     from trainables.foundation.objectives import Objective
     from trainables.foundation.storage import Experiment
 
@@ -79,6 +83,11 @@ def test_a_search_goes_on_with_the_coding_its_study_began_with(tmp_path):
     resumed = open_search_study(config, space, experiment)
     config_of_new = resumed.coding.to_config(resumed.create("new").params)  # Optuna refuses a new kind of distribution
     assert config_of_new["batch_size"] in space.hyperparameters["batch_size"].choices
+    resumed.report("new", 1, 0.9)
+    Decider.without_files(resumed).end("new", EndFacts(0, written=Ending("completed")))
+    write_settings(experiment, {"run": config.to_dict()})
+    summary, unended = summary_so_far(experiment)  # `report` and `status` read it so: values, not positions
+    assert unended == 1 and summary["trials"][0]["config"]["batch_size"] == config_of_new["batch_size"]
     fresh = Experiment.at(str(tmp_path / "f"))
     fresh.local.mkdir()
     assert open_search_study(config, space, fresh).coding.distributions == space.hyperparameters  # new: values

@@ -48,8 +48,8 @@ def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, finite: tuple[i
     given = " ".join(f"{key}={value}" for key, value in options.items()) or "no keys"
     if nothing_left(so_far, finite):
         raise UsageError(
-            f"{given}: this search already ran every one of the {finite[0]} configurations its space holds, "
-            "each once; nothing is left to search (a new run with a key unpinned or a wider range searches more)"
+            f"{given}: this search already ran every one of the {finite[0]} configurations its space holds; "
+            "nothing is left to search (a new run with a key unpinned or a wider range searches more)"
         )
     if config.epoch_budget and so_far.epochs_spent >= config.epoch_budget:
         raise UsageError(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from search.results.summary import CHECKPOINT_KEY, TrialResult, summarize
-from search.running.proposals.study_setup import coding_for
+from search.running.proposals.study_setup import held_coding
 from search.running.settings import read_settings
 from search.running.study.journal import read_study
 from search.running.study.queries import ending_in_study, trial_id_of
@@ -64,7 +64,8 @@ def summary_so_far(experiment: Experiment) -> tuple[dict, int]:
     space = load_run_space(config)
     objectives = objectives_of(config, space)
     study, storage = read_study(experiment.local / STUDY_FILE)
-    primary, coding, constants = objectives[0], coding_for(config, space), config.constants(space)
+    primary, constants = objectives[0], config.constants(space)
+    coding = held_coding(config, space, study.get_trials(deepcopy=False))  # positions, in a study begun so
     record = StudyRecord(study, storage, coding, primary.name, primary.mode, config.epochs, constants, objectives)
     results = trial_results(record, experiment)
     ended = [result for result in results if result.status != "running"]

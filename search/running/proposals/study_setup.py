@@ -42,9 +42,7 @@ def open_search_study(
     constants = config.constants(space)
     record = StudyRecord.in_folder(experiment.local, coding, objectives_of(config, space), config.epochs, constants)
     study = record.study
-    held = held_as_positions(study, coding)  # a search goes on with the coding its study began with
-    if held is not None and held != bool(coding.ordered):
-        record.coding = coding = SpaceCoding(coding.space, order_numbers=held)
+    record.coding = coding = held_coding(config, space, study.get_trials(deepcopy=False))  # as its study began
     if SEARCH_ID_ATTR not in study.user_attrs:  # who the search is wherever it moves (its MLflow runs find it)
         study.set_user_attr(SEARCH_ID_ATTR, uuid.uuid4().hex)
     if not study.get_trials(deepcopy=False):  # a new search: started under today's default stop rule (growth.py)
@@ -67,11 +65,19 @@ def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int):
     return once_each(base, coding.distributions, seed)  # a finite space: each configuration once
 
 
-def held_as_positions(study, coding: SpaceCoding) -> bool | None:
-    """Whether the study's trials hold a choice among numbers as its position (an IntDistribution) or as its value
-    (a CategoricalDistribution); None before any trial. Optuna refuses another kind of distribution for a name."""
+def held_coding(config: RunConfig, space: Space, trials: list) -> SpaceCoding:
+    """coding_for, in the coding the study's `trials` hold: a search begun when studies held a choice among numbers
+    as its position goes on in positions (Optuna refuses another kind of distribution for a name)."""
+    coding = coding_for(config, space)
+    held = held_as_positions(trials, coding)
+    return coding if held is None or held == bool(coding.ordered) else SpaceCoding(coding.space, order_numbers=held)
+
+
+def held_as_positions(trials: list, coding: SpaceCoding) -> bool | None:
+    """Whether `trials` hold a choice among numbers as its position (an IntDistribution) or as its value (a
+    CategoricalDistribution); None before any trial."""
     numeric = set(ordered_choices(coding.space))
-    for trial in study.get_trials(deepcopy=False):
+    for trial in trials:
         for name, distribution in trial.distributions.items():
             if name in numeric:
                 return isinstance(distribution, IntDistribution)
@@ -86,11 +92,17 @@ def finite_count(config: RunConfig, space: Space) -> int | None:
 def configurations_left(config: RunConfig, space: Space, proposed: list) -> int | None:
     """How many configurations of a finite space none of the `proposed` trials holds; None for a continuous one. A
     configuration the space no longer holds (its code changed since) takes none of its places."""
-    coding = coding_for(config, space)
-    count, distributions = configuration_count(coding.distributions), list(coding.distributions.values())
-    held = held_configurations(proposed, list(coding.distributions))
-    inside = [values for values in held if all(map(contains, distributions, values))]
-    return None if count is None else count - len(inside)
+    count = finite_count(config, space)
+    if count is None:
+        return None
+    coding = held_coding(config, space, proposed)
+    distributions = list(coding.distributions.values())
+    inside = [
+        values
+        for values in held_configurations(proposed, list(coding.distributions))
+        if all(map(contains, distributions, values))
+    ]
+    return count - len(inside)
 
 
 def search_trials(config: RunConfig, space: Space, proposed: list = ()) -> int:
