@@ -30,7 +30,7 @@ ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
 ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung_tpe_asha")
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
 VARIANT_KEYS += ("space", "once")  # space=choices: the table's grid as choices (finite); once=0: without OnceEach
-CODINGS, TPES = ("values", "ordered"), ("optuna",)  # a variant's coding=, tpe=
+CODINGS, TPES = ("values", "ordered"), ("optuna", "endpoints")  # a variant's coding=, tpe=
 
 
 class SideBySideArm:
@@ -41,8 +41,7 @@ class SideBySideArm:
     ):
         settings = settings or {}
         startup = int(settings.get("startup", startup_trials(trials)))
-        if settings.get("grow") == "1":
-            startup += concurrency - 1
+        startup += concurrency - 1 if settings.get("grow") == "1" else 0
         if settings.get("liar") == "0":
             coding = coding_for(RunConfig(sampler=sampler), space)
             ordered = {} if coding.ordered else ordered_choices(coding.space)  # as sampler_for models them
@@ -52,7 +51,8 @@ class SideBySideArm:
         elif "coding" in settings:  # the search's TPE over the coding as given, numbers unordered in `values`
             proposer = make_sampler(sampler, seed, startup)
         else:  # over a finite space, each configuration once (search.running.proposals.unrun) unless once=0
-            proposer = search_sampler(sampler, space, seed, startup)
+            tpe = {"consider_endpoints": True} if settings.get("tpe") == "endpoints" else {}  # tpe=endpoints
+            proposer = search_sampler(sampler, space, seed, startup, **tpe)
             proposer = getattr(proposer, "base", proposer) if settings.get("once") == "0" else proposer
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
         self.scheduler, self.metric = (search_asha(space, epochs, settings) if asha else None), space.metric
@@ -158,9 +158,9 @@ def rungs_of(space: Space, epochs: int) -> list[int]:
     return [*rungs, epochs]
 
 
-def search_sampler(sampler: str, space: Space, seed: int, startup: int):
-    """The search's sampler as `python -m search run` sets it up."""
-    return sampler_for(sampler, coding_for(RunConfig(sampler=sampler), space), seed, startup)
+def search_sampler(sampler: str, space: Space, seed: int, startup: int, **tpe):
+    """The search's sampler as `python -m search run` sets it up (`tpe`: more of TPESampler's settings)."""
+    return sampler_for(sampler, coding_for(RunConfig(sampler=sampler), space), seed, startup, **tpe)
 
 
 def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
@@ -173,9 +173,9 @@ def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
 def parse_variant(arm: str) -> tuple[str, dict]:
     """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
-    tpe=optuna (Optuna's TPESampler defaults), coding (values or ordered: how the study holds numeric choices),
-    liar=0 (no constant liar), grow=1 (a random start one trial longer per extra trial side by side), space=choices
-    (each searched key the table's grid values as choices: a finite space), once=0 (configurations not once each)."""
+    tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
+    the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
+    trial side by side), space=choices (the table's grid values as choices: finite), once=0 (not once each)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)

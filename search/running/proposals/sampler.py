@@ -68,11 +68,14 @@ def startup_trials(trials: int) -> int:
     return max(2, min(10, trials // 4))
 
 
-def make_sampler(sampler: str, seed: int, startup: int, ordered: dict | None = None) -> RandomSampler | TPESampler:
+def make_sampler(
+    sampler: str, seed: int, startup: int, ordered: dict | None = None, **tpe
+) -> RandomSampler | TPESampler:
     """`startup`: TPE's random start in finished trials (`startup_trials`, plus the configurations given first);
-    `ordered`: the choices among numbers the study holds as values, which TPE models in order."""
+    `ordered`: the choices among numbers the study holds as values, which TPE models in order; `tpe`: more of
+    `TPESampler`'s settings (the benchmarks' variants)."""
     if sampler == "random":
         return RandomSampler(seed=seed)
     if ordered:
-        return OrderedTPESampler(ordered, seed=seed, n_startup_trials=startup)
-    return WindowTPESampler(seed=seed, n_startup_trials=startup)
+        return OrderedTPESampler(ordered, seed=seed, n_startup_trials=startup, **tpe)
+    return WindowTPESampler(seed=seed, n_startup_trials=startup, **tpe)

@@ -57,11 +57,11 @@ def open_search_study(
     return record
 
 
-def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int):
+def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int, **tpe):
     """The search's sampler over a study held as `coding`: where the study holds values, its TPE models each choice
     among numbers by its position (a study holding positions orders them itself); over a space of finitely many
-    configurations it proposes each once (search.running.proposals.unrun)."""
-    base = make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space))
+    configurations it proposes each once (search.running.proposals.unrun). `tpe`: make_sampler's."""
+    base = make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space), **tpe)
     return once_each(base, coding.distributions, seed)  # a finite space: each configuration once
 
 
