@@ -129,11 +129,10 @@ def settled(experiment: Experiment, folder: Path, options: dict[str, str]) -> Re
 def idle_words(exhausted: int) -> str:
     """What grows a finished search `resume` was given nothing to train: nothing, when it ran every one of the
     `exhausted` configurations of a finite space (a key to grow it by would be refused)."""
+    from search.running.growth import NOTHING_LEFT
+
     if exhausted:
-        return (
-            f"it ran every one of the {exhausted} configurations its space holds: nothing is left to search (a "
-            "new run with a key unpinned or a wider range searches more)"
-        )
+        return f"it ran every one of the {exhausted} configurations its space holds: {NOTHING_LEFT}"
     return "give trials=N or epoch_budget=N to grow it, or time_budget=S to continue the trials a budget stopped"
 
 

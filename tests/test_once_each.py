@@ -116,11 +116,14 @@ def test_the_stop_rule_runs_and_says_at_most_the_configurations_the_space_holds(
     refuse_idle(finite, {"trials": "20"}, SoFar(9, 9, 1), (9, 0))  # one a budget stopped: it goes on
 
 
-def test_nothing_is_left_only_when_every_configuration_ran_and_no_budget_stopped_a_trial(tmp_path):
+def test_nothing_is_left_only_when_every_configuration_ran_and_no_budget_stopped_a_trial():
     assert nothing_left(SoFar(9, 9, 0), (9, 0)) == 9  # resume with no keys says so; with trials=N it refuses
     assert nothing_left(SoFar(9, 9, 0), (9, 2)) == 0  # two never ran (a study with repeats): it can grow
     assert nothing_left(SoFar(9, 9, 1), (9, 0)) == 0  # a budget stopped one: time_budget=S continues it
     assert nothing_left(SoFar(9, 9, 0), None) == 0  # a continuous space: trials=N proposes more
+
+
+def test_a_configuration_the_space_no_longer_holds_takes_no_place_of_those_left(tmp_path):
     record = study_in(tmp_path, trials=9)
     searched(record, 9)
     proposed = record.proposed()

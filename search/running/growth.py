@@ -49,7 +49,7 @@ def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, finite: tuple[i
     if nothing_left(so_far, finite):
         raise UsageError(
             f"{given}: this search already ran every one of the {finite[0]} configurations its space holds; "
-            "nothing is left to search (a new run with a key unpinned or a wider range searches more)"
+            + NOTHING_LEFT
         )
     if config.epoch_budget and so_far.epochs_spent >= config.epoch_budget:
         raise UsageError(
@@ -61,6 +61,9 @@ def refuse_idle(config: RunConfig, options: dict, so_far: SoFar, finite: tuple[i
             f"{given}: this search already finished, with all of its {so_far.trials} trials ended and none stopped "
             "by a budget to continue; give trials=N or epoch_budget=N to grow it"
         )
+
+
+NOTHING_LEFT = "nothing is left to search (a new run with a key unpinned or a wider range searches more)"
 
 
 def nothing_left(so_far: SoFar, finite: tuple[int, int] | None) -> int:
