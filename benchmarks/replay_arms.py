@@ -29,7 +29,7 @@ from trainables.foundation.trial_files import TRIAL_KEY
 ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
 ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung_tpe_asha")
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
-VARIANT_KEYS += ("space", "once")  # space=choices: the table's grid as choices (finite); once=0: without OnceEach
+VARIANT_KEYS += ("space", "once", "late")  # space=choices: the grid as choices (finite); once=0: no OnceEach; late=K
 CODINGS, TPES = ("values", "ordered"), ("optuna", "endpoints")  # a variant's coding=, tpe=
 
 
@@ -52,7 +52,7 @@ class SideBySideArm:
             proposer = make_sampler(sampler, seed, startup)
         else:  # over a finite space, each configuration once (search.running.proposals.unrun) unless once=0
             tpe = {"consider_endpoints": True} if settings.get("tpe") == "endpoints" else {}  # tpe=endpoints
-            proposer = search_sampler(sampler, space, seed, startup, **tpe)
+            proposer = search_sampler(sampler, space, seed, startup, every=int(settings.get("late", 0)), **tpe)
             proposer = getattr(proposer, "base", proposer) if settings.get("once") == "0" else proposer
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
         self.scheduler, self.metric = (search_asha(space, epochs, settings) if asha else None), space.metric
@@ -64,8 +64,7 @@ class SideBySideArm:
         return {name: value for name, value in config.items() if name != TRIAL_KEY}
 
     def tell(self, trial_id: str, epoch: int, value: float) -> bool:
-        result = {"epoch": epoch, self.metric: value}
-        self.searcher.on_trial_result(trial_id, result)
+        self.searcher.on_trial_result(trial_id, result := {"epoch": epoch, self.metric: value})
         return bool(self.scheduler) and asha_stops(self.scheduler, trial_id, result)
 
     def end(self, trial_id: str, completed: bool) -> None:
@@ -175,13 +174,14 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
     the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
-    trial side by side), space=choices (the table's grid values as choices: finite), once=0 (not once each)."""
+    trial side by side), space=choices (the grid as choices: finite), once=0 (not once each), late=K (2-9)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = settings.get("tpe", "optuna") not in TPES or settings.get("coding", "values") not in CODINGS
     bad_value = bad_value or settings.get("liar", "0") != "0" or settings.get("grow", "1") != "1"
-    bad_value = bad_value or settings.get("space", "choices") != "choices" or settings.get("once", "0") != "0"
+    bad_value = bad_value or (settings.get("space", "choices"), settings.get("once", "0")) != ("choices", "0")
+    bad_value = bad_value or settings.get("late", "2") not in tuple("23456789")
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "

@@ -13,6 +13,7 @@ from pathlib import Path
 from optuna.distributions import IntDistribution
 
 from search.results.summary import SUMMARY_FILE
+from search.running.proposals.late_random import LateRandomShare
 from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.proposals.unrun import configuration_count, held_configurations, once_each
 from search.running.study.coding import SpaceCoding, contains, ordered_choices
@@ -57,11 +58,14 @@ def open_search_study(
     return record
 
 
-def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int, **tpe):
+def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int, every: int = 0, **tpe):
     """The search's sampler over a study held as `coding`: where the study holds values, its TPE models each choice
     among numbers by its position (a study holding positions orders them itself); over a space of finitely many
-    configurations it proposes each once (search.running.proposals.unrun). `tpe`: make_sampler's."""
+    configurations it proposes each once (search.running.proposals.unrun). `every`: from trial 36 on, every so many
+    proposals one drawn at random (search.running.proposals.late_random; 0: none, the product's); `tpe`:
+    make_sampler's."""
     base = make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space), **tpe)
+    base = LateRandomShare(base, seed, every) if every else base
     return once_each(base, coding.distributions, seed)  # a finite space: each configuration once
 
 

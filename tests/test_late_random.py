@@ -1,0 +1,56 @@
+"""A share of a long search's proposals drawn at random (search.running.proposals.late_random): pure Optuna, no Ray."""
+
+import optuna
+import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution
+from optuna.samplers import BaseSampler
+
+from search.running.proposals.late_random import AFTER, LateRandomShare
+from search.running.proposals.study_setup import sampler_for
+from search.running.proposals.unrun import OnceEachSampler
+from search.running.study.coding import SpaceCoding
+
+SPACE = {"x": FloatDistribution(0.0, 1.0)}
+
+
+class Half(BaseSampler):
+    """Proposes x = 0.5 always: which proposals are the model's shows."""
+
+    def infer_relative_search_space(self, study, trial):
+        return {}
+
+    def sample_relative(self, study, trial, search_space):
+        return {}
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return 0.5
+
+
+def models(every: int, trials: int) -> list[bool]:
+    study = optuna.create_study(sampler=LateRandomShare(Half(), seed=0, every=every))
+    return [study.ask(SPACE).params["x"] == 0.5 for _ in range(trials)]
+
+
+@pytest.mark.parametrize("every", [2, 3])
+def test_from_trial_36_every_kth_proposal_is_drawn_at_random_and_before_it_none(every):
+    proposed = models(every, AFTER + 2 * every)
+    assert all(proposed[:AFTER])
+    assert proposed[AFTER:] == [(n % every != every - 1) for n in range(AFTER, AFTER + 2 * every)]
+
+
+def test_the_draws_depend_on_the_trial_number_alone_and_on_the_seed():
+    first, again = (optuna.create_study(sampler=LateRandomShare(Half(), seed=3, every=2)) for _ in range(2))
+    for study in (first, again):
+        for _ in range(AFTER + 4):
+            study.ask(SPACE)
+    assert [t.params["x"] for t in first.trials] == [t.params["x"] for t in again.trials]
+    with pytest.raises(ValueError, match="at least 2"):
+        LateRandomShare(Half(), seed=0, every=1)
+
+
+def test_sampler_for_puts_the_share_inside_the_once_each_rule_and_leaves_it_out_by_default():
+    finite = SpaceCoding({"k": CategoricalDistribution([1, 2, 3])})
+    assert isinstance(sampler_for("tpe", finite, 0, 2, every=2).base, LateRandomShare)
+    assert isinstance(sampler_for("tpe", SpaceCoding(SPACE), 0, 2, every=2), LateRandomShare)
+    assert not isinstance(sampler_for("tpe", SpaceCoding(SPACE), 0, 2), LateRandomShare)
+    assert isinstance(sampler_for("tpe", finite, 0, 2), OnceEachSampler)
