@@ -19,6 +19,7 @@ import optuna
 
 from benchmarks.replay import DEFAULTS, _Named, asha_stops, end_in_study, grace_of, search_asha, study_searcher
 from benchmarks.replay_peers import PEERS, make_peer
+from search.running.proposals.late_random import late_random_every
 from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
 from search.running.study.coding import SpaceCoding, ordered_choices
@@ -31,6 +32,8 @@ ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
 VARIANT_KEYS += ("space", "once", "late")  # space=choices: the grid as choices (finite); once=0: no OnceEach; late=K
 CODINGS, TPES = ("values", "ordered"), ("optuna", "endpoints")  # a variant's coding=, tpe=
+ALLOWED = {"tpe": TPES, "coding": CODINGS, "liar": ("0",), "grow": ("1",), "space": ("choices",), "once": ("0",)}
+ALLOWED["late"] = tuple("023456789")  # the values of the keys that take few
 
 
 class SideBySideArm:
@@ -52,7 +55,8 @@ class SideBySideArm:
             proposer = make_sampler(sampler, seed, startup)
         else:  # over a finite space, each configuration once (search.running.proposals.unrun) unless once=0
             tpe = {"consider_endpoints": True} if settings.get("tpe") == "endpoints" else {}  # tpe=endpoints
-            proposer = search_sampler(sampler, space, seed, startup, every=int(settings.get("late", 0)), **tpe)
+            tpe |= {"every": int(settings["late"])} if "late" in settings else {}  # late=0: none, before the rule
+            proposer = search_sampler(sampler, space, seed, startup, **tpe)
             proposer = getattr(proposer, "base", proposer) if settings.get("once") == "0" else proposer
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
         self.scheduler, self.metric = (search_asha(space, epochs, settings) if asha else None), space.metric
@@ -108,13 +112,12 @@ class RungTpeAsha:
     def __init__(self, space: Space, seed: int, trials: int, epochs: int):
         self.coding = SpaceCoding(space.hyperparameters, order_numbers=coding_orders({}, DEFAULTS.sampler, space))
         self.startup, self.rungs = startup_trials(trials), rungs_of(space, epochs)
-        samplers = [search_sampler(DEFAULTS.sampler, space, seed + i, 0) for i in range(len(self.rungs))]
+        samplers = [search_sampler(DEFAULTS.sampler, space, seed + i, 0, every=0) for i in range(len(self.rungs))]
         studies = [optuna.create_study(direction=direction(space), sampler=s) for s in samplers]
         self.studies = dict(zip(self.rungs, studies))
         self.random = optuna.create_study(sampler=make_sampler("random", seed, 0))
         self.scheduler, self.metric = search_asha(space, epochs), space.metric
-        self.asked: dict[str, tuple[int, optuna.trial.Trial]] = {}  # trial -> (its proposing rung, the asked trial)
-        self.params: dict[str, dict] = {}
+        self.asked, self.params = {}, {}  # trial -> (its proposing rung, the asked trial); trial -> its params
 
     def propose(self, trial_id: str) -> dict:
         self.scheduler.on_trial_add(None, _Named(trial_id))
@@ -158,8 +161,9 @@ def rungs_of(space: Space, epochs: int) -> list[int]:
 
 
 def search_sampler(sampler: str, space: Space, seed: int, startup: int, **tpe):
-    """The search's sampler as `python -m search run` sets it up (`tpe`: more of TPESampler's settings)."""
-    return sampler_for(sampler, coding_for(RunConfig(sampler=sampler), space), seed, startup, **tpe)
+    """The search's sampler as `run` sets it up, its late random share too (`tpe`: TPESampler's settings, `every`)."""
+    tpe, coding = {"every": late_random_every(sampler, 1), **tpe}, coding_for(RunConfig(sampler=sampler), space)
+    return sampler_for(sampler, coding, seed, startup, **tpe)
 
 
 def coding_orders(settings: dict, sampler: str, space: Space) -> bool:
@@ -174,14 +178,11 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
     the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
-    trial side by side), space=choices (the grid as choices: finite), once=0 (not once each), late=K (2-9)."""
+    trial side by side), space=choices (the grid as choices: finite), once=0 (not once each), late=K (0, 2-9)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
-    bad_value = settings.get("tpe", "optuna") not in TPES or settings.get("coding", "values") not in CODINGS
-    bad_value = bad_value or settings.get("liar", "0") != "0" or settings.get("grow", "1") != "1"
-    bad_value = bad_value or (settings.get("space", "choices"), settings.get("once", "0")) != ("choices", "0")
-    bad_value = bad_value or settings.get("late", "2") not in tuple("23456789")
+    bad_value = any(value not in ALLOWED.get(key, (value,)) for key, value in settings.items())
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "

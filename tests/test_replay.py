@@ -458,7 +458,7 @@ def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
 
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
     product, grown = make_arm("search", space, 0, 12, 3, 4), make_arm("search|grow=1", space, 0, 12, 3, 4)
-    sampler = lambda arm: arm.searcher.record.study.sampler  # noqa: E731
+    sampler = lambda arm: getattr(arm.searcher.record.study.sampler, "model", arm.searcher.record.study.sampler)  # noqa: E731
     assert sampler(product)._constant_liar and sampler(product)._n_startup_trials == 3  # Optuna 5's default: on
     assert sampler(grown)._n_startup_trials == 3 + 4 - 1  # one more for each trial side by side beyond the first
     assert not sampler(make_arm("search|liar=0", space, 0, 12, 3, 4))._constant_liar

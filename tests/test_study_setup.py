@@ -71,7 +71,7 @@ def test_a_grown_search_keeps_its_random_start_so_its_first_new_proposal_is_tpes
         finish(record, f"t{index}", 0.5 + index / 100)
     grown_config = configured(tmp_path, trials=40, epochs=1)  # a quarter of 40 would be 10 random trials
     grown = open_search_study(grown_config, SPACE, experiment)
-    assert grown.study.sampler._n_startup_trials == 2 and len(grown.proposed()) == 8
+    assert grown.study.sampler.model._n_startup_trials == 2 and len(grown.proposed()) == 8
     proposal = grown.create("new").params
     random_start = (
         optuna.create_study(sampler=make_sampler("random", grown_config.seed + 8, 2))
@@ -118,3 +118,35 @@ def test_a_study_that_already_holds_trials_is_not_marked_as_started_under_the_co
     older = StudyRecord.in_folder(experiment.local, coding, objectives, 3, SPACE.constants)
     finish(older, "t0", 0.5)
     assert COUNT_DEFAULT_ATTR not in open_search_study(config, SPACE, experiment).study.user_attrs
+
+
+def test_a_new_search_takes_a_random_share_from_trial_36_and_one_begun_before_proposes_as_it_did(tmp_path):
+    """A new one-objective TPE search records its share (every 2nd proposal at random from trial 36) in its study and
+    keeps it when resumed; random proposals and several objectives take none; a study that already held trials
+    without the record (begun before the rule) takes none either."""
+    from search.running.proposals.late_random import AFTER, EVERY, LateRandomShare
+    from search.running.proposals.study_setup import coding_for
+    from search.running.study.queries import LATE_RANDOM_ATTR
+    from trainables.foundation.objectives import objectives_of
+
+    def opened(name: str, **keys) -> StudyRecord:
+        experiment = Experiment.at(str(tmp_path / name))
+        experiment.local.mkdir(exist_ok=True)
+        return open_search_study(
+            RunConfig(space="mlp_mnist", storage=str(tmp_path), name=name, **keys), SPACE, experiment
+        )
+
+    record = opened("new", trials=40, epochs=1)
+    assert record.study.user_attrs[LATE_RANDOM_ATTR] == EVERY == 2
+    assert isinstance(record.study.sampler, LateRandomShare) and record.study.sampler.drawn_at_random(AFTER + 1)
+    assert opened("new", trials=80, epochs=1).study.user_attrs[LATE_RANDOM_ATTR] == 2  # resumed, grown: kept
+    assert opened("random", sampler="random").study.user_attrs[LATE_RANDOM_ATTR] == 0
+    assert opened("costs", objectives="val_acc,params").study.user_attrs[LATE_RANDOM_ATTR] == 0
+    config = configured(tmp_path, trials=40, epochs=1)
+    experiment = Experiment.at(str(tmp_path / "e"))
+    experiment.local.mkdir()
+    older = StudyRecord.in_folder(experiment.local, coding_for(config, SPACE), objectives_of(config, SPACE), 1, {})
+    finish(older, "t0", 0.5)
+    reopened = open_search_study(config, SPACE, experiment)
+    assert reopened.study.user_attrs[LATE_RANDOM_ATTR] == 0
+    assert not isinstance(reopened.study.sampler, LateRandomShare)

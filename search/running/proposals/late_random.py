@@ -8,6 +8,13 @@ from __future__ import annotations
 from optuna.samplers import BaseSampler, RandomSampler
 
 AFTER = 36  # trials proposed by the model alone: every search of the default 12 trials, and three times that
+EVERY = 2  # the product's share: every 2nd proposal from trial AFTER on (families tuning-late, heldout20k-late)
+
+
+def late_random_every(sampler: str, objectives: int) -> int:
+    """The share a new search's TPE takes: EVERY for one objective; 0 (none) for random proposals or several
+    objectives (unmeasured there)."""
+    return EVERY if sampler == "tpe" and objectives == 1 else 0
 
 
 class LateRandomShare(BaseSampler):

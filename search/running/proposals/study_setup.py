@@ -13,11 +13,11 @@ from pathlib import Path
 from optuna.distributions import IntDistribution
 
 from search.results.summary import SUMMARY_FILE
-from search.running.proposals.late_random import LateRandomShare
+from search.running.proposals.late_random import LateRandomShare, late_random_every
 from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.proposals.unrun import configuration_count, held_configurations, once_each
 from search.running.study.coding import SpaceCoding, contains, ordered_choices
-from search.running.study.queries import COUNT_DEFAULT_ATTR, SEARCH_ID_ATTR, STARTUP_ATTR
+from search.running.study.queries import COUNT_DEFAULT_ATTR, LATE_RANDOM_ATTR, SEARCH_ID_ATTR, STARTUP_ATTR
 from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
@@ -48,13 +48,17 @@ def open_search_study(
         study.set_user_attr(SEARCH_ID_ATTR, uuid.uuid4().hex)
     if not study.get_trials(deepcopy=False):  # a new search: started under today's default stop rule (growth.py)
         study.set_user_attr(COUNT_DEFAULT_ATTR, f"trials={RunConfig.trials}")
+    if LATE_RANDOM_ATTR not in study.user_attrs:  # a search begun before the rule goes on proposing as it did
+        begun = bool(study.get_trials(deepcopy=False))
+        every = 0 if begun else late_random_every(config.sampler, len(objectives_of(config, space)))
+        study.set_user_attr(LATE_RANDOM_ATTR, every)
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         expected = min(expected_trials(config), search_trials(config, space))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected) + len(enqueued))
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
-    study.sampler = sampler_for(config.sampler, coding, seed, startup)
+    study.sampler = sampler_for(config.sampler, coding, seed, startup, study.user_attrs[LATE_RANDOM_ATTR])
     return record
 
 
@@ -62,8 +66,7 @@ def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int, ever
     """The search's sampler over a study held as `coding`: where the study holds values, its TPE models each choice
     among numbers by its position (a study holding positions orders them itself); over a space of finitely many
     configurations it proposes each once (search.running.proposals.unrun). `every`: from trial 36 on, every so many
-    proposals one drawn at random (search.running.proposals.late_random; 0: none, the product's); `tpe`:
-    make_sampler's."""
+    proposals one drawn at random (search.running.proposals.late_random; 0: none); `tpe`: make_sampler's."""
     base = make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space), **tpe)
     base = LateRandomShare(base, seed, every) if every else base
     return once_each(base, coding.distributions, seed)  # a finite space: each configuration once
