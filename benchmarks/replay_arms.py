@@ -19,7 +19,7 @@ import optuna
 
 from benchmarks.replay import DEFAULTS, _Named, asha_stops, end_in_study, grace_of, search_asha, study_searcher
 from benchmarks.replay_peers import PEERS, make_peer
-from search.running.proposals.late_random import late_random_every
+from search.running.proposals.late_random import LateRandomShare, late_random_every
 from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
 from search.running.study.coding import SpaceCoding, ordered_choices
@@ -31,9 +31,8 @@ ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
 ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung_tpe_asha")
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
 VARIANT_KEYS += ("space", "once", "late")  # space=choices: the grid as choices (finite); once=0: no OnceEach; late=K
-CODINGS, TPES = ("values", "ordered"), ("optuna", "endpoints")  # a variant's coding=, tpe=
-ALLOWED = {"tpe": TPES, "coding": CODINGS, "liar": ("0",), "grow": ("1",), "space": ("choices",), "once": ("0",)}
-ALLOWED["late"] = tuple("023456789")  # the values of the keys that take few
+ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "liar": ("0",), "grow": ("1",)}
+ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("023456789")}  # a variant key's values, where few
 
 
 class SideBySideArm:
@@ -43,21 +42,21 @@ class SideBySideArm:
         self, space: Space, sampler: str, seed: int, trials: int, epochs: int, asha=True, settings=None, concurrency=1
     ):
         settings = settings or {}
-        startup = int(settings.get("startup", startup_trials(trials)))
-        startup += concurrency - 1 if settings.get("grow") == "1" else 0
+        startup = int(settings.get("startup", startup_trials(trials))) + (concurrency - 1) * ("grow" in settings)
+        every = int(settings.get("late", late_random_every(sampler, 1)))  # late=0: the search before the share
         if settings.get("liar") == "0":
             coding = coding_for(RunConfig(sampler=sampler), space)
             ordered = {} if coding.ordered else ordered_choices(coding.space)  # as sampler_for models them
             proposer = OrderedTPESampler(ordered, seed=seed, n_startup_trials=startup, constant_liar=False)
-        elif settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding and under its ASHA
+        elif settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding, under its ASHA
             proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         elif "coding" in settings:  # the search's TPE over the coding as given, numbers unordered in `values`
             proposer = make_sampler(sampler, seed, startup)
         else:  # over a finite space, each configuration once (search.running.proposals.unrun) unless once=0
             tpe = {"consider_endpoints": True} if settings.get("tpe") == "endpoints" else {}  # tpe=endpoints
-            tpe |= {"every": int(settings["late"])} if "late" in settings else {}  # late=0: none, before the rule
-            proposer = search_sampler(sampler, space, seed, startup, **tpe)
+            proposer = search_sampler(sampler, space, seed, startup, every=every, **tpe)
             proposer = getattr(proposer, "base", proposer) if settings.get("once") == "0" else proposer
+        proposer = LateRandomShare(proposer, seed, every) if every and {"liar", "coding"} & set(settings) else proposer
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
         self.scheduler, self.metric = (search_asha(space, epochs, settings) if asha else None), space.metric
 
@@ -183,6 +182,7 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = any(value not in ALLOWED.get(key, (value,)) for key, value in settings.items())
+    bad_value = bad_value or "late" in settings and (name != "search" or settings.get("tpe") == "optuna")
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "

@@ -111,8 +111,7 @@ def search_run(storage: Path, trials: int, mlflow: bool) -> dict:
     words = f"trials={trials} epochs={EPOCHS} grace=1 reduction=3 concurrency={SIDE_BY_SIDE} cpus=0.25 workers=1"
     words += f" checkpoints=1 tracking={'mlflow' if mlflow else 'none'} storage={storage} name={name}"
     command = [sys.executable, "-m", "search", "run", f"space={Path(__file__).resolve()}", *words.split()]
-    run = sampled_run(command)
-    summary = json.loads((storage / name / "summary.json").read_text())
+    run, summary = sampled_run(command), json.loads((storage / name / "summary.json").read_text())  # in this order
     run.update(experiment=str(storage / name), trial_epochs=sum(t["epochs_run"] for t in summary["trials"]))
     return flatness(run)
 

@@ -38,12 +38,17 @@ def test_from_trial_36_every_kth_proposal_is_drawn_at_random_and_before_it_none(
     assert proposed[AFTER:] == [(n % every != every - 1) for n in range(AFTER, AFTER + 2 * every)]
 
 
-def test_the_draws_depend_on_the_trial_number_alone_and_on_the_seed():
-    first, again = (optuna.create_study(sampler=LateRandomShare(Half(), seed=3, every=2)) for _ in range(2))
-    for study in (first, again):
-        for _ in range(AFTER + 4):
-            study.ask(SPACE)
-    assert [t.params["x"] for t in first.trials] == [t.params["x"] for t in again.trials]
+def test_which_trials_are_drawn_depends_on_their_numbers_alone_and_the_draws_on_the_seed():
+    study = optuna.create_study(sampler=Half())
+    for _ in range(40):  # trials 0..39 proposed by something else: a study that already holds them
+        study.ask(SPACE)
+    study.sampler = LateRandomShare(Half(), seed=3, every=2)  # a new session's sampler over the same study
+    assert [study.ask(SPACE).params["x"] == 0.5 for _ in range(4)] == [True, False, True, False]  # 40, 41, 42, 43
+    draws = {seed: [] for seed in (3, 4)}
+    for seed, values in draws.items():
+        other = optuna.create_study(sampler=LateRandomShare(Half(), seed=seed, every=2))
+        values += [other.ask(SPACE).params["x"] for _ in range(AFTER + 4)][AFTER:]
+    assert draws[3] != draws[4] and draws[3][1] == study.trials[41].params["x"]  # seeded: the same seed, the same draw
     with pytest.raises(ValueError, match="at least 2"):
         LateRandomShare(Half(), seed=0, every=1)
 

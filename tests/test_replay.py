@@ -455,6 +455,7 @@ def test_the_search_arm_is_the_products_sampler_values_held_numbers_modelled_in_
 def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
     from benchmarks.replay import _table, table_space
     from benchmarks.replay_arms import make_arm
+    from search.running.proposals.late_random import LateRandomShare
 
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
     product, grown = make_arm("search", space, 0, 12, 3, 4), make_arm("search|grow=1", space, 0, 12, 3, 4)
@@ -462,6 +463,15 @@ def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
     assert sampler(product)._constant_liar and sampler(product)._n_startup_trials == 3  # Optuna 5's default: on
     assert sampler(grown)._n_startup_trials == 3 + 4 - 1  # one more for each trial side by side beyond the first
     assert not sampler(make_arm("search|liar=0", space, 0, 12, 3, 4))._constant_liar
+    share = lambda arm: arm.searcher.record.study.sampler  # noqa: E731 - run's random share past trial 36, or none
+    assert isinstance(share(product), LateRandomShare) and isinstance(share(grown), LateRandomShare)
+    assert isinstance(share(make_arm("search|liar=0", space, 0, 12, 3, 4)), LateRandomShare)
+    assert not isinstance(share(make_arm("search|late=0", space, 0, 12, 3, 4)), LateRandomShare)
+    assert not isinstance(share(make_arm("search|tpe=optuna", space, 0, 12, 3, 4)), LateRandomShare)
+    assert not isinstance(share(make_arm("random_asha", space, 0, 12, 3, 4)), LateRandomShare)
+    for bad in ("search|late=2|tpe=optuna", "random_asha|late=2"):
+        with pytest.raises(ValueError, match="KEY=VALUE"):
+            make_arm(bad, space, 0, 12, 3)
     with pytest.raises(ValueError, match="KEY=VALUE"):
         make_arm("search|liar=1", space, 0, 12, 3)
 

@@ -120,10 +120,10 @@ def test_a_study_that_already_holds_trials_is_not_marked_as_started_under_the_co
     assert COUNT_DEFAULT_ATTR not in open_search_study(config, SPACE, experiment).study.user_attrs
 
 
-def test_a_new_search_takes_a_random_share_from_trial_36_and_one_begun_before_proposes_as_it_did(tmp_path):
-    """A new one-objective TPE search records its share (every 2nd proposal at random from trial 36) in its study and
-    keeps it when resumed; random proposals and several objectives take none; a study that already held trials
-    without the record (begun before the rule) takes none either."""
+def test_a_new_search_takes_a_random_share_past_trial_36_and_one_begun_before_proposes_as_it_did(tmp_path):
+    """A new one-objective TPE search records its share (past trial number 36, every 2nd proposal at random) in its
+    study, and a resumed one reads the record back rather than working it out again; random proposals and several
+    objectives take none; a study that already held trials without the record (begun before the rule) takes none."""
     from search.running.proposals.late_random import AFTER, EVERY, LateRandomShare
     from search.running.proposals.study_setup import coding_for
     from search.running.study.queries import LATE_RANDOM_ATTR
@@ -137,16 +137,19 @@ def test_a_new_search_takes_a_random_share_from_trial_36_and_one_begun_before_pr
         )
 
     record = opened("new", trials=40, epochs=1)
-    assert record.study.user_attrs[LATE_RANDOM_ATTR] == EVERY == 2
-    assert isinstance(record.study.sampler, LateRandomShare) and record.study.sampler.drawn_at_random(AFTER + 1)
-    assert opened("new", trials=80, epochs=1).study.user_attrs[LATE_RANDOM_ATTR] == 2  # resumed, grown: kept
-    assert opened("random", sampler="random").study.user_attrs[LATE_RANDOM_ATTR] == 0
-    assert opened("costs", objectives="val_acc,params").study.user_attrs[LATE_RANDOM_ATTR] == 0
+    assert record.study.user_attrs[LATE_RANDOM_ATTR] == {"every": EVERY, "after": AFTER} == {"every": 2, "after": 36}
+    share = record.study.sampler
+    assert isinstance(share, LateRandomShare) and [share.drawn_at_random(n) for n in (36, 37, 38, 39)] == [0, 1, 0, 1]
+    record.study.set_user_attr(LATE_RANDOM_ATTR, {"every": 3, "after": 50})  # as if recorded by another version
+    resumed = opened("new", trials=80, epochs=1).study.sampler
+    assert (resumed.every, resumed.after) == (3, 50)  # read back, not worked out again
+    assert opened("random", sampler="random").study.user_attrs[LATE_RANDOM_ATTR]["every"] == 0
+    assert opened("costs", objectives="val_acc,params").study.user_attrs[LATE_RANDOM_ATTR]["every"] == 0
     config = configured(tmp_path, trials=40, epochs=1)
     experiment = Experiment.at(str(tmp_path / "e"))
     experiment.local.mkdir()
     older = StudyRecord.in_folder(experiment.local, coding_for(config, SPACE), objectives_of(config, SPACE), 1, {})
     finish(older, "t0", 0.5)
     reopened = open_search_study(config, SPACE, experiment)
-    assert reopened.study.user_attrs[LATE_RANDOM_ATTR] == 0
+    assert reopened.study.user_attrs[LATE_RANDOM_ATTR]["every"] == 0
     assert not isinstance(reopened.study.sampler, LateRandomShare)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from optuna.samplers import BaseSampler, RandomSampler
 
-AFTER = 36  # trials proposed by the model alone: every search of the default 12 trials, and three times that
-EVERY = 2  # the product's share: every 2nd proposal from trial AFTER on (families tuning-late, heldout20k-late)
+AFTER = 36  # trial numbers 0..AFTER (the first 37 trials) are the model's alone: the default 12, and three times that
+EVERY = 2  # the product's share: trial numbers AFTER + 1, AFTER + 3, ... at random (tuning-late, heldout20k-late)
 
 
 def late_random_every(sampler: str, objectives: int) -> int:
@@ -18,9 +18,10 @@ def late_random_every(sampler: str, objectives: int) -> int:
 
 
 class LateRandomShare(BaseSampler):
-    """`model`'s proposals, but from trial number `after` on every `every`-th trial (by number) is drawn at random
-    over the whole space. The draw depends on the trial's number alone, so a resumed search draws where an
-    uninterrupted one would; the random draws are seeded from `seed`."""
+    """`model`'s proposals, but from trial number `after` on every trial whose number is `every - 1` modulo `every`
+    is drawn at random over the whole space (seeded from `seed`; the offset keeps it apart from the model's own
+    generator). Which trials are drawn depends on their numbers alone: a trial the study adds itself (a continued
+    or rebuilt trial) takes a number too."""
 
     def __init__(self, model: BaseSampler, seed: int | None, every: int, after: int = AFTER):
         if every < 2:

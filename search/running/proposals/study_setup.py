@@ -13,7 +13,7 @@ from pathlib import Path
 from optuna.distributions import IntDistribution
 
 from search.results.summary import SUMMARY_FILE
-from search.running.proposals.late_random import LateRandomShare, late_random_every
+from search.running.proposals.late_random import AFTER, LateRandomShare, late_random_every
 from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.proposals.unrun import configuration_count, held_configurations, once_each
 from search.running.study.coding import SpaceCoding, contains, ordered_choices
@@ -51,24 +51,25 @@ def open_search_study(
     if LATE_RANDOM_ATTR not in study.user_attrs:  # a search begun before the rule goes on proposing as it did
         begun = bool(study.get_trials(deepcopy=False))
         every = 0 if begun else late_random_every(config.sampler, len(objectives_of(config, space)))
-        study.set_user_attr(LATE_RANDOM_ATTR, every)
+        study.set_user_attr(LATE_RANDOM_ATTR, {"every": every, "after": AFTER})
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         expected = min(expected_trials(config), search_trials(config, space))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected) + len(enqueued))
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
-    study.sampler = sampler_for(config.sampler, coding, seed, startup, study.user_attrs[LATE_RANDOM_ATTR])
+    study.sampler = sampler_for(config.sampler, coding, seed, startup, **study.user_attrs[LATE_RANDOM_ATTR])
     return record
 
 
-def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int, every: int = 0, **tpe):
+def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int, every: int = 0, after: int = AFTER, **tpe):
     """The search's sampler over a study held as `coding`: where the study holds values, its TPE models each choice
     among numbers by its position (a study holding positions orders them itself); over a space of finitely many
-    configurations it proposes each once (search.running.proposals.unrun). `every`: from trial 36 on, every so many
-    proposals one drawn at random (search.running.proposals.late_random; 0: none); `tpe`: make_sampler's."""
+    configurations it proposes each once (search.running.proposals.unrun). `every`, `after`: past trial number `after`,
+    one in `every` proposals drawn at random (search.running.proposals.late_random; every=0: none); `tpe`:
+    make_sampler's."""
     base = make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space), **tpe)
-    base = LateRandomShare(base, seed, every) if every else base
+    base = LateRandomShare(base, seed, every, after) if every else base
     return once_each(base, coding.distributions, seed)  # a finite space: each configuration once
 
 

@@ -19,7 +19,7 @@ CONTINUES_ATTR = "continues"  # a trial the budget stopped, continued by a later
 INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from the trial it continues
 SEARCH_ID_ATTR = "search_id"  # the study's: the search's identity wherever its folder moves
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
-LATE_RANDOM_ATTR = "late_random_every"  # from trial 36, every so many proposals at random (0: none); fixed likewise
+LATE_RANDOM_ATTR = "late_random"  # {"every", "after"} of search.running.proposals.late_random, fixed likewise
 # The study's, set when it is created since the default stop rule became a trial count: a search that has it was not
 # started under the former default epoch budget (search.running.growth), whatever budget its settings hold
 COUNT_DEFAULT_ATTR = "default_stop_rule"
