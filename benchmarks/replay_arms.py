@@ -43,7 +43,7 @@ class SideBySideArm:
     ):
         settings = settings or {}
         startup = int(settings.get("startup", startup_trials(trials))) + (concurrency - 1) * ("grow" in settings)
-        every = int(settings.get("late", late_random_every(sampler, 1)))  # late=0: the search before the share
+        every = 0 if settings.get("tpe") == "optuna" else int(settings.get("late", late_random_every(sampler, 1)))
         if settings.get("liar") == "0":
             coding = coding_for(RunConfig(sampler=sampler), space)
             ordered = {} if coding.ordered else ordered_choices(coding.space)  # as sampler_for models them

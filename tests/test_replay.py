@@ -468,6 +468,9 @@ def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
     assert isinstance(share(make_arm("search|liar=0", space, 0, 12, 3, 4)), LateRandomShare)
     assert not isinstance(share(make_arm("search|late=0", space, 0, 12, 3, 4)), LateRandomShare)
     assert not isinstance(share(make_arm("search|tpe=optuna", space, 0, 12, 3, 4)), LateRandomShare)
+    assert not isinstance(share(make_arm("search|tpe=optuna|coding=values", space, 0, 12, 3, 4)), LateRandomShare)
+    assert isinstance(share(make_arm("search|coding=values", space, 0, 12, 3, 4)), LateRandomShare)
+    assert not isinstance(share(make_arm("search|coding=values|late=0", space, 0, 12, 3, 4)), LateRandomShare)
     assert not isinstance(share(make_arm("random_asha", space, 0, 12, 3, 4)), LateRandomShare)
     for bad in ("search|late=2|tpe=optuna", "random_asha|late=2"):
         with pytest.raises(ValueError, match="KEY=VALUE"):

@@ -58,7 +58,9 @@ def open_search_study(
         expected = min(expected_trials(config), search_trials(config, space))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected) + len(enqueued))
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
-    study.sampler = sampler_for(config.sampler, coding, seed, startup, **study.user_attrs[LATE_RANDOM_ATTR])
+    late = study.user_attrs[LATE_RANDOM_ATTR]  # as recorded: {"every", "after"}, no other key reaches the sampler
+    every, after = int(late["every"]), int(late["after"])
+    study.sampler = sampler_for(config.sampler, coding, seed, startup, every=every, after=after)
     return record
 
 

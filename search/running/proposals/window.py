@@ -8,7 +8,7 @@ weights already fade. Past `RECENT` trials it is handed the `RECENT` most recent
 stands among the best `GOOD` of its kind, and every running trial (Optuna's constant liar): its good group is then
 exactly the one the whole study gives (a window of at least 250 finished trials has the same `gamma`, 25), and only
 the others are fewer. Up to `RECENT` finished trials it reads every trial and proposes exactly what Optuna's TPE
-proposes (the registered replays never pass it: at 648 trial-epochs about 110 to 150 trials). Each call costs the
+proposes (the registered replays never pass it: at 648 trial-epochs about 100 to 200 trials). Each call costs the
 same at any size: it looks from the newest trial back to the last one it has not seen. Optuna only: no Ray.
 """
 
