@@ -39,18 +39,18 @@ def open_search_study(
 ) -> StudyRecord:
     """The experiment's study, created with `enqueued` waiting first when the search starts, when its random start is
     fixed (a grown search keeps it); the sampler's seed moves on by the trials proposed: a resume repeats no draw."""
-    coding = coding_for(config, space)
+    coding, objectives = coding_for(config, space), objectives_of(config, space)
     constants = config.constants(space)
-    record = StudyRecord.in_folder(experiment.local, coding, objectives_of(config, space), config.epochs, constants)
+    record = StudyRecord.in_folder(experiment.local, coding, objectives, config.epochs, constants)
     study = record.study
-    record.coding = coding = held_coding(config, space, study.get_trials(deepcopy=False))  # as its study began
+    trials = study.get_trials(deepcopy=False)  # what the study held when this session opened it
+    record.coding = coding = held_coding(config, space, trials)  # as its study began
     if SEARCH_ID_ATTR not in study.user_attrs:  # who the search is wherever it moves (its MLflow runs find it)
         study.set_user_attr(SEARCH_ID_ATTR, uuid.uuid4().hex)
-    if not study.get_trials(deepcopy=False):  # a new search: started under today's default stop rule (growth.py)
+    if not trials:  # a new search: started under today's default stop rule (growth.py)
         study.set_user_attr(COUNT_DEFAULT_ATTR, f"trials={RunConfig.trials}")
     if LATE_RANDOM_ATTR not in study.user_attrs:  # a search begun before the rule goes on proposing as it did
-        begun = bool(study.get_trials(deepcopy=False))
-        every = 0 if begun else late_random_every(config.sampler, len(objectives_of(config, space)))
+        every = late_random_every(config.sampler, len(objectives)) if not trials else 0
         study.set_user_attr(LATE_RANDOM_ATTR, {"every": every, "after": AFTER})
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
