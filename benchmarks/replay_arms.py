@@ -32,7 +32,7 @@ ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
 VARIANT_KEYS += ("space", "once", "late")  # space=choices: the grid as choices (finite); once=0: no OnceEach; late=K
 ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "liar": ("0",), "grow": ("1",)}
-ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("023456789")}  # a variant key's values, where few
+ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789")}  # a variant key's values, where few
 
 
 class SideBySideArm:
@@ -177,7 +177,8 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
     the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
-    trial side by side), space=choices (the grid as choices: finite), once=0 (not once each), late=K (0, 2-9)."""
+    trial side by side), space=choices (the grid as choices: finite), once=0 (not once each), late=K (0-9: every K-th
+    proposal past trial 36 at random, 1 every one, 0 none)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)

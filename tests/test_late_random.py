@@ -31,11 +31,12 @@ def models(every: int, trials: int) -> list[bool]:
     return [study.ask(SPACE).params["x"] == 0.5 for _ in range(trials)]
 
 
-@pytest.mark.parametrize("every", [2, 3])
+@pytest.mark.parametrize("every", [1, 2, 3])
 def test_from_trial_36_every_kth_proposal_is_drawn_at_random_and_before_it_none(every):
-    proposed = models(every, AFTER + 2 * every)
-    assert all(proposed[:AFTER])
-    assert proposed[AFTER:] == [(n % every != every - 1) for n in range(AFTER, AFTER + 2 * every)]
+    proposed = models(every, AFTER + 1 + 2 * every)
+    assert all(proposed[: AFTER + 1])  # trial numbers 0..AFTER: the model's
+    assert proposed[AFTER + 1 :] == [(n % every != every - 1) for n in range(AFTER + 1, AFTER + 1 + 2 * every)]
+    assert every > 1 or not any(proposed[AFTER + 1 :])  # every=1: each trial past AFTER at random
 
 
 def test_which_trials_are_drawn_depends_on_their_numbers_alone_and_the_draws_on_the_seed():
@@ -49,8 +50,8 @@ def test_which_trials_are_drawn_depends_on_their_numbers_alone_and_the_draws_on_
         other = optuna.create_study(sampler=LateRandomShare(Half(), seed=seed, every=2))
         values += [other.ask(SPACE).params["x"] for _ in range(AFTER + 4)][AFTER:]
     assert draws[3] != draws[4] and draws[3][1] == study.trials[41].params["x"]  # seeded: the same seed, the same draw
-    with pytest.raises(ValueError, match="at least 2"):
-        LateRandomShare(Half(), seed=0, every=1)
+    with pytest.raises(ValueError, match="at least 1"):
+        LateRandomShare(Half(), seed=0, every=0)
 
 
 def test_sampler_for_puts_the_share_inside_the_once_each_rule_and_leaves_it_out_by_default():

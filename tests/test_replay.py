@@ -334,6 +334,7 @@ def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named()
     assert parse_variant("search|reduction=2|grace=2") == ("search", {"reduction": "2", "grace": "2"})
     assert parse_variant("search|tpe=optuna") == ("search", {"tpe": "optuna"})
     assert parse_variant("search|late=2") == ("search", {"late": "2"})
+    assert parse_variant("search|late=1") == ("search", {"late": "1"})
     for bad in (
         "search|foo=1",
         "optuna_tpe_sh|grace=2",
@@ -341,7 +342,7 @@ def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named()
         "nothing",
         "search|tpe=other",
         "search|late=",
-    ) + ("search|late=1",):
+    ) + ("search|late=10", "random_asha|late=1"):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))

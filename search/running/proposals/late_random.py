@@ -18,19 +18,19 @@ def late_random_every(sampler: str, objectives: int) -> int:
 
 
 class LateRandomShare(BaseSampler):
-    """`model`'s proposals, but from trial number `after` on every trial whose number is `every - 1` modulo `every`
-    is drawn at random over the whole space (seeded from `seed`; the offset keeps it apart from the model's own
-    generator). Which trials are drawn depends on their numbers alone: a trial the study adds itself (a continued
-    or rebuilt trial) takes a number too."""
+    """`model`'s proposals, but past trial number `after` every trial whose number is `every - 1` modulo `every`
+    (`every` 1: every trial past `after`) is drawn at random over the whole space (seeded from `seed`; the offset
+    keeps it apart from the model's own generator). Which trials are drawn depends on their numbers alone: a trial
+    the study adds itself (a continued or rebuilt trial) takes a number too."""
 
     def __init__(self, model: BaseSampler, seed: int | None, every: int, after: int = AFTER):
-        if every < 2:
-            raise ValueError(f"every={every}: at least 2 (every proposal at random is sampler=random)")
+        if every < 1:
+            raise ValueError(f"every={every}: at least 1 (1: every proposal past `after` at random)")
         self.model, self.every, self.after = model, every, after
         self.random = RandomSampler(seed=None if seed is None else seed + 7919)
 
     def drawn_at_random(self, number: int) -> bool:
-        return number >= self.after and number % self.every == self.every - 1
+        return number > self.after and number % self.every == self.every - 1
 
     def _for(self, trial) -> BaseSampler:
         return self.random if self.drawn_at_random(trial.number) else self.model
