@@ -466,6 +466,8 @@ def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
     assert not sampler(make_arm("search|liar=0", space, 0, 12, 3, 4))._constant_liar
     share = lambda arm: arm.searcher.record.study.sampler  # noqa: E731 - run's random share past trial 36, or none
     assert isinstance(share(product), LateRandomShare) and isinstance(share(grown), LateRandomShare)
+    before = make_arm("search|late=2", space, 0, 12, 3, 4)  # run's default before: every 2nd proposal past trial 36
+    assert share(product).every == 1 and share(before).every == 2  # run's: every proposal past trial 36
     assert isinstance(share(make_arm("search|liar=0", space, 0, 12, 3, 4)), LateRandomShare)
     assert not isinstance(share(make_arm("search|late=0", space, 0, 12, 3, 4)), LateRandomShare)
     assert not isinstance(share(make_arm("search|tpe=optuna", space, 0, 12, 3, 4)), LateRandomShare)

@@ -121,7 +121,7 @@ def test_a_study_that_already_holds_trials_is_not_marked_as_started_under_the_co
 
 
 def test_a_new_search_takes_a_random_share_past_trial_36_and_one_begun_before_proposes_as_it_did(tmp_path):
-    """A new one-objective TPE search records its share (past trial number 36, every 2nd proposal at random) in its
+    """A new one-objective TPE search records its share (past trial number 36, every proposal at random) in its
     study, and a resumed one reads the record back rather than working it out again; random proposals and several
     objectives take none; a study that already held trials without the record (begun before the rule) takes none."""
     from search.running.proposals.late_random import AFTER, EVERY, LateRandomShare
@@ -137,9 +137,9 @@ def test_a_new_search_takes_a_random_share_past_trial_36_and_one_begun_before_pr
         )
 
     record = opened("new", trials=40, epochs=1)
-    assert record.study.user_attrs[LATE_RANDOM_ATTR] == {"every": EVERY, "after": AFTER} == {"every": 2, "after": 36}
+    assert record.study.user_attrs[LATE_RANDOM_ATTR] == {"every": EVERY, "after": AFTER} == {"every": 1, "after": 36}
     share = record.study.sampler
-    assert isinstance(share, LateRandomShare) and [share.drawn_at_random(n) for n in (36, 37, 38, 39)] == [0, 1, 0, 1]
+    assert isinstance(share, LateRandomShare) and [share.drawn_at_random(n) for n in (36, 37, 38, 39)] == [0, 1, 1, 1]
     record.study.set_user_attr(LATE_RANDOM_ATTR, {"every": 3, "after": 50})  # as if recorded by another version
     resumed = opened("new", trials=80, epochs=1).study.sampler
     assert (resumed.every, resumed.after) == (3, 50)  # read back, not worked out again

@@ -66,7 +66,7 @@ class RunConfig:
     """torch.compile's mode: default, reduce-overhead (CUDA graphs: small models on a GPU) or max-autotune."""
     sampler: str = "tpe"
     """How Optuna proposes trials: tpe (a quarter of the trials, 2 to 10, at random, then Optuna's TPE; with one
-    objective, every second trial from the 38th on at random), random."""
+    objective, TPE up to the 37th trial and every trial from the 38th on at random), random."""
     objectives: str = ""
     """What to optimize, primary first: the space's metric alone (default), or several of val_acc, val_loss, params,
     macs, latency_ms, e.g. val_acc,params: a multi-objective search with a Pareto front."""

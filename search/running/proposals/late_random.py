@@ -1,6 +1,7 @@
-"""Past a search's first trials, a share of its proposals drawn at random, as BOHB (a third) and SMAC (a fifth)
-interleave random configurations with their model's: a model that exploits stays where it settled, and on long
-searches random proposals under the same ASHA end lower (benchmarks/HISTORY.md, "Long searches"). Pure Optuna, no Ray.
+"""Past a search's first trials, its proposals, or a share of them, drawn at random (BOHB draws a third at random,
+SMAC a fifth, from the start): a model that exploits stays where it settled, and on long searches random proposals
+under the same ASHA end lower (benchmarks/HISTORY.md, "Long searches", "TPE's 37 trials, then random"). Pure Optuna,
+no Ray.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from optuna.samplers import BaseSampler, RandomSampler
 
 AFTER = 36  # trial numbers 0..AFTER (the first 37 trials) are the model's alone: the default 12, and three times that
-EVERY = 2  # the product's share: trial numbers AFTER + 1, AFTER + 3, ... at random (tuning-late, heldout20k-late)
+EVERY = 1  # the product's share: every trial number past AFTER at random (tuning-tail, heldout20k-tail); 2 before
 
 
 def late_random_every(sampler: str, objectives: int) -> int:
