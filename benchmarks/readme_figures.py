@@ -158,7 +158,7 @@ def pair_cell(pair: dict) -> str:
     )
 
 
-LABELS = {"search": "**the search** (default)", "random_asha": "random + ASHA", "random": "random search"}
+LABELS = {"search": "**the search** (default then)", "random_asha": "random + ASHA", "random": "random search"}
 LABELS.update(optuna_tpe_hyperband="TPE + Hyperband", peer_dehb="DEHB", peer_smac="SMAC3")
 LABELS.update(peer_synetune_bohb="Syne Tune BOHB", peer_priorband="NePS PriorBand")
 

@@ -177,7 +177,7 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
     the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
-    trial side by side), space=choices (a grid), once=0 (not once each), late=K (each K-th past trial 36 random)."""
+    trial side by side), space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)

@@ -247,7 +247,7 @@ def test_the_pays_table_marks_holm_verdicts_and_the_searchs_place():
     }
     lines = pays_table(stats).splitlines()
     assert lines[0] == "| method (2 / 4 side by side) | `a`: regret | `a`: epochs to 0.5 pt |"
-    assert lines[2] == "| **the search** (default) | 1.00 / 2.00 | 30 / never |"
+    assert lines[2] == "| **the search** (default then) | 1.00 / 2.00 | 30 / never |"
     assert lines[3] == "| `peer` | 2.00* / 1.00! | never / never |"
     assert lines[4] == "| the search's place | 1 of 2 / 2 of 2 |  |"
     said = "After Holm, the search's final regret is lower than peer (1 of 2); it is higher than peer (1 of 2)."
@@ -342,7 +342,7 @@ def test_a_variant_of_the_search_replays_other_settings_and_a_bad_one_is_named()
         "nothing",
         "search|tpe=other",
         "search|late=",
-    ) + ("search|late=10", "random_asha|late=1"):
+    ) + ("search|late=10", "search|late=-1"):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))

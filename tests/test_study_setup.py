@@ -140,9 +140,10 @@ def test_a_new_search_takes_a_random_share_past_trial_36_and_one_begun_before_pr
     assert record.study.user_attrs[LATE_RANDOM_ATTR] == {"every": EVERY, "after": AFTER} == {"every": 1, "after": 36}
     share = record.study.sampler
     assert isinstance(share, LateRandomShare) and [share.drawn_at_random(n) for n in (36, 37, 38, 39)] == [0, 1, 1, 1]
-    record.study.set_user_attr(LATE_RANDOM_ATTR, {"every": 3, "after": 50})  # as if recorded by another version
+    record.study.set_user_attr(LATE_RANDOM_ATTR, {"every": 2, "after": 36})  # as a search begun under every 2nd
     resumed = opened("new", trials=80, epochs=1).study.sampler
-    assert (resumed.every, resumed.after) == (3, 50)  # read back, not worked out again
+    assert (resumed.every, resumed.after) == (2, 36)  # read back, not worked out again: trials 37, 39, ... drawn
+    assert [resumed.drawn_at_random(n) for n in (36, 37, 38, 39)] == [0, 1, 0, 1]
     assert opened("random", sampler="random").study.user_attrs[LATE_RANDOM_ATTR]["every"] == 0
     assert opened("costs", objectives="val_acc,params").study.user_attrs[LATE_RANDOM_ATTR]["every"] == 0
     config = configured(tmp_path, trials=40, epochs=1)
