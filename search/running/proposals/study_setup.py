@@ -43,7 +43,7 @@ def open_search_study(
     constants = config.constants(space)
     record = StudyRecord.in_folder(experiment.local, coding, objectives, config.epochs, constants)
     study = record.study
-    trials = study.get_trials(deepcopy=False)  # what the study held when this session opened it
+    trials = study.get_trials(deepcopy=False)  # what the study held when this run of the command opened it
     record.coding = coding = held_coding(config, space, trials)  # as its study began
     if SEARCH_ID_ATTR not in study.user_attrs:  # who the search is wherever it moves (its MLflow runs find it)
         study.set_user_attr(SEARCH_ID_ATTR, uuid.uuid4().hex)
