@@ -42,7 +42,7 @@ def test_which_trials_are_drawn_depends_on_their_numbers_alone_and_the_draws_on_
     study = optuna.create_study(sampler=Half())
     for _ in range(40):  # trials 0..39 proposed by something else: a study that already holds them
         study.ask(SPACE)
-    study.sampler = LateRandomShare(Half(), seed=3, every=2)  # a new session's sampler over the same study
+    study.sampler = LateRandomShare(Half(), seed=3, every=2)  # a resumed run's sampler over the same study
     assert [study.ask(SPACE).params["x"] == 0.5 for _ in range(4)] == [True, False, True, False]  # 40, 41, 42, 43
     draws = {seed: [] for seed in (3, 4)}
     for seed, values in draws.items():
