@@ -116,14 +116,19 @@ def replay_search(
     events, live, standing, trace = [], {}, {}, []
 
     def start(at: float, first: bool) -> None:
-        trial_id = str(len(live))
-        config = runner.propose(trial_id)
-        key, began = table.key(config, space.hyperparameters), at + (FIRST_START_S if first else START_S)
-        ends = began + np.cumsum(np.diff(table.s[key][slot], prepend=0.0) * slowdown)
-        live[trial_id] = {"config": config, "key": key, "rows": [], "ends": ends}
-        heapq.heappush(events, (float(ends[0]), trial_id))
+        trial_id = getattr(runner, "promoted", lambda: None)()  # a paused trial resumed (asha=promote), else a new one
+        if trial_id is None and len(live) < trials:
+            config = runner.propose(trial_id := str(len(live)))
+            live[trial_id] = {"config": config, "key": table.key(config, space.hyperparameters), "rows": []}
+        if trial_id is None:
+            return
+        trial, began = live[trial_id], at + (FIRST_START_S if first else START_S)
+        done = len(trial["rows"])  # epochs a resumed trial trained before its pause: it goes on from its checkpoint
+        seconds = np.diff(table.s[trial["key"]][slot], prepend=0.0)[done:] * slowdown
+        trial["ends"] = np.concatenate([np.zeros(done), began + np.cumsum(seconds)])
+        heapq.heappush(events, (float(trial["ends"][done]), trial_id))
 
-    for _ in range(min(concurrency, trials)):
+    for _ in range(concurrency):
         start(0.0, first=True)
     while events:
         now, trial_id = heapq.heappop(events)
@@ -139,8 +144,7 @@ def replay_search(
         stop, completed = runner.tell(trial_id, epoch, value), epoch == table.epochs
         if stop or completed:
             runner.end(trial_id, completed)
-            if len(live) < trials:
-                start(now, first=False)
+            start(now, first=False)
         else:
             heapq.heappush(events, (float(trial["ends"][epoch]), trial_id))
     return {"regret": trace[-1][1], "wall_s": trace[-1][0], "epochs": len(trace), "trace": trace, "trials": live}

@@ -10,15 +10,16 @@ Every arm has the search's random start and, where it stops trials, the search's
   optuna_tpe_sh          Optuna's `TPESampler` + `SuccessiveHalvingPruner`, ask and tell
   optuna_tpe_hyperband   Optuna's `TPESampler` + `HyperbandPruner`
   optuna_tpe_ordered_sh  Optuna's TPE + successive halving on the ordered encoding of numeric choices (positions)
-  rung_tpe_asha          a TPE model per rung, as BOHB fits one per budget, under the search's ASHA: not BOHB
 """
 
 from __future__ import annotations
 
 import optuna
+from optuna.trial import TrialState
 
 from benchmarks.replay import DEFAULTS, _Named, asha_stops, end_in_study, grace_of, search_asha, study_searcher
 from benchmarks.replay_peers import PEERS, make_peer
+from search.running.asha.study_asha import SIGN
 from search.running.proposals.late_random import LateRandomShare, late_random_every
 from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
@@ -28,11 +29,11 @@ from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
 
 ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
-ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh", "rung_tpe_asha")
+ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh")
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
-VARIANT_KEYS += ("space", "once", "late")  # space=choices: the grid as choices (finite); once=0: no OnceEach; late=K
+VARIANT_KEYS += ("space", "once", "late", "asha")  # space=choices: a grid as choices; once=0: no OnceEach; late=K
 ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "liar": ("0",), "grow": ("1",)}
-ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789")}  # a variant key's values, where few
+ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789"), "asha": ("promote",)}
 
 
 class SideBySideArm:
@@ -77,6 +78,50 @@ class SideBySideArm:
         end_in_study(self.searcher.record, trial_id, completed)
 
 
+class PromotingArm:
+    """ASHA's promotion variant: a trial pauses at each rung; a free slot resumes the best paused one in the top 1/3 of
+    its rung not yet promoted (top rung first), else starts a new one, proposed by the sampler over a study of every
+    trial as it stands (finished complete, paused pruned, running running), built anew for each ask."""
+
+    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int):
+        self.space, self.coding = space, coding_for(RunConfig(sampler=sampler), space)
+        self.sampler, self.sign = search_sampler(sampler, space, seed, startup_trials(trials)), SIGN[space.mode]
+        self.rungs = {rung: {} for rung in rungs_of(space, epochs)[:-1]}  # rung -> trial id -> signed value there
+        self.trials, self.promotions = {}, set()  # trial id -> {"config", "values", "state"}; (rung, trial id)
+
+    def propose(self, trial_id: str) -> dict:
+        self.trials[trial_id] = {"config": (config := self.ask()), "values": {}, "state": TrialState.RUNNING}
+        return config
+
+    def ask(self) -> dict:
+        study = optuna.create_study(direction=direction(self.space), sampler=self.sampler)
+        for trial in self.trials.values():
+            state, values, params = trial["state"], trial["values"], self.coding.to_params(trial["config"])
+            value = values[max(values)] if state == TrialState.COMPLETE else None
+            made = dict(params=params, distributions=self.coding.distributions, value=value, intermediate_values=values)
+            study.add_trial(optuna.trial.create_trial(state=state, **made))
+        return self.coding.to_config(study.ask(self.coding.distributions).params)
+
+    def promoted(self) -> str | None:
+        for rung, points in sorted(self.rungs.items(), reverse=True):
+            ranked = sorted(points, key=lambda trial_id: (-points[trial_id], int(trial_id)))
+            waiting = [t for t in ranked[: len(points) // int(DEFAULTS.reduction)] if (rung, t) not in self.promotions]
+            if waiting:
+                self.promotions.add((rung, waiting[0]))
+                self.trials[waiting[0]]["state"] = TrialState.RUNNING
+                return waiting[0]
+        return None
+
+    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
+        self.trials[trial_id]["values"][epoch] = value
+        if epoch in self.rungs:
+            self.rungs[epoch][trial_id] = self.sign * value
+        return epoch in self.rungs
+
+    def end(self, trial_id: str, completed: bool) -> None:
+        self.trials[trial_id]["state"] = TrialState.COMPLETE if completed else TrialState.PRUNED
+
+
 class OptunaArm:
     """Optuna's ask and tell with one of its pruners, trials side by side: the loop a user of Optuna writes."""
 
@@ -102,52 +147,6 @@ class OptunaArm:
             self.study.tell(trial, value)
         else:
             self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-
-
-class RungTpeAsha:
-    """A model per rung over asynchronous rungs (BOHB's idea, with TPE and ASHA): one study per rung holds every
-    trial's value there; a proposal comes from the highest rung with at least `startup` values (random before)."""
-
-    def __init__(self, space: Space, seed: int, trials: int, epochs: int):
-        self.coding = SpaceCoding(space.hyperparameters, order_numbers=coding_orders({}, DEFAULTS.sampler, space))
-        self.startup, self.rungs = startup_trials(trials), rungs_of(space, epochs)
-        samplers = [search_sampler(DEFAULTS.sampler, space, seed + i, 0, every=0) for i in range(len(self.rungs))]
-        studies = [optuna.create_study(direction=direction(space), sampler=s) for s in samplers]
-        self.studies = dict(zip(self.rungs, studies))
-        self.random = optuna.create_study(sampler=make_sampler("random", seed, 0))
-        self.scheduler, self.metric = search_asha(space, epochs), space.metric
-        self.asked, self.params = {}, {}  # trial -> (its proposing rung, the asked trial); trial -> its params
-
-    def propose(self, trial_id: str) -> dict:
-        self.scheduler.on_trial_add(None, _Named(trial_id))
-        rung = max((r for r in self.rungs if len(self._values_at(r)) >= self.startup), default=0)
-        trial = (self.studies[rung] if rung else self.random).ask(self.coding.distributions)
-        self.asked[trial_id], self.params[trial_id] = (rung, trial), dict(trial.params)
-        return self.coding.to_config(trial.params)
-
-    def tell(self, trial_id: str, epoch: int, value: float) -> bool:
-        if epoch in self.studies:
-            self._record(trial_id, epoch, value)
-        return asha_stops(self.scheduler, trial_id, {"epoch": epoch, self.metric: value})
-
-    def end(self, trial_id: str, completed: bool) -> None:
-        self.scheduler.on_trial_remove(None, _Named(trial_id))
-        rung, trial = self.asked.pop(trial_id, (0, None))
-        if trial is not None:  # ended short of its proposing rung: left out, as BOHB leaves a budget's unobserved
-            (self.studies[rung] if rung else self.random).tell(trial, state=optuna.trial.TrialState.FAIL)
-
-    def _record(self, trial_id: str, rung: int, value: float) -> None:
-        asked_rung, trial = self.asked.get(trial_id, (0, None))
-        if asked_rung == rung and trial is not None:
-            self.studies[rung].tell(trial, value)
-            del self.asked[trial_id]
-            return
-        distributions = self.coding.distributions
-        made = optuna.trial.create_trial(params=self.params[trial_id], distributions=distributions, value=value)
-        self.studies[rung].add_trial(made)
-
-    def _values_at(self, rung: int) -> list:
-        return self.studies[rung].get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
 
 
 def rungs_of(space: Space, epochs: int) -> list[int]:
@@ -177,12 +176,14 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
     the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
-    trial side by side), space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none)."""
+    trial side by side), space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none),
+    asha=promote (PromotingArm; no other key)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = any(value not in ALLOWED.get(key, (value,)) for key, value in settings.items())
     bad_value = bad_value or "late" in settings and (name != "search" or settings.get("tpe") == "optuna")
+    bad_value = bad_value or "asha" in settings and len(settings) > 1  # the promotion variant takes no other key
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "
@@ -196,11 +197,11 @@ def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int, concur
     arm, settings = parse_variant(arm)
     if arm in PEERS:  # the field's optimizers, their own code (benchmarks.replay_peers)
         return make_peer(arm, space, seed, epochs)
+    if settings.get("asha") == "promote":
+        return PromotingArm(space, "random" if arm == "random_asha" else DEFAULTS.sampler, seed, trials, epochs)
     if arm in ("search", "random_asha", "search_no_asha", "random"):  # a variant's settings: search, random_asha only
         sampler, asha = "random" if arm.startswith("random") else DEFAULTS.sampler, arm in ("search", "random_asha")
         return SideBySideArm(space, sampler, seed, trials, epochs, asha, settings, concurrency)
-    if arm == "rung_tpe_asha":
-        return RungTpeAsha(space, seed, trials, epochs)
     startup, grace = startup_trials(trials), grace_of(space, epochs)
     rules = dict(min_resource=grace, reduction_factor=int(DEFAULTS.reduction))
     if arm.endswith("hyperband"):

@@ -108,15 +108,7 @@ def replayed_keeping(work: list[tuple], jobs: int, keep: Path | None) -> list[di
 
 
 def measure(
-    path: str,
-    seeds: int,
-    trials: int,
-    concurrencies: list[int],
-    jobs: int,
-    epoch_budget=0,
-    first_seed=0,
-    arms=ARMS,
-    keep: Path | None = None,
+    path, seeds: int, trials: int, concurrencies: list, jobs: int, epoch_budget=0, first_seed=0, arms=ARMS, keep=None
 ) -> dict:
     """Every arm on seeds `first_seed`.. at each concurrency: per arm its regret's IQM, each seed's final regret
     and its anytime quartiles (`keep`: see replayed_keeping)."""

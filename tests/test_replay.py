@@ -164,24 +164,6 @@ def test_every_arm_replays_as_the_cli_runs_it(arm):
     assert 8 <= run["epochs"] <= 24 and 0 <= run["regret"] < 0.5
 
 
-def test_the_rung_tpe_arm_fits_the_highest_rung_with_enough_results():
-    from benchmarks.replay import _table, table_space
-    from benchmarks.replay_arms import RungTpeAsha, rungs_of
-
-    table = _table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz")
-    space = table_space(table)
-    assert rungs_of(space, 9) == [2, 6, 9] and rungs_of(space, 3) == [1, 3]
-    arm = RungTpeAsha(space, seed=0, trials=8, epochs=3)
-    for trial in ("0", "1"):  # the random start: two trials, both told their first epoch
-        arm.propose(trial)
-        arm.tell(trial, 1, 0.5 + int(trial) / 10)
-    arm.propose("2")
-    assert arm.asked["2"][0] == 1  # two results at epoch 1: the model of rung 1 proposes
-    assert len(arm._values_at(1)) == 2 and len(arm._values_at(3)) == 0
-    arm.end("2", completed=False)  # ended short of its rung: left out, as a failed trial
-    assert len(arm._values_at(1)) == 2
-
-
 def test_anytime_quartiles_hold_a_search_at_its_last_regret_and_none_before_its_first_epoch():
     from benchmarks.replay_cli import anytime_quartiles
 
@@ -540,3 +522,32 @@ def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_r
     capped = [replay_cli((path, "search|space=choices", 0, trials, 2)) for trials in (60, 48)]  # 48 configurations
     assert capped[0] == capped[1]  # as the product's stop rule: no more trials than the space holds
     assert replay_cli((path, arms[1], 0, 60, 2))["epochs"] > replay_cli((path, arms[1], 0, 48, 2))["epochs"]
+
+
+def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_third_where_it_paused(table):
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import PromotingArm, parse_variant, rungs_of
+
+    space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
+    assert rungs_of(space, 9) == [2, 6, 9] and rungs_of(space, 3) == [1, 3]  # the rungs a trial pauses at
+
+    class Given(PromotingArm):
+        def ask(self) -> dict:
+            return given.pop(0)
+
+    # A, B, C pause at the rung (epoch 1: 0.5, 0.9, 0.1); with three there the top third (B) resumes at epoch 2
+    # and finishes; A and C stay paused, as none other is in the top third; stopping ASHA trains A to the end too
+    given = [A, B, C]
+    run = replay_search(table, SPACE, Given(SPACE, "random", 0, 3, 3), 0, 3)
+    assert {trial_id: [row["epoch"] for row in trial["rows"]] for trial_id, trial in run["trials"].items()} == {
+        "0": [1],
+        "1": [1, 2, 3],
+        "2": [1],
+    }
+    assert run["epochs"] == 5 and replay(table, [A, B, C], seed=0)[0] == [3, 3, 1]
+    assert parse_variant("search|asha=promote") == ("search", {"asha": "promote"})
+    for bad in ("search|asha=promote|grace=2", "search|asha=stop"):
+        with pytest.raises(ValueError, match="KEY=VALUE"):
+            parse_variant(bad)
+    again = replay_cli(("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", "search|asha=promote", 1, 24, 2, 24))
+    assert again["epochs"] == 24 and 0 <= again["regret"] < 0.5
