@@ -108,10 +108,10 @@ def nearest(values: list, value, distribution=None):
 def replay_search(
     table: CurveTable, space: Space, runner, seed: int, trials: int, concurrency=1, epoch_budget=0, cores=2
 ) -> dict:
-    """One search replayed as the command line runs it: `trials` trials, `concurrency` side by side in wall time
-    (each epoch the table's seconds, slowed by concurrency / `cores` above it), each proposed while the others run
-    and each epoch told to `runner` as it ends; an epoch budget cuts the trials still running when it is spent.
-    Returns the final regret, wall time, epochs, (seconds, regret) after each epoch and every trial's rows."""
+    """One search replayed as the command line runs it: `trials` trials, `concurrency` side by side in wall time (each
+    epoch the table's seconds, slowed by concurrency / `cores` above it), each proposed while the others run (after a
+    paused trial that `runner.promoted()`, if any, resumes) and each epoch told to `runner` as it ends; an epoch budget
+    cuts the trials still running. Returns the final regret, wall time, epochs, (seconds, regret) and trials."""
     slot, best, slowdown = seed % len(table.seeds), table.best_mean_test(), max(1.0, concurrency / cores)
     events, live, standing, trace = [], {}, {}, []
 

@@ -19,10 +19,12 @@ from optuna.trial import TrialState
 
 from benchmarks.replay import DEFAULTS, _Named, asha_stops, end_in_study, grace_of, search_asha, study_searcher
 from benchmarks.replay_peers import PEERS, make_peer
+from search.results.score import standing_row
 from search.running.asha.study_asha import SIGN
 from search.running.proposals.late_random import LateRandomShare, late_random_every
 from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
+from search.running.proposals.window import RecentAndBest
 from search.running.study.coding import SpaceCoding, ordered_choices
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
@@ -80,12 +82,12 @@ class SideBySideArm:
 
 class PromotingArm:
     """ASHA's promotion variant: a trial pauses at each rung; a free slot resumes the best paused one in the top 1/3 of
-    its rung not yet promoted (top rung first), else starts a new one, proposed by the sampler over a study of every
-    trial as it stands (finished complete, paused pruned, running running), built anew for each ask."""
+    its rung not yet promoted (top rung first), else starts a new one, proposed by the search's TPE over a study built
+    anew for each ask (finished: complete, at the score `run` writes; paused: pruned; running: running)."""
 
-    def __init__(self, space: Space, sampler: str, seed: int, trials: int, epochs: int):
-        self.space, self.coding = space, coding_for(RunConfig(sampler=sampler), space)
-        self.sampler, self.sign = search_sampler(sampler, space, seed, startup_trials(trials)), SIGN[space.mode]
+    def __init__(self, space: Space, seed: int, trials: int, epochs: int):
+        self.space, self.coding = space, coding_for(RunConfig(), space)
+        self.sampler, self.sign = search_sampler("tpe", space, seed, startup_trials(trials)), SIGN[space.mode]
         self.rungs = {rung: {} for rung in rungs_of(space, epochs)[:-1]}  # rung -> trial id -> signed value there
         self.trials, self.promotions = {}, set()  # trial id -> {"config", "values", "state"}; (rung, trial id)
 
@@ -94,12 +96,14 @@ class PromotingArm:
         return config
 
     def ask(self) -> dict:
+        getattr(self.sampler, "base", self.sampler).model.window = RecentAndBest()  # read anew: states change here
         study = optuna.create_study(direction=direction(self.space), sampler=self.sampler)
         for trial in self.trials.values():
-            state, values, params = trial["state"], trial["values"], self.coding.to_params(trial["config"])
-            value = values[max(values)] if state == TrialState.COMPLETE else None
-            made = dict(params=params, distributions=self.coding.distributions, value=value, intermediate_values=values)
-            study.add_trial(optuna.trial.create_trial(state=state, **made))
+            state, values, config = trial["state"], trial["values"], {**self.space.constants, **trial["config"]}
+            rows = [{"epoch": epoch, "m": value} for epoch, value in values.items()]
+            value = standing_row(rows, config, "m", self.space.mode)["m"] if state == TrialState.COMPLETE else None
+            made = dict(params=self.coding.to_params(trial["config"]), value=value, intermediate_values=values)
+            study.add_trial(optuna.trial.create_trial(state=state, distributions=self.coding.distributions, **made))
         return self.coding.to_config(study.ask(self.coding.distributions).params)
 
     def promoted(self) -> str | None:
@@ -114,8 +118,7 @@ class PromotingArm:
 
     def tell(self, trial_id: str, epoch: int, value: float) -> bool:
         self.trials[trial_id]["values"][epoch] = value
-        if epoch in self.rungs:
-            self.rungs[epoch][trial_id] = self.sign * value
+        self.rungs.get(epoch, {})[trial_id] = self.sign * value  # at a rung its point there; elsewhere nothing kept
         return epoch in self.rungs
 
     def end(self, trial_id: str, completed: bool) -> None:
@@ -183,7 +186,7 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = any(value not in ALLOWED.get(key, (value,)) for key, value in settings.items())
     bad_value = bad_value or "late" in settings and (name != "search" or settings.get("tpe") == "optuna")
-    bad_value = bad_value or "asha" in settings and len(settings) > 1  # the promotion variant takes no other key
+    bad_value = bad_value or "asha" in settings and (len(settings) > 1 or name != "search")  # alone, on the search
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "
@@ -198,7 +201,7 @@ def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int, concur
     if arm in PEERS:  # the field's optimizers, their own code (benchmarks.replay_peers)
         return make_peer(arm, space, seed, epochs)
     if settings.get("asha") == "promote":
-        return PromotingArm(space, "random" if arm == "random_asha" else DEFAULTS.sampler, seed, trials, epochs)
+        return PromotingArm(space, seed, trials, epochs)
     if arm in ("search", "random_asha", "search_no_asha", "random"):  # a variant's settings: search, random_asha only
         sampler, asha = "random" if arm.startswith("random") else DEFAULTS.sampler, arm in ("search", "random_asha")
         return SideBySideArm(space, sampler, seed, trials, epochs, asha, settings, concurrency)

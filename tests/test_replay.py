@@ -538,7 +538,7 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     # A, B, C pause at the rung (epoch 1: 0.5, 0.9, 0.1); with three there the top third (B) resumes at epoch 2
     # and finishes; A and C stay paused, as none other is in the top third; stopping ASHA trains A to the end too
     given = [A, B, C]
-    run = replay_search(table, SPACE, Given(SPACE, "random", 0, 3, 3), 0, 3)
+    run = replay_search(table, SPACE, Given(SPACE, 0, 3, 3), 0, 3)
     assert {trial_id: [row["epoch"] for row in trial["rows"]] for trial_id, trial in run["trials"].items()} == {
         "0": [1],
         "1": [1, 2, 3],
@@ -551,3 +551,57 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
             parse_variant(bad)
     again = replay_cli(("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", "search|asha=promote", 1, 24, 2, 24))
     assert again["epochs"] == 24 and 0 <= again["regret"] < 0.5
+
+
+def test_the_promotion_variant_resumes_the_top_rung_first_once_each_and_shows_tpe_each_trial_as_it_stands(
+    monkeypatch,
+):
+    import optuna
+
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import make_arm
+
+    space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
+    arm = make_arm("search|asha=promote", space, 0, 36, 9)  # rungs at epochs 2 and 6 (of 9)
+    for trial_id, value in zip("012345", (0.1, 0.6, 0.3, 0.5, 0.2, 0.4)):
+        arm.propose(trial_id)
+        assert not arm.tell(trial_id, 1, value) and arm.tell(trial_id, 2, value)  # it pauses at the rung, not before
+        arm.end(trial_id, completed=False)
+    assert [arm.promoted(), arm.promoted(), arm.promoted()] == ["1", "3", None]  # the top third of six, once each
+    for trial_id, value in (("1", 0.9), ("3", 0.7)):
+        assert not any(arm.tell(trial_id, epoch, value) for epoch in (3, 4, 5)) and arm.tell(trial_id, 6, value)
+        arm.end(trial_id, completed=False)
+
+    def paused_at_rung_2(trial_id, value):
+        arm.propose(trial_id)
+        arm.tell(trial_id, 1, value), arm.tell(trial_id, 2, value)
+        arm.end(trial_id, completed=False)
+
+    paused_at_rung_2("6", 0.95)  # seven at rung 2: its top two are 6 and 1, and 6 waits
+    assert arm.promoted() == "6"  # rung 6 holds two points: none in its top third yet
+    assert not any(arm.tell("6", epoch, 0.5) for epoch in (3, 4, 5)) and arm.tell("6", 6, 0.5)
+    arm.end("6", completed=False)
+    paused_at_rung_2("7", 0.99)  # eight at rung 2: 7 waits there, and rung 6's best (1) waits above it
+    assert [arm.promoted(), arm.promoted(), arm.promoted()] == ["1", "7", None]  # the top rung first
+    for epoch, value in zip(range(7, 10), (0.8, 0.85, 0.88)):
+        arm.tell("1", epoch, value)
+    arm.end("1", completed=True)  # its epochs: 0.6, 0.6, then 0.9 to epoch 6, then 0.8, 0.85, 0.88 (no schedule)
+    made = []
+    real = optuna.create_study
+    monkeypatch.setattr(optuna, "create_study", lambda **kw: made.append(real(**kw)) or made[-1])
+    window = arm.sampler.model.window
+    arm.propose("8")
+    assert arm.sampler.model.window is not window  # TPE's window (past 250 trials) reads the states anew each ask
+    trials = {t.number: t for t in made[-1].get_trials(deepcopy=False)}
+    assert trials[1].state == optuna.trial.TrialState.COMPLETE and trials[1].value == 0.9  # the standing score
+    assert trials[0].state == optuna.trial.TrialState.PRUNED and trials[0].intermediate_values == {1: 0.1, 2: 0.1}
+    assert trials[7].state == optuna.trial.TrialState.RUNNING and max(trials[3].intermediate_values) == 6  # resumed
+
+
+def test_a_replay_of_the_stopping_arms_is_as_it_was_before_paused_trials_could_resume():
+    table = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
+    runs = {arm: replay_cli((table, arm, 3, 12, 2)) for arm in ("search", "random_asha")}
+    assert {arm: (run["epochs"], round(run["regret"], 5)) for arm, run in runs.items()} == {
+        "search": (20, 0.01625),  # as replay_search replayed them at d72d05d
+        "random_asha": (28, 0.00575),
+    }
