@@ -546,7 +546,7 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     }
     assert run["epochs"] == 5 and replay(table, [A, B, C], seed=0)[0] == [3, 3, 1]
     assert parse_variant("search|asha=promote") == ("search", {"asha": "promote"})
-    for bad in ("search|asha=promote|grace=2", "search|asha=stop"):
+    for bad in ("search|asha=promote|grace=2", "search|asha=stop", "random_asha|asha=promote"):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
     again = replay_cli(("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", "search|asha=promote", 1, 24, 2, 24))
