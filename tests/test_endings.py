@@ -122,7 +122,7 @@ def test_the_budget_ends_every_running_trial_with_the_epochs_its_files_hold(tmp_
     assert record.ending("trained") == Ending("stopped_by_budget", "stopped by the time budget after epoch 2")
     assert record.frozen("trained").state == TrialState.PRUNED and record.frozen("trained").user_attrs["score"] == 0.7
     assert record.ending("waiting").reason == "stopped by the time budget before its first epoch"
-    assert files.ending()["status"] == "stopped_by_budget" and files.ending_not_by_budget() is None  # not final
+    assert files.ending()["status"] == "stopped_by_budget" and files.final_ending() is None  # not final
     assert [trial_id for trial_id, _ in listening.heard] == ["trained", "waiting"]
 
 

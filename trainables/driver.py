@@ -60,7 +60,7 @@ def train_trial(
     for row in store.rows_after(rows[-1]["epoch"] if rows else 0):  # a kill between a checkpoint and its row
         rows = files.append(rows, row)
     if rows:  # `resume` of a trial that ran: Tune, ASHA and Optuna hear again what its files hold
-        if replay(rows, files.ending_not_by_budget(), settings.epochs, hp):
+        if replay(rows, files.final_ending(), settings.epochs, hp):
             return
     output = {  # where rank 0 writes the trial's epochs and checkpoints
         "experiment_dir": experiment_dir,

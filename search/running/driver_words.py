@@ -72,7 +72,8 @@ def asha_words(config: RunConfig) -> str:
         return ""
     ends = config.lr_cycle_ends()
     restarts = f" (lr cycles end at epoch {', '.join(map(str, ends))})" if ends else ""
-    return f"ASHA from epoch {config.grace} of {config.epochs}{restarts}, "
+    variant = "ASHA (promotion variant)" if config.asha == "promote" else "ASHA"
+    return f"{variant} from epoch {config.grace} of {config.epochs}{restarts}, "
 
 
 NEXT_COMMANDS = ("report", "export", "tensorboard", "dashboard")  # what a user does with a finished search

@@ -44,7 +44,7 @@ from trainables.foundation.resources import plan_concurrency, settle_shape
 from trainables.foundation.scheduling import TrialPlacement, place_trials
 from trainables.foundation.space import Space
 from trainables.foundation.storage import SEARCH_FILE, STUDY_FILE, Experiment, delete, fence_lost
-from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY
+from trainables.foundation.trial_files import TRIAL_DIR_PREFIX, TRIAL_KEY, remove_empty_twins
 from trainables.ray_private import spare_imports_in_tunes_usage_tag, tunes_result_frames_unread
 from trainables.room import alive_nodes
 
@@ -165,6 +165,7 @@ def fit(
         logging.getLogger("ray").info("search hands the trials to Tune")
         with ctrl_c_stops(stop), tune_snapshot_period(), tunes_result_frames_unread():
             tuner.fit()  # its ResultGrid unread: the study and the trials' files are the record
+        remove_empty_twins(experiment.local)
         if stop.out_of_budget and not stop.interrupted and stopped_by(record, experiment) is None:
             trial_ends.out_of_budget(stop.budget)
     finally:
@@ -198,7 +199,8 @@ def scheduler_of(config: RunConfig, record: StudyRecord):
     rungs = dict(max_t=config.epochs, grace_period=config.grace, reduction_factor=config.reduction)
     if record.multi_objective:
         return ParetoASHA(objectives=record.objectives, history=record.proposed(), record=record, **rungs)
-    return StudyASHA(time_attr="epoch", history=record.proposed(), record=record, **rungs)
+    promote = config.asha == "promote"
+    return StudyASHA(time_attr="epoch", history=record.proposed(), record=record, promote=promote, **rungs)
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:
@@ -245,6 +247,8 @@ def build_tuner(
     from trainables.foundation.trial_lease import TrialLease
 
     lease_token = TrialLease(experiment.location).token if experiment.remote else None  # this driver's: it holds it
+    promotions = (scheduler, to_run - len(unended)) if getattr(scheduler, "promote", False) else ()
+    rungs = sum(1 for milestone, _ in getattr(scheduler, "rungs", ()) if milestone < config.epochs)
     storage_filesystem, storage_path = fenced_filesystem(experiment.location) if experiment.remote else (None, None)
     trainable = ray.tune.with_parameters(
         train_trial,
@@ -260,9 +264,9 @@ def build_tuner(
         tune_config=ray.tune.TuneConfig(
             metric=space.metric,
             mode=space.mode,
-            search_alg=StudySearcher(record, unended, space.metric, space.mode, config.seed),
+            search_alg=StudySearcher(record, unended, space.metric, space.mode, config.seed, *promotions),
             scheduler=scheduler,
-            num_samples=to_run,
+            num_samples=to_run * (1 + rungs) if promotions else to_run,  # a resumption is a trial of Tune's too
             max_concurrent_trials=placement.max_concurrent,
             reuse_actors=REUSE_ACTORS,
             trial_name_creator=lambda trial: trial.config[TRIAL_KEY],

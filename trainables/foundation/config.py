@@ -25,6 +25,7 @@ RETIRED_KEYS = {"prefetch"}
 PRECISIONS = ("fp32", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 SAMPLERS = ("tpe", "random")
+ASHA_RULES = ("stop", "promote")
 
 
 @dataclass
@@ -44,6 +45,10 @@ class RunConfig:
     at least 2 in trials of 6 epochs or more."""
     reduction: float = 3.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
+    asha: str = "stop"
+    """ASHA at a rung: stop (Tune's ASHAScheduler: a trial below the rung's cutoff so far stops there), or promote
+    (its promotion variant: a trial pauses at each rung, and a free place first resumes the best paused trial in the
+    top 1/reduction of its rung, from its checkpoint, else starts a new one; one objective)."""
     rung_cycles: bool = False
     """Restart an annealing lr schedule (onecycle, cosine) at each ASHA rung, so that rungs compare annealed scores."""
     workers: int | None = None
@@ -117,9 +122,14 @@ class RunConfig:
         require(self.time_budget >= 0, f"time_budget={self.time_budget:g}: must be >= 0 seconds (0: no limit)")
         require(self.max_failures >= 0, f"max_failures={self.max_failures}: must be >= 0")
         require(self.room_wait > 0, f"room_wait={self.room_wait:g}: must be > 0 seconds")
-        for key, allowed in (("sampler", SAMPLERS), ("precision", PRECISIONS), ("compile_mode", COMPILE_MODES)):
+        choices = (("asha", ASHA_RULES), ("sampler", SAMPLERS), ("precision", PRECISIONS))
+        for key, allowed in (*choices, ("compile_mode", COMPILE_MODES)):
             value = getattr(self, key)
             require(value in allowed, f"{key}={value}: allowed values are {', '.join(allowed)}")
+        require(
+            self.asha == "stop" or "," not in self.objectives,
+            f"asha={self.asha} with objectives={self.objectives}: one objective only (asha=stop for several)",
+        )
         require(self.verbose in (0, 1), f"verbose={self.verbose}: must be 0 or 1")
         require(
             self.name == "" or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name) is not None,

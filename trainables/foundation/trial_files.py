@@ -85,10 +85,11 @@ class TrialFiles:
         hourly at most), so that the file the live view names is there when it names it."""
         self._write_whole(ERROR_FILE, text)
 
-    def ending_not_by_budget(self) -> dict | None:
-        """The trial's ending, unless it is the budget's, which a later session continues."""
+    def final_ending(self) -> dict | None:
+        """The trial's ending, unless a continuation may follow it: the budget's (a later session continues the
+        trial) or ASHA's stop at a rung (its promotion variant resumes the trial; search.running.asha.study_asha)."""
         ending = self.ending()
-        return None if ending and ending.get("status") == STOPPED_BY_BUDGET else ending
+        return None if ending and ending.get("status") in (STOPPED_BY_BUDGET, "stopped_early") else ending
 
 
 def parse_rows(text: str, source: str = RESULT_FILE) -> list[dict]:
@@ -110,3 +111,13 @@ def recorded_trial_ids(experiment_dir: str) -> list[str]:
     fs, root = filesystem(experiment_dir)
     folders = folders_holding(fs, root, RESULT_FILE, TRIAL_DIR_PREFIX)
     return sorted(PurePosixPath(path).name.removeprefix(TRIAL_DIR_PREFIX) for path in folders)
+
+
+def remove_empty_twins(folder) -> None:
+    """Tune names a resumed trial's own folder `trial_<id>_<4 hex>` (the search's `trial_<id>` is taken: ASHA's
+    promotion variant resumes a trial within one session); left empty, it is removed: nothing looks like a trial."""
+    from pathlib import Path
+
+    for twin in Path(folder).glob(f"{TRIAL_DIR_PREFIX}*_????"):
+        if twin.is_dir() and (twin.parent / twin.name[:-5]).is_dir() and not any(twin.iterdir()):
+            twin.rmdir()

@@ -1,7 +1,10 @@
 """ASHA as the search runs it: Tune's asynchronous successive halving (as its one-bracket `ASHAScheduler` decides),
 a scheduler of our own on Tune's public `FIFOScheduler` (search.running.asha.in_order), keyed by the search's trial
 ids (Tune names a trial anew in every session) and rebuilt from the study (search.running.asha.rungs).
-tests/test_study_asha.py holds it to Tune's own `ASHAScheduler`, live, event by event.
+tests/test_study_asha.py holds it to Tune's own `ASHAScheduler`, live, event by event. With `promote` it is ASHA's
+promotion variant instead (docs/design.md, "ASHA's promotion variant"): every trial pauses at a rung (stopped there,
+its checkpoint kept) unless it is the one a free place would resume, and the search's searcher resumes
+(`promotion`, `promoted`) the best paused one in the top 1/reduction of its rung before it proposes a new trial.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from optuna.trial import FrozenTrial
 from ray.tune.schedulers import TrialScheduler
 
 from search.running.asha.in_order import InOrder
-from search.running.asha.rungs import RungStops, asha_cutoff, rebuild
+from search.running.asha.rungs import RungStops, asha_cutoff, promotion, rebuild
+from search.running.study.endings import STOPPED_EARLY
+from search.running.study.queries import ending_in_study, trial_id_of
 from trainables.foundation.trial_files import trial_key
 
 SIGN = {"max": 1.0, "min": -1.0}  # a point is the metric signed so that higher is better, as in Tune's ASHA
@@ -28,9 +33,10 @@ class StudyASHA(InOrder, RungStops):
         reduction_factor: float = 4,
         history: list[FrozenTrial] = (),
         record=None,
+        promote: bool = False,
     ):
         """Tune's `ASHAScheduler` settings (one bracket). `history`: the study's trials, to rebuild the rungs from once
-        metric and mode are known."""
+        metric and mode are known. `promote`: ASHA's promotion variant, not Tune's stopping rule."""
         if not 0 < grace_period <= max_t or reduction_factor <= 1 or mode not in (None, *SIGN):
             raise ValueError(
                 f"ASHA needs 0 < grace_period <= max_t, reduction_factor > 1 and mode min or max; got {grace_period}, "
@@ -38,7 +44,7 @@ class StudyASHA(InOrder, RungStops):
             )
         InOrder.__init__(self)
         RungStops.__init__(self, grace_period, reduction_factor, max_t, time_attr, record)
-        self.metric_name, self.mode = metric, mode
+        self.metric_name, self.mode, self.promote = metric, mode, promote
         self._history = list(history)
         self._rebuild_when_settled()
 
@@ -59,6 +65,11 @@ class StudyASHA(InOrder, RungStops):
 
     def _rebuild_when_settled(self) -> None:
         if self.metric_name and self.mode in SIGN and self._history:
+            if self.promote:  # the trials paused at a rung wait there to be promoted
+                ended = {trial_id_of(trial): ending_in_study(trial) for trial in self._history}
+                self.stopped |= {
+                    trial_id for trial_id, ending in ended.items() if ending and ending.status == STOPPED_EARLY
+                }
             self.owed_stops = rebuild(self, self._history, self.metric_name, self.max_t)
             self._history = []
 
@@ -67,12 +78,35 @@ class StudyASHA(InOrder, RungStops):
         return None if value is None else SIGN[self.mode] * value
 
     def verdict(self, trial_id: str, milestone: float) -> str:
-        """Tune's decision for the trial's value at `milestone` against every other value recorded there."""
+        """Tune's decision for the trial's value at `milestone` against every other value recorded there; with
+        `promote`, it goes on only if a free place would resume it first (else it pauses)."""
+        if self.promote:
+            first = promotion(
+                self.rungs, self.reduction, self.max_t, lambda other: other == trial_id or self.paused(other)
+            )
+            return TrialScheduler.CONTINUE if first == trial_id else TrialScheduler.STOP
         recorded = dict(self.rungs)[milestone]
         ids, values = list(recorded), list(recorded.values())  # copied in C: a rung holds up to every trial
         mine = ids.index(trial_id)
         cutoff = asha_cutoff(values[:mine] + values[mine + 1 :], self.reduction)
         return TrialScheduler.STOP if cutoff is not None and recorded[trial_id] < cutoff else TrialScheduler.CONTINUE
+
+    def paused(self, trial_id: str) -> bool:
+        """Whether the trial waits at a rung: stopped there by this scheduler, and so ended in the study."""
+        if trial_id not in self.stopped:
+            return False
+        ending = None if self.record is None else self.record.ending(trial_id)
+        return self.record is None or (ending is not None and ending.status == STOPPED_EARLY)
+
+    def promotion(self) -> str | None:
+        """With `promote`: the paused trial a free place resumes now; None: a new trial."""
+        return promotion(self.rungs, self.reduction, self.max_t, self.paused) if self.promote else None
+
+    def promoted(self, trial_id: str) -> int:
+        """The searcher resumes the paused trial: it runs on, no longer stopped by this scheduler; returns the epoch
+        of the rung it waited at."""
+        self.stopped.discard(trial_id)
+        return int(max(milestone for milestone, recorded in self.rungs if trial_id in recorded))
 
     def on_trial_add(self, tune_controller, trial):
         if not self.metric_name or self.mode not in SIGN:

@@ -20,7 +20,7 @@ from search.results.tensorboard import TrialEventWriter, written_epochs
 from search.running.ends.decider import Decider
 from search.running.ends.failures import plain_text, root_cause
 from search.running.study.endings import STOPPED_EARLY, EndFacts, Ending
-from search.running.study.queries import OBJECTIVES_ATTR, SCORE_ATTR, epoch_values
+from search.running.study.queries import CONTINUES_ATTR, OBJECTIVES_ATTR, SCORE_ATTR, epoch_values
 from search.running.study.record import StudyRecord, StudyWriteFailed
 from search.running.writer.lock import LeaseLost
 from trainables.foundation.errors import divergence_cause
@@ -136,6 +136,11 @@ class Tracking(FollowsEnds):
 
     def __getstate__(self):
         return {"tracker": None, "record": None}
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        frozen = self.record.frozen(trial_key(trial))
+        if frozen is not None and CONTINUES_ATTR in frozen.user_attrs:  # resumed: its run ended before, runs again
+            self.tracker.continued(trial_key(trial), hyperparameters(trial))
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if "epoch" in result:

@@ -11,24 +11,12 @@ from optuna.trial import FrozenTrial, TrialState
 
 from search.running.ends.decider import Decider
 from search.running.study.endings import STATUSES, EndFacts, Ending
-from search.running.study.queries import (
-    CONTINUES_ATTR,
-    COSTS_ATTR,
-    EPOCH_OTHERS_ATTR,
-    EPOCHS_ATTR,
-    ID_ATTR,
-    INHERITED_ATTR,
-    RUNGS_ATTR,
-    epoch_values,
-    trial_id_of,
-)
+from search.running.study.queries import CONTINUES_ATTR, ID_ATTR, RUNGS_ATTR, trial_id_of
 from search.running.study.record import StudyRecord
 from trainables.foundation.errors import divergence_cause
-from trainables.foundation.repeats import SEED_KEY
 from trainables.foundation.trial_files import TrialFiles, recorded_trial_ids
 
 CUT_PROPOSAL = "never started: the driver was killed while proposing it"
-CARRIED = (EPOCHS_ATTR, EPOCH_OTHERS_ATTR, COSTS_ATTR, RUNGS_ATTR, SEED_KEY)  # the history a continuation takes over
 
 
 def reconcile(decider: Decider) -> list[FrozenTrial]:
@@ -88,19 +76,4 @@ def _add(record: StudyRecord, trial_id: str, trial: FrozenTrial, what: str) -> N
 
 def continue_stopped_by_budget(record: StudyRecord) -> list[FrozenTrial]:
     """Every trial a budget stopped (by its state and ending, search.running.study.queries), continued."""
-    stopped = record.stopped_by_budget()
-    for frozen in stopped:
-        continuation = optuna.trial.create_trial(
-            state=TrialState.RUNNING,
-            params=frozen.params,
-            distributions=frozen.distributions,
-            intermediate_values=frozen.intermediate_values,
-            user_attrs={
-                ID_ATTR: trial_id_of(frozen),
-                CONTINUES_ATTR: frozen.number,
-                INHERITED_ATTR: max(epoch_values(frozen), default=0),
-                **{key: frozen.user_attrs[key] for key in CARRIED if key in frozen.user_attrs},
-            },
-        )
-        _add(record, trial_id_of(frozen), continuation, f"the continuation of trial {trial_id_of(frozen)}")
-    return [record.frozen(trial_id_of(frozen)) for frozen in stopped]
+    return [record.continue_trial(frozen) for frozen in record.stopped_by_budget()]

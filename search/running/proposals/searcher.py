@@ -22,11 +22,22 @@ class StudySearcher(Searcher):
     again), every reported epoch becomes an intermediate value (the one ASHA stops a trial at reaches
     `on_trial_complete` only). The study persists itself: Tune's own searcher snapshot is not written."""
 
-    def __init__(self, record: StudyRecord, unended: list[FrozenTrial], metric: str, mode: str, seed: int = 0):
+    def __init__(
+        self,
+        record: StudyRecord,
+        unended: list[FrozenTrial],
+        metric: str,
+        mode: str,
+        seed: int = 0,
+        promotions=None,
+        new_trials: int | None = None,
+    ):
         """`seed`: the run's. With nothing left to search (no searched key) every trial is a repeat of the one
-        configuration with its own seed, kept in the study (trainables.foundation.repeats)."""
+        configuration with its own seed, kept in the study (trainables.foundation.repeats). `promotions`: the
+        scheduler of ASHA's promotion variant, whose paused trials are resumed before a new one is proposed, and
+        `new_trials`: how many new ones (Tune's trial count then counts every resumption too)."""
         super().__init__(metric=metric, mode=mode)
-        self.record = record
+        self.record, self.promotions, self.new_left = record, promotions, new_trials
         self.live: dict[str, str] = {}  # Tune's id of a running trial -> the search's
         self.repeats_from = None if record.coding.space else seed
         self.unended = [  # proposed first; a repeat whose seed was not yet written gets the one its number gives
@@ -40,9 +51,21 @@ class StudySearcher(Searcher):
     def suggest(self, tune_id: str) -> dict | str:
         """The next trial's configuration; `Searcher.FINISHED` once the study cannot be written (the record keeps the
         failure, which stops the search with its one line: it never reaches Tune as a traceback)."""
+        promoted = None if self.unended or self.promotions is None else self.promotions.promotion()
         if self.unended:
             trial_id, params, seed = self.unended.pop(0)
+        elif promoted is not None:
+            rung = self.promotions.promoted(promoted)
+            try:
+                continued = self.record.continue_trial(self.record.frozen(promoted), promoted_at=rung)
+            except StudyWriteFailed:
+                return Searcher.FINISHED
+            trial_id, params, seed = promoted, continued.params, seed_of(continued)
+        elif self.new_left == 0:  # with promotions: no new trial, and none paused to resume yet
+            return None if self.live else Searcher.FINISHED
         else:
+            if self.new_left is not None:
+                self.new_left -= 1
             trial_id, seed = tune_id, self.repeat_seed(tune_id)
             try:
                 trial = self.record.create(tune_id)

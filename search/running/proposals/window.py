@@ -20,6 +20,8 @@ import math
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from search.running.study.queries import CONTINUES_ATTR
+
 GOOD = 25  # Optuna's default gamma caps the good group at 25 trials
 RECENT = 250  # a window of at least 250 trials keeps gamma at 25: ceil(250 / 10)
 
@@ -44,6 +46,7 @@ class RecentAndBest:
         self.recent, self.good = recent, good
         self.seen: set[int] = set()
         self.failed: set[int] = set()  # finished trials TPE never models (failed): walked past, never looked at again
+        self.superseded: set[int] = set()  # trials a continuation stands for (the same trial id): never read
         self.best: dict[TrialState, list[tuple]] = {TrialState.COMPLETE: [], TrialState.PRUNED: []}
 
     def __call__(self, trials: list[FrozenTrial], directions: list[StudyDirection], states=None) -> list[FrozenTrial]:
@@ -57,25 +60,38 @@ class RecentAndBest:
         while unseen > 0 and at > 0:  # from the newest: the trials that ended since the last call are few, and late
             at -= 1
             trial = trials[at]
+            if CONTINUES_ATTR in trial.user_attrs and trial.user_attrs[CONTINUES_ATTR] not in self.superseded:
+                self._supersede(trial.user_attrs[CONTINUES_ATTR])
             if trial.number not in self.seen and trial.number not in self.failed:
                 unseen -= 1
-                if trial.state in self.best:
+                if trial.number in self.superseded:
+                    self.seen.add(trial.number)
+                elif trial.state in self.best:
                     self.seen.add(trial.number)
                     self._keep(trial, minimize)
                 elif trial.state.is_finished():
                     self.failed.add(trial.number)
                 elif wanted(trial):  # running: looked at again next time
                     running.append(trial)
+        if self.superseded:
+            wanted = lambda trial: trial.number not in self.superseded and (states is None or trial.state in states)  # noqa: E731
         if len(self.seen) <= self.recent:
-            return trials if states is None else [t for t in trials if wanted(t)]
+            return trials if states is None and not self.superseded else [t for t in trials if wanted(t)]
         start, finished = len(trials), 0
         while finished < self.recent and start > 0:  # the `recent` latest finished trials, and the running among them
             start -= 1
             finished += trials[start].state in self.best
         first = trials[start].number
         older = [t for kept in self.best.values() for *_, t in kept if t.number < first]
-        older += [t for t in running if t.number < first]  # every running trial, as TPE's liar reads them all
+        older += [t for t in running if t.number < first and wanted(t)]  # every running one, as TPE's liar reads
         return sorted(older, key=lambda t: t.number) + [t for t in trials[start:] if wanted(t)]
+
+    def _supersede(self, number: int) -> None:
+        """The trial `number` is continued (by a later session, or a promotion at a rung): its continuation stands
+        for it, read in its place."""
+        self.superseded.add(number)
+        for kept in self.best.values():
+            kept[:] = [entry for entry in kept if entry[-2] != number]
 
     def _keep(self, trial: FrozenTrial, minimize: bool) -> None:
         if trial.state == TrialState.COMPLETE:

@@ -21,9 +21,12 @@ from search.running.study.endings import EndFacts, Ending, decide
 from search.running.study.journal import open_study
 from search.running.study.optuna_private import prune_with_value, running_trial, storage_id
 from search.running.study.queries import (
+    CONTINUES_ATTR,
+    COSTS_ATTR,
     EPOCH_OTHERS_ATTR,
     EPOCHS_ATTR,
     ID_ATTR,
+    INHERITED_ATTR,
     OBJECTIVES_ATTR,
     REASON_ATTR,
     RUNGS_ATTR,
@@ -39,8 +42,10 @@ from search.running.study.queries import (
 )
 from trainables.foundation.errors import SearchFailed
 from trainables.foundation.objectives import Objective
+from trainables.foundation.repeats import SEED_KEY
 
 log = logging.getLogger("ray.search")
+CARRIED = (EPOCHS_ATTR, EPOCH_OTHERS_ATTR, COSTS_ATTR, RUNGS_ATTR, SEED_KEY)  # the history a continuation takes over
 
 
 class StudyWriteFailed(SearchFailed):
@@ -180,6 +185,31 @@ class StudyRecord(StudyQueries):
             trial.set_user_attr(RUNGS_ATTR, {})
         self.known(trial_id, trial)
         return trial
+
+    def continue_trial(self, frozen: FrozenTrial, promoted_at: int | None = None) -> FrozenTrial:
+        """The ended trial `frozen` continued: a new running trial with its id, configuration and history (Optuna
+        never reopens an ended trial), standing for it from now on. `promoted_at`: the rung epoch ASHA's promotion
+        variant continues it from, noted among its rung decisions."""
+        trial_id = trial_id_of(frozen)
+        carried = {key: frozen.user_attrs[key] for key in CARRIED if key in frozen.user_attrs}
+        if promoted_at is not None:
+            carried[RUNGS_ATTR] = {**carried.get(RUNGS_ATTR, {}), str(promoted_at): "promoted"}
+        continuation = optuna.trial.create_trial(
+            state=TrialState.RUNNING,
+            params=frozen.params,
+            distributions=frozen.distributions,
+            intermediate_values=frozen.intermediate_values,
+            user_attrs={
+                ID_ATTR: trial_id,
+                CONTINUES_ATTR: frozen.number,
+                INHERITED_ATTR: max(epoch_values(frozen), default=0),
+                **carried,
+            },
+        )
+        with self.writing(f"the continuation of trial {trial_id}"):
+            self.study.add_trial(continuation)
+        self.known(trial_id, self.study.get_trials(deepcopy=False)[-1])
+        return self.frozen(trial_id)
 
     def live_trial(self, frozen: FrozenTrial) -> optuna.Trial:
         """The running trial `frozen`, to report to (also one an earlier session proposed: optuna_private)."""

@@ -165,6 +165,12 @@ class MlflowTracker(BackgroundCalls):
 
     @queued
     @safely
+    def continued(self, trial_id: str, config: dict) -> None:
+        """A trial that had ended runs again (ASHA's promotion variant resumed it): so does its run."""
+        self._reopen(self._run_of(trial_id, config))
+
+    @queued
+    @safely
     def ended(self, record: StudyRecord, trial_id: str, config: dict) -> None:
         """A trial ended (the study knows how: search.running.ends.callbacks.TrialEnds wrote it first)."""
         frozen = record.frozen(trial_id)

@@ -1,0 +1,165 @@
+"""ASHA's promotion variant in the product (`asha=promote`): the rule (search.running.asha.rungs.promotion), the
+scheduler that pauses at a rung (StudyASHA with `promote`), a study that holds a promoted trial once, and the same
+searches as the replays' `search|asha=promote` arm. Pure logic: no Ray (the end-to-end search: test_promotion_e2e)."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
+
+from search.running.asha.rungs import promotion
+from search.running.asha.study_asha import StudyASHA
+from search.running.study.endings import EndFacts
+from search.running.study.queries import CONTINUES_ATTR, rung_decisions
+from search.running.study.record import StudyRecord
+from trainables.foundation.config import RunConfig
+from trainables.foundation.errors import UsageError
+
+SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True)}
+
+
+def promoting(max_t: int = 9, grace: int = 1, history=(), record=None) -> StudyASHA:
+    scheduler = StudyASHA(
+        time_attr="epoch",
+        max_t=max_t,
+        grace_period=grace,
+        reduction_factor=3,
+        history=history,
+        record=record,
+        promote=True,
+    )
+    scheduler.set_search_properties("val_acc", "max")
+    return scheduler
+
+
+def test_the_rule_resumes_the_best_paused_trial_in_the_top_third_of_its_rung_top_rung_first():
+    rungs = [(9, {}), (3, {"a": 0.8, "b": 0.6}), (1, {"a": 0.5, "b": 0.7, "c": 0.9, "d": 0.1, "e": 0.2, "f": 0.3})]
+    paused = {"b", "c", "d", "e", "f"}.__contains__  # a is running: promoted from rung 1, not yet at rung 3
+    assert promotion(rungs, 3, 9, paused) == "c"  # rung 3 holds two: no top third yet; rung 1's top two are c and b
+    assert promotion(rungs, 3, 9, {"b", "d"}.__contains__) is None  # b reached rung 3 (promoted from 1), c runs
+    rungs[1][1]["g"] = 0.9
+    assert promotion(rungs, 3, 9, {"b", "c", "g"}.__contains__) == "g"  # three at rung 3: its best first
+    ties = [(3, {}), (1, {"x": 0.5, "y": 0.5, "z": 0.5})]
+    assert promotion(ties, 3, 3, lambda trial_id: True) == "x"  # among equal points, the earlier arrival
+
+
+def test_a_trial_pauses_at_a_rung_unless_it_is_the_one_a_free_place_would_resume():
+    scheduler = promoting()
+    decisions = [scheduler.decide(trial_id, 1, {"val_acc": v}) for trial_id, v in (("a", 0.5), ("b", 0.4))]
+    assert decisions == ["STOP", "STOP"] and scheduler.stopped == {"a", "b"}  # fewer than 3 at the rung: none goes on
+    assert scheduler.decide("c", 1, {"val_acc": 0.9}) == "CONTINUE"  # the rung's best of three: it goes on at once
+    assert scheduler.decide("d", 1, {"val_acc": 0.3}) == "STOP" and scheduler.promotion() is None  # c went on
+    assert scheduler.decide("e", 1, {"val_acc": 0.2}) == "STOP"
+    assert scheduler.decide("f", 1, {"val_acc": 0.1}) == "STOP" and scheduler.promotion() == "a"  # six: top two
+    assert scheduler.promoted("a") == 1 and "a" not in scheduler.stopped and scheduler.promotion() is None
+    assert scheduler.decide("a", 2, {"val_acc": 0.6}) == "CONTINUE"  # between rungs
+    assert scheduler.decide("a", 3, {"val_acc": 0.7}) == "STOP"  # alone at rung 3
+    assert scheduler.decide("a", 9, {"val_acc": 0.7}) == "CONTINUE"  # max_t is an end, no rung
+
+
+def record_with(trials: list[tuple[str, dict[int, float], bool]]) -> StudyRecord:
+    """An in-memory study of trials (id, epochs, paused at their last epoch: else still running), in this order."""
+    record = StudyRecord.in_memory(SPACE, "val_acc", "max", optuna.samplers.RandomSampler(seed=0), epochs=9)
+    for trial_id, epochs, paused in trials:
+        record.create(trial_id)
+        for epoch, value in epochs.items():
+            record.report(trial_id, epoch, value)
+            if epoch in (1, 3):
+                record.note_rung(trial_id, epoch, "stop" if paused and epoch == max(epochs) else "continue")
+        if paused:
+            record.write_end(trial_id, record.decide(trial_id, EndFacts(max(epochs), stopped_by_scheduler=True)))
+    return record
+
+
+def test_a_resumed_search_rebuilds_its_paused_trials_and_owes_no_stop_to_a_promoted_one():
+    record = record_with([("a", {1: 0.5}, True), ("b", {1: 0.4}, True), ("c", {1: 0.9}, True)])
+    scheduler = promoting(history=record.proposed(), record=record)
+    assert scheduler.stopped == {"a", "b", "c"} and scheduler.promotion() == "c"
+    rung = scheduler.promoted("c")
+    continued = record.continue_trial(record.frozen("c"), promoted_at=rung)
+    assert continued.state == TrialState.RUNNING and continued.user_attrs[CONTINUES_ATTR] == 2
+    assert rung_decisions(continued) == {1: "promoted"} and [t.number for t in record.proposed()] == [0, 1, 3]
+    # A kill now: the next session's scheduler finds c running past its rung (owed no stop) and a, b waiting.
+    again = promoting(history=record.proposed(), record=record)
+    assert again.owed_stops == {} and again.stopped == {"a", "b"} and again.promotion() is None
+
+
+def test_tpe_reads_a_promoted_trial_once():
+    from search.running.proposals.window import RecentAndBest
+
+    record = record_with([("a", {1: 0.5}, True), ("b", {1: 0.4}, True)])
+    record.continue_trial(record.frozen("a"), promoted_at=1)
+    window, trials = RecentAndBest(), record.study.get_trials(deepcopy=False)
+    read = window(trials, record.study.directions, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING))
+    assert [t.number for t in read] == [1, 2]  # b, and a's continuation: not the pause it continues
+
+
+@pytest.mark.parametrize("table,trials", [("cnn_mnist-9ep-4seeds", 24), ("mlp_mnist-3ep-4seeds", 12)])
+def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, table, trials):
+    """The replays' `search|asha=promote` arm (benchmarks.replay_arms.PromotingArm) measured the variant; the product
+    decides with StudyASHA. Both replay the same searches, epoch for epoch, when a resumption costs no start (the
+    product resumes the trial a free place would take without a pause) and no two points tie at a rung (the arm
+    breaks ties by proposal, the product by arrival)."""
+    import benchmarks.replay as replay
+    from benchmarks.replay import _table, grace_of, replay_search, table_space
+    from benchmarks.replay_arms import make_arm
+
+    monkeypatch.setattr(replay, "START_S", 0.0)
+    curves = _table(f"benchmarks/results/tables/{table}.jsonl.gz")
+    space = table_space(curves)
+
+    class Untied:  # each trial's points shifted apart, for both (the earlier proposal ahead among equals)
+        def __init__(self, arm):
+            self.arm = arm
+
+        def propose(self, trial_id):
+            return self.arm.propose(trial_id)
+
+        def tell(self, trial_id, epoch, value):
+            return self.arm.tell(trial_id, epoch, value - 1e-9 * int(trial_id))
+
+        def end(self, trial_id, completed):
+            self.arm.end(trial_id, completed)
+
+        def promoted(self):
+            return self.arm.promoted()
+
+    class Product(Untied):  # the arm proposes (TPE over its trials), the product's StudyASHA decides
+        def __init__(self, arm):
+            super().__init__(arm)
+            self.asha = promoting(max_t=curves.epochs, grace=grace_of(space, curves.epochs))
+
+        def tell(self, trial_id, epoch, value):
+            self.arm.trials[trial_id]["values"][epoch] = value
+            return self.asha.decide(trial_id, epoch, {"val_acc": value - 1e-9 * int(trial_id)}) == "STOP"
+
+        def promoted(self):
+            trial_id = self.asha.promotion()
+            if trial_id is not None:
+                self.asha.promoted(trial_id)
+                self.arm.trials[trial_id]["state"] = TrialState.RUNNING
+            return trial_id
+
+    for seed in range(3):
+        runs = []
+        for wrap in (Untied, Product):
+            arm = make_arm("search|asha=promote", space, seed, trials, curves.epochs)
+            runs.append(replay_search(curves, space, wrap(arm), seed, trials, concurrency=2))
+        arm_run, product_run = runs
+        epochs_of = lambda run: {t: [r["epoch"] for r in trial["rows"]] for t, trial in run["trials"].items()}  # noqa: E731
+        assert epochs_of(product_run) == epochs_of(arm_run) and product_run["regret"] == arm_run["regret"]
+        assert any(len(rows) > 1 for rows in epochs_of(arm_run).values())  # trials were promoted
+
+
+@pytest.mark.parametrize(
+    "keys,message",
+    [
+        ({"asha": "halve"}, "asha=halve: allowed values are stop, promote"),
+        ({"asha": "promote", "objectives": "val_acc,params"}, "one objective only (asha=stop for several)"),
+    ],
+)
+def test_a_promotion_setting_it_cannot_run_is_refused(keys, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        RunConfig(space="mlp_mnist", **keys)
