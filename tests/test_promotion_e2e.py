@@ -1,0 +1,87 @@
+"""`asha=promote` end to end: a real search on a local Ray instance whose paused trials are resumed within it from
+their checkpoints, each still one trial (the study, its files, TensorBoard and MLflow), as the rule decides."""
+
+import json
+
+import optuna
+import pytest
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+
+from search.results.tensorboard import written_epochs
+from search.running.asha.study_asha import StudyASHA
+from search.running.study.queries import CONTINUES_ATTR, StudyQueries, epoch_values, rung_decisions, trial_id_of
+from tests.conftest import MNIST_MINI
+from tests.e2e_helpers import VAL_LIMIT, run_search
+from trainables.foundation.trial_files import TrialFiles
+
+pytestmark = pytest.mark.e2e
+mlflow = pytest.importorskip("mlflow", reason="tracking=mlflow needs MLflow: pip install -e '.[mlflow]'")
+
+
+def replayed_by_the_rule(values: dict[str, dict[int, float]], order: list[str], epochs: int) -> dict[str, list]:
+    """The epochs each trial trains in a search of one trial at a time under the rule, on the values the run met."""
+    scheduler = StudyASHA(time_attr="epoch", max_t=epochs, grace_period=1, reduction_factor=3, promote=True)
+    scheduler.set_search_properties("val_acc", "max")
+    trained, new = {}, list(order)
+    while True:
+        trial_id = scheduler.promotion()
+        if trial_id is not None:
+            scheduler.promoted(trial_id)
+        elif new:
+            trial_id = new.pop(0)
+        else:
+            return trained
+        for epoch in range(len(trained.get(trial_id, [])) + 1, epochs + 1):
+            trained.setdefault(trial_id, []).append(epoch)
+            if scheduler.decide(trial_id, epoch, {"val_acc": values[trial_id][epoch]}) == "STOP":
+                break
+
+
+def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_rule_decides(tmp_path):
+    log = tmp_path / "cli.log"
+    args = ("space=mlp_mnist", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=promote", "trials=7")
+    args += ("epochs=4", "grace=1", "data.limit=256", f"data.val_limit={VAL_LIMIT}", "concurrency=1", "seed=3")
+    result = run_search(log, *args, "asha=promote", "tracking=mlflow")
+    output = log.read_text()
+    assert result.returncode == 0, output[-4000:]
+    assert "ASHA (promotion variant) from epoch 1 of 4" in output
+    experiment = tmp_path / "promote"
+    storage = JournalStorage(JournalFileBackend(str(experiment / "study.log")))
+    record = StudyQueries(optuna.load_study(study_name="search", storage=storage))
+    proposed = record.proposed()
+    assert len(proposed) == 7 and len({trial_id_of(t) for t in proposed}) == 7  # one trial per configuration
+
+    continued = [t for t in proposed if CONTINUES_ATTR in t.user_attrs]
+    assert continued, "no paused trial was resumed"
+    for trial in continued:
+        assert rung_decisions(trial)[1] == "promoted"  # paused at the rung of epoch 1, then promoted there
+    first_numbers = sorted(proposed, key=lambda t: min(_chain(record, t)))
+    values = {trial_id_of(t): epoch_values(t) for t in proposed}
+    trained = replayed_by_the_rule(values, [trial_id_of(t) for t in first_numbers], 4)
+    assert {trial_id_of(t): sorted(epoch_values(t)) for t in proposed} == trained
+
+    mlflow_client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment / 'mlflow' / 'mlflow.db'}")
+    runs = {run.info.run_name: run for run in mlflow_client.search_runs(["1"])}
+    summary = json.loads((experiment / "summary.json").read_text())
+    assert len(summary["trials"]) == 7 and not list(experiment.glob("trial_*_????"))  # Tune's twin folders: gone
+    for trial in continued:
+        trial_id, epochs = trial_id_of(trial), sorted(epoch_values(trial))
+        rows = TrialFiles(str(experiment), trial_id).rows()
+        assert [row["epoch"] for row in rows] == epochs  # each epoch once, in order
+        assert {row["resumed_from"] for row in rows if row["epoch"] > 1} == {1}  # from its epoch-1 checkpoint
+        assert written_epochs(experiment / f"trial_{trial_id}") == set(epochs)
+        run = runs[f"trial_{trial_id}"]
+        history = mlflow_client.get_metric_history(run.info.run_id, "epoch")
+        assert sorted(metric.step for metric in history) == epochs
+        ended = next(t for t in summary["trials"] if t["trial_id"] == trial_id)
+        assert run.data.tags["search.status"] == ended["status"] and ended["epochs_run"] == epochs[-1]
+
+
+def _chain(record: StudyQueries, trial) -> list[int]:
+    """The study numbers of a trial and of every trial it continues."""
+    numbers = [trial.number]
+    while CONTINUES_ATTR in trial.user_attrs:
+        trial = record.study.get_trials(deepcopy=False)[trial.user_attrs[CONTINUES_ATTR]]
+        numbers.append(trial.number)
+    return numbers
