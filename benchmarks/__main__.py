@@ -56,38 +56,40 @@ def measure_trials(
     return figures
 
 
-def measure_asha(root: str, storage: Path, trials: int, epochs: int, reduction: float, images: int = 1024) -> dict:
-    """ASHA against every trial run to `epochs`, on seeded random proposals (TPE's would change with ASHA's results)."""
-    sampler = "random"
+def measure_asha(
+    root: str, storage: Path, trials: int, epochs: int, reduction: float, images=1024, space="resnet_mnist"
+):
+    """ASHA (asha=stop) and its promotion variant (asha=promote) against every trial run to `epochs`, on seeded random
+    proposals (TPE's would change with ASHA's results): the same configurations in all three; `resumptions`: the
+    promotion variant's paused trials resumed from a checkpoint (each a fresh start of the trial)."""
     words = f"data.limit={images} trials={trials} epochs={epochs} reduction={reduction:g} workers=1 cpus=1"
-    common, runs = resnet_words(root, f"{words} concurrency=2 seed=0 sampler={sampler}", fixed=False), {}
-    for label, grace in (("asha", 1), ("full", epochs)):
-        run = run_search(storage, f"asha-{label}", [*common, f"grace={grace}"])
-        summary = summary_of(run["experiment"])
-        runs[label] = {
-            "epochs_run": sum(t["epochs_run"] for t in summary["trials"]),
-            "best_value": summary["best"]["metrics"][summary["metric"]],
-            "best_test_acc": summary["best"].get("test_acc"),
-            "best_config": summary["best"]["config"],
-            "configs": sorted(repr(sorted(t["config"].items())) for t in summary["trials"]),
-            "wall_s": run["wall_s"],
-        }
-    asha, full = runs["asha"], runs["full"]
+    common, runs = [f"space={space}", f"data.root={root}", *f"{words} concurrency=2 seed=0 sampler=random".split()], {}
+    rules = {"asha": "asha=stop grace=1", "promote": "asha=promote grace=1", "full": f"grace={epochs}"}
+    for label, rule in rules.items():
+        run = run_search(storage, f"asha-{label}", [*common, *rule.split()])
+        summary, rows = summary_of(run["experiment"]), trial_rows(run["experiment"])
+        best, configs = summary["best"], sorted(repr(sorted(t["config"].items())) for t in summary["trials"])
+        runs[label] = dict(
+            epochs_run=sum(t["epochs_run"] for t in summary["trials"]), best_test_acc=best.get("test_acc")
+        )
+        runs[label] |= dict(best_value=best["metrics"][summary["metric"]], best_config=best["config"], configs=configs)
+        runs[label] |= dict(
+            wall_s=run["wall_s"], resumptions=sum(len({r.get("resumed_from") for r in t} - {0, None}) for t in rows)
+        )
+    by = lambda key: {label: run[key] for label, run in runs.items()}  # noqa: E731
+    asha, promote, full = runs["asha"], runs["promote"], runs["full"]
     return {
-        "trials": trials,
-        "epochs": epochs,
-        "reduction": reduction,
-        "sampler": sampler,
-        "same_configurations": asha["configs"] == full["configs"],
-        "epochs_run": {"asha": asha["epochs_run"], "full": full["epochs_run"]},
+        **dict(trials=trials, epochs=epochs, reduction=reduction, sampler="random", space=space),
+        "same_configurations": len(set(map(repr, by("configs").values()))) == 1,
+        **{key: by(key) for key in ("epochs_run", "best_value", "best_test_acc", "wall_s", "resumptions")},
         "epochs_ratio": asha["epochs_run"] / full["epochs_run"],
-        "best_value": {"asha": asha["best_value"], "full": full["best_value"]},
+        "promote_over_asha": {key: promote[key] / asha[key] for key in ("epochs_run", "wall_s")},
         "same_best_configuration": asha["best_config"] == full["best_config"],
-        "points_behind_full": 100 * (full["best_value"] - asha["best_value"]),
-        "best_test_acc": {"asha": asha["best_test_acc"], "full": full["best_test_acc"]},
-        "test_points_behind_full": 100 * (full["best_test_acc"] - asha["best_test_acc"]),
+        "points_behind_full": {label: 100 * (full["best_value"] - runs[label]["best_value"]) for label in runs},
+        "test_points_behind_full": {
+            label: 100 * (full["best_test_acc"] - run["best_test_acc"]) for label, run in runs.items()
+        },
         "train_images": images or "all",
-        "wall_s": {"asha": asha["wall_s"], "full": full["wall_s"]},
     }
 
 
@@ -122,7 +124,8 @@ def summary_lines(report: dict) -> list[str]:
     if asha := report.get("asha"):
         lines.append(
             f"asha: {asha['epochs_run']['asha']} of {asha['epochs_run']['full']} epochs, best val_acc "
-            f"{asha['best_value']['asha']:.4f} against {asha['best_value']['full']:.4f} with every epoch"
+            f"{asha['best_value']['asha']:.4f} against {asha['best_value']['full']:.4f} with every epoch; promotion "
+            f"variant {asha['epochs_run'].get('promote')} epochs, best {asha['best_value'].get('promote')}"
         )
     if "memory" in report:
         peak = report["memory"]["peak_rss_mib"]["trial_driver"]
@@ -161,7 +164,9 @@ def measure(part: str, args, storage: Path, shapes: list[str]) -> dict:
     if part == "data":
         return data_path.measure(root, batch=128)
     if part == "asha":
-        return measure_asha(root, storage, args.asha_trials, args.asha_epochs, args.reduction, args.asha_images)
+        return measure_asha(
+            *(root, storage, args.asha_trials, args.asha_epochs), *(args.reduction, args.asha_images, args.asha_space)
+        )
     if part == "memory":
         return memory.measure(root, storage, trials=args.memory_trials)
     if part == "scale" and args.scale_again:

@@ -45,6 +45,7 @@ OPTIONS = (  # option, type, default, help (after --root, --out and --only)
     ("--asha-trials", int, 10, "more than 10: random sampler"),
     ("--asha-epochs", int, 8, "ASHA part: epochs of a trial run to the end"),
     ("--asha-images", int, 1024, "ASHA part: training images (0: all)"),
+    ("--asha-space", str, "resnet_mnist", "ASHA part: the space searched"),
     ("--device", str, "cuda", "device of the gpu part (cpu: a smoke run of its code)"),
     ("--gpu-images", int, 6000, "training images of the gpu part"),
     ("--scale-trials", str, "500,2000", "scale part: comma-separated trial counts (10000: the cluster's)"),

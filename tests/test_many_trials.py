@@ -74,3 +74,29 @@ def test_tunes_snapshot_is_written_at_most_hourly_while_the_search_runs_unless_t
     with tune_snapshot_period():
         assert os.environ[SNAPSHOT_VARIABLE] == "auto"
     assert os.environ[SNAPSHOT_VARIABLE] == "auto"
+
+
+def test_a_continued_trial_runs_again_in_the_tally_as_in_a_full_scan_without_listing_the_study():
+    """ASHA's promotion variant continues ended trials within a search: the tally follows each continuation (taken
+    anew only when the continued trial held the best score) and still answers as a full scan."""
+    sampler = optuna.samplers.RandomSampler(seed=2)
+    record = StudyRecord.in_memory({"x": FloatDistribution(0, 1)}, "val_acc", "max", sampler, epochs=3)
+    for index, score in enumerate((0.4, 0.8, 0.6)):
+        record.create(f"p{index}")
+        record.report(f"p{index}", 1, score)
+        record.write_end(f"p{index}", record.decide(f"p{index}", EndFacts(1, stopped_by_scheduler=True)))
+    _answers(record)  # the tally taken
+    listed, get_trials = [], record.study.get_trials
+    record.study.get_trials = lambda *a, **k: listed.append(1) or get_trials(*a, **k)
+    record.continue_trial(record.frozen("p2"), promoted_at=1)  # not the best: the tally follows
+    answers = _answers(record)
+    assert listed == [] and record.tally is not None and answers[4] == 2
+    record.study.get_trials = get_trials
+    assert answers == _scan(record)
+    record.continue_trial(record.frozen("p1"), promoted_at=1)  # the best: the tally is taken anew
+    assert record.tally is None and _answers(record) == _scan(record) and record.best() == (0.4, "p0")
+    for trial_id, score in (("p1", 0.9), ("p2", 0.7)):
+        record.report(trial_id, 2, score)
+        record.write_end(trial_id, record.decide(trial_id, EndFacts(2, stopped_by_scheduler=True)))
+        assert _answers(record) == _scan(record)
+    assert record.best() == (0.9, "p1") and record.counts()["stopped_early"] == 3

@@ -9,7 +9,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 
-from search.running.asha.rungs import promotion
+from search.running.asha.promotions import Promotions
 from search.running.asha.study_asha import StudyASHA
 from search.running.study.endings import EndFacts
 from search.running.study.queries import CONTINUES_ATTR, rung_decisions
@@ -35,14 +35,32 @@ def promoting(max_t: int = 9, grace: int = 1, history=(), record=None) -> StudyA
 
 
 def test_the_rule_resumes_the_best_paused_trial_in_the_top_third_of_its_rung_top_rung_first():
-    rungs = [(9, {}), (3, {"a": 0.8, "b": 0.6}), (1, {"a": 0.5, "b": 0.7, "c": 0.9, "d": 0.1, "e": 0.2, "f": 0.3})]
-    paused = {"b", "c", "d", "e", "f"}.__contains__  # a is running: promoted from rung 1, not yet at rung 3
-    assert promotion(rungs, 3, 9, paused) == "c"  # rung 3 holds two: no top third yet; rung 1's top two are c and b
-    assert promotion(rungs, 3, 9, {"b", "d"}.__contains__) is None  # b reached rung 3 (promoted from 1), c runs
-    rungs[1][1]["g"] = 0.9
-    assert promotion(rungs, 3, 9, {"b", "c", "g"}.__contains__) == "g"  # three at rung 3: its best first
-    ties = [(3, {}), (1, {"x": 0.5, "y": 0.5, "z": 0.5})]
-    assert promotion(ties, 3, 3, lambda trial_id: True) == "x"  # among equal points, the earlier arrival
+    rule = Promotions([9, 3, 1], 3, max_t=9)
+    for trial_id, point in zip("abcdef", (0.5, 0.7, 0.9, 0.1, 0.2, 0.3)):
+        rule.arrived(trial_id, 1, point)
+        if trial_id != "a":  # a was promoted from rung 1 and runs
+            rule.pause(trial_id, 1)
+    for trial_id, point in (("a", 0.8), ("b", 0.6)):
+        rule.arrived(trial_id, 3, point)
+    assert rule.resume("b") == 1 and rule.resume("b") is None  # b went on from rung 1 and reached rung 3
+    rule.pause("b", 3)
+    assert rule.first() == "c"  # rung 3 holds two: no top third yet; rung 1's top two are c and b (gone on)
+    assert rule.first(ready=lambda trial_id: trial_id != "c") is None  # c's pause not yet recorded: d is not top
+    rule.arrived("g", 3, 0.9)
+    rule.pause("g", 3)
+    assert rule.first() == "g" and rule.waiting_ids() == set("bcdefg")  # three at rung 3: its best first
+    rule.arrived("a", 1, 0.99)  # a point is recorded once at a rung
+    assert rule.points[1][0][0] == -0.9
+    ties = Promotions([3, 1], 3, max_t=3)
+    for trial_id in "xyz":
+        ties.arrived(trial_id, 1, 0.5)
+        ties.pause(trial_id, 1)
+    assert ties.first() == "x"  # among equal points, the earlier arrival
+    nan = Promotions([3, 1], 3, max_t=3)
+    for trial_id, point in (("n", float("nan")), ("p", 0.1), ("q", 0.2)):
+        nan.arrived(trial_id, 1, point)
+        nan.pause(trial_id, 1)
+    assert nan.first() == "q"  # a NaN point ranks last
 
 
 def test_a_trial_pauses_at_a_rung_unless_it_is_the_one_a_free_place_would_resume():

@@ -37,20 +37,6 @@ def asha_cutoff(values, reduction: float) -> float | None:
     return None if not values else np.nanpercentile(values, (1 - 1 / reduction) * 100)
 
 
-def promotion(rungs: list[tuple[float, dict]], reduction: float, max_t: float, paused) -> str | None:
-    """ASHA's promotion variant: the trial a free place resumes, the best `paused(trial_id)` one in the top
-    1/`reduction` of its rung (the earlier arrival first among equals), top rung first; None: none waits."""
-    higher: set[str] = set()  # a trial recorded at a higher rung was promoted from this one
-    for milestone, recorded in rungs:  # highest first
-        if milestone < max_t:
-            ranked = sorted(recorded, key=recorded.get, reverse=True)[: int(len(recorded) // reduction)]
-            for trial_id in ranked:
-                if trial_id not in higher and paused(trial_id):
-                    return trial_id
-        higher.update(recorded)
-    return None
-
-
 def rung_met(rungs: list[tuple[float, dict]], trial_id: str, epoch: float) -> float | None:
     """The milestone `epoch` meets: the highest at or below it where the trial has no value yet (Tune's rule)."""
     for milestone, recorded in rungs:

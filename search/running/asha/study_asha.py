@@ -13,7 +13,8 @@ from optuna.trial import FrozenTrial
 from ray.tune.schedulers import TrialScheduler
 
 from search.running.asha.in_order import InOrder
-from search.running.asha.rungs import RungStops, asha_cutoff, promotion, rebuild
+from search.running.asha.promotions import Promotions
+from search.running.asha.rungs import RungStops, asha_cutoff, rebuild
 from search.running.study.endings import STOPPED_EARLY
 from search.running.study.queries import ending_in_study, trial_id_of
 from trainables.foundation.trial_files import trial_key
@@ -45,6 +46,7 @@ class StudyASHA(InOrder, RungStops):
         InOrder.__init__(self)
         RungStops.__init__(self, grace_period, reduction_factor, max_t, time_attr, record)
         self.metric_name, self.mode, self.promote = metric, mode, promote
+        self.promotions = Promotions([milestone for milestone, _ in self.rungs], reduction_factor, max_t)
         self._history = list(history)
         self._rebuild_when_settled()
 
@@ -65,13 +67,13 @@ class StudyASHA(InOrder, RungStops):
 
     def _rebuild_when_settled(self) -> None:
         if self.metric_name and self.mode in SIGN and self._history:
-            if self.promote:  # the trials paused at a rung wait there to be promoted
-                ended = {trial_id_of(trial): ending_in_study(trial) for trial in self._history}
-                self.stopped |= {
-                    trial_id for trial_id, ending in ended.items() if ending and ending.status == STOPPED_EARLY
-                }
+            ended = {trial_id_of(trial): ending_in_study(trial) for trial in self._history} if self.promote else {}
             self.owed_stops = rebuild(self, self._history, self.metric_name, self.max_t)
             self._history = []
+            paused = {trial_id for trial_id, ending in ended.items() if ending and ending.status == STOPPED_EARLY}
+            for trial_id in paused | (set(self.owed_stops) if self.promote else set()):
+                self.stopped.add(trial_id)  # an owed stop's, once carried out; each waits at its last rung
+                self.promotions.pause(trial_id, self.last_rung(trial_id))
 
     def point_of(self, values: dict) -> float | None:
         value = values.get(self.metric_name)
@@ -81,10 +83,12 @@ class StudyASHA(InOrder, RungStops):
         """Tune's decision for the trial's value at `milestone` against every other value recorded there; with
         `promote`, it goes on only if a free place would resume it first (else it pauses)."""
         if self.promote:
-            first = promotion(
-                self.rungs, self.reduction, self.max_t, lambda other: other == trial_id or self.paused(other)
-            )
-            return TrialScheduler.CONTINUE if first == trial_id else TrialScheduler.STOP
+            self.promotions.pause(trial_id, milestone)
+            first = self.promotions.first(lambda other: other == trial_id or self.paused(other))
+            if first != trial_id:
+                return TrialScheduler.STOP
+            self.promotions.resume(trial_id)
+            return TrialScheduler.CONTINUE
         recorded = dict(self.rungs)[milestone]
         ids, values = list(recorded), list(recorded.values())  # copied in C: a rung holds up to every trial
         mine = ids.index(trial_id)
@@ -100,13 +104,23 @@ class StudyASHA(InOrder, RungStops):
 
     def promotion(self) -> str | None:
         """With `promote`: the paused trial a free place resumes now; None: a new trial."""
-        return promotion(self.rungs, self.reduction, self.max_t, self.paused) if self.promote else None
+        return self.promotions.first(self.paused) if self.promote else None
 
     def promoted(self, trial_id: str) -> int:
         """The searcher resumes the paused trial: it runs on, no longer stopped by this scheduler; returns the epoch
         of the rung it waited at."""
         self.stopped.discard(trial_id)
-        return int(max(milestone for milestone, recorded in self.rungs if trial_id in recorded))
+        return int(self.promotions.resume(trial_id))
+
+    def record_value(self, trial_id: str, epoch, values: dict) -> float | None:
+        milestone = super().record_value(trial_id, epoch, values)
+        if milestone is not None and self.promote:
+            self.promotions.arrived(trial_id, milestone, self.point_of(values))
+        return milestone
+
+    def last_rung(self, trial_id: str) -> float | None:
+        """The highest rung where the trial's point is recorded."""
+        return next((milestone for milestone, recorded in self.rungs if trial_id in recorded), None)
 
     def on_trial_add(self, tune_controller, trial):
         if not self.metric_name or self.mode not in SIGN:

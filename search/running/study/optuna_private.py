@@ -170,6 +170,14 @@ def storage_id(trial: Trial | FrozenTrial) -> int:
     return trial._trial_id
 
 
+def add_trial(study: optuna.Study, storage: BaseStorage, trial: FrozenTrial) -> FrozenTrial:
+    """Adds `trial` to the study as `Study.add_trial` does (validated, then the storage's `create_new_trial` with the
+    study's `_study_id`) and returns it as stored, alone. `add_trial` returns nothing, and the trial it added is
+    reached only by listing every trial: a promotion would cost a search time growing with its trials."""
+    trial._validate()
+    return storage.get_trial(storage.create_new_trial(study._study_id, template_trial=trial))
+
+
 def prune_with_value(study: optuna.Study, storage: BaseStorage, frozen: FrozenTrial, values: list[float] | None):
     """Sets the running trial `frozen` PRUNED with `values` (the epoch that stands for it; None: no value), as
     `Study.tell` does (the sampler's `after_trial`, then the storage's `set_trial_state_values`) but for the value:
@@ -206,6 +214,8 @@ def internals_moved() -> str | None:
             return name
     if not isinstance(getattr(create_trial(state=TrialState.RUNNING), "_trial_id", None), int):
         return "FrozenTrial._trial_id"
+    if not callable(getattr(FrozenTrial, "_validate", None)):
+        return "FrozenTrial._validate()"
     try:
         from optuna.storages.journal._storage import JournalStorageReplayResult
 

@@ -78,6 +78,7 @@ class Tally:
 
     def __init__(self, mode: str):
         self.mode, self.counts, self.ended = mode, dict.fromkeys(STATUSES, 0), set()
+        self.statuses: dict[str, str] = {}  # an ended trial's id -> how it ended
         self.best: tuple[float, int, str] | None = None  # (score, number, trial id)
         self.epochs: dict[str, int] = {}
 
@@ -94,12 +95,23 @@ class Tally:
     def ended_so(self, trial_id: str, number: int, status: str, score: float | None) -> None:
         self.counts[status] += 1
         self.ended.add(trial_id)
+        self.statuses[trial_id] = status
         if score is None:
             return
         if self.best is None or (score > self.best[0] if self.mode == "max" else score < self.best[0]):
             self.best = (score, number, trial_id)
         elif score == self.best[0] and number < self.best[1]:
             self.best = (score, number, trial_id)
+
+    def continued(self, trial_id: str) -> bool:
+        """The ended trial runs again (a continuation stands for it, with its epochs); False when the tally must be
+        taken anew: it was not ended here, or it held the best score, which another trial now holds."""
+        status = self.statuses.pop(trial_id, None)
+        if status is None or (self.best is not None and self.best[2] == trial_id):
+            return False
+        self.counts[status] -= 1
+        self.ended.discard(trial_id)
+        return True
 
     def epoch(self, trial_id: str, epoch: int) -> None:
         self.epochs[trial_id] = max(self.epochs.get(trial_id, 0), epoch)

@@ -19,7 +19,7 @@ from search.results.score import is_finite_number, standing_row
 from search.running.study.coding import SpaceCoding
 from search.running.study.endings import EndFacts, Ending, decide
 from search.running.study.journal import open_study
-from search.running.study.optuna_private import prune_with_value, running_trial, storage_id
+from search.running.study.optuna_private import add_trial, prune_with_value, running_trial, storage_id
 from search.running.study.queries import (
     CONTINUES_ATTR,
     COSTS_ATTR,
@@ -84,11 +84,11 @@ class StudyRecord(StudyQueries):
         self.other_names = [o.name for o in self.objectives[1:]]
         self.numbers: dict[str, int] = {}  # trial id -> number
         self.storage_ids: dict[str, int] = {}  # trial id -> its id in the storage (one trial read alone: `frozen`)
+        self.tally: Tally | None = None  # what the whole study answers, kept up to date by each write (`_tally`)
         for trial in study.get_trials(deepcopy=False):
             if trial_id_of(trial):
                 self.known(trial_id_of(trial), trial)
         self.failure: StudyWriteFailed | None = None
-        self.tally: Tally | None = None  # what the whole study answers, kept up to date by each write (`_tally`)
 
     @classmethod
     def in_folder(
@@ -121,10 +121,10 @@ class StudyRecord(StudyQueries):
 
     def known(self, trial_id: str, trial) -> None:
         """`trial` (a FrozenTrial, or a Trial asked for) is the one `trial_id` names from now on (a new trial, or a
-        continuation standing for a trial a budget stopped: the tally is taken anew)."""
+        continuation standing for an ended trial: the tally follows, or is taken anew when it held the best)."""
         replaces = trial_id in self.numbers
         self.numbers[trial_id], self.storage_ids[trial_id] = trial.number, storage_id(trial)
-        if replaces:
+        if replaces and self.tally is not None and not self.tally.continued(trial_id):
             self.tally = None
 
     def frozen(self, trial_id: str) -> FrozenTrial | None:
@@ -207,9 +207,9 @@ class StudyRecord(StudyQueries):
             },
         )
         with self.writing(f"the continuation of trial {trial_id}"):
-            self.study.add_trial(continuation)
-        self.known(trial_id, self.study.get_trials(deepcopy=False)[-1])
-        return self.frozen(trial_id)
+            added = add_trial(self.study, self.storage, continuation)
+        self.known(trial_id, added)
+        return added
 
     def live_trial(self, frozen: FrozenTrial) -> optuna.Trial:
         """The running trial `frozen`, to report to (also one an earlier session proposed: optuna_private)."""
