@@ -46,6 +46,7 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
     output = log.read_text()
     assert result.returncode == 0, output[-4000:]
     assert "ASHA (promotion variant) from epoch 1 of 4" in output
+    assert "resumed after epoch 1" in output  # the live view names each resumption
     experiment = tmp_path / "promote"
     storage = JournalStorage(JournalFileBackend(str(experiment / "study.log")))
     record = StudyQueries(optuna.load_study(study_name="search", storage=storage))

@@ -13,7 +13,7 @@ from search.running.clock import clock_words as _clock
 from search.running.ends.callbacks import FollowsEnds
 from search.running.status_line import StatusLine, fit, terminal_columns
 from search.running.study.endings import FAILED, STOPPED_BY_BUDGET, STOPPED_EARLY, Ending
-from search.running.study.queries import SCORE_ATTR, epoch_values
+from search.running.study.queries import CONTINUES_ATTR, INHERITED_ATTR, SCORE_ATTR, epoch_values
 from trainables.foundation.storage import as_location
 from trainables.foundation.trial_files import ERROR_FILE, trial_key
 
@@ -80,6 +80,11 @@ class ProgressView(FollowsEnds):
 
     def on_trial_start(self, iteration, trials, trial, **info):
         self.started[trial_key(trial)] = trial
+        frozen = self.record.frozen(trial_key(trial))
+        if frozen is not None and CONTINUES_ATTR in frozen.user_attrs:  # promoted at its rung, or grown past a budget
+            self._show(
+                self._live(), f"trial {trial_key(trial)} resumed after epoch {frozen.user_attrs[INHERITED_ATTR]}"
+            )
 
     def _live(self) -> list:
         """The trials seen to start and not yet ended: the view never walks Tune's list of every trial, which grows
