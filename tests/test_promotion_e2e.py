@@ -8,11 +8,10 @@ import pytest
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
-from search.results.tensorboard import written_epochs
 from search.running.asha.study_asha import StudyASHA
 from search.running.study.queries import CONTINUES_ATTR, StudyQueries, epoch_values, rung_decisions, trial_id_of
 from tests.conftest import MNIST_MINI
-from tests.e2e_helpers import VAL_LIMIT, run_search
+from tests.e2e_helpers import VAL_LIMIT, event_data, run_search
 from trainables.foundation.trial_files import TrialFiles
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +39,7 @@ def replayed_by_the_rule(values: dict[str, dict[int, float]], order: list[str], 
 
 def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_rule_decides(tmp_path):
     log = tmp_path / "cli.log"
-    args = ("space=mlp_mnist", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=promote", "trials=7")
+    args = ("space=mlp_mnist", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=promote", "trials=9")
     args += ("epochs=4", "grace=1", "data.limit=256", f"data.val_limit={VAL_LIMIT}", "concurrency=1", "seed=3")
     result = run_search(log, *args, "asha=promote", "tracking=mlflow")
     output = log.read_text()
@@ -51,12 +50,14 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
     storage = JournalStorage(JournalFileBackend(str(experiment / "study.log")))
     record = StudyQueries(optuna.load_study(study_name="search", storage=storage))
     proposed = record.proposed()
-    assert len(proposed) == 7 and len({trial_id_of(t) for t in proposed}) == 7  # one trial per configuration
+    assert len(proposed) == 9 and len({trial_id_of(t) for t in proposed}) == 9  # one trial per configuration
 
     continued = [t for t in proposed if CONTINUES_ATTR in t.user_attrs]
     assert continued, "no paused trial was resumed"
     for trial in continued:
         assert rung_decisions(trial)[1] == "promoted"  # paused at the rung of epoch 1, then promoted there
+    finished = [t for t in proposed if max(epoch_values(t)) == 4]
+    assert len(finished) == 1 and rung_decisions(finished[0])[3] in ("promoted", "continue")  # rung 3's best of 3
     first_numbers = sorted(proposed, key=lambda t: min(_chain(record, t)))
     values = {trial_id_of(t): epoch_values(t) for t in proposed}
     trained = replayed_by_the_rule(values, [trial_id_of(t) for t in first_numbers], 4)
@@ -65,13 +66,15 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
     mlflow_client = mlflow.tracking.MlflowClient(f"sqlite:///{experiment / 'mlflow' / 'mlflow.db'}")
     runs = {run.info.run_name: run for run in mlflow_client.search_runs(["1"])}
     summary = json.loads((experiment / "summary.json").read_text())
-    assert len(summary["trials"]) == 7 and not list(experiment.glob("trial_*_????"))  # Tune's twin folders: gone
+    assert len(summary["trials"]) == 9 and not list(experiment.glob("trial_*_????"))  # Tune's twin folders: gone
     for trial in continued:
         trial_id, epochs = trial_id_of(trial), sorted(epoch_values(trial))
         rows = TrialFiles(str(experiment), trial_id).rows()
         assert [row["epoch"] for row in rows] == epochs  # each epoch once, in order
-        assert {row["resumed_from"] for row in rows if row["epoch"] > 1} == {1}  # from its epoch-1 checkpoint
-        assert written_epochs(experiment / f"trial_{trial_id}") == set(epochs)
+        assert {row["resumed_from"] for row in rows if row["epoch"] in (2, 3)} == {1}  # from its epoch-1 checkpoint
+        assert {row["resumed_from"] for row in rows if row["epoch"] == 4} <= {3}  # and its epoch-3 one
+        accumulator, _ = event_data(experiment / f"trial_{trial_id}")
+        assert [event.step for event in accumulator.Scalars("val_acc")] == epochs  # each epoch once
         run = runs[f"trial_{trial_id}"]
         history = mlflow_client.get_metric_history(run.info.run_id, "epoch")
         assert sorted(metric.step for metric in history) == epochs

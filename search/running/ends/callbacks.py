@@ -197,6 +197,7 @@ class TensorBoardEvents(FollowsEnds):
         finally:
             writer.close()
             self.writers.pop(trial_id, None)
+            self.written.pop(trial_id, None)  # a promoted trial replays its epochs again: read its files anew
 
 
 class UploadOwnFiles(FollowsEnds):
