@@ -55,7 +55,12 @@ def test_the_rule_resumes_the_best_paused_trial_in_the_top_third_of_its_rung_top
     for trial_id in "xyz":
         ties.arrived(trial_id, 1, 0.5)
         ties.pause(trial_id, 1)
-    assert ties.first() == "x"  # among equal points, the earlier arrival
+    assert ties.first() == "x"  # among equal points, the earlier arrival without an order
+    ordered = Promotions([3, 1], 3, max_t=3)
+    for trial_id, order in (("y", 1), ("x", 0), ("z", 2)):
+        ordered.arrived(trial_id, 1, 0.5, order)
+        ordered.pause(trial_id, 1)
+    assert ordered.first() == "x"  # with an order (the proposal's), the earlier proposal
     nan = Promotions([3, 1], 3, max_t=3)
     for trial_id, point in (("n", float("nan")), ("p", 0.1), ("q", 0.2)):
         nan.arrived(trial_id, 1, point)
@@ -99,9 +104,36 @@ def test_a_resumed_search_rebuilds_its_paused_trials_and_owes_no_stop_to_a_promo
     continued = record.continue_trial(record.frozen("c"), promoted_at=rung)
     assert continued.state == TrialState.RUNNING and continued.user_attrs[CONTINUES_ATTR] == 2
     assert rung_decisions(continued) == {1: "promoted"} and [t.number for t in record.proposed()] == [0, 1, 3]
-    # A kill now: the next session's scheduler finds c running past its rung (owed no stop) and a, b waiting.
+    for trial_id, point in (("d", 0.95), ("e", 0.96)):  # c falls out of rung 1's top third (one of five)
+        record.create(trial_id)
+        record.report(trial_id, 1, point)
+        record.note_rung(trial_id, 1, "stop")
+        record.write_end(trial_id, record.decide(trial_id, EndFacts(1, stopped_by_scheduler=True)))
+    # A kill now: the next session's scheduler finds c running past its rung, promoted there (owed no stop, though
+    # its point is no longer in the top third), and a, b, d, e waiting; rung 1's top third (e) waits to be resumed.
     again = promoting(history=record.proposed(), record=record)
-    assert again.owed_stops == {} and again.stopped == {"a", "b"} and again.promotion() is None
+    assert again.owed_stops == {} and again.stopped == set("abde") and again.promotion() == "e"
+
+
+def test_a_decision_a_kill_lost_is_made_again_with_the_paused_trials_waiting():
+    three = {1: 0.2, 2: 0.3}
+    record = record_with([(t, {**three, 3: v}, True) for t, v in (("p", 0.9), ("q", 0.8), ("r", 0.7))])
+    record.create("c")
+    record.report("c", 1, 0.95)  # the best at rung 1; the kill took its decision there with it
+    again = promoting(history=record.proposed(), record=record)
+    assert again.owed_stops == {"c": 1}  # p waits at rung 3, the top rung first: c pauses, as it would have live
+    assert again.promotion() == "p"  # the next free place resumes p
+
+
+def test_equal_points_rank_by_proposal_live_and_after_a_resume():
+    record = record_with([("a", {}, False), ("b", {}, False), ("c", {}, False)])  # proposed a, b, c
+    live = promoting(record=record)
+    for trial_id, point in (("b", 0.5), ("a", 0.5), ("c", 0.1)):  # b reaches the rung first
+        assert live.decide(trial_id, 1, {"val_acc": point}) == "STOP"  # fewer than 3, then a, b ahead of c
+        record.report(trial_id, 1, point)
+        record.note_rung(trial_id, 1, "stop")
+        record.write_end(trial_id, record.decide(trial_id, EndFacts(1, stopped_by_scheduler=True)))
+    assert live.promotion() == "a" == promoting(history=record.proposed(), record=record).promotion()
 
 
 def test_tpe_reads_a_promoted_trial_once():
@@ -117,9 +149,9 @@ def test_tpe_reads_a_promoted_trial_once():
 @pytest.mark.parametrize("table,trials", [("cnn_mnist-9ep-4seeds", 24), ("mlp_mnist-3ep-4seeds", 12)])
 def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, table, trials):
     """The replays' `search|asha=promote` arm (benchmarks.replay_arms.PromotingArm) measured the variant; the product
-    decides with StudyASHA. Both replay the same searches, epoch for epoch, when a resumption costs no start (the
-    product resumes the trial a free place would take without a pause) and no two points tie at a rung (the arm
-    breaks ties by proposal, the product by arrival)."""
+    decides with StudyASHA, equal points ranked by proposal as the arm ranks them (the study's first numbers; here
+    the arm's trial ids). Both replay the same searches, epoch for epoch, ties and all, when a resumption costs no
+    start (the product resumes the trial a free place would take without a pause)."""
     import benchmarks.replay as replay
     from benchmarks.replay import _table, grace_of, replay_search, table_space
     from benchmarks.replay_arms import make_arm
@@ -128,47 +160,38 @@ def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, 
     curves = _table(f"benchmarks/results/tables/{table}.jsonl.gz")
     space = table_space(curves)
 
-    class Untied:  # each trial's points shifted apart, for both (the earlier proposal ahead among equals)
+    class Product:  # the arm proposes (TPE over its trials), the product's StudyASHA decides
         def __init__(self, arm):
-            self.arm = arm
+            self.arm, self.resumed = arm, 0
+            self.asha = promoting(max_t=curves.epochs, grace=grace_of(space, curves.epochs))
+            self.asha.order_of = int  # the arm's trial ids count its proposals
 
         def propose(self, trial_id):
             return self.arm.propose(trial_id)
 
         def tell(self, trial_id, epoch, value):
-            return self.arm.tell(trial_id, epoch, value - 1e-9 * int(trial_id))
+            self.arm.trials[trial_id]["values"][epoch] = value
+            return self.asha.decide(trial_id, epoch, {"val_acc": value}) == "STOP"
 
         def end(self, trial_id, completed):
             self.arm.end(trial_id, completed)
-
-        def promoted(self):
-            return self.arm.promoted()
-
-    class Product(Untied):  # the arm proposes (TPE over its trials), the product's StudyASHA decides
-        def __init__(self, arm):
-            super().__init__(arm)
-            self.asha = promoting(max_t=curves.epochs, grace=grace_of(space, curves.epochs))
-
-        def tell(self, trial_id, epoch, value):
-            self.arm.trials[trial_id]["values"][epoch] = value
-            return self.asha.decide(trial_id, epoch, {"val_acc": value - 1e-9 * int(trial_id)}) == "STOP"
 
         def promoted(self):
             trial_id = self.asha.promotion()
             if trial_id is not None:
                 self.asha.promoted(trial_id)
                 self.arm.trials[trial_id]["state"] = TrialState.RUNNING
+                self.resumed += 1
             return trial_id
 
     for seed in range(3):
-        runs = []
-        for wrap in (Untied, Product):
-            arm = make_arm("search|asha=promote", space, seed, trials, curves.epochs)
-            runs.append(replay_search(curves, space, wrap(arm), seed, trials, concurrency=2))
-        arm_run, product_run = runs
+        arm = make_arm("search|asha=promote", space, seed, trials, curves.epochs)
+        arm_run = replay_search(curves, space, arm, seed, trials, concurrency=2)
+        product = Product(make_arm("search|asha=promote", space, seed, trials, curves.epochs))
+        product_run = replay_search(curves, space, product, seed, trials, concurrency=2)
         epochs_of = lambda run: {t: [r["epoch"] for r in trial["rows"]] for t, trial in run["trials"].items()}  # noqa: E731
         assert epochs_of(product_run) == epochs_of(arm_run) and product_run["regret"] == arm_run["regret"]
-        assert any(len(rows) > 1 for rows in epochs_of(arm_run).values())  # trials were promoted
+        assert product.resumed > 0 and len(arm.promotions) > product.resumed  # paused trials resumed; some at once
 
 
 @pytest.mark.parametrize(
@@ -181,3 +204,65 @@ def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, 
 def test_a_promotion_setting_it_cannot_run_is_refused(keys, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         RunConfig(space="mlp_mnist", **keys)
+
+
+def test_the_searcher_resumes_before_it_proposes_and_ends_once_nothing_runs_or_waits():
+    from ray.tune.search import Searcher
+
+    from search.running.proposals.searcher import StudySearcher
+    from trainables.foundation.trial_files import TRIAL_KEY
+
+    record = record_with([])
+    scheduler = promoting(record=record)
+    searcher = StudySearcher(record, [], "val_acc", "max", promotions=scheduler, new_trials=3)
+
+    def pause(tune_id, point):  # the trial reports its rung's epoch; ASHA pauses it; Tune ends it
+        trial_id = searcher.suggest(tune_id)[TRIAL_KEY]
+        assert scheduler.decide(trial_id, 1, {"val_acc": point}) == "STOP"
+        record.report(trial_id, 1, point)
+        searcher.on_trial_complete(tune_id, {"epoch": 1, "val_acc": point})
+        record.write_end(trial_id, record.decide(trial_id, EndFacts(1, stopped_by_scheduler=True)))
+        return trial_id
+
+    first = pause("t1", 0.9)
+    pause("t2", 0.5)
+    third = searcher.suggest("t3")[TRIAL_KEY]  # the last new trial, running
+    assert searcher.suggest("t4") is None  # no new trial left, none waits yet, one runs: Tune asks again later
+    assert scheduler.decide(third, 1, {"val_acc": 0.1}) == "STOP"  # three at the rung: the best (first) waits
+    record.report(third, 1, 0.1)
+    searcher.on_trial_complete("t3", {"epoch": 1, "val_acc": 0.1})
+    record.write_end(third, record.decide(third, EndFacts(1, stopped_by_scheduler=True)))
+    resumed = searcher.suggest("t5")
+    assert resumed[TRIAL_KEY] == first and record.frozen(first).state == TrialState.RUNNING  # its continuation
+    assert record.frozen(first).user_attrs["promoted_at"] == 1 and record.promotions == 1
+    assert searcher.suggest("t6") is None  # the resumed one runs
+    searcher.on_trial_complete("t5", {"epoch": 3, "val_acc": 0.95})
+    assert searcher.suggest("t7") == Searcher.FINISHED  # nothing runs, nothing waits, no new trial left
+
+
+def test_a_promoted_trial_is_not_final_in_its_files_and_tunes_empty_twin_folders_go(tmp_path):
+    from trainables.foundation.trial_files import TrialFiles, remove_empty_twins
+
+    files = TrialFiles(str(tmp_path), "abc")
+    files.write_ending("stopped_early", "stopped by ASHA at epoch 1")
+    assert files.ending()["status"] == "stopped_early" and files.final_ending() is None  # a promotion continues it
+    files.write_ending("failed", "boom")
+    assert files.final_ending()["status"] == "failed"
+    (tmp_path / "trial_abc_1f2e").mkdir()
+    (tmp_path / "trial_abc_9a8b").mkdir()
+    (tmp_path / "trial_abc_9a8b" / "error.txt").write_text("Tune's")
+    (tmp_path / "trial_lone_77aa").mkdir()  # no trial_lone beside it: not a twin
+    remove_empty_twins(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trial_abc", "trial_abc_9a8b", "trial_lone_77aa"]
+
+
+def test_past_37_trials_a_promotion_takes_no_proposals_place_in_the_late_random_share():
+    from types import SimpleNamespace
+
+    from search.running.proposals.late_random import LateRandomShare
+
+    model, promotions = optuna.samplers.TPESampler(seed=0), [0]
+    share = LateRandomShare(model, 0, every=1, after=36, promotions=lambda: promotions[0])
+    assert share._for(SimpleNamespace(number=36)) is model and share._for(SimpleNamespace(number=37)) is share.random
+    promotions[0] = 5  # number 40 is the 36th proposal: five promotions took numbers before it
+    assert share._for(SimpleNamespace(number=40)) is model and share._for(SimpleNamespace(number=42)) is share.random

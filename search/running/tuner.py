@@ -100,14 +100,17 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     proposed = record.proposed()
     capped = within_space(config, space, proposed)  # a finite space: no more trials than configurations left
     to_run = 0 if budget_spent else len(unended) + max(0, capped.trials - len(proposed))
+    scheduler = scheduler_of(config, record)  # rebuilt from the study; asha=promote: its paused trials wait
+    waiting = lambda: not budget_spent and scheduler.promotion() is not None  # noqa: E731 - a promotion still owed
     failure = functools.partial(stopped_by, record, experiment)  # what stops the search at once
     stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), failure)
     try:
-        if to_run:
-            fit(capped, space, experiment, unended, to_run, tracker, stop, decider, asked=config.trials)
+        if to_run or waiting():
+            fit(capped, space, experiment, unended, to_run, tracker, stop, decider, scheduler, asked=config.trials)
         if failure() is not None:
             raise failure()
-        if stop.interrupted or not (budget_spent or stop.out_of_budget or record.finished() >= capped.trials):
+        finished = record.finished() >= capped.trials and not waiting()
+        if stop.interrupted or not (budget_spent or stop.out_of_budget or finished):
             raise SearchInterrupted(experiment.location)
     except BaseException:
         if tracker:
@@ -127,11 +130,13 @@ def fit(
     tracker: MlflowTracker | None,
     stop: SessionStop,
     decider,
+    scheduler,
     asked: int | None = None,
 ) -> None:
     """Run `to_run` trials on Ray Tune, `unended` first, until done or stopped by `stop` (a budget: its trials end so;
-    Ctrl-C or a failed write of the study: they stay unended, for `resume`), every end through `decider`. `asked`:
-    the trials asked for, where a finite space holds fewer (`config.trials`)."""
+    Ctrl-C or a failed write of the study: they stay unended, for `resume`), every end through `decider`, ASHA's
+    decisions by `scheduler` (scheduler_of; with asha=promote it also resumes paused trials). `asked`: the trials
+    asked for, where a finite space holds fewer (`config.trials`)."""
     record, log_file = decider.record, experiment.local / LOG_FILE
     started_here = connect(config)  # False for a Ray this process keeps (search.running.joining.kept_ray)
     try:
@@ -156,7 +161,6 @@ def fit(
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
             start_train_coordinator()  # comes up while Tune starts the first trial
-        scheduler = scheduler_of(config, record)
         decider.followers = followers_of(config, experiment, record, tracker, decider.followers)
         trial_ends = TrialEnds(decider, config.epochs, scheduler.stopped_by_me)
         callbacks = [trial_ends, *decider.followers]
@@ -249,6 +253,7 @@ def build_tuner(
     lease_token = TrialLease(experiment.location).token if experiment.remote else None  # this driver's: it holds it
     promotions = (scheduler, to_run - len(unended)) if getattr(scheduler, "promote", False) else ()
     rungs = sum(1 for milestone, _ in getattr(scheduler, "rungs", ()) if milestone < config.epochs)
+    waiting = len(scheduler.promotions.waiting_ids()) if promotions else 0  # paused before this session
     storage_filesystem, storage_path = fenced_filesystem(experiment.location) if experiment.remote else (None, None)
     trainable = ray.tune.with_parameters(
         train_trial,
@@ -266,7 +271,7 @@ def build_tuner(
             mode=space.mode,
             search_alg=StudySearcher(record, unended, space.metric, space.mode, config.seed, *promotions),
             scheduler=scheduler,
-            num_samples=to_run * (1 + rungs) if promotions else to_run,  # a resumption is a trial of Tune's too
+            num_samples=(to_run + waiting) * (1 + rungs) if promotions else to_run,  # a resumption is Tune's trial
             max_concurrent_trials=placement.max_concurrent,
             reuse_actors=REUSE_ACTORS,
             trial_name_creator=lambda trial: trial.config[TRIAL_KEY],

@@ -2,7 +2,7 @@
 
 At each rung: every point recorded there, in order, and the trials waiting there (paused, not yet promoted), in the
 same order. The trial a free place resumes is the best waiting one in the top 1/reduction of its rung (the earlier
-arrival first among equal points), top rung first: at each rung only the best waiting trials are looked at, each
+proposal first among equal points), top rung first: at each rung only the best waiting trials are looked at, each
 ranked among all the rung's points by bisection. Pure logic: no Ray, no Optuna.
 """
 
@@ -20,16 +20,19 @@ class Promotions:
     def __init__(self, milestones, reduction: float, max_t: float):
         self.reduction = reduction
         self.order = sorted((m for m in milestones if m < max_t), reverse=True)  # the top rung first
-        self.points: dict[float, list[tuple]] = {m: [] for m in self.order}  # (-point, arrival), ascending
-        self.waiting: dict[float, list[tuple]] = {m: [] for m in self.order}  # (-point, arrival, trial id)
-        self.keys: dict[tuple[float, str], tuple] = {}  # (milestone, trial id) -> its (-point, arrival) there
+        self.points: dict[float, list[tuple]] = {m: [] for m in self.order}  # (-point, order, arrival), ascending
+        self.waiting: dict[float, list[tuple]] = {m: [] for m in self.order}  # (-point, order, arrival, trial id)
+        self.keys: dict[tuple[float, str], tuple] = {}  # (milestone, trial id) -> its (-point, order, arrival)
         self.waits_at: dict[str, float] = {}
         self.arrivals = itertools.count()
 
-    def arrived(self, trial_id: str, milestone: float, point: float) -> None:
-        """The trial's point at the rung `milestone` (recorded once: a later one at the same rung changes nothing)."""
+    def arrived(self, trial_id: str, milestone: float, point: float, order: int | None = None) -> None:
+        """The trial's point at the rung `milestone` (recorded once: a later one at the same rung changes nothing);
+        `order`: its place among the search's proposals (its first study number), which ranks equal points as the
+        replays' arm does, live and after a resume alike; None: the arrival decides."""
         if milestone in self.points and (milestone, trial_id) not in self.keys:
-            key = (math.inf if math.isnan(point) else -point, next(self.arrivals))
+            rank = math.inf if math.isnan(point) else -point
+            key = (rank, math.inf if order is None else order, next(self.arrivals))
             bisect.insort(self.points[milestone], key)
             self.keys[(milestone, trial_id)] = key
 

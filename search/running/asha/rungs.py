@@ -53,9 +53,10 @@ def _decision_written(trial: FrozenTrial, epoch: int) -> str | None:
     return CONTINUE if epoch < max(epoch_values(trial), default=0) else None
 
 
-def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> dict[str, int]:
+def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float, settled=lambda: None) -> dict[str, int]:
     """Fills `scheduler`'s rungs (a `RungStops`) from every trial's history and returns the stops owed to running
-    trials (trial id -> the epoch to stop at); nothing is decided at `max_t`."""
+    trials (trial id -> the epoch to stop at); nothing is decided at `max_t`. `settled()`: called once every value is
+    recorded, before a decision a kill lost is made again."""
     arrivals = []
     for trial in sorted(trials, key=lambda t: t.number):
         trial_id, others = trial_id_of(trial), other_objectives_by_epoch(trial)
@@ -63,6 +64,7 @@ def rebuild(scheduler, trials: list[FrozenTrial], metric: str, max_t: float) -> 
             milestone = scheduler.record_value(trial_id, epoch, {**others.get(epoch, {}), metric: value})
             if milestone is not None:
                 arrivals.append((trial, trial_id, epoch, milestone))
+    settled()
     owed: dict[str, int] = {}
     for trial, trial_id, epoch, milestone in arrivals:
         if trial.state != TrialState.RUNNING or trial_id in owed or epoch >= max_t:

@@ -68,12 +68,16 @@ class StudyASHA(InOrder, RungStops):
     def _rebuild_when_settled(self) -> None:
         if self.metric_name and self.mode in SIGN and self._history:
             ended = {trial_id_of(trial): ending_in_study(trial) for trial in self._history} if self.promote else {}
-            self.owed_stops = rebuild(self, self._history, self.metric_name, self.max_t)
-            self._history = []
             paused = {trial_id for trial_id, ending in ended.items() if ending and ending.status == STOPPED_EARLY}
-            for trial_id in paused | (set(self.owed_stops) if self.promote else set()):
-                self.stopped.add(trial_id)  # an owed stop's, once carried out; each waits at its last rung
-                self.promotions.pause(trial_id, self.last_rung(trial_id))
+            self.owed_stops = rebuild(self, self._history, self.metric_name, self.max_t, lambda: self.wait(paused))
+            self._history = []
+            self.wait(set(self.owed_stops) if self.promote else set())  # once carried out, each waits at its rung
+
+    def wait(self, trial_ids: set[str]) -> None:
+        """The trials wait at their last rung, stopped by this scheduler (with `promote`: after a resume)."""
+        for trial_id in trial_ids:
+            self.stopped.add(trial_id)
+            self.promotions.pause(trial_id, self.last_rung(trial_id))
 
     def point_of(self, values: dict) -> float | None:
         value = values.get(self.metric_name)
@@ -115,8 +119,12 @@ class StudyASHA(InOrder, RungStops):
     def record_value(self, trial_id: str, epoch, values: dict) -> float | None:
         milestone = super().record_value(trial_id, epoch, values)
         if milestone is not None and self.promote:
-            self.promotions.arrived(trial_id, milestone, self.point_of(values))
+            self.promotions.arrived(trial_id, milestone, self.point_of(values), self.order_of(trial_id))
         return milestone
+
+    def order_of(self, trial_id: str) -> int | None:
+        """The trial's place among the search's proposals (None without a study: its arrival decides)."""
+        return None if self.record is None else self.record.first_numbers.get(trial_id)
 
     def last_rung(self, trial_id: str) -> float | None:
         """The highest rung where the trial's point is recorded."""

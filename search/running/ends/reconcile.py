@@ -44,7 +44,7 @@ def reconcile(decider: Decider) -> list[FrozenTrial]:
 
 def _ending_in_files(written: dict | None, frozen: FrozenTrial) -> Ending | None:
     """The ending a trial's `end.json` holds, unless it is older than the trial it would end (the budget's ending of
-    a trial that a later session continues)."""
+    a trial that a later session continues, or ASHA's pause of a trial it promoted)."""
     if not written or written.get("status") not in STATUSES:
         return None
     started = frozen.datetime_start.timestamp() if frozen.datetime_start else 0.0

@@ -21,20 +21,22 @@ def late_random_every(sampler: str, objectives: int) -> int:
 class LateRandomShare(BaseSampler):
     """`model`'s proposals, but past trial number `after` every trial whose number is `every - 1` modulo `every`
     (`every` 1: every trial past `after`) is drawn at random over the whole space (seeded from `seed`; the offset
-    keeps it apart from the model's own generator). Which trials are drawn depends on their numbers alone: a trial
-    the study adds itself (a continued or rebuilt trial) takes a number too."""
+    keeps it apart from the model's own generator). Which trials are drawn depends on their numbers alone, less
+    `promotions()`, the continuations ASHA's promotion variant added before (each takes a number no proposal did, as
+    the replays count proposals); another trial the study adds itself (a budget's continuation, a rebuilt trial)
+    takes a number too."""
 
-    def __init__(self, model: BaseSampler, seed: int | None, every: int, after: int = AFTER):
+    def __init__(self, model: BaseSampler, seed: int | None, every: int, after: int = AFTER, promotions=lambda: 0):
         if every < 1:
             raise ValueError(f"every={every}: at least 1 (1: every proposal past `after` at random)")
-        self.model, self.every, self.after = model, every, after
+        self.model, self.every, self.after, self.promotions = model, every, after, promotions
         self.random = RandomSampler(seed=None if seed is None else seed + 7919)
 
     def drawn_at_random(self, number: int) -> bool:
         return number > self.after and number % self.every == self.every - 1
 
     def _for(self, trial) -> BaseSampler:
-        return self.random if self.drawn_at_random(trial.number) else self.model
+        return self.random if self.drawn_at_random(trial.number - self.promotions()) else self.model
 
     def infer_relative_search_space(self, study, trial):
         return self._for(trial).infer_relative_search_space(study, trial)

@@ -60,18 +60,21 @@ def open_search_study(
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
     late = study.user_attrs[LATE_RANDOM_ATTR]  # as recorded: {"every", "after"}, no other key reaches the sampler
     every, after = int(late["every"]), int(late["after"])
-    study.sampler = sampler_for(config.sampler, coding, seed, startup, every=every, after=after)
+    promotions = lambda: record.promotions  # noqa: E731 - the count as it grows
+    study.sampler = sampler_for(config.sampler, coding, seed, startup, every=every, after=after, promotions=promotions)
     return record
 
 
-def sampler_for(sampler: str, coding: SpaceCoding, seed: int, startup: int, every: int = 0, after: int = AFTER, **tpe):
+def sampler_for(
+    sampler: str, coding: SpaceCoding, seed: int, startup: int, every=0, after=AFTER, promotions=lambda: 0, **tpe
+):
     """The search's sampler over a study held as `coding`: where the study holds values, its TPE models each choice
     among numbers by its position (a study holding positions orders them itself); over a space of finitely many
     configurations it proposes each once (search.running.proposals.unrun). `every`, `after`: past trial number `after`,
-    one in `every` proposals drawn at random (search.running.proposals.late_random; every=0: none); `tpe`:
-    make_sampler's."""
+    one in `every` proposals drawn at random (search.running.proposals.late_random; every=0: none; `promotions`: the
+    count of ASHA's promotions in the study); `tpe`: make_sampler's."""
     base = make_sampler(sampler, seed, startup, {} if coding.ordered else ordered_choices(coding.space), **tpe)
-    base = LateRandomShare(base, seed, every, after) if every else base
+    base = LateRandomShare(base, seed, every, after, promotions) if every else base
     return once_each(base, coding.distributions, seed)  # a finite space: each configuration once
 
 

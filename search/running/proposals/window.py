@@ -8,8 +8,9 @@ weights already fade. Past `RECENT` trials it is handed the `RECENT` most recent
 stands among the best `GOOD` of its kind, and every running trial (Optuna's constant liar): its good group is then
 exactly the one the whole study gives (a window of at least 250 finished trials has the same `gamma`, 25), and only
 the others are fewer. Up to `RECENT` finished trials it reads every trial and proposes exactly what Optuna's TPE
-proposes (the registered replays never pass it: at 648 trial-epochs about 100 to 200 trials). Each call costs the
-same at any size: it looks from the newest trial back to the last one it has not seen. Optuna only: no Ray.
+proposes (the registered replays never pass it: at 648 trial-epochs about 100 to 200 trials), but for one thing: a
+paused trial ASHA's promotion variant continued is read once, as its continuation (`asha=promote`). Each call costs
+the same at any size: it looks from the newest trial back to the last one it has not seen. Optuna only: no Ray.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import math
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from search.running.study.queries import CONTINUES_ATTR
+from search.running.study.queries import CONTINUES_ATTR, PROMOTED_ATTR
 
 GOOD = 25  # Optuna's default gamma caps the good group at 25 trials
 RECENT = 250  # a window of at least 250 trials keeps gamma at 25: ceil(250 / 10)
@@ -46,7 +47,7 @@ class RecentAndBest:
         self.recent, self.good = recent, good
         self.seen: set[int] = set()
         self.failed: set[int] = set()  # finished trials TPE never models (failed): walked past, never looked at again
-        self.superseded: set[int] = set()  # trials a continuation stands for (the same trial id): never read
+        self.superseded: set[int] = set()  # paused trials a promotion continues (the same trial id): never read
         self.best: dict[TrialState, list[tuple]] = {TrialState.COMPLETE: [], TrialState.PRUNED: []}
 
     def __call__(self, trials: list[FrozenTrial], directions: list[StudyDirection], states=None) -> list[FrozenTrial]:
@@ -60,7 +61,7 @@ class RecentAndBest:
         while unseen > 0 and at > 0:  # from the newest: the trials that ended since the last call are few, and late
             at -= 1
             trial = trials[at]
-            if CONTINUES_ATTR in trial.user_attrs and trial.user_attrs[CONTINUES_ATTR] not in self.superseded:
+            if PROMOTED_ATTR in trial.user_attrs and trial.user_attrs[CONTINUES_ATTR] not in self.superseded:
                 self._supersede(trial.user_attrs[CONTINUES_ATTR])
             if trial.number not in self.seen and trial.number not in self.failed:
                 unseen -= 1
@@ -87,8 +88,8 @@ class RecentAndBest:
         return sorted(older, key=lambda t: t.number) + [t for t in trials[start:] if wanted(t)]
 
     def _supersede(self, number: int) -> None:
-        """The trial `number` is continued (by a later session, or a promotion at a rung): its continuation stands
-        for it, read in its place."""
+        """The paused trial `number` is promoted: its continuation stands for it, read in its place, as the replays'
+        arm shows TPE each trial once (a budget's continuation is read beside the trial it continues, as before)."""
         self.superseded.add(number)
         for kept in self.best.values():
             kept[:] = [entry for entry in kept if entry[-2] != number]

@@ -15,7 +15,9 @@ EPOCH_OTHERS_ATTR = "epoch_other_objectives"  # each epoch's values of the objec
 RUNGS_ATTR = "rung_decisions"  # each rung the trial met: the epoch that met it -> the scheduler's "continue" or "stop"
 OBJECTIVES_ATTR = "objectives"  # an ended trial's value of every objective, by name
 EPOCHS_ATTR = "epoch_values"  # a multi-objective study's record of each epoch's primary value (see `epoch_values`)
-CONTINUES_ATTR = "continues"  # a trial the budget stopped, continued by a later session: the number it continues
+CONTINUES_ATTR = "continues"  # an ended trial continued (a budget's by a later session, a promotion's within the
+# search): the number it continues
+PROMOTED_ATTR = "promoted_at"  # a continuation ASHA's promotion variant made: the rung epoch it was promoted at
 INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from the trial it continues
 SEARCH_ID_ATTR = "search_id"  # the study's: the search's identity wherever its folder moves
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
@@ -145,7 +147,7 @@ class StudyQueries:
 
     def proposed(self) -> list[FrozenTrial]:
         """Every trial the search proposed, one per trial id: no `enqueue` configuration still waiting, no proposal
-        a kill cut short before it was named; a budget-stopped trial a later session continues, as its continuation."""
+        a kill cut short before it was named; a continued trial (after a budget, or promoted), as its continuation."""
         trials = [t for t in self.study.get_trials(deepcopy=False, states=PROPOSED) if trial_id_of(t)]
         continued = {t.user_attrs[CONTINUES_ATTR] for t in trials if CONTINUES_ATTR in t.user_attrs}
         return [t for t in trials if t.number not in continued]

@@ -28,6 +28,7 @@ from search.running.study.queries import (
     ID_ATTR,
     INHERITED_ATTR,
     OBJECTIVES_ATTR,
+    PROMOTED_ATTR,
     REASON_ATTR,
     RUNGS_ATTR,
     SCORE_ATTR,
@@ -83,11 +84,14 @@ class StudyRecord(StudyQueries):
         self.objectives = objectives or [Objective(metric, mode)]
         self.other_names = [o.name for o in self.objectives[1:]]
         self.numbers: dict[str, int] = {}  # trial id -> number
+        self.first_numbers: dict[str, int] = {}  # trial id -> the number it was proposed as (a continuation's first)
         self.storage_ids: dict[str, int] = {}  # trial id -> its id in the storage (one trial read alone: `frozen`)
         self.tally: Tally | None = None  # what the whole study answers, kept up to date by each write (`_tally`)
+        self.promotions = 0  # continuations ASHA's promotion variant made: each took a number no proposal did
         for trial in study.get_trials(deepcopy=False):
             if trial_id_of(trial):
                 self.known(trial_id_of(trial), trial)
+            self.promotions += PROMOTED_ATTR in trial.user_attrs
         self.failure: StudyWriteFailed | None = None
 
     @classmethod
@@ -124,6 +128,7 @@ class StudyRecord(StudyQueries):
         continuation standing for an ended trial: the tally follows, or is taken anew when it held the best)."""
         replaces = trial_id in self.numbers
         self.numbers[trial_id], self.storage_ids[trial_id] = trial.number, storage_id(trial)
+        self.first_numbers.setdefault(trial_id, trial.number)  # its place among the proposals
         if replaces and self.tally is not None and not self.tally.continued(trial_id):
             self.tally = None
 
@@ -194,6 +199,7 @@ class StudyRecord(StudyQueries):
         carried = {key: frozen.user_attrs[key] for key in CARRIED if key in frozen.user_attrs}
         if promoted_at is not None:
             carried[RUNGS_ATTR] = {**carried.get(RUNGS_ATTR, {}), str(promoted_at): "promoted"}
+            carried[PROMOTED_ATTR] = promoted_at
         continuation = optuna.trial.create_trial(
             state=TrialState.RUNNING,
             params=frozen.params,
@@ -209,6 +215,7 @@ class StudyRecord(StudyQueries):
         with self.writing(f"the continuation of trial {trial_id}"):
             added = add_trial(self.study, self.storage, continuation)
         self.known(trial_id, added)
+        self.promotions += promoted_at is not None
         return added
 
     def live_trial(self, frozen: FrozenTrial) -> optuna.Trial:
