@@ -56,9 +56,7 @@ def measure_trials(
     return figures
 
 
-def measure_asha(
-    root: str, storage: Path, trials: int, epochs: int, reduction: float, images=1024, space="resnet_mnist"
-):
+def measure_asha(root, storage: Path, trials: int, epochs: int, reduction: float, images=1024, space="resnet_mnist"):
     """ASHA (asha=stop) and its promotion variant (asha=promote) against every trial run to `epochs`, on seeded random
     proposals (TPE's would change with ASHA's results): the same configurations in all three; `resumptions`: the
     promotion variant's paused trials resumed from a checkpoint (each a fresh start of the trial)."""
@@ -68,14 +66,11 @@ def measure_asha(
     for label, rule in rules.items():
         run = run_search(storage, f"asha-{label}", [*common, *rule.split()])
         summary, rows = summary_of(run["experiment"]), trial_rows(run["experiment"])
-        best, configs = summary["best"], sorted(repr(sorted(t["config"].items())) for t in summary["trials"])
-        runs[label] = dict(
-            epochs_run=sum(t["epochs_run"] for t in summary["trials"]), best_test_acc=best.get("test_acc")
-        )
-        runs[label] |= dict(best_value=best["metrics"][summary["metric"]], best_config=best["config"], configs=configs)
-        runs[label] |= dict(
-            wall_s=run["wall_s"], resumptions=sum(len({r.get("resumed_from") for r in t} - {0, None}) for t in rows)
-        )
+        best, epochs_run = summary["best"], sum(t["epochs_run"] for t in summary["trials"])
+        runs[label] = dict(epochs_run=epochs_run, best_test_acc=best.get("test_acc"), wall_s=run["wall_s"])
+        runs[label] |= dict(best_value=best["metrics"][summary["metric"]], best_config=best["config"])
+        runs[label]["configs"] = sorted(repr(sorted(t["config"].items())) for t in summary["trials"])
+        runs[label]["resumptions"] = sum(len({r.get("resumed_from") for r in t} - {0, None}) for t in rows)
     by = lambda key: {label: run[key] for label, run in runs.items()}  # noqa: E731
     asha, promote, full = runs["asha"], runs["promote"], runs["full"]
     return {
@@ -85,10 +80,8 @@ def measure_asha(
         "epochs_ratio": asha["epochs_run"] / full["epochs_run"],
         "promote_over_asha": {key: promote[key] / asha[key] for key in ("epochs_run", "wall_s")},
         "same_best_configuration": asha["best_config"] == full["best_config"],
-        "points_behind_full": {label: 100 * (full["best_value"] - runs[label]["best_value"]) for label in runs},
-        "test_points_behind_full": {
-            label: 100 * (full["best_test_acc"] - run["best_test_acc"]) for label, run in runs.items()
-        },
+        "points_behind_full": {label: 100 * (full["best_value"] - run["best_value"]) for label, run in runs.items()},
+        "test_points_behind_full": {k: 100 * (full["best_test_acc"] - r["best_test_acc"]) for k, r in runs.items()},
         "train_images": images or "all",
     }
 
