@@ -1,4 +1,4 @@
-"""ASHA's promotion variant in the product (`asha=promote`): the rule (search.running.asha.rungs.promotion), the
+"""ASHA's promotion variant in the product (`asha=promote`): the rule (search.running.asha.promotions), the
 scheduler that pauses at a rung (StudyASHA with `promote`), a study that holds a promoted trial once, and the same
 searches as the replays' `search|asha=promote` arm. Pure logic: no Ray (the end-to-end search: test_promotion_e2e)."""
 
@@ -266,3 +266,41 @@ def test_past_37_trials_a_promotion_takes_no_proposals_place_in_the_late_random_
     assert share._for(SimpleNamespace(number=36)) is model and share._for(SimpleNamespace(number=37)) is share.random
     promotions[0] = 5  # number 40 is the 36th proposal: five promotions took numbers before it
     assert share._for(SimpleNamespace(number=40)) is model and share._for(SimpleNamespace(number=42)) is share.random
+
+
+def test_the_driver_sees_a_promotion_owed_before_tune_runs_and_a_search_of_several_objectives_owes_none():
+    """search.running.tuner.drive runs a session while a promotion is owed (a kill between a pause and the resumption
+    left every trial ended) and calls a search finished only when none is: the scheduler is rebuilt before Tune runs."""
+    from types import SimpleNamespace
+
+    from search.running.asha.of_search import promotion_owed, scheduler_of
+    from trainables.foundation.objectives import Objective
+
+    space = SimpleNamespace(metric="val_acc", mode="max")
+    record = record_with([(t, {1: v}, True) for t, v in (("a", 0.5), ("b", 0.4), ("c", 0.9))])
+    promote = RunConfig(space="mlp_mnist", epochs=9, grace=1, asha="promote")
+    scheduler = scheduler_of(promote, record, space)
+    assert promotion_owed(promote, scheduler) and scheduler.promotion() == "c"
+    assert scheduler.set_search_properties("val_acc", "max") and not scheduler.set_search_properties("val_loss", None)
+    stop = RunConfig(space="mlp_mnist", epochs=9, grace=1)
+    assert not promotion_owed(stop, scheduler_of(stop, record, space))
+    several = StudyRecord.in_memory(
+        SPACE,
+        "val_acc",
+        "max",
+        optuna.samplers.RandomSampler(seed=0),
+        9,
+        objectives=[Objective("val_acc", "max"), Objective("params", "min")],
+    )
+    both = RunConfig(space="mlp_mnist", epochs=9, grace=1, objectives="val_acc,params")
+    assert not promotion_owed(both, scheduler_of(both, several, space))  # ParetoASHA: no promotions, no error
+
+
+def test_a_promotion_is_written_under_the_epoch_that_met_its_rung():
+    scheduler = StudyASHA(time_attr="epoch", max_t=20, grace_period=2, reduction_factor=2.5, promote=True)
+    scheduler.set_search_properties("val_acc", "max")
+    assert [milestone for milestone, _ in scheduler.rungs] == [12.5, 5.0, 2.0]
+    for trial_id, point in (("a", 0.9), ("b", 0.5), ("c", 0.4)):
+        assert scheduler.record_value(trial_id, 13, {"val_acc": point}) == 12.5  # epoch 13 meets the rung at 12.5
+    scheduler.wait({"a", "b", "c"})
+    assert scheduler.promotion() == "a" and scheduler.promoted("a") == 13  # its decision there is written at 13

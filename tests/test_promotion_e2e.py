@@ -55,7 +55,7 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
     continued = [t for t in proposed if CONTINUES_ATTR in t.user_attrs]
     assert continued, "no paused trial was resumed"
     for trial in continued:
-        assert rung_decisions(trial)[1] == "promoted"  # paused at the rung of epoch 1, then promoted there
+        assert "promoted" in rung_decisions(trial).values()  # paused at a rung, then promoted there
     finished = [t for t in proposed if max(epoch_values(t)) == 4]
     assert len(finished) == 1 and rung_decisions(finished[0])[3] in ("promoted", "continue")  # rung 3's best of 3
     first_numbers = sorted(proposed, key=lambda t: min(_chain(record, t)))
@@ -71,8 +71,9 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
         trial_id, epochs = trial_id_of(trial), sorted(epoch_values(trial))
         rows = TrialFiles(str(experiment), trial_id).rows()
         assert [row["epoch"] for row in rows] == epochs  # each epoch once, in order
-        assert {row["resumed_from"] for row in rows if row["epoch"] in (2, 3)} == {1}  # from its epoch-1 checkpoint
-        assert {row["resumed_from"] for row in rows if row["epoch"] == 4} <= {3}  # and its epoch-3 one
+        promoted = [epoch for epoch, decision in rung_decisions(trial).items() if decision == "promoted"]
+        resumed = [max([p for p in promoted if p < row["epoch"]], default=0) for row in rows]
+        assert [row["resumed_from"] for row in rows] == resumed  # each run from the checkpoint of its promotion
         accumulator, _ = event_data(experiment / f"trial_{trial_id}")
         assert [event.step for event in accumulator.Scalars("val_acc")] == epochs  # each epoch once
         run = runs[f"trial_{trial_id}"]

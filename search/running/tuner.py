@@ -20,8 +20,7 @@ from search.results.repeat_spread import add_repeats
 from search.results.summary import SUMMARY_FILE
 from search.results.tensorboard import EVENT_FILES
 from search.results.testset import test_accuracy
-from search.running.asha.pareto_asha import ParetoASHA
-from search.running.asha.study_asha import StudyASHA
+from search.running.asha.of_search import promotion_owed, scheduler_of
 from search.running.clock import command_began
 from search.running.driver_words import asha_words, budget_words, first_line_words, no_result_message, route_logs
 from search.running.ends.callbacks import TensorBoardEvents, Tracking, TrialEnds, UploadOwnFiles
@@ -100,8 +99,8 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     proposed = record.proposed()
     capped = within_space(config, space, proposed)  # a finite space: no more trials than configurations left
     to_run = 0 if budget_spent else len(unended) + max(0, capped.trials - len(proposed))
-    scheduler = scheduler_of(config, record)  # rebuilt from the study; asha=promote: its paused trials wait
-    waiting = lambda: not budget_spent and scheduler.promotion() is not None  # noqa: E731 - a promotion still owed
+    scheduler = scheduler_of(config, record, space)  # rebuilt from the study now; asha=promote: its paused trials wait
+    waiting = lambda: not budget_spent and promotion_owed(config, scheduler)  # noqa: E731
     failure = functools.partial(stopped_by, record, experiment)  # what stops the search at once
     stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), failure)
     try:
@@ -195,16 +194,6 @@ def tune_snapshot_period():
         yield
     finally:
         os.environ.pop(SNAPSHOT_VARIABLE, None)
-
-
-def scheduler_of(config: RunConfig, record: StudyRecord):
-    """ASHA for `config` (whose grace is resolved), on one objective or several, rebuilt from the study and writing
-    its decisions into it; the Tuner gives one objective's ASHA its metric and mode."""
-    rungs = dict(max_t=config.epochs, grace_period=config.grace, reduction_factor=config.reduction)
-    if record.multi_objective:
-        return ParetoASHA(objectives=record.objectives, history=record.proposed(), record=record, **rungs)
-    promote = config.asha == "promote"
-    return StudyASHA(time_attr="epoch", history=record.proposed(), record=record, promote=promote, **rungs)
 
 
 def write_summary(config, space, experiment: Experiment, record: StudyRecord, log_file: Path, tracker=None) -> dict:

@@ -47,6 +47,7 @@ class StudyASHA(InOrder, RungStops):
         RungStops.__init__(self, grace_period, reduction_factor, max_t, time_attr, record)
         self.metric_name, self.mode, self.promote = metric, mode, promote
         self.promotions = Promotions([milestone for milestone, _ in self.rungs], reduction_factor, max_t)
+        self.met_at: dict[tuple[str, float], int] = {}  # (trial id, milestone) -> the epoch that met it
         self._history = list(history)
         self._rebuild_when_settled()
 
@@ -58,8 +59,9 @@ class StudyASHA(InOrder, RungStops):
         return self.metric_name
 
     def set_search_properties(self, metric, mode, **spec) -> bool:
-        """The Tuner's metric and mode; refused (False) for one the scheduler was given already, as Tune's ASHA."""
-        if (self.metric_name and metric) or (self.mode and mode):
+        """The Tuner's metric and mode; refused (False) where the scheduler was given another already, as Tune's ASHA
+        refuses (the driver gives them first, so that the rungs are rebuilt before Tune runs: search.running.tuner)."""
+        if (self.metric_name and metric and metric != self.metric_name) or (self.mode and mode and mode != self.mode):
             return False
         self.metric_name, self.mode = metric or self.metric_name, mode or self.mode
         self._rebuild_when_settled()
@@ -112,14 +114,16 @@ class StudyASHA(InOrder, RungStops):
 
     def promoted(self, trial_id: str) -> int:
         """The searcher resumes the paused trial: it runs on, no longer stopped by this scheduler; returns the epoch
-        of the rung it waited at."""
+        that met the rung it waited at (the one its rung decision is written under)."""
         self.stopped.discard(trial_id)
-        return int(self.promotions.resume(trial_id))
+        milestone = self.promotions.resume(trial_id)
+        return self.met_at.get((trial_id, milestone), int(milestone))
 
     def record_value(self, trial_id: str, epoch, values: dict) -> float | None:
         milestone = super().record_value(trial_id, epoch, values)
         if milestone is not None and self.promote:
             self.promotions.arrived(trial_id, milestone, self.point_of(values), self.order_of(trial_id))
+            self.met_at[(trial_id, milestone)] = int(epoch)  # 13 meets a rung at 12.5 (grace 2, reduction 2.5)
         return milestone
 
     def order_of(self, trial_id: str) -> int | None:
