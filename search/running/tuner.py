@@ -99,7 +99,8 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     proposed = record.proposed()
     capped = within_space(config, space, proposed)  # a finite space: no more trials than configurations left
     to_run = 0 if budget_spent else len(unended) + max(0, capped.trials - len(proposed))
-    scheduler = scheduler_of(config, record, space)  # rebuilt from the study now; asha=promote: its paused trials wait
+    promote = config.asha == "promote"  # its scheduler rebuilt from the study now: its paused trials wait
+    scheduler = scheduler_of(config, record, space) if promote else None
     waiting = lambda: not budget_spent and promotion_owed(config, scheduler)  # noqa: E731
     failure = functools.partial(stopped_by, record, experiment)  # what stops the search at once
     stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), failure)
@@ -134,8 +135,8 @@ def fit(
 ) -> None:
     """Run `to_run` trials on Ray Tune, `unended` first, until done or stopped by `stop` (a budget: its trials end so;
     Ctrl-C or a failed write of the study: they stay unended, for `resume`), every end through `decider`, ASHA's
-    decisions by `scheduler` (scheduler_of; with asha=promote it also resumes paused trials). `asked`: the trials
-    asked for, where a finite space holds fewer (`config.trials`)."""
+    decisions by `scheduler` (with asha=promote, built by `drive`: it also resumes paused trials; else None, built
+    here). `asked`: the trials asked for, where a finite space holds fewer (`config.trials`)."""
     record, log_file = decider.record, experiment.local / LOG_FILE
     started_here = connect(config)  # False for a Ray this process keeps (search.running.joining.kept_ray)
     try:
@@ -160,6 +161,7 @@ def fit(
             from trainables.trainer import start_train_coordinator  # Ray Train's modules: only for its trials
 
             start_train_coordinator()  # comes up while Tune starts the first trial
+        scheduler = scheduler or scheduler_of(config, record, space)
         decider.followers = followers_of(config, experiment, record, tracker, decider.followers)
         trial_ends = TrialEnds(decider, config.epochs, scheduler.stopped_by_me)
         callbacks = [trial_ends, *decider.followers]
