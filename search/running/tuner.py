@@ -243,8 +243,10 @@ def build_tuner(
 
     lease_token = TrialLease(experiment.location).token if experiment.remote else None  # this driver's: it holds it
     promotions = (scheduler, to_run - len(unended)) if getattr(scheduler, "promote", False) else ()
-    rungs = sum(1 for milestone, _ in getattr(scheduler, "rungs", ()) if milestone < config.epochs)
-    waiting = len(scheduler.promotions.waiting_ids()) if promotions else 0  # paused before this session
+    # a resumption is a trial of Tune's too: at most one a rung for each trial to run and each waiting already
+    resumptions = (
+        len(scheduler.promotions.order) * (to_run + len(scheduler.promotions.waiting_ids())) if promotions else 0
+    )
     storage_filesystem, storage_path = fenced_filesystem(experiment.location) if experiment.remote else (None, None)
     trainable = ray.tune.with_parameters(
         train_trial,
@@ -262,7 +264,7 @@ def build_tuner(
             mode=space.mode,
             search_alg=StudySearcher(record, unended, space.metric, space.mode, config.seed, *promotions),
             scheduler=scheduler,
-            num_samples=(to_run + waiting) * (1 + rungs) if promotions else to_run,  # a resumption is Tune's trial
+            num_samples=to_run + resumptions,
             max_concurrent_trials=placement.max_concurrent,
             reuse_actors=REUSE_ACTORS,
             trial_name_creator=lambda trial: trial.config[TRIAL_KEY],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from trainables.foundation.storage import check_fence, filesystem, folders_holding, is_uri, uri_join
 
@@ -115,9 +115,8 @@ def recorded_trial_ids(experiment_dir: str) -> list[str]:
 
 def remove_empty_twins(folder) -> None:
     """Tune names a resumed trial's own folder `trial_<id>_<4 hex>` (the search's `trial_<id>` is taken: ASHA's
-    promotion variant resumes a trial within one session); left empty, it is removed: nothing looks like a trial."""
-    from pathlib import Path
-
+    promotion variant resumes a trial within one `run` or `resume`); left empty, it is removed: nothing looks like a
+    trial."""
     for twin in Path(folder).glob(f"{TRIAL_DIR_PREFIX}*_????"):
         if twin.is_dir() and (twin.parent / twin.name[:-5]).is_dir() and not any(twin.iterdir()):
             twin.rmdir()

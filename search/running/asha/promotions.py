@@ -23,32 +23,39 @@ class Promotions:
         self.points: dict[float, list[tuple]] = {m: [] for m in self.order}  # (-point, order, arrival), ascending
         self.waiting: dict[float, list[tuple]] = {m: [] for m in self.order}  # (-point, order, arrival, trial id)
         self.keys: dict[tuple[float, str], tuple] = {}  # (milestone, trial id) -> its (-point, order, arrival)
+        self.met: dict[tuple[float, str], int] = {}  # (milestone, trial id) -> the epoch that met it
         self.waits_at: dict[str, float] = {}
         self.arrivals = itertools.count()
 
-    def arrived(self, trial_id: str, milestone: float, point: float, order: int | None = None) -> None:
+    def arrived(self, trial_id: str, milestone: float, point: float, order=None, epoch: int | None = None) -> None:
         """The trial's point at the rung `milestone` (recorded once: a later one at the same rung changes nothing);
         `order`: its place among the search's proposals (its first study number), which ranks equal points as the
-        replays' arm does, live and after a resume alike; None: the arrival decides."""
+        replays' arm does, live and after a resume alike (None: the arrival decides); `epoch`: the one that met the
+        rung (13 meets a rung at 12.5: grace 2, reduction 2.5; None: the milestone's)."""
         if milestone in self.points and (milestone, trial_id) not in self.keys:
             rank = math.inf if math.isnan(point) else -point
             key = (rank, math.inf if order is None else order, next(self.arrivals))
             bisect.insort(self.points[milestone], key)
             self.keys[(milestone, trial_id)] = key
+            self.met[(milestone, trial_id)] = int(milestone) if epoch is None else epoch
 
-    def pause(self, trial_id: str, milestone: float) -> None:
-        """The trial waits at the rung `milestone`, where its point was recorded."""
+    def pause(self, trial_id: str, milestone: float | None = None) -> None:
+        """The trial waits at the rung `milestone` (None: the highest where its point was recorded)."""
+        if milestone is None:
+            milestone = next((m for m in self.order if (m, trial_id) in self.keys), None)
         key = self.keys.get((milestone, trial_id))
         if key is not None and trial_id not in self.waits_at:
             bisect.insort(self.waiting[milestone], (*key, trial_id))
             self.waits_at[trial_id] = milestone
 
-    def resume(self, trial_id: str) -> float | None:
-        """The trial goes on: it waits no more. Returns the rung it waited at (None: it did not wait)."""
+    def resume(self, trial_id: str) -> int | None:
+        """The trial goes on: it waits no more. Returns the epoch that met the rung it waited at (the one its rung
+        decision is written under; None: it did not wait)."""
         milestone = self.waits_at.pop(trial_id, None)
-        if milestone is not None:
-            self.waiting[milestone].remove((*self.keys[(milestone, trial_id)], trial_id))
-        return milestone
+        if milestone is None:
+            return None
+        self.waiting[milestone].remove((*self.keys[(milestone, trial_id)], trial_id))
+        return self.met[(milestone, trial_id)]
 
     def first(self, ready=lambda trial_id: True) -> str | None:
         """The waiting trial a free place resumes now; None: none (a new trial). `ready(trial_id)`: whether a waiting

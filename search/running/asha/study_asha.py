@@ -47,7 +47,6 @@ class StudyASHA(InOrder, RungStops):
         RungStops.__init__(self, grace_period, reduction_factor, max_t, time_attr, record)
         self.metric_name, self.mode, self.promote = metric, mode, promote
         self.promotions = Promotions([milestone for milestone, _ in self.rungs], reduction_factor, max_t)
-        self.met_at: dict[tuple[str, float], int] = {}  # (trial id, milestone) -> the epoch that met it
         self._history = list(history)
         self._rebuild_when_settled()
 
@@ -79,7 +78,7 @@ class StudyASHA(InOrder, RungStops):
         """The trials wait at their last rung, stopped by this scheduler (with `promote`: after a resume)."""
         for trial_id in trial_ids:
             self.stopped.add(trial_id)
-            self.promotions.pause(trial_id, self.last_rung(trial_id))
+            self.promotions.pause(trial_id)  # at its last rung
 
     def point_of(self, values: dict) -> float | None:
         value = values.get(self.metric_name)
@@ -90,7 +89,7 @@ class StudyASHA(InOrder, RungStops):
         `promote`, it goes on only if a free place would resume it first (else it pauses)."""
         if self.promote:
             self.promotions.pause(trial_id, milestone)
-            first = self.promotions.first(lambda other: other == trial_id or self.paused(other))
+            first = self.promotions.first(lambda other: other == trial_id or self.resumable(other))
             if first != trial_id:
                 return TrialScheduler.STOP
             self.promotions.resume(trial_id)
@@ -101,38 +100,30 @@ class StudyASHA(InOrder, RungStops):
         cutoff = asha_cutoff(values[:mine] + values[mine + 1 :], self.reduction)
         return TrialScheduler.STOP if cutoff is not None and recorded[trial_id] < cutoff else TrialScheduler.CONTINUE
 
-    def paused(self, trial_id: str) -> bool:
-        """Whether the trial waits at a rung: stopped there by this scheduler, and so ended in the study."""
-        if trial_id not in self.stopped:
-            return False
+    def resumable(self, trial_id: str) -> bool:
+        """Whether a trial waiting at a rung can be resumed: its pause is ended in the study (none in the replays)."""
         ending = None if self.record is None else self.record.ending(trial_id)
         return self.record is None or (ending is not None and ending.status == STOPPED_EARLY)
 
     def promotion(self) -> str | None:
         """With `promote`: the paused trial a free place resumes now; None: a new trial."""
-        return self.promotions.first(self.paused) if self.promote else None
+        return self.promotions.first(self.resumable) if self.promote else None
 
     def promoted(self, trial_id: str) -> int:
         """The searcher resumes the paused trial: it runs on, no longer stopped by this scheduler; returns the epoch
         that met the rung it waited at (the one its rung decision is written under)."""
         self.stopped.discard(trial_id)
-        milestone = self.promotions.resume(trial_id)
-        return self.met_at.get((trial_id, milestone), int(milestone))
+        return self.promotions.resume(trial_id)
 
     def record_value(self, trial_id: str, epoch, values: dict) -> float | None:
         milestone = super().record_value(trial_id, epoch, values)
         if milestone is not None and self.promote:
-            self.promotions.arrived(trial_id, milestone, self.point_of(values), self.order_of(trial_id))
-            self.met_at[(trial_id, milestone)] = int(epoch)  # 13 meets a rung at 12.5 (grace 2, reduction 2.5)
+            self.promotions.arrived(trial_id, milestone, self.point_of(values), self.order_of(trial_id), int(epoch))
         return milestone
 
     def order_of(self, trial_id: str) -> int | None:
         """The trial's place among the search's proposals (None without a study: its arrival decides)."""
         return None if self.record is None else self.record.first_numbers.get(trial_id)
-
-    def last_rung(self, trial_id: str) -> float | None:
-        """The highest rung where the trial's point is recorded."""
-        return next((milestone for milestone, recorded in self.rungs if trial_id in recorded), None)
 
     def on_trial_add(self, tune_controller, trial):
         if not self.metric_name or self.mode not in SIGN:
