@@ -161,11 +161,15 @@ def pair_cell(pair: dict) -> str:
 LABELS = {"search": "**the search** (default then)", "random_asha": "random + ASHA", "random": "random search"}
 LABELS.update(optuna_tpe_hyperband="TPE + Hyperband", peer_dehb="DEHB", peer_smac="SMAC3")
 LABELS.update(peer_synetune_bohb="Syne Tune BOHB", peer_priorband="NePS PriorBand")
+SIDES = ("lower", "higher")
+LABELS["search|asha=promote"] = "the search, `asha=promote`"
 
 
 def pays_table(stats: dict) -> str:
     """Per table each arm's regret IQM (points) and median epochs to within 0.5 points at every concurrency; `*`: the
-    search lower after Holm, `!`: higher; last, the search's place by regret IQM as shown (ties share the better)."""
+    search lower after Holm, `!`: higher; last, the search's place by regret IQM as shown (ties share the better).
+    `stats`: replay_stats' verdict, or replay_pairs' (its results read for the arms' figures, `search>B` for B's)."""
+    stats = pays_of_pairs(stats) if isinstance(stats.get("results"), dict) else stats
     at_k = list(stats["concurrency"].values())
     names = list(at_k[0]["tables"])
     header = [f"method ({' / '.join(stats['concurrency'])} side by side)"]
@@ -185,10 +189,24 @@ def pays_table(stats: dict) -> str:
     return "\n".join([*lines, "", holm_words([t for figures in at_k for t in figures["tables"].values()])])
 
 
+def pays_of_pairs(verdict: dict) -> dict:
+    """replay_pairs' verdict as `pays_table` reads replay_stats': per concurrency and table, its results' arms."""
+    stats = {"concurrency": {}}
+    for where, found in verdict["results"].items():
+        k = where.rsplit(", ", 1)[1].split()[0] if ", " in where else str(verdict["concurrency"])
+        against = {name.split(">")[1]: pair for name, pair in found["pairs"].items() if name.startswith("search>")}
+        table = {f"p_search_{s}_holm": {b: p[f"p_first_{s}_holm"] for b, p in against.items()} for s in SIDES}
+        for arm, figures in _load(found["result"])["concurrency"][k]["arms"].items():
+            table.setdefault("regret_iqm_pt", {})[arm] = figures["regret_iqm_pt"]
+            table.setdefault("to_within_pt", {"0.5": {}})["0.5"][arm] = figures["to_within_pt"]["0.5"]
+        stats["concurrency"].setdefault(k, {"tables": {}})["tables"][found["space"]] = table
+    return stats
+
+
 def holm_words(tables: list[dict]) -> str:
     """In words, over every (table, concurrency): the arms the search is lower than after Holm, and higher than."""
     said = []
-    for side in ("lower", "higher"):
+    for side in SIDES:
         counts = Counter(arm for t in tables for arm, p in t[f"p_search_{side}_holm"].items() if p < 0.05)
         said.append(", ".join(f"{LABELS.get(a, a)} ({n} of {len(tables)})" for a, n in counts.items()) or "no arm")
     return f"After Holm, the search's final regret is lower than {said[0]}; it is higher than {said[1]}."

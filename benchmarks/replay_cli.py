@@ -23,20 +23,11 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-from benchmarks import code_state, portable
+from benchmarks import code_state, portable, statistics
 from benchmarks.families import refuse, replay_settings
 from benchmarks.replay import DEFAULTS, _table, replay_search, table_space
 from benchmarks.replay_arms import ARMS, make_arm, parse_variant
 from benchmarks.replay_peers import PEERS, versions
-from benchmarks.statistics import (
-    anytime_iqm,
-    anytime_quartiles,
-    bootstrap_interval,
-    iqm,
-    to_within,
-    wall_share_to,
-    wilcoxon,
-)
 from search.running.proposals.unrun import configuration_count
 from trainables.foundation.errors import UsageError
 
@@ -140,19 +131,21 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
     at_k = {"anytime_wall_s": grid.round(2).tolist(), "anytime_epochs": epochs.tolist(), "arms": {}}
     for arm, rs in runs.items():
         at_k["arms"][arm] = {
-            "regret_iqm_pt": iqm(regrets[arm]),
-            "interval": bootstrap_interval(regrets[arm]),
+            "regret_iqm_pt": statistics.iqm(regrets[arm]),
+            "interval": statistics.bootstrap_interval(regrets[arm]),
             "median_wall_s": float(np.median([r["wall_s"] for r in rs])),
             "median_epochs": float(np.median([r["epochs"] for r in rs])),
-            "share_of_wall_to_random_asha_final_median": wall_share_to(rs, random_final / 100),
+            "share_of_wall_to_random_asha_final_median": statistics.wall_share_to(rs, random_final / 100),
             "final_regret_pt": regrets[arm].round(4).tolist(),
-            "to_within_pt": to_within(rs),
-            "anytime_quartiles_pt": anytime_quartiles(rs, grid),
-            "anytime_iqm_pt": {"wall": anytime_iqm(rs, grid, "wall"), "epochs": anytime_iqm(rs, epochs, "epochs")},
+            "to_within_pt": statistics.to_within(rs),
+            "anytime_quartiles_pt": statistics.anytime_quartiles(rs, grid),
+            "anytime_iqm_pt": {
+                by: statistics.anytime_iqm(rs, at, by) for by, at in (("wall", grid), ("epochs", epochs))
+            },
         }
     for arm in (a for a in runs if a != ours):  # paired by seed: every arm replays the same seeds
-        at_k["arms"][arm]["p_search_lower"] = wilcoxon(regrets[ours], regrets[arm], "less")
-        at_k["arms"][arm]["p_search_higher"] = wilcoxon(regrets[ours], regrets[arm], "greater")
+        at_k["arms"][arm]["p_search_lower"] = statistics.wilcoxon(regrets[ours], regrets[arm], "less")
+        at_k["arms"][arm]["p_search_higher"] = statistics.wilcoxon(regrets[ours], regrets[arm], "greater")
     return at_k
 
 

@@ -18,25 +18,10 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
-from benchmarks import portable
+from benchmarks import portable, statistics
 from benchmarks.families import named, registered_results
 from benchmarks.readme_figures import points_text
 from benchmarks.replay_cli import CORES
-from benchmarks.statistics import (
-    WITHIN_PT,
-    average_ranks,
-    cliques,
-    friedman,
-    holm,
-    iqm,
-    median_ratio,
-    paired_effect,
-    pairwise_holm,
-    plot_anytime,
-    plot_critical_difference,
-    rank_biserial,
-    wilcoxon,
-)
 
 OURS, RANDOM, RANDOM_ASHA = "search", "random", "random_asha"
 ALPHA = 0.05
@@ -51,8 +36,9 @@ def normalised(arms: dict) -> dict[str, np.ndarray]:
 
 def effect(ours: np.ndarray, other: np.ndarray, ours_pt: np.ndarray, other_pt: np.ndarray) -> dict:
     """The size of a difference on one table, paired by seed (above 0: the search lower), normalised and in points."""
-    size = {"median_difference": float(np.median(other - ours)), "rank_biserial": rank_biserial(ours, other)}
-    return {**size, "points": paired_effect(ours_pt, other_pt)}
+    difference = float(np.median(other - ours))
+    size = {"median_difference": difference, "rank_biserial": statistics.rank_biserial(ours, other)}
+    return {**size, "points": statistics.paired_effect(ours_pt, other_pt)}
 
 
 def time_to_quality(arms: dict) -> dict | None:
@@ -61,12 +47,12 @@ def time_to_quality(arms: dict) -> dict | None:
     if "to_within_pt" not in arms[OURS] or RANDOM_ASHA not in arms:
         return None
     figures = {}
-    for points in (f"{p:g}" for p in WITHIN_PT):
+    for points in (f"{p:g}" for p in statistics.WITHIN_PT):
         ours, other = arms[OURS]["to_within_pt"][points], arms[RANDOM_ASHA]["to_within_pt"][points]
         keys = ("reached", "median_epochs", "median_wall_s")
         figures[points] = {arm: {k: f["to_within_pt"][points][k] for k in keys} for arm, f in arms.items()}
-        figures[points]["epochs_ratio"] = median_ratio(ours["epochs"], other["epochs"])
-        figures[points]["wall_ratio"] = median_ratio(ours["wall_s"], other["wall_s"])
+        figures[points]["epochs_ratio"] = statistics.median_ratio(ours["epochs"], other["epochs"])
+        figures[points]["wall_ratio"] = statistics.median_ratio(ours["wall_s"], other["wall_s"])
     return figures
 
 
@@ -74,8 +60,8 @@ def by_table(tables: dict, arms: list[str]) -> dict:
     """The table as the unit (seeds are repeats within one): each arm's rank on each table, their mean, Friedman's p."""
     iqms = np.array([[table["normalised_iqm"][arm] for arm in arms] for table in tables.values()])
     ranks = {name: dict(zip(arms, rankdata(row).tolist())) for name, row in zip(tables, iqms)}
-    friedman_p = friedman(iqms) if len(tables) > 2 else None
-    return {"ranks": ranks, "mean_rank": average_ranks(iqms, arms), "friedman_p": friedman_p}
+    friedman_p = statistics.friedman(iqms) if len(tables) > 2 else None
+    return {"ranks": ranks, "mean_rank": statistics.average_ranks(iqms, arms), "friedman_p": friedman_p}
 
 
 def targets(tables: dict, entry: dict | None = None) -> dict:
@@ -143,6 +129,7 @@ def adjust(comparisons: list[dict], entry: dict | None = None) -> None:
                 for arm, p in table[f"p_search_{side}"].items():
                     p_values[(side, figures["concurrency"], name, arm)] = p
     together = entry and entry.get("holm_directions") == "together"
+    holm = statistics.holm
     adjusted = holm({**raw["lower"], **raw["higher"]}) if together else {**holm(raw["lower"]), **holm(raw["higher"])}
     for figures in comparisons:
         for name, table in figures["tables"].items():
@@ -181,17 +168,17 @@ def compare(results: list[dict], concurrency: str, entry: dict | None = None) ->
             "first_seed": result.get("first_seed", 0),
             "seed_set": result.get("seed_set", "other"),
             "effect_vs_search": {arm: effect(scores[OURS], scores[arm], points[OURS], points[arm]) for arm in others},
-            "p_search_lower": {arm: wilcoxon(scores[OURS], scores[arm], "less") for arm in others},
-            "p_search_higher": {arm: wilcoxon(scores[OURS], scores[arm], "greater") for arm in others},
+            "p_search_lower": {arm: statistics.wilcoxon(scores[OURS], scores[arm], "less") for arm in others},
+            "p_search_higher": {arm: statistics.wilcoxon(scores[OURS], scores[arm], "greater") for arm in others},
             "to_within_pt": time_to_quality(at_k["arms"]),
-            "normalised_iqm": {arm: iqm(values) for arm, values in scores.items()},
+            "normalised_iqm": {arm: statistics.iqm(values) for arm, values in scores.items()},
             "normalised_by": RANDOM if RANDOM in at_k["arms"] else "points",
-            "regret_iqm_pt": {arm: iqm(values) for arm, values in points.items()},
+            "regret_iqm_pt": {arm: statistics.iqm(values) for arm, values in points.items()},
             "search_reaches_random_asha_final_at_share_of_random_asha_wall": reach_share(at_k),
-            "mean_rank": average_ranks(blocks[-1], arms),
+            "mean_rank": statistics.average_ranks(blocks[-1], arms),
         }
     scores = np.concatenate(blocks)
-    ranks, adjusted = average_ranks(scores, arms), pairwise_holm(scores, arms)
+    ranks, adjusted = statistics.average_ranks(scores, arms), statistics.pairwise_holm(scores, arms)
     figures = {"concurrency": int(concurrency), "tables": tables}
     adjust([figures], entry)
     return {
@@ -200,9 +187,9 @@ def compare(results: list[dict], concurrency: str, entry: dict | None = None) ->
         "targets": targets(tables, entry),
         "blocks": len(scores),
         "mean_rank": ranks,
-        "friedman_p": friedman(scores),
+        "friedman_p": statistics.friedman(scores),
         "pairs_holm": {f"{a} vs {b}": p for (a, b), p in adjusted.items()},
-        "cliques": cliques(ranks, adjusted),
+        "cliques": statistics.cliques(ranks, adjusted),
     }
 
 
@@ -237,8 +224,8 @@ def main() -> None:
         every["peers"] = {name: version for result in results for name, version in result.get("peers", {}).items()}
     for k, figures in every["concurrency"].items():
         for result in results:
-            plot_anytime(result, k, OURS, args.figures / anytime_figure(result["space"], k))
-        plot_critical_difference(figures, OURS, args.figures / f"critical-difference-{k}.png")
+            statistics.plot_anytime(result, k, OURS, args.figures / anytime_figure(result["space"], k))
+        statistics.plot_critical_difference(figures, OURS, args.figures / f"critical-difference-{k}.png")
         print_figures(figures)
     if args.out:
         Path(args.out).write_text(json.dumps(every, indent=1))

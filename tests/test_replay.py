@@ -165,7 +165,7 @@ def test_every_arm_replays_as_the_cli_runs_it(arm):
 
 
 def test_anytime_quartiles_hold_a_search_at_its_last_regret_and_none_before_its_first_epoch():
-    from benchmarks.replay_cli import anytime_quartiles
+    from benchmarks.statistics import anytime_quartiles
 
     runs = [{"trace": [(1.0, 0.03), (2.0, 0.01)]}, {"trace": [(1.5, 0.02)]}]
     low, median, high = anytime_quartiles(runs, np.array([0.5, 1.0, 1.5, 3.0]))
@@ -234,6 +234,31 @@ def test_the_pays_table_marks_holm_verdicts_and_the_searchs_place():
     assert lines[4] == "| the search's place | 1 of 2 / 2 of 2 |  |"
     said = "After Holm, the search's final regret is lower than peer (1 of 2); it is higher than peer (1 of 2)."
     assert lines[6] == said
+
+
+def test_the_pays_table_reads_a_pairs_verdict_its_results_and_the_searchs_pairs_alone(tmp_path):
+    from benchmarks.readme_figures import pays_table
+
+    def arm(regret, epochs):
+        return {"regret_iqm_pt": regret, "to_within_pt": {"0.5": {"median_epochs": epochs}}}
+
+    arms = {"search": arm(1.0, 30.0), "search|asha=promote": arm(0.5, 20.0), "peer": arm(2.0, None)}
+    (tmp_path / "a.json").write_text(json.dumps({"concurrency": {"4": {"arms": arms}}}))
+    pairs = {  # the promotion variant's own pair against the peer marks nothing: the marks are the search's
+        "search>peer": {"p_first_lower_holm": 0.5, "p_first_higher_holm": 0.01},
+        "search|asha=promote>peer": {"p_first_lower_holm": 0.001, "p_first_higher_holm": 1.0},
+    }
+    found = {"result": str(tmp_path / "a.json"), "space": "spaces.heldout.a", "pairs": pairs}
+    for several in (True, False):  # a family of several concurrencies names each in its results' keys
+        where = "spaces.heldout.a other" + (", 4 side by side" if several else "")
+        lines = pays_table({"concurrency": [4] if several else 4, "results": {where: found}}).splitlines()
+        assert lines[0] == "| method (4 side by side) | `a`: regret | `a`: epochs to 0.5 pt |"
+        assert lines[2:6] == [
+            "| **the search** (default then) | 1.00 | 30 |",
+            "| the search, `asha=promote` | 0.50 | 20 |",
+            "| `peer` | 2.00! | never |",
+            "| the search's place | 2 of 3 |  |",
+        ]
 
 
 def test_ranks_friedman_and_the_groups_of_a_critical_difference_diagram():
