@@ -193,7 +193,8 @@ def pays_of_pairs(verdict: dict) -> dict:
     """replay_pairs' verdict as `pays_table` reads replay_stats': per concurrency and table, its results' arms."""
     stats = {"concurrency": {}}
     for where, found in verdict["results"].items():
-        k = where.rsplit(", ", 1)[1].split()[0] if ", " in where else str(verdict["concurrency"])
+        several = isinstance(verdict["concurrency"], list)  # replay_pairs: ", K side by side" ends each key then
+        k = where.rsplit(", ", 1)[1].split()[0] if several else str(verdict["concurrency"])
         against = {name.split(">")[1]: pair for name, pair in found["pairs"].items() if name.startswith("search>")}
         table = {f"p_search_{s}_holm": {b: p[f"p_first_{s}_holm"] for b, p in against.items()} for s in SIDES}
         for arm, figures in _load(found["result"])["concurrency"][k]["arms"].items():

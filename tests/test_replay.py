@@ -242,11 +242,14 @@ def test_the_pays_table_reads_a_pairs_verdict_its_results_and_the_searchs_pairs_
     def arm(regret, epochs):
         return {"regret_iqm_pt": regret, "to_within_pt": {"0.5": {"median_epochs": epochs}}}
 
-    arms = {"search": arm(1.0, 30.0), "search|asha=promote": arm(0.5, 20.0), "peer": arm(2.0, None)}
-    (tmp_path / "a.json").write_text(json.dumps({"concurrency": {"4": {"arms": arms}}}))
-    pairs = {  # the promotion variant's own pair against the peer marks nothing: the marks are the search's
-        "search>peer": {"p_first_lower_holm": 0.5, "p_first_higher_holm": 0.01},
+    at_2 = {"search": arm(9.0, 90.0), "search|asha=promote": arm(9.0, 90.0), "peer": arm(9.0, 90.0)}
+    at_4 = {"search": arm(1.0, 30.0), "search|asha=promote": arm(0.5, 20.0), "peer": arm(2.0, None)}
+    result = {"concurrency": {"2": {"arms": at_2}, "4": {"arms": at_4}}}  # the key names the concurrency read
+    (tmp_path / "a.json").write_text(json.dumps(result))
+    pairs = {  # the promotion variant's pairs mark nothing: the marks are the search's own pairs
         "search|asha=promote>peer": {"p_first_lower_holm": 0.001, "p_first_higher_holm": 1.0},
+        "search>peer": {"p_first_lower_holm": 0.5, "p_first_higher_holm": 0.01},
+        "search|asha=promote>search": {"p_first_lower_holm": 0.001, "p_first_higher_holm": 1.0},
     }
     found = {"result": str(tmp_path / "a.json"), "space": "spaces.heldout.a", "pairs": pairs}
     for several in (True, False):  # a family of several concurrencies names each in its results' keys
@@ -259,6 +262,9 @@ def test_the_pays_table_reads_a_pairs_verdict_its_results_and_the_searchs_pairs_
             "| `peer` | 2.00! | never |",
             "| the search's place | 2 of 3 |  |",
         ]
+        assert (
+            lines[7] == "After Holm, the search's final regret is lower than no arm; it is higher than peer (1 of 1)."
+        )
 
 
 def test_ranks_friedman_and_the_groups_of_a_critical_difference_diagram():
