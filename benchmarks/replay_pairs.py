@@ -1,7 +1,7 @@
 """Two arms of one `replay_cli` result compared head to head, paired by seed: how a default is decided between two
 settings. The registered family (benchmarks/families.json) names the pairs `A>B` (is A's regret lower than B's?).
 
-    python -m benchmarks.replay_pairs RESULT.json [RESULT.json...] --family NAME --out pairs.json
+    python -m benchmarks.replay_pairs RESULT.json [RESULT.json...] --family NAME --out pairs.json [--figures DIR]
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import numpy as np
 
 from benchmarks import portable
 from benchmarks.families import named, registered_results
-from benchmarks.statistics import holm, iqm, paired_effect, rank_biserial, wilcoxon
+from benchmarks.readme_figures import points_text
+from benchmarks.statistics import anytime_figure, holm, iqm, paired_effect, plot_anytime, rank_biserial, wilcoxon
 
 ALPHA = 0.05
 
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("results", nargs="+")
     parser.add_argument("--family", help="the registered family (benchmarks/families.json) the results answer")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--figures", type=Path, help="a folder for each result's anytime curves (the search bold)")
     args = parser.parse_args()
     entry, results = registered_results(args.family, "pairs", args.results)
     several, compared = len(entry["concurrency"]) > 1, {}
@@ -78,6 +80,9 @@ def main() -> None:
             figures = compare_pairs(result, [tuple(text.split(">")) for text in entry["pairs"]], k)
             where = f"{figures['space']} {figures['seed_set']}" + (f", {k} side by side" if several else "")
             compared[where] = {"result": portable(path), **figures}
+            if args.figures:
+                args.figures.mkdir(parents=True, exist_ok=True)
+                plot_anytime(result, k, "search", args.figures / anytime_figure(result["space"], k))
     verdict = {"concurrency": entry["concurrency"] if several else int(entry["concurrency"][0]), "results": compared}
     verdict |= {"decisions": decide(compared)} if entry["correction"].startswith("Holm") else {}
     verdict["family"] = named(args.family, entry)
@@ -85,17 +90,14 @@ def main() -> None:
     for where, figures in compared.items():
         for name, pair in figures["pairs"].items():
             first, second = name.split(">")
-            print(
-                f"{where}: {first} {pair['regret_iqm_pt'][first]:.3f} "
-                f"against {second} {pair['regret_iqm_pt'][second]:.3f}; p lower {pair['p_first_lower']:.3g}, "
-                f"higher {pair['p_first_higher']:.3g}; r {pair['rank_biserial']:+.2f}; B minus A "
-                f"{pair['effect_pt']['mean']:+.3f} points [{pair['effect_pt']['mean_interval'][0]:+.3f}, "
-                f"{pair['effect_pt']['mean_interval'][1]:+.3f}]"
+            print(  # the paired difference: B's regret minus A's
+                f"{where}: {first} {pair['regret_iqm_pt'][first]:.3f} against {second} "
+                f"{pair['regret_iqm_pt'][second]:.3f}; p lower {pair['p_first_lower']:.3g}, higher "
+                f"{pair['p_first_higher']:.3g}; r {pair['rank_biserial']:+.2f}{points_text(pair)}"
             )
+    endings = {True: "adopt", False: "the product stays", None: "the family's decision_rule decides"}
     for candidate, decision in verdict.get("decisions", {}).items():
-        ending = {True: "adopt", False: "the product stays"}.get(
-            decision["adopt"], "the family's decision_rule decides"
-        )
+        ending = endings[decision["adopt"]]
         lower, higher = decision["lower_on"] or "none", decision["higher_on"] or "none"
         print(f"{candidate}: lower after Holm on {lower}, higher on {higher}: {ending}")
 

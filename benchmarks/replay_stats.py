@@ -224,17 +224,11 @@ def main() -> None:
         every["peers"] = {name: version for result in results for name, version in result.get("peers", {}).items()}
     for k, figures in every["concurrency"].items():
         for result in results:
-            statistics.plot_anytime(result, k, OURS, args.figures / anytime_figure(result["space"], k))
+            statistics.plot_anytime(result, k, OURS, args.figures / statistics.anytime_figure(result["space"], k))
         statistics.plot_critical_difference(figures, OURS, args.figures / f"critical-difference-{k}.png")
         print_figures(figures)
     if args.out:
         Path(args.out).write_text(json.dumps(every, indent=1))
-
-
-def anytime_figure(space: str, concurrency: str) -> str:
-    """The anytime figure's file name; a space named by its file path, by the file's stem (slashes would be folders)."""
-    label = Path(space).stem if space.endswith(".py") or "/" in space else space
-    return f"anytime-{label}-{concurrency}.png"
 
 
 def print_figures(figures: dict) -> None:

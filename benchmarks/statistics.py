@@ -245,6 +245,12 @@ def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
     plt.close(figure)
 
 
+def anytime_figure(space: str, concurrency: str) -> str:
+    """The anytime figure's file name; a space named by its file path, by the file's stem (slashes would be folders)."""
+    label = Path(space).stem if space.endswith(".py") or "/" in space else space
+    return f"anytime-{label}-{concurrency}.png"
+
+
 def plot_anytime(result: dict, concurrency: str, ours: str, path: Path) -> None:
     """Each arm's regret (test-accuracy points) against epochs spent and against replayed seconds: its IQM over seeds
     with the 95% band shaded (results without IQM curves: the median, quartiles shaded); `ours` drawn bold."""

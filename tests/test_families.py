@@ -15,7 +15,7 @@ import pytest
 
 from benchmarks import code_state, families, replay_pairs, replay_stats
 from benchmarks.families import check_provenance, entry_hash, registration, registration_commit, replay_settings
-from benchmarks.statistics import median_ratio, paired_effect, time_to_within, to_within
+from benchmarks.statistics import anytime_figure, median_ratio, paired_effect, time_to_within, to_within
 from trainables.foundation.errors import UsageError
 
 TABLES = ("t/one.jsonl.gz", "t/two.jsonl.gz")
@@ -75,8 +75,7 @@ def run(module, tmp_path, monkeypatch, family: str | None, results: list[dict]) 
         (tmp_path / f"r{index}.json").write_text(json.dumps(figures))
     out = tmp_path / "verdict.json"
     argv = [module.__name__, *paths, "--out", str(out), *(["--family", family] if family else [])]
-    if module is replay_stats:
-        argv += ["--figures", str(tmp_path / "figures")]
+    argv += ["--figures", str(tmp_path / f"figures-{module.__name__.rsplit('.', 1)[1]}")]
     monkeypatch.setattr(sys, "argv", argv)
     try:
         module.main()
@@ -114,6 +113,10 @@ def test_a_registered_family_gets_its_verdict_and_the_json_names_it(registry, tm
     results = [result(t, i, pairs_named) for i, t in enumerate(TABLES)]
     code, verdict = run(replay_pairs, tmp_path, monkeypatch, "fixed-pairs", results)
     assert code == 0 and verdict["family"]["name"] == "fixed-pairs"
+    drawn = sorted(path.name for path in (tmp_path / "figures-replay_pairs").glob("anytime-*.png"))
+    assert drawn == sorted(
+        anytime_figure(r["space"], k) for r in results for k in map(str, registry["fixed"]["concurrency"])
+    )
     lower_on = verdict["decisions"]["search"]["lower_on"]
     assert verdict["decisions"]["search"]["adopt"] and len(lower_on) == 2
     assert all(where.endswith(", against random_asha") for where in lower_on)  # each names the arm it beat

@@ -496,7 +496,7 @@ def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
 
 
 def test_the_anytime_figure_of_a_space_named_by_its_path_is_named_by_the_files_stem():
-    from benchmarks.replay_stats import anytime_figure
+    from benchmarks.statistics import anytime_figure
 
     assert anytime_figure("spaces/heldout/glyphs_cnn.py", "2") == "anytime-glyphs_cnn-2.png"
     assert anytime_figure("spaces.heldout.digits_cnn", "4") == "anytime-spaces.heldout.digits_cnn-4.png"
