@@ -236,8 +236,50 @@ def test_the_searcher_resumes_before_it_proposes_and_ends_once_nothing_runs_or_w
     assert resumed[TRIAL_KEY] == first and record.frozen(first).state == TrialState.RUNNING  # its continuation
     assert record.frozen(first).user_attrs["promoted_at"] == 1 and record.promotions == 1
     assert searcher.suggest("t6") is None  # the resumed one runs
-    searcher.on_trial_complete("t5", {"epoch": 3, "val_acc": 0.95})
-    assert searcher.suggest("t7") == Searcher.FINISHED  # nothing runs, nothing waits, no new trial left
+    for epoch in range(2, 10):  # past rung 3 at once (the only one there) to its last epoch
+        record.report(first, epoch, 0.95)
+    searcher.on_trial_complete("t5", {"epoch": 9, "val_acc": 0.95})
+    record.write_end(first, record.decide(first, EndFacts(9, stopped_by_scheduler=False)))
+    assert searcher.suggest("t7") == Searcher.FINISHED  # nothing runs, no new trial left, one trained to the end
+
+
+def test_once_nothing_new_starts_and_nothing_runs_the_best_paused_trial_trains_to_its_last_epoch():
+    """Two trials of 9 epochs (rungs at 1 and 3) never fill a rung's top third: the searcher then resumes the best
+    paused trial of the highest rung, rung after rung, until one trial has trained its last epoch, and ends; the
+    driver sees that owed only once no new trial is left (`last`), and a search that rebuilds finds it again."""
+    from ray.tune.search import Searcher
+
+    from search.running.asha.of_search import promotion_owed
+    from search.running.proposals.searcher import StudySearcher
+    from trainables.foundation.trial_files import TRIAL_KEY
+
+    record = record_with([])
+    scheduler = promoting(record=record)
+    searcher = StudySearcher(record, [], "val_acc", "max", promotions=scheduler, new_trials=2)
+    config = RunConfig(space="mlp_mnist", epochs=9, grace=1, asha="promote")
+
+    def train(tune_id, values: dict):  # the trial Tune starts reports these epochs; the last is ASHA's pause or its end
+        trial_id = searcher.suggest(tune_id)[TRIAL_KEY]
+        for epoch, value in values.items():
+            record.report(trial_id, epoch, value)
+            decision = "STOP" if epoch == 9 else scheduler.decide(trial_id, epoch, {"val_acc": value})
+        assert decision == "STOP"
+        searcher.on_trial_complete(tune_id, {"epoch": epoch, "val_acc": value})
+        facts = EndFacts(epoch, stopped_by_scheduler=epoch < 9)
+        record.write_end(trial_id, record.decide(trial_id, facts))
+        return trial_id
+
+    train("t1", {1: 0.4})
+    best = train("t2", {1: 0.6})  # both paused at rung 1, neither in a top third (floor(2 / 3) = 0)
+    assert scheduler.promotion() is None and not promotion_owed(config, scheduler)
+    assert scheduler.last_promotion() == best and promotion_owed(config, scheduler, last=True)
+    assert train("t3", {2: 0.65, 3: 0.7}) == best  # resumed, paused again at rung 3, alone there
+    assert scheduler.last_promotion() == best  # the highest rung any trial waits at: 3
+    rebuilt = promoting(history=record.proposed(), record=record)  # a kill here: `resume` finds the same one owed
+    assert rebuilt.promotion() is None and rebuilt.last_promotion() == best
+    assert train("t4", dict.fromkeys(range(4, 10), 0.8)) == best and record.counts()["completed"] == 1
+    assert scheduler.last_promotion() is None and searcher.suggest("t5") == Searcher.FINISHED  # one trained to 9
+    assert record.frozen(best).user_attrs["promoted_at"] == 3 and record.promotions == 2
 
 
 def test_a_promoted_trial_is_not_final_in_its_files_and_tunes_empty_twin_folders_go(tmp_path):

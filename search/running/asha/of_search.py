@@ -23,6 +23,9 @@ def scheduler_of(config: RunConfig, record: StudyRecord, space: Space):
     return scheduler
 
 
-def promotion_owed(config: RunConfig, scheduler) -> bool:
-    """Whether ASHA's promotion variant (asha=promote; one objective) has a paused trial to resume now."""
-    return config.asha == "promote" and isinstance(scheduler, StudyASHA) and scheduler.promotion() is not None
+def promotion_owed(config: RunConfig, scheduler, last: bool = False) -> bool:
+    """Whether ASHA's promotion variant (asha=promote; one objective) has a paused trial to resume now; `last`: no new
+    trial is left to start, so the best paused one goes on while no trial has trained its last epoch."""
+    if config.asha != "promote" or not isinstance(scheduler, StudyASHA):
+        return False
+    return scheduler.promotion() is not None or last and scheduler.last_promotion() is not None

@@ -69,5 +69,13 @@ class Promotions:
                     return trial_id
         return None
 
+    def best_waiting(self, ready=lambda trial_id: True) -> str | None:
+        """The best ready waiting trial of the highest rung any waits at, in its rung's top or not (None: none)."""
+        for milestone in self.order:
+            found = next((trial_id for *_, trial_id in self.waiting[milestone] if ready(trial_id)), None)
+            if found is not None:
+                return found
+        return None
+
     def waiting_ids(self) -> set[str]:
         return set(self.waits_at)

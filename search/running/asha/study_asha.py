@@ -15,7 +15,7 @@ from ray.tune.schedulers import TrialScheduler
 from search.running.asha.in_order import InOrder
 from search.running.asha.promotions import Promotions
 from search.running.asha.rungs import RungStops, asha_cutoff, rebuild
-from search.running.study.endings import STOPPED_EARLY
+from search.running.study.endings import COMPLETED, STOPPED_EARLY
 from search.running.study.queries import ending_in_study, trial_id_of
 from trainables.foundation.trial_files import trial_key
 
@@ -108,6 +108,14 @@ class StudyASHA(InOrder, RungStops):
     def promotion(self) -> str | None:
         """With `promote`: the paused trial a free place resumes now; None: a new trial."""
         return self.promotions.first(self.resumable) if self.promote else None
+
+    def last_promotion(self) -> str | None:
+        """With `promote`, asked once no new trial will start and none runs: the best paused trial of the highest rung
+        any waits at, while no trial of the search has trained its last epoch, so that a search of few trials (whose
+        top rungs hold no top 1/reduction) ends with its best trained to the end; None: one has, or none waits."""
+        if not self.promote or self.record is None or self.record.counts()[COMPLETED]:
+            return None
+        return self.promotions.best_waiting(self.resumable)
 
     def promoted(self, trial_id: str) -> int:
         """The searcher resumes the paused trial: it runs on, no longer stopped by this scheduler; returns the epoch
