@@ -206,7 +206,7 @@ def test_a_promotion_setting_it_cannot_run_is_refused(keys, message):
         RunConfig(space="mlp_mnist", **keys)
 
 
-def test_the_searcher_resumes_before_it_proposes_and_ends_once_nothing_runs_or_waits():
+def test_the_searcher_resumes_before_it_proposes_and_ends_once_nothing_runs_and_one_trial_trained_to_the_end():
     from ray.tune.search import Searcher
 
     from search.running.proposals.searcher import StudySearcher
@@ -236,7 +236,7 @@ def test_the_searcher_resumes_before_it_proposes_and_ends_once_nothing_runs_or_w
     assert resumed[TRIAL_KEY] == first and record.frozen(first).state == TrialState.RUNNING  # its continuation
     assert record.frozen(first).user_attrs["promoted_at"] == 1 and record.promotions == 1
     assert searcher.suggest("t6") is None  # the resumed one runs
-    for epoch in range(2, 10):  # past rung 3 at once (the only one there) to its last epoch
+    for epoch in range(2, 10):  # its epochs to the last, as the study records them (the scheduler not asked here)
         record.report(first, epoch, 0.95)
     searcher.on_trial_complete("t5", {"epoch": 9, "val_acc": 0.95})
     record.write_end(first, record.decide(first, EndFacts(9, stopped_by_scheduler=False)))
@@ -280,6 +280,42 @@ def test_once_nothing_new_starts_and_nothing_runs_the_best_paused_trial_trains_t
     assert train("t4", dict.fromkeys(range(4, 10), 0.8)) == best and record.counts()["completed"] == 1
     assert scheduler.last_promotion() is None and searcher.suggest("t5") == Searcher.FINISHED  # one trained to 9
     assert record.frozen(best).user_attrs["promoted_at"] == 3 and record.promotions == 2
+    failed = record_with([])  # nothing waits and nothing finished (its one trial failed): the search ends
+    alone = StudySearcher(failed, [], "val_acc", "max", promotions=promoting(record=failed), new_trials=1)
+    lost = alone.suggest("f1")[TRIAL_KEY]
+    alone.on_trial_complete("f1", {})
+    failed.write_end(lost, failed.decide(lost, EndFacts(0, error="boom")))
+    assert alone.suggest("f2") == Searcher.FINISHED
+
+
+def test_a_resumed_search_owing_only_its_last_promotion_runs_a_session_for_it_and_is_not_finished_before(
+    tmp_path, monkeypatch
+):
+    """search.running.tuner.drive on a search whose trials are all proposed and ended, two paused at rung 1 and none
+    trained to its last epoch (a kill between the last pause and the last promotion): it runs a session (Tune, here
+    `fit`, stubbed: no Ray) and, that session having trained nothing, calls the search interrupted, not finished."""
+    from search.running import tuner
+    from search.running.proposals.study_setup import open_search_study
+    from trainables.foundation.errors import SearchInterrupted
+    from trainables.foundation.space import load_space
+    from trainables.foundation.storage import experiment_of
+
+    config = RunConfig(space="mlp_mnist", storage=str(tmp_path), name="e", trials=2, epochs=4, grace=1, asha="promote")
+    space, experiment = load_space("mlp_mnist"), experiment_of(config.storage, config.name)
+    experiment.local.mkdir(parents=True)
+    record = open_search_study(config, space, experiment)
+    for trial_id, point in (("a", 0.4), ("b", 0.6)):
+        record.create(trial_id)
+        record.report(trial_id, 1, point)
+        record.note_rung(trial_id, 1, "stop")
+        record.write_end(trial_id, record.decide(trial_id, EndFacts(1, stopped_by_scheduler=True)))
+    sessions = []
+    monkeypatch.setattr(tuner, "reconcile", lambda decider: [])  # the trials' files: none here
+    monkeypatch.setattr(tuner, "start_tracker", lambda *args: None)
+    monkeypatch.setattr(tuner, "fit", lambda *args, **keys: sessions.append(args[4]))  # Tune, given to_run
+    with pytest.raises(SearchInterrupted):
+        tuner.drive(config, space, experiment, record)
+    assert sessions == [0]  # a session with no new trial: for the last promotion (b, the best, goes on)
 
 
 def test_a_promoted_trial_is_not_final_in_its_files_and_tunes_empty_twin_folders_go(tmp_path):

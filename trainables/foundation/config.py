@@ -48,8 +48,8 @@ class RunConfig:
     asha: str = "stop"
     """ASHA at a rung: stop (Tune's ASHAScheduler: a trial below the rung's cutoff so far stops there), or promote
     (its promotion variant: a trial pauses at each rung, and a free place first resumes the best paused trial in the
-    top 1/reduction of its rung, from its checkpoint, else starts a new one; once none is left to start, the best
-    paused one goes on until a trial has trained its last epoch; one objective)."""
+    top 1/reduction of its rung, from its checkpoint, else starts a new one; once none is left to start and none
+    runs, the best paused one goes on until a trial has ended completed; one objective)."""
     rung_cycles: bool = False
     """Restart an annealing lr schedule (onecycle, cosine) at each ASHA rung, so that rungs compare annealed scores."""
     workers: int | None = None

@@ -52,7 +52,7 @@ class StudySearcher(Searcher):
         """The next trial's configuration; `Searcher.FINISHED` once the study cannot be written (the record keeps the
         failure, which stops the search with its one line: it never reaches Tune as a traceback)."""
         promoted = None if self.unended or self.promotions is None else self.promotions.promotion()
-        if promoted is None and self.new_left == 0 and not self.live:  # nothing new starts, nothing runs
+        if promoted is None and self.promotions is not None and self.new_left == 0 and not self.live:  # none starts
             promoted = self.promotions.last_promotion()  # the best paused one goes on while no trial has finished
         if self.unended:
             trial_id, params, seed = self.unended.pop(0)
