@@ -161,8 +161,8 @@ def pair_cell(pair: dict) -> str:
 LABELS = {"search": "**the search** (default then)", "random_asha": "random + ASHA", "random": "random search"}
 LABELS.update(optuna_tpe_hyperband="TPE + Hyperband", peer_dehb="DEHB", peer_smac="SMAC3")
 LABELS.update(peer_synetune_bohb="Syne Tune BOHB", peer_priorband="NePS PriorBand")
-SIDES = ("lower", "higher")
 LABELS["search|asha=promote"] = "the search, `asha=promote`"
+SIDES = ("lower", "higher")
 
 
 def pays_table(stats: dict) -> str:
@@ -191,9 +191,9 @@ def pays_table(stats: dict) -> str:
 
 def pays_of_pairs(verdict: dict) -> dict:
     """replay_pairs' verdict as `pays_table` reads replay_stats': per concurrency and table, its results' arms."""
+    several = isinstance(verdict["concurrency"], list)  # each key then ends ", K side by side"
     stats = {"concurrency": {}}
     for where, found in verdict["results"].items():
-        several = isinstance(verdict["concurrency"], list)  # replay_pairs: ", K side by side" ends each key then
         k = where.rsplit(", ", 1)[1].split()[0] if several else str(verdict["concurrency"])
         against = {name.split(">")[1]: pair for name, pair in found["pairs"].items() if name.startswith("search>")}
         table = {f"p_search_{s}_holm": {b: p[f"p_first_{s}_holm"] for b, p in against.items()} for s in SIDES}

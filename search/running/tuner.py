@@ -101,15 +101,16 @@ def drive(config: RunConfig, space: Space, experiment: Experiment, record: Study
     to_run = 0 if budget_spent else len(unended) + max(0, capped.trials - len(proposed))
     promote = config.asha == "promote"  # its scheduler rebuilt from the study now: its paused trials wait
     scheduler = scheduler_of(config, record, space) if promote else None
-    waiting = lambda last: not budget_spent and promotion_owed(config, scheduler, last)  # noqa: E731
+    # asked only with no new trial left to start (none to run, or all ended): the last promotion counts too
+    waiting = lambda: not budget_spent and promotion_owed(config, scheduler, last=True)  # noqa: E731
     failure = functools.partial(stopped_by, record, experiment)  # what stops the search at once
     stop = SessionStop(config.time_budget, budget_words, config.epoch_budget, record.epochs_spent(), failure)
     try:
-        if to_run or waiting(last=True):
+        if to_run or waiting():
             fit(capped, space, experiment, unended, to_run, tracker, stop, decider, scheduler, asked=config.trials)
         if failure() is not None:
             raise failure()
-        finished = record.finished() >= capped.trials and not waiting(last=True)
+        finished = record.finished() >= capped.trials and not waiting()
         if stop.interrupted or not (budget_spent or stop.out_of_budget or finished):
             raise SearchInterrupted(experiment.location)
     except BaseException:
