@@ -77,13 +77,15 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
         promoted = [epoch for epoch, decision in rung_decisions(trial).items() if decision == "promoted"]
         resumed = [max([p for p in promoted if p < row["epoch"]], default=0) for row in rows]
         assert [row["resumed_from"] for row in rows] == resumed  # each run from the checkpoint of its promotion
-        accumulator, _ = event_data(experiment / f"trial_{trial_id}")
+        accumulator, hparams = event_data(experiment / f"trial_{trial_id}")
         steps = [event.step for event in accumulator.Scalars("val_acc")]  # an event file per run: read in name order
         assert sorted(steps) == epochs  # each epoch once
         run = runs[f"trial_{trial_id}"]
         history = mlflow_client.get_metric_history(run.info.run_id, "epoch")
         assert sorted(metric.step for metric in history) == epochs
         ended = next(t for t in summary["trials"] if t["trial_id"] == trial_id)
+        assert (hparams["status"], bool(hparams["stopped_early"])) == (ended["status"], ended["status"] == "stopped_early")
+        assert accumulator.Scalars("hparams/epochs_run")[-1].value == ended["epochs_run"]
         assert run.data.tags["search.status"] == ended["status"] and ended["epochs_run"] == epochs[-1]
 
 

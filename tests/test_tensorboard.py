@@ -1,6 +1,7 @@
 """A trial's TensorBoard events as the search driver writes them, read back with TensorBoard's own loader (no Ray,
 no search): in a search of several objectives, every objective is an HParams metric."""
 
+from pytest import approx
 from tensorboard.plugins.hparams import plugin_data_pb2
 
 from search.results.tensorboard import TrialEventWriter
@@ -22,3 +23,27 @@ def test_every_objective_is_an_hparams_metric(tmp_path):
             metrics |= {info.name.tag for info in data.experiment.metric_infos}
     assert metrics == {"hparams/best_val_acc", "hparams/epochs_run", "hparams/val_acc", "hparams/params"}
     assert accumulator.Scalars("hparams/params")[-1].value == 9000
+
+
+def test_a_trial_that_ends_again_shows_its_last_end_and_every_epoch(tmp_path):
+    """A paused trial ends (stopped early at its rung), then, promoted, runs on in a file of its own and ends again:
+    TensorBoard, which keeps the first HParams summary it reads, shows the last end; every epoch stays once."""
+    from search.results.tensorboard import EVENT_FILES
+
+    ends = [({1: 0.5}, "stopped_early", 1), ({2: 0.7, 3: 0.8}, "completed", 3)]
+    files = []
+    for epochs, status, last in ends:
+        writer = TrialEventWriter(tmp_path)
+        for epoch, value in epochs.items():
+            writer.epoch({"epoch": epoch, "val_acc": value})
+        outcome = {"best_val_acc": max(epochs.values()), "epochs_run": last, "status": status}
+        writer.end({"lr": 0.1}, {**outcome, "stopped_early": status == "stopped_early"})
+        writer.close()
+        files.append(writer.file)
+        _, hparams = event_data(tmp_path)
+        assert hparams["status"] == "stopped_early"  # before: the first end read, the pause's
+        writer.keep_only_this_end()
+        accumulator, hparams = event_data(tmp_path)
+        assert hparams["status"] == status and [e.value for e in accumulator.Scalars("hparams/epochs_run")] == [last]
+    assert sorted(tmp_path.glob(EVENT_FILES)) == sorted(files) and not list(tmp_path.glob(".*"))  # names kept
+    assert [(e.step, e.value) for e in accumulator.Scalars("val_acc")] == [(1, 0.5), (2, approx(0.7)), (3, approx(0.8))]

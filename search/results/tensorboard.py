@@ -3,6 +3,7 @@ per trial, with an HParams summary comparing every trial), and a server for one 
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from trainables.foundation.errors import UsageError
 SCALARS = ("train_loss", "val_loss", "val_acc", "lr", "images_per_s", "epoch_s")
 COST_SCALARS = ("params", "macs", "latency_ms", "latency_iqr_ms")  # a multi-objective search's, when reported
 EVENT_FILES = "events.out.tfevents.*"
+END_TAGS = ("_hparams_/", "hparams/")  # a trial's end: the HParams summary (torch's tags) and its outcome's scalars
 
 
 class TrialEventWriter:
@@ -25,7 +27,9 @@ class TrialEventWriter:
         """`figures`: scalars beside SCALARS, the search's metric when it is another (val_f1, a space's own)."""
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(log_dir=str(folder))
+        earlier = set(Path(folder).glob(EVENT_FILES))  # a promoted trial's runs before this one, each its own file
+        self.writer = SummaryWriter(log_dir=str(folder))  # its file made here: the one not there before
+        self.file = next(iter(set(Path(folder).glob(EVENT_FILES)) - earlier))
         self.scalars = tuple(dict.fromkeys(SCALARS + COST_SCALARS + tuple(figures)))
 
     def epoch(self, result: dict) -> None:
@@ -56,6 +60,32 @@ class TrialEventWriter:
 
     def close(self) -> None:
         self.writer.close()
+
+    def keep_only_this_end(self) -> None:
+        """TensorBoard takes a run's first HParams summary it reads, the files in name order: a trial that ends again
+        (a paused one promoted, in this session or a later one) keeps its last end only, each earlier file of it
+        rewritten without its HParams summary and `hparams/` scalars (its epochs kept; the same name, so that an
+        upload replaces it; os.replace: never half-written). Called once this writer is closed."""
+        from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+        from tensorboard.summary.writer.record_writer import RecordWriter
+
+        for path in sorted(set(self.file.parent.glob(EVENT_FILES)) - {self.file}):
+            events = list(LegacyEventFileLoader(str(path)).Load())  # as written, not migrated to tensors
+            ended = [value for event in events for value in event.summary.value if value.tag.startswith(END_TAGS)]
+            if not ended:
+                continue
+            partial = path.with_name(f".{path.name}.partial")  # not an event file's name: TensorBoard skips it
+            with open(partial, "wb") as stream:
+                records = RecordWriter(stream)
+                for event in events:  # a summary left empty goes; any other event (the file's version) stays as is
+                    values = [value for value in event.summary.value if not value.tag.startswith(END_TAGS)]
+                    if event.HasField("summary") and len(values) < len(event.summary.value):
+                        if not values:
+                            continue
+                        del event.summary.value[:]
+                        event.summary.value.extend(values)
+                    records.write(event.SerializeToString())
+            os.replace(partial, path)
 
 
 def written_epochs(folder: Path) -> set[int]:

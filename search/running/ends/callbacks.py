@@ -198,6 +198,7 @@ class TensorBoardEvents(FollowsEnds):
             writer.close()
             self.writers.pop(trial_id, None)
             self.written.pop(trial_id, None)  # a promoted trial replays its epochs again: read its files anew
+        writer.keep_only_this_end()  # a promoted trial: its earlier end (at a pause) would be the one shown
 
 
 class UploadOwnFiles(FollowsEnds):
