@@ -90,11 +90,8 @@ def summary_lines(report: dict) -> list[str]:
     """One line per measurement, its headline figures (the JSON keeps every figure)."""
     lines = []
     if "peer" in report:
-        loop, search = report["peer"]["plain_loop"], report["peer"]["search"]
-        lines.append(
-            f"peer: search {search['wall_s']:.0f} s, plain Optuna loop {loop['wall_s']:.0f} s "
-            f"({report['peer']['search_over_loop']:.2f}x)"
-        )
+        loop, search, over = (report["peer"][key] for key in ("plain_loop", "search", "search_over_loop"))
+        lines.append(f"peer: search {search['wall_s']:.0f} s, plain Optuna loop {loop['wall_s']:.0f} s ({over:.2f}x)")
     if warm := report.get("warm_start"):
         lines.append(
             f"warm: smallest search {warm['smallest_vs_fresh_import']:.2f}x a fresh import, reuse_actors "
@@ -121,10 +118,8 @@ def summary_lines(report: dict) -> list[str]:
             f"variant {asha['epochs_run'].get('promote')} epochs, best {asha['best_value'].get('promote')}"
         )
     if "memory" in report:
-        peak = report["memory"]["peak_rss_mib"]["trial_driver"]
-        lines.append(
-            f"memory: a trial driver's peak {peak['first']:.0f} MiB at the first trial, {peak['last']:.0f} at the last"
-        )
+        first, last = (report["memory"]["peak_rss_mib"]["trial_driver"][key] for key in ("first", "last"))
+        lines.append(f"memory: a trial driver's peak {first:.0f} MiB at the first trial, {last:.0f} at the last")
     for label, run in report.get("scale", {}).get("runs", {}).items():
         lines.append(
             f"scale {label}: {run['wall_s']:.0f} s ({run['wall_over_ideal']:.2f}x ideal), driver CPU a trial "

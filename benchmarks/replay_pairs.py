@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import portable
+from benchmarks import portable, statistics
 from benchmarks.families import named, registered_results
 from benchmarks.readme_figures import points_text
 from benchmarks.statistics import anytime_figure, holm, iqm, paired_effect, plot_anytime, rank_biserial, wilcoxon
@@ -22,6 +22,7 @@ ALPHA = 0.05
 
 def compare_pair(arms: dict, first: str, second: str) -> dict:
     a, b = (np.asarray(arms[arm]["final_regret_pt"]) for arm in (first, second))
+    half = [arms[arm].get("to_within_pt", {}).get("0.5") for arm in (first, second)]  # results that hold times
     return {
         "regret_iqm_pt": {first: iqm(a), second: iqm(b)},
         "median_epochs": {arm: arms[arm]["median_epochs"] for arm in (first, second)},
@@ -29,7 +30,14 @@ def compare_pair(arms: dict, first: str, second: str) -> dict:
         "p_first_higher": wilcoxon(a, b, "greater"),
         "rank_biserial": rank_biserial(a, b),
         "effect_pt": paired_effect(a, b),
-    }
+    } | ({"to_within_half_pt": time_ratio(first, second, *half)} if all(half) else {})
+
+
+def time_ratio(first: str, second: str, a: dict, b: dict) -> dict:
+    """Median epochs to within 0.5 points (None: never), A's over B's, at most 2/3 (None: B's never: the family's)."""
+    ratio, medians = statistics.median_ratio(a["epochs"], b["epochs"]), (a["median_epochs"], b["median_epochs"])
+    met = None if medians[1] is None else medians[0] is not None and ratio["ratio"] <= 2 / 3
+    return {"median_epochs": dict(zip((first, second), medians)), "epochs_ratio": ratio, "in_two_thirds": met}
 
 
 def compare_pairs(result: dict, pairs: list[tuple[str, str]], concurrency: str) -> dict:
@@ -94,6 +102,7 @@ def main() -> None:
                 f"{where}: {first} {pair['regret_iqm_pt'][first]:.3f} against {second} "
                 f"{pair['regret_iqm_pt'][second]:.3f}; p lower {pair['p_first_lower']:.3g}, higher "
                 f"{pair['p_first_higher']:.3g}; r {pair['rank_biserial']:+.2f}{points_text(pair)}"
+                + ("" if (t := pair.get("to_within_half_pt")) is None else f"; to 0.5 pt: {t['median_epochs']}")
             )
     endings = {True: "adopt", False: "the product stays", None: "the family's decision_rule decides"}
     for candidate, decision in verdict.get("decisions", {}).items():

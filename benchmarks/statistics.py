@@ -233,13 +233,9 @@ def plot_critical_difference(figures: dict, ours: str, path: Path) -> None:
         axes.plot([ranks[arm], ranks[arm], edge], [0, y, y], color="black", linewidth=0.8)
         label, weight = f"{arm} ({ranks[arm]:.2f})", "bold" if arm == ours else "normal"
         axes.text(edge, y, f" {label} ", va="center", ha="left" if right else "right", fontsize=8, fontweight=weight)
-    tables = ", ".join(figures["tables"])
-    title = (
-        f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side"
-        f"\nFriedman p {'-' if figures['friedman_p'] is None else format(figures['friedman_p'], '.2g')}; red: no "
-        "difference (Wilcoxon, Holm, 0.05)"
-    )
-    axes.set_title(title, fontsize=8, pad=18)
+    tables, p = ", ".join(figures["tables"]), "-" if figures["friedman_p"] is None else f"{figures['friedman_p']:.2g}"
+    top = f"mean rank over {figures['blocks']} (table, seed) blocks of {tables}, {figures['concurrency']} side by side"
+    axes.set_title(f"{top}\nFriedman p {p}; red: no difference (Wilcoxon, Holm, 0.05)", fontsize=8, pad=18)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -15,7 +15,14 @@ import pytest
 
 from benchmarks import code_state, families, replay_pairs, replay_stats
 from benchmarks.families import check_provenance, entry_hash, registration, registration_commit, replay_settings
-from benchmarks.statistics import anytime_figure, median_ratio, paired_effect, time_to_within, to_within
+from benchmarks.statistics import (
+    anytime_figure,
+    censored_median,
+    median_ratio,
+    paired_effect,
+    time_to_within,
+    to_within,
+)
 from trainables.foundation.errors import UsageError
 
 TABLES = ("t/one.jsonl.gz", "t/two.jsonl.gz")
@@ -295,6 +302,34 @@ def test_time_to_quality_counts_epochs_until_the_incumbent_is_within_the_points(
     figures = to_within([{"trace": trace}, {"trace": trace[:1]}, {"trace": trace[:2]}])
     assert figures["0.5"]["epochs"] == [2, None, 2] and figures["0.5"]["median_epochs"] == 2
     assert figures["0.2"]["median_epochs"] is None and figures["0.2"]["reached"] == pytest.approx(1 / 3)
+
+
+def test_a_pair_reads_the_time_target_from_each_arms_epochs_to_within_half_a_point():
+    """replay_pairs: A's median seed's epochs to within 0.5 points over B's, met at 2/3 or less; where B's median
+    seed never gets there the family's rule reads it (None); results without times give no such figure."""
+
+    def arms(a: list, b: list) -> dict:
+        times = {"search": a, "random_asha": b}
+        return {
+            arm: {"final_regret_pt": [0.1, 0.2, 0.3], "median_epochs": 9, "to_within_pt": {"0.5": to_within_of(e)}}
+            for arm, e in times.items()
+        }
+
+    def to_within_of(epochs: list) -> dict:
+        trace = lambda e: [(1.0, 0.01)] * (e - 1) + [(1.0, 0.0)] if e else [(1.0, 0.01)]  # noqa: E731
+        return to_within([{"trace": trace(e)} for e in epochs])["0.5"]
+
+    for a, b, met, ratio in (
+        ([60, 60, 70], [100, 90, 100], True, 0.6),
+        ([80, 80, 70], [100, 90, 100], False, 0.8),
+        ([60, None, None], [100, 90, 100], False, None),
+        ([60, 60, 70], [None, None, 100], None, None),
+    ):
+        half = replay_pairs.compare_pair(arms(a, b), "search", "random_asha")["to_within_half_pt"]
+        assert half["in_two_thirds"] is met and half["epochs_ratio"]["ratio"] == (ratio and pytest.approx(ratio))
+        assert half["median_epochs"] == {"search": censored_median(a), "random_asha": censored_median(b)}
+    untimed = {arm: {k: v for k, v in f.items() if k != "to_within_pt"} for arm, f in arms([1], [1]).items()}
+    assert "to_within_half_pt" not in replay_pairs.compare_pair(untimed, "search", "random_asha")
 
 
 def test_effects_in_points_and_ratios_of_medians_with_their_intervals():
