@@ -93,6 +93,22 @@ def test_a_trial_end_prints_the_event_from_the_study_and_the_status_once():
     assert len(lines) == 2 and "1 running, 1/3 done" in lines[1] and "best val_acc 0.9000 d1" in lines[1]
 
 
+def test_under_the_promotion_variant_a_trial_stopped_at_a_rung_is_paused_until_the_search_ends(capsys):
+    """asha=promote: a trial ASHA stops at a rung may go on (promoted), so the view says paused, not finished, and
+    counts it paused while the search runs; once the search ended, early-stopped (none goes on after)."""
+    record = record_with({"e1": (1, 0.5, ending_of(1, 4)), "e2": (4, 0.9, ending_of(4, 4))})
+    view = ProgressView(record, epochs=4, total_trials=3, pauses=True)
+    view.trial_ended([], "e1", record.ending("e1"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("] trial e1 paused after epoch 1 (ASHA's rung: it goes on if promoted)")
+    assert "] 0 running, 2/3 done, 1 paused, 0 failed | best val_acc 0.9000 e2" in lines[1] and len(lines) == 2
+    view.trial_ended([], "e2", record.ending("e2"))
+    assert "trial e2 finished: completed" in capsys.readouterr().out
+    *_, (words, _, _) = view._parts([], 60, None, {}, final=True)
+    assert "2/3 done, 1 early-stopped, 0 failed" in words
+    assert event_words("e1", record.ending("e1")) == "trial e1 finished: stopped_early"  # stopping ASHA: as before
+
+
 def test_a_trial_the_budget_stopped_says_so_and_the_time_budget_left_shows():
     record = record_with({"f1": (2, 0.8, ending_of(2, 4, budget="time"))})
     assert (

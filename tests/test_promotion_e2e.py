@@ -49,6 +49,10 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
     assert result.returncode == 0, output[-4000:]
     assert "ASHA (promotion variant) from epoch 1 of 4" in output
     assert "resumed after epoch 1" in output and "resumed after epoch 3" in output  # the live view names each
+    assert (
+        "paused after epoch 1 (ASHA's rung: it goes on if promoted)" in output
+        and "finished: stopped_early" not in output
+    )
     experiment = tmp_path / "promote"
     storage = JournalStorage(JournalFileBackend(str(experiment / "study.log")))
     record = StudyQueries(optuna.load_study(study_name="search", storage=storage))
@@ -84,7 +88,10 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
         history = mlflow_client.get_metric_history(run.info.run_id, "epoch")
         assert sorted(metric.step for metric in history) == epochs
         ended = next(t for t in summary["trials"] if t["trial_id"] == trial_id)
-        assert (hparams["status"], bool(hparams["stopped_early"])) == (ended["status"], ended["status"] == "stopped_early")
+        assert (hparams["status"], bool(hparams["stopped_early"])) == (
+            ended["status"],
+            ended["status"] == "stopped_early",
+        )
         assert accumulator.Scalars("hparams/epochs_run")[-1].value == ended["epochs_run"]
         assert run.data.tags["search.status"] == ended["status"] and ended["epochs_run"] == epochs[-1]
 

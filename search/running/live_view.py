@@ -42,11 +42,13 @@ class ProgressView(FollowsEnds):
         began: float | None = None,
         verbose: int = 0,
         storage: str = "",
+        pauses: bool = False,
     ):
         """`record`: the search's study (a StudyRecord); `budget_s`: the session's time budget; `epoch_budget`: the
         search's, in trial-epochs; `began`: the command's start (time.monotonic(); None: the view's start);
         `verbose`: 1 keeps the plain lines on a terminal too (Ray's own lines come between them there); `storage`: the
-        experiment's parent (a folder or a URI), to name a failed trial's error file."""
+        experiment's parent (a folder or a URI), to name a failed trial's error file; `pauses`: ASHA's promotion
+        variant, whose trial stopped at a rung is paused there until the search ends (a promotion goes on with it)."""
         self.record, self.epochs, self.total, self.budget_s = record, epochs, total_trials, budget_s
         self.epoch_budget = epoch_budget
         self.metric, self.mode = record.metric, record.mode
@@ -55,7 +57,7 @@ class ProgressView(FollowsEnds):
         self.ended_before = sum(record.counts().values())
         self._eta_done, self._eta_at, self._eta_left = 0, 0.0, 0.0  # as of the last trial end (see `_eta`)
         self.work_began: float | None = None  # when the first epoch of this run or resume began, in the view's seconds
-        self.verbose, self.storage = verbose, storage
+        self.verbose, self.storage, self.pauses = verbose, storage, pauses
         self.paces: dict[str, tuple[int, float, float]] = {}  # running trial -> (its epoch, epoch_s, seen at)
         self.started: dict[str, object] = {}  # the search's id -> Tune's trial, from its start to its end
         self.line = StatusLine()
@@ -65,7 +67,8 @@ class ProgressView(FollowsEnds):
         """The view of a search run with `config` (a RunConfig) on `record`, its clock from `began`; `storage`: where
         the experiment lives now (its parent: a moved or downloaded experiment's, not the one `run` was given)."""
         epochs, trials, budgets = config.epochs, config.trials, (config.time_budget, config.epoch_budget)
-        return cls(record, epochs, trials, *budgets, began=began, verbose=config.verbose, storage=storage)
+        keys = dict(verbose=config.verbose, storage=storage, pauses=config.asha == "promote")
+        return cls(record, epochs, trials, *budgets, began=began, **keys)
 
     def __getstate__(self):
         return {**self.__dict__, "record": None, "start": None, "started": {}}
@@ -100,7 +103,8 @@ class ProgressView(FollowsEnds):
         self.paces.pop(trial_id, None)
         self.started.pop(trial_id, None)
         standing = "" if ending.failed else self._standing(trial_id)
-        self._show(self._live(), event_words(trial_id, ending, tune_trial, self.storage), standing=standing)
+        paused = max(epoch_values(self.record.frozen(trial_id)), default=0) if self.pauses else None
+        self._show(self._live(), event_words(trial_id, ending, tune_trial, self.storage, paused), standing=standing)
 
     def on_experiment_end(self, trials, **info):
         """On a terminal, the status line once more, as the search ends (no estimate: nothing is left to run), and
@@ -175,7 +179,8 @@ class ProgressView(FollowsEnds):
         stopped = counts[STOPPED_EARLY]
         words = (
             f"[{clock}] {len(running)} running, {f'{starting} starting, ' if starting else ''}"
-            f"{done}{'' if self.epoch_budget else f'/{self.total}'} done, {stopped} early-stopped, "
+            f"{done}{'' if self.epoch_budget else f'/{self.total}'} done, {stopped} "
+            f"{'paused' if self.pauses and not final else 'early-stopped'}, "
             f"{f'{counts[STOPPED_BY_BUDGET]} budget-stopped, ' if counts[STOPPED_BY_BUDGET] else ''}"
             f"{counts[FAILED]} failed"
         )
@@ -251,14 +256,17 @@ class ProgressView(FollowsEnds):
         return f" | ~{_clock(left).strip()} left"
 
 
-def event_words(trial_id: str, ending: Ending, tune_trial=None, storage: str = "") -> str:
+def event_words(trial_id: str, ending: Ending, tune_trial=None, storage: str = "", paused: int | None = None) -> str:
     """How a trial ended, as the live view says it: `trial X failed: <cause>` (and where its error file is: Tune's
-    trial path, a URI again when `storage` is one), or `trial X finished: <status>` (with the budget's words when the
-    budget stopped it)."""
+    trial path, a URI again when `storage` is one), `trial X paused after epoch N` (`paused`: its last epoch, when ASHA
+    pauses a trial it stops at a rung), or `trial X finished: <status>` (with the budget's words when the budget
+    stopped it)."""
     if ending.failed:
         raised = tune_trial is not None and getattr(tune_trial, "error_file", None)
         where = f"\n  see {as_location(storage, f'{tune_trial.path}/{ERROR_FILE}')}" if raised else ""
         return f"trial {trial_id} failed: {ending.reason}{where}"
+    if paused is not None and ending.status == STOPPED_EARLY:
+        return f"trial {trial_id} paused after epoch {paused} (ASHA's rung: it goes on if promoted)"
     why = f" ({ending.reason})" if ending.status == STOPPED_BY_BUDGET and ending.reason else ""
     return f"trial {trial_id} finished: {ending.status}{why}"
 
