@@ -118,6 +118,30 @@ def test_a_pinned_hyperparameter_leaves_the_search_and_a_loop_key_pins_in_any_sp
     assert config.grace == 2  # one epoch past cosine's warm-up (5 epochs: no floor at 2): the schedule counts
 
 
+def test_the_plan_names_asha_as_the_searchs_first_line_does(tmp_path):
+    """The dry run's `search:` line and the search's own (search.running.driver_words) say the same of ASHA: its
+    variant and where annealing cycles end; the estimate says whether ASHA stops or pauses trials."""
+    from search.plan import shape_words
+    from search.running.driver_words import asha_words
+    from search.running.estimate import asha_words as saving_words
+
+    words = [
+        "space=mlp_mnist",
+        "epochs=4",
+        "grace=1",
+        "lr_schedule=onecycle",
+        "rung_cycles=true",
+        f"storage={tmp_path}",
+    ]
+    for asha, variant, saving in (("stop", "ASHA", "stopping"), ("promote", "ASHA (promotion variant)", "pausing")):
+        config, space = parse_run([*words, f"asha={asha}"])
+        said = f"{variant} from epoch 1 of 4 (lr cycles end at epoch 1, 3)"
+        assert shape_words(config, space).endswith(f", {said}") and asha_words(config) == f"{said}, "
+        assert saving_words(config) == f", ASHA {saving} some"
+    config, space = parse_run([*words, "grace=4"])
+    assert shape_words(config, space).endswith(", no early stopping") and not saving_words(config)
+
+
 def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     words = ["space=cnn_mnist", "lr_schedule=cosine", "epochs=9", "data.limit=512", f"data.root={MNIST_MINI}"]

@@ -118,5 +118,8 @@ def long_search_line(config, space, train_images: int, info, cores: int) -> str 
 
 
 def asha_words(config) -> str:
-    """The words for ASHA's savings when it may stop trials before their last epoch, else nothing."""
-    return ", ASHA stopping some" if config.grace < config.epochs else ""
+    """The words for ASHA's savings when it may stop trials before their last epoch (its promotion variant: pause
+    them, the best going on), else nothing."""
+    if config.grace >= config.epochs:
+        return ""
+    return ", ASHA pausing some" if config.asha == "promote" else ", ASHA stopping some"
