@@ -9,7 +9,8 @@ import pytest
 
 from benchmarks import replay_cli
 from benchmarks.curve_table import held_out
-from benchmarks.replay import CurveTable, _table
+from benchmarks.replay import _REPORTING, CurveTable, _table
+from tests.conftest import REPO
 from trainables.foundation.errors import UsageError
 from trainables.foundation.space import builtin_space_names, load_space
 
@@ -104,3 +105,34 @@ def test_the_tuning_mlp_workload_is_not_held_out_and_draws_the_same_balanced_row
         assert np.array_equal(rows, getattr(again, split)[0]) and np.array_equal(labels, getattr(again, split)[1])
         shares = np.bincount(labels, minlength=10) / len(labels)
         assert shares.min() > 0.08 and shares.max() < 0.12, shares
+
+
+ARMS = ("random_asha", "random_asha|epoch_budget=972")  # heldout20k-time-972's random + ASHA at 324 and at 972
+
+
+@pytest.mark.parametrize("workload", ["glyphs20k_cnn", "tabular20k_mlp"])
+def test_random_asha_run_on_to_972_trial_epochs_spends_its_first_324_as_at_324(workload):
+    """heldout20k-time-972 measures random + ASHA's time to quality past 324 trial-epochs, which its rule allows only
+    if the longer budget changes none of the first 324: every seed's epochs to within 0.5 and 0.2 points agree where
+    the 324 replay got there (the 972 one got there only later where it did not), the IQM curves by epoch agree, and
+    two seeds' traces, replayed here, agree entry for entry."""
+    path = str(REPO / f"benchmarks/results/tables/heldout-{workload}-9ep-4seeds.jsonl.gz")
+    results = json.loads((REPO / f"benchmarks/results/heldout20k-time-972-{workload}.json").read_text())
+    _table(path, held_out_ok=True)  # a registered family's report reads it, as replay_cli --family does
+    try:
+        check_the_first_324(path, results)
+    finally:
+        _REPORTING.discard(path)  # no later test of this process finds it open for reading
+
+
+def check_the_first_324(path: str, results: dict) -> None:
+    for k, figures in results["concurrency"].items():
+        at_324, at_972 = (figures["arms"][arm] for arm in ARMS)
+        for points in ("0.5", "0.2"):
+            pairs = zip(at_324["to_within_pt"][points]["epochs"], at_972["to_within_pt"][points]["epochs"])
+            assert all(a == b if a is not None else b is None or b > 324 for a, b in pairs), (k, points)
+        curves = (arm["anytime_iqm_pt"]["epochs"]["iqm"][:324] for arm in (at_324, at_972))
+        assert next(curves) == next(curves)
+        for seed in (results["first_seed"], results["first_seed"] + 1):
+            short, long = (replay_cli.replay_cli((path, arm, seed, 324, int(k), 324)) for arm in ARMS)
+            assert short["epochs"] == 324 and short["trace"] == long["trace"][:324] and long["epochs"] == 972
