@@ -60,7 +60,7 @@ def local_shape(config: RunConfig):
 
 def shape_words(config: RunConfig, space: Space) -> str:
     """The `search:` line's plan: how many trials, how many side by side, each trial's shape, ASHA's first rung."""
-    from search.running.driver_words import asha_words as run_asha_words
+    from search.running.driver_words import asha_words
     from search.running.proposals.study_setup import within_space
 
     capped = within_space(config, space)  # a finite space: at most its configurations, each once
@@ -74,7 +74,7 @@ def shape_words(config: RunConfig, space: Space) -> str:
     if searched_names(space, config.fixed) and config.epoch_budget and config.trials >= config.epoch_budget:
         at_most = f", at most {capped.trials}" if capped.trials < config.trials else ""
         trials = f"trials until {config.epoch_budget} trial-epochs are spent{at_most}"
-    asha = run_asha_words(config).removesuffix(", ") or "no early stopping"  # as the search's first line says it
+    asha = asha_words(config).removesuffix(", ") or "no early stopping"  # as the search's first line says it
     return f"{trials} of {space.name}, {side}, {asha}"
 
 
@@ -108,14 +108,14 @@ def trial_count(trials: int) -> str:
 def estimate_words(config: RunConfig, space: Space) -> str:
     """Trial-epochs and images expected, and on CPU cores the training time at the speed of the space's model timed
     here as one trial trains it (its worker's threads), the trials side by side."""
-    from search.running.estimate import asha_words, expected_epochs, trial_images_per_s, typical_hyperparameters
+    from search.running.estimate import asha_saving_words, expected_epochs, trial_images_per_s, typical_hyperparameters
     from search.running.proposals.study_setup import within_space
     from trainables.data import IdxDataset, get_dataset
 
     config = within_space(config, space)  # a finite space: at most its configurations, each once
     epochs = expected_epochs(config)
     dataset = get_dataset(space.dataset)
-    asha = f" ({words.removeprefix(', ')})" if (words := asha_words(config)) else ""
+    asha = f" ({words.removeprefix(', ')})" if (words := asha_saving_words(config)) else ""
     if not isinstance(dataset, IdxDataset):
         return f"about {epochs:.0f} trial-epochs{asha}"
     images_file, _ = dataset.split_files(config.data.root, train=True)

@@ -123,7 +123,7 @@ def test_the_plan_names_asha_as_the_searchs_first_line_does(tmp_path):
     variant and where annealing cycles end; the estimate says whether ASHA stops or pauses trials."""
     from search.plan import shape_words
     from search.running.driver_words import asha_words
-    from search.running.estimate import asha_words as saving_words
+    from search.running.estimate import asha_saving_words as saving_words
 
     words = [
         "space=mlp_mnist",

@@ -131,8 +131,7 @@ def check_the_first_324(path: str, results: dict) -> None:
         for points in ("0.5", "0.2"):
             pairs = zip(at_324["to_within_pt"][points]["epochs"], at_972["to_within_pt"][points]["epochs"])
             assert all(a == b if a is not None else b is None or b > 324 for a, b in pairs), (k, points)
-        curves = (arm["anytime_iqm_pt"]["epochs"]["iqm"][:324] for arm in (at_324, at_972))
-        assert next(curves) == next(curves)
+        assert at_324["anytime_iqm_pt"]["epochs"]["iqm"][:324] == at_972["anytime_iqm_pt"]["epochs"]["iqm"][:324]
         for seed in (results["first_seed"], results["first_seed"] + 1):
             short, long = (replay_cli.replay_cli((path, arm, seed, 324, int(k), 324)) for arm in ARMS)
             assert short["epochs"] == 324 and short["trace"] == long["trace"][:324] and long["epochs"] == 972

@@ -94,8 +94,9 @@ def test_a_trial_end_prints_the_event_from_the_study_and_the_status_once():
 
 
 def test_under_the_promotion_variant_a_trial_stopped_at_a_rung_is_paused_until_the_search_ends(capsys):
-    """asha=promote: a trial ASHA stops at a rung may go on (promoted), so the view says paused, not finished, and
-    counts it paused while the search runs; once the search ended, early-stopped (none goes on after)."""
+    """asha=promote: a trial ASHA stops at a rung may go on (promoted, in this session or, resumed, a later one), so
+    the view says paused, not finished, and counts it paused; a terminal's last status line, once the session ended,
+    early-stopped."""
     record = record_with({"e1": (1, 0.5, ending_of(1, 4)), "e2": (4, 0.9, ending_of(4, 4))})
     view = ProgressView(record, epochs=4, total_trials=3, pauses=True)
     view.trial_ended([], "e1", record.ending("e1"))

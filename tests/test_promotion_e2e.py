@@ -92,7 +92,7 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
             ended["status"],
             ended["status"] == "stopped_early",
         )
-        assert accumulator.Scalars("hparams/epochs_run")[-1].value == ended["epochs_run"]
+        assert [event.value for event in accumulator.Scalars("hparams/epochs_run")] == [ended["epochs_run"]]
         assert run.data.tags["search.status"] == ended["status"] and ended["epochs_run"] == epochs[-1]
 
 

@@ -25,10 +25,16 @@ def test_every_objective_is_an_hparams_metric(tmp_path):
     assert accumulator.Scalars("hparams/params")[-1].value == 9000
 
 
-def test_a_trial_that_ends_again_shows_its_last_end_and_every_epoch(tmp_path):
+def test_a_trial_that_ends_again_shows_its_last_end_and_every_epoch(tmp_path, monkeypatch):
     """A paused trial ends (stopped early at its rung), then, promoted, runs on in a file of its own and ends again:
     TensorBoard, which keeps the first HParams summary it reads, shows the last end; every epoch stays once."""
+    import itertools
+    import time
+
     from search.results.tensorboard import EVENT_FILES
+
+    seconds = itertools.count(1_800_000_000, 60)  # each writer's file named a minute after the last: in name order
+    monkeypatch.setattr(time, "time", lambda: next(seconds))
 
     ends = [({1: 0.5}, "stopped_early", 1), ({2: 0.7, 3: 0.8}, "completed", 3)]
     files = []

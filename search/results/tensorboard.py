@@ -65,7 +65,8 @@ class TrialEventWriter:
         """TensorBoard takes a run's first HParams summary it reads, the files in name order: a trial that ends again
         (a paused one promoted, in this session or a later one) keeps its last end only, each earlier file of it
         rewritten without its HParams summary and `hparams/` scalars (its epochs kept; the same name, so that an
-        upload replaces it; os.replace: never half-written). Called once this writer is closed."""
+        upload replaces it; os.replace: never half-written). Called once this writer is closed. A TensorBoard already
+        running keeps the end it read first: restarted, it shows the last."""
         from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
         from tensorboard.summary.writer.record_writer import RecordWriter
 
@@ -74,18 +75,27 @@ class TrialEventWriter:
             ended = [value for event in events for value in event.summary.value if value.tag.startswith(END_TAGS)]
             if not ended:
                 continue
-            partial = path.with_name(f".{path.name}.partial")  # not an event file's name: TensorBoard skips it
-            with open(partial, "wb") as stream:
-                records = RecordWriter(stream)
-                for event in events:  # a summary left empty goes; any other event (the file's version) stays as is
-                    values = [value for value in event.summary.value if not value.tag.startswith(END_TAGS)]
-                    if event.HasField("summary") and len(values) < len(event.summary.value):
-                        if not values:
-                            continue
-                        del event.summary.value[:]
-                        event.summary.value.extend(values)
-                    records.write(event.SerializeToString())
-            os.replace(partial, path)
+            partial = path.with_name(".rewrite.partial")  # no `tfevents` in its name: TensorBoard never reads it
+            try:
+                with open(partial, "wb") as stream:
+                    records = RecordWriter(stream)
+                    for event in filter(None, map(without_end, events)):
+                        records.write(event.SerializeToString())
+                os.replace(partial, path)
+            finally:
+                partial.unlink(missing_ok=True)
+
+
+def without_end(event):
+    """An earlier run's event without the end's values (None: a summary left with none); any other event (the file's
+    version) as it is."""
+    values = [value for value in event.summary.value if not value.tag.startswith(END_TAGS)]
+    if event.HasField("summary") and len(values) < len(event.summary.value):
+        if not values:
+            return None
+        del event.summary.value[:]
+        event.summary.value.extend(values)
+    return event
 
 
 def written_epochs(folder: Path) -> set[int]:

@@ -111,13 +111,13 @@ def long_search_line(config, space, train_images: int, info, cores: int) -> str 
     minutes = round(seconds / 60)
     duration = f"{minutes} min" if minutes < 90 else f"{minutes / 60:.1f} h"
     return (
-        f"search: about {duration} on this machine's {cores} CPU cores, no GPU ({work} of "
-        f"{train_images:,} images at ~{rate:.0f} img/s{asha_words(config)}; Ray's start and each trial's start come "
-        f"on top); shorten it with {keys}, epochs= or data.limit="
+        f"search: about {duration} on this machine's {cores} CPU cores, no GPU ({work} of {train_images:,} images at "
+        f"~{rate:.0f} img/s{asha_saving_words(config)}; Ray's start and each trial's start come on top); shorten it "
+        f"with {keys}, epochs= or data.limit="
     )
 
 
-def asha_words(config) -> str:
+def asha_saving_words(config) -> str:
     """The words for ASHA's savings when it may stop trials before their last epoch (its promotion variant: pause
     them, the best going on), else nothing."""
     if config.grace >= config.epochs:

@@ -103,8 +103,9 @@ class ProgressView(FollowsEnds):
         self.paces.pop(trial_id, None)
         self.started.pop(trial_id, None)
         standing = "" if ending.failed else self._standing(trial_id)
-        paused = max(epoch_values(self.record.frozen(trial_id)), default=0) if self.pauses else None
-        self._show(self._live(), event_words(trial_id, ending, tune_trial, self.storage, paused), standing=standing)
+        paused = self.pauses and ending.status == STOPPED_EARLY  # a promotion may resume it: where it waits
+        paused_at = max(epoch_values(self.record.frozen(trial_id)), default=0) if paused else None
+        self._show(self._live(), event_words(trial_id, ending, tune_trial, self.storage, paused_at), standing=standing)
 
     def on_experiment_end(self, trials, **info):
         """On a terminal, the status line once more, as the search ends (no estimate: nothing is left to run), and
@@ -256,17 +257,17 @@ class ProgressView(FollowsEnds):
         return f" | ~{_clock(left).strip()} left"
 
 
-def event_words(trial_id: str, ending: Ending, tune_trial=None, storage: str = "", paused: int | None = None) -> str:
+def event_words(trial_id: str, ending: Ending, tune_trial=None, storage: str = "", paused_at: int | None = None) -> str:
     """How a trial ended, as the live view says it: `trial X failed: <cause>` (and where its error file is: Tune's
-    trial path, a URI again when `storage` is one), `trial X paused after epoch N` (`paused`: its last epoch, when ASHA
-    pauses a trial it stops at a rung), or `trial X finished: <status>` (with the budget's words when the budget
-    stopped it)."""
+    trial path, a URI again when `storage` is one), `trial X paused after epoch N` (`paused_at`: its last epoch,
+    where ASHA pauses a trial it stops at a rung), or `trial X finished: <status>` (with the budget's words when the
+    budget stopped it)."""
     if ending.failed:
         raised = tune_trial is not None and getattr(tune_trial, "error_file", None)
         where = f"\n  see {as_location(storage, f'{tune_trial.path}/{ERROR_FILE}')}" if raised else ""
         return f"trial {trial_id} failed: {ending.reason}{where}"
-    if paused is not None and ending.status == STOPPED_EARLY:
-        return f"trial {trial_id} paused after epoch {paused} (ASHA's rung: it goes on if promoted)"
+    if paused_at is not None and ending.status == STOPPED_EARLY:
+        return f"trial {trial_id} paused after epoch {paused_at} (ASHA's rung: it goes on if promoted)"
     why = f" ({ending.reason})" if ending.status == STOPPED_BY_BUDGET and ending.reason else ""
     return f"trial {trial_id} finished: {ending.status}{why}"
 
