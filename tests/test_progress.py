@@ -94,7 +94,7 @@ def test_a_trial_end_prints_the_event_from_the_study_and_the_status_once():
 
 
 def test_under_the_promotion_variant_a_trial_stopped_at_a_rung_is_paused_until_the_search_ends(capsys):
-    """asha=promote: a trial ASHA stops at a rung may go on (promoted, in this session or, resumed, a later one), so
+    """asha=promote: a trial ASHA stops at a rung may go on (promoted, before or after a `resume`), so
     the view says paused, not finished, and counts it paused; a terminal's last status line, once the session ended,
     early-stopped."""
     record = record_with({"e1": (1, 0.5, ending_of(1, 4)), "e2": (4, 0.9, ending_of(4, 4))})

@@ -63,7 +63,7 @@ class TrialEventWriter:
 
     def keep_only_this_end(self) -> None:
         """TensorBoard takes a run's first HParams summary it reads, the files in name order: a trial that ends again
-        (a paused one promoted, in this session or a later one) keeps its last end only, each earlier file of it
+        (a paused one promoted, before or after a `resume`) keeps its last end only, each earlier file of it
         rewritten without its HParams summary and `hparams/` scalars (its epochs kept; the same name, so that an
         upload replaces it; os.replace: never half-written). Called once this writer is closed. A TensorBoard already
         running keeps the end it read first: restarted, it shows the last."""
