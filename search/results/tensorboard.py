@@ -29,7 +29,7 @@ class TrialEventWriter:
 
         earlier = set(Path(folder).glob(EVENT_FILES))  # a promoted trial's runs before this one, each its own file
         self.writer = SummaryWriter(log_dir=str(folder))  # its file made here: the one not there before
-        self.file = next(iter(set(Path(folder).glob(EVENT_FILES)) - earlier))
+        self.file = next(iter(set(Path(folder).glob(EVENT_FILES)) - earlier), None)  # None: not made yet
         self.scalars = tuple(dict.fromkeys(SCALARS + COST_SCALARS + tuple(figures)))
 
     def epoch(self, result: dict) -> None:
@@ -70,6 +70,8 @@ class TrialEventWriter:
         from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
         from tensorboard.summary.writer.record_writer import RecordWriter
 
+        if self.file is None:  # which file holds this end is unknown: none is rewritten
+            return
         for path in sorted(set(self.file.parent.glob(EVENT_FILES)) - {self.file}):
             events = list(LegacyEventFileLoader(str(path)).Load())  # as written, not migrated to tensors
             ended = [value for event in events for value in event.summary.value if value.tag.startswith(END_TAGS)]
