@@ -29,6 +29,14 @@ def search(tmp_path_factory) -> dict:
     return main_search(tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def python_searches(tmp_path_factory) -> dict:
+    """README.md's example and two more searches from Python in one process (tests/python_searches.py), run once."""
+    from tests.python_searches import python_searches
+
+    return python_searches(tmp_path_factory)
+
+
 @pytest.fixture
 def s3_bucket(tmp_path, monkeypatch):
     """A real S3 endpoint on 127.0.0.1 (moto's server, a separate process) with an empty bucket; AWS_* variables in

@@ -2,9 +2,6 @@
 refusals, the dry run; and the README's example run as it is, a real search on a local Ray (e2e)."""
 
 import ast
-import os
-import re
-import subprocess
 import sys
 
 import pytest
@@ -73,41 +70,10 @@ def test_a_dry_run_from_python_plans_and_returns_nothing(tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
-# Run after the README's example in its process: a second search reuses the Ray instance the first started (no
-# second start), and the first left no trial's actor or placement group behind for it.
-SECOND_SEARCH = """
-import ray
-from ray.util import placement_group_table
-from ray.util.state import list_actors
-
-def session():
-    return ray.get_runtime_context().get_node_id(), ray._private.worker.global_worker.node.get_session_dir_path()
-
-
-first = session()
-here = ray.get_runtime_context().gcs_address
-alive = sorted(actor.class_name for actor in list_actors(here, filters=[("state", "=", "ALIVE")]))
-print("LEFT", alive, sorted({group["state"] for group in placement_group_table().values()}))
-again = search.api.run("mlp_mnist", trials=1, epochs=1, name="again", data={"limit": 256})
-print("AGAIN", session() == first, again.trials[0]["status"], search.api.shutdown(), ray.is_initialized())
-"""
-
-
 @pytest.mark.e2e
-def test_the_readme_example_runs_a_search_and_exports_its_best(tmp_path):
-    readme = (REPO / "README.md").read_text()
-    example = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if "search.api" in block)
-    cache = tmp_path / "cache"  # the default data.root holds the sample's MNIST: found there, never downloaded
-    (cache / "search" / "datasets").mkdir(parents=True)
-    (cache / "search" / "datasets" / "MNIST").symlink_to(MNIST_MINI / "MNIST")
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO)}
-    result = subprocess.run(
-        [sys.executable, "-c", example + SECOND_SEARCH], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.strip().splitlines()
+def test_the_readme_example_runs_a_search_and_exports_its_best(python_searches):
+    """README.md's example run as it is (tests/python_searches.py), then two more searches in its process."""
+    cwd, lines = python_searches["cwd"], python_searches["stdout"].strip().splitlines()
     left = next(number for number, line in enumerate(lines) if line.startswith("LEFT "))
     best, trials = lines[left - 2 : left]
     trial_id, val_acc, test_acc = best.split()
@@ -117,13 +83,14 @@ def test_the_readme_example_runs_a_search_and_exports_its_best(tmp_path):
     assert sorted(path.name for path in cwd.iterdir()) == ["runs"]
     assert (cwd / "runs" / "notebook" / "notebook_model" / "model.safetensors").is_file()
     assert (cwd / "runs" / "notebook" / "summary.json").is_file()
-    # one Ray for the process: the second search ran on the first's instance, started once, stopped by shutdown()
+    # one Ray for the process: the next searches ran on the first's instance, started once, stopped by shutdown()
     actors, groups = lines[left].removeprefix("LEFT ").split("] [")
     assert set(ast.literal_eval(actors + "]")) <= {"AutoscalingCoordinator"}, lines[left]  # Ray Train's, cluster-wide
     assert ast.literal_eval("[" + groups) == ["REMOVED"], lines[left]
     assert sum("starting a local Ray instance" in line for line in lines) == 1
-    assert any("Ray is up (kept from this process's last search)" in line for line in lines[left:])
-    assert lines[-1] in ("AGAIN True completed True False", "AGAIN True stopped_early True False"), lines[-1]
+    assert sum("Ray is up (kept from this process's last search)" in line for line in lines[left:]) == 2
+    assert lines[-1] == "AGAIN True True False", lines[-1]
+    assert sorted(path.name for path in (cwd / "runs").iterdir()) == ["notebook", "one", "three"]
 
 
 def test_a_result_exports_only_within_well_formed_bounds(tmp_path):

@@ -23,7 +23,7 @@ from trainables.feeds import make_feed
 from trainables.foundation.repeats import SEED_KEY, training_seed
 from trainables.foundation.storage import Experiment
 from trainables.foundation.trial_files import TRIAL_KEY
-from trainables.foundation.warm import PRELOAD_ENV, TRIAL_MODULES
+from trainables.foundation.warm import TRIAL_MODULES
 
 MLP_PINS = ["space=mlp_mnist", "lr=0.001", "hidden=128", "layers=1", "dropout=0.1", "batch_size=64"]
 CNN_PINS = ["space=cnn_mnist", "lr=0.01", "momentum=0.9", "dropout=0.2", "batch_size=64"]
@@ -184,53 +184,46 @@ def test_repeats_report_the_mean_and_spread_of_validation_and_test_accuracy(tmp_
 
 
 @pytest.mark.e2e
-def test_a_fully_pinned_search_trains_its_repeats(tmp_path):
-    result = run_cli(
-        "run",
-        *[word if not word.startswith("lr=") else "lr=0.02" for word in MLP_PINS],  # outside the range: kept
-        f"data.root={MNIST_MINI}",
-        f"storage={tmp_path}",
-        "name=one",
-        "epochs=1",
-        "trials=2",
-        "data.limit=256",
-        "data.val_limit=64",
-        env={PRELOAD_ENV: "torch"},  # Ray's door to warm workers, as a user sets it
+def test_a_fully_pinned_search_trains_its_repeats(python_searches):
+    """Two repeats of mlp_mnist with every key pinned, lr outside its range (tests/python_searches.py's PINNED)."""
+    experiment = python_searches["runs"] / "one"
+    assert "search: 2 trials of mlp_mnist, " in python_searches["stdout"]
+    assert (
+        "warning: lr=0.02 is outside the searched range (float, log scale, 0.0001 .. 0.01)\n"
+        in (python_searches["stderr"])
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "search: 2 trials of mlp_mnist, " in result.stdout and "log in" in result.stdout
-    assert "warning: lr=0.02 is outside the searched range (float, log scale, 0.0001 .. 0.01)\n" in result.stderr
-    summary = json.loads((tmp_path / "one" / "summary.json").read_text())
+    summary = json.loads((experiment / "summary.json").read_text())
     assert sorted(trial["config"][SEED_KEY] for trial in summary["trials"]) == [0, 1]
+    assert {trial["config"]["lr"] for trial in summary["trials"]} == {0.02}
     assert [trial["status"] for trial in summary["trials"]] == ["completed", "completed"]
-    assert len([path for path in (tmp_path / "one").glob("trial_*") if path.is_dir()]) == 2
+    assert len([path for path in experiment.glob("trial_*") if path.is_dir()]) == 2
     # each repeat tested, and their spread in summary.json and at the end of the table
     assert all(0 < trial["test_acc"] <= 1 for trial in summary["trials"])
     figures = summary["repeats"]
     assert figures["count"] == 2 and figures["val_acc"]["n"] == figures["test_acc"]["n"] == 2
     tests = [trial["test_acc"] for trial in summary["trials"]]
     assert figures["test_acc"]["mean"] == pytest.approx(sum(tests) / 2)
-    assert "repeats: 2 seeds of one configuration, mean ± standard deviation: val_acc " in result.stdout
+    said = next(line for line in python_searches["stdout"].splitlines() if line.startswith("REPEATS "))
+    assert json.loads(said.removeprefix("REPEATS ")) == figures  # the result from Python says the same
     # The trial's process had torch imported before the trial began (preloaded), not yet the rest of its modules.
     trial_id = next(trial["trial_id"] for trial in summary["trials"] if trial["config"][SEED_KEY] == 0)
-    first = json.loads((tmp_path / "one" / f"trial_{trial_id}" / "result.json").read_text().splitlines()[0])
+    first = json.loads((experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()[0])
     assert first["torch_found"] == 1 and first["warm_imports"] < len(TRIAL_MODULES), first
 
 
 @pytest.mark.e2e
-def test_a_space_of_three_configurations_runs_each_once_and_then_has_nothing_to_grow(tmp_path):
-    pins = [word for word in MLP_PINS if not word.startswith("hidden=")]  # hidden: 128, 256 or 512 left
-    words = [*pins, f"data.root={MNIST_MINI}", "data.limit=256", "data.val_limit=64", "epochs=1"]
-    result = run_cli("run", *words, f"storage={tmp_path}", "name=three", "trials=5")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "search: 3 trials (the space holds 3 configurations, each run once) of mlp_mnist, " in result.stdout
-    summary = json.loads((tmp_path / "three" / "summary.json").read_text())
+def test_a_space_of_three_configurations_runs_each_once_and_then_has_nothing_to_grow(python_searches):
+    """mlp_mnist with hidden left to search, trials=5 asked (tests/python_searches.py's THREE)."""
+    experiment = python_searches["runs"] / "three"
+    said = "search: 3 trials (the space holds 3 configurations, each run once) of mlp_mnist, "
+    assert said in python_searches["stdout"]
+    summary = json.loads((experiment / "summary.json").read_text())
     assert sorted(trial["config"]["hidden"] for trial in summary["trials"]) == [128, 256, 512]
     assert {trial["status"] for trial in summary["trials"]} == {"completed"}
-    grown = run_cli("resume", str(tmp_path / "three"), "trials=8")
+    grown = run_cli("resume", str(experiment), "trials=8")
     assert grown.returncode == 2, grown.stdout[-2000:] + grown.stderr[-2000:]
     assert "already ran every one of the 3 configurations its space holds" in grown.stderr
-    idle = run_cli("resume", str(tmp_path / "three"))  # nothing asked: where the result is, and that nothing grows it
+    idle = run_cli("resume", str(experiment))  # nothing asked: where the result is, and that nothing grows it
     assert idle.returncode == 0, idle.stdout[-2000:] + idle.stderr[-2000:]
     assert "it ran every one of the 3 configurations its space holds: nothing is left to search" in idle.stdout
     assert "trials=N" not in idle.stdout
