@@ -19,9 +19,8 @@ PINNED = dict(lr=0.02, hidden=128, layers=1, dropout=0.1, batch_size=64)
 # Run after the README's example in its process: the next searches reuse the Ray instance the first started (no
 # second start), and the first left no trial's actor or placement group behind for them.
 NEXT_SEARCHES = f"""
-import json
-
 import ray
+from search.commands import print_result
 from ray.util import placement_group_table
 from ray.util.state import list_actors
 
@@ -35,14 +34,15 @@ alive = sorted(actor.class_name for actor in list_actors(here, filters=[("state"
 print("LEFT", alive, sorted({{group["state"] for group in placement_group_table().values()}}))
 search.api.run("mlp_mnist", trials=5, epochs=1, name="three", data={SMALL!r}, **{THREE!r})
 one = search.api.run("mlp_mnist", trials=2, epochs=1, name="one", data={SMALL!r}, **{PINNED!r})
-print("REPEATS", json.dumps(one.repeats))
+print_result(one.summary, one.experiment)  # the table `run` prints after a search, with the repeats' spread
 print("AGAIN", session() == first, search.api.shutdown(), ray.is_initialized())
 """
 
 
 def python_searches(tmp_path_factory) -> dict:
     """Run README.md's example and NEXT_SEARCHES in one Python process, in a working folder of their own: its runs/
-    holds notebook/, three/ and one/. Ray's door to warm workers preloads torch, as a user sets it."""
+    holds notebook/, three/ and one/. Ray's door to warm workers preloads torch, as a user sets it in the environment
+    (the example's code runs as README.md has it)."""
     readme = (REPO / "README.md").read_text()
     example = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if "search.api" in block)
     root = tmp_path_factory.mktemp("python")
