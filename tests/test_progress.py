@@ -339,3 +339,17 @@ def test_the_view_walks_the_trials_it_saw_start_never_tunes_list_of_every_trial(
     statuses = [line for line in sys.stdout.getvalue().splitlines() if "done" in line]
     assert "2 running, 0/9 done" in statuses[0] and "1 running, 0/9 done" in statuses[1], statuses
     assert list(view.started) == ["s1"]
+
+
+def test_an_epoch_a_promoted_trial_reports_anew_from_its_files_is_not_shown_twice(capsys):
+    """A promoted trial reports its recorded epochs again as it resumes (marked `recovered`): shown once in the
+    command that trained them; an interrupted search's `resume` shows what it recovers, saying so."""
+    view, promoted = view_of(record_with({}), 4), trial("p1", "RUNNING", 1, 0.5)
+    view.on_trial_result(0, [], promoted, {"epoch": 1, "val_acc": 0.5, "images_per_s": 480.0})
+    view.on_trial_result(0, [], promoted, {"epoch": 1, "val_acc": 0.5, "images_per_s": 480.0, "recovered": True})
+    view.on_trial_result(0, [], promoted, {"epoch": 2, "val_acc": 0.6, "images_per_s": 480.0})
+    shown = [line for line in capsys.readouterr().out.splitlines() if " epoch " in line]
+    assert [line.split()[:3] for line in shown] == [["p1", "epoch", "1/4"], ["p1", "epoch", "2/4"]], shown
+    resumed = view_of(record_with({}), 4)  # a later command: nothing of it shown yet
+    resumed.on_trial_result(0, [], promoted, {"epoch": 1, "val_acc": 0.5, "images_per_s": 480.0, "recovered": True})
+    assert "p1           epoch 1/4  val_acc 0.5000  480 img/s  (recovered from its files)" in capsys.readouterr().out

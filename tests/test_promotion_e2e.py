@@ -49,6 +49,7 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
     assert result.returncode == 0, output[-4000:]
     assert "ASHA (promotion variant) from epoch 1 of 4" in output
     assert "resumed after epoch 1" in output and "resumed after epoch 3" in output  # the live view names each
+    assert "recovered from its files" not in output  # a resumed trial's earlier epochs, shown once as trained
     assert (
         "paused after epoch 1 (ASHA's rung: it goes on if promoted)" in output
         and "finished: stopped_early" not in output

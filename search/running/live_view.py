@@ -60,6 +60,7 @@ class ProgressView(FollowsEnds):
         self.verbose, self.storage, self.pauses = verbose, storage, pauses
         self.paces: dict[str, tuple[int, float, float]] = {}  # running trial -> (its epoch, epoch_s, seen at)
         self.started: dict[str, object] = {}  # the search's id -> Tune's trial, from its start to its end
+        self.shown: set[tuple[str, object]] = set()  # (trial, epoch) trained and shown in this command
         self.line = StatusLine()
 
     @classmethod
@@ -97,6 +98,12 @@ class ProgressView(FollowsEnds):
         return list(self.started.values())
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
+        """An epoch's line; not again for an epoch a promoted trial reports anew from its files as it resumes (its
+        `resumed after` line says so), but for those an interrupted search's `resume` recovers."""
+        seen = (trial_key(trial), result.get("epoch"))
+        if result.get("recovered") and seen in self.shown:
+            return
+        self.shown.add(seen)
         self._show(self._live(), latest={trial_key(trial): result})  # Tune stores `result` in the trial after this
 
     def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
