@@ -6,8 +6,7 @@ learning-curve table (replay).
     python -m benchmarks [--out benchmarks.json] [--only peer,warm,overhead,ddp,data,asha,memory,gpu,scale,replay]
         [--device cuda]
 
-Every figure is measured in this run, on this machine; ratios compare runs made by this same script.
-"""
+Every figure is measured in this run, on this machine; ratios compare runs made by this same script."""
 
 from __future__ import annotations
 

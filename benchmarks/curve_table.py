@@ -6,8 +6,7 @@ data the replays run on without training.
         --out benchmarks/results/tables/mlp_mnist.jsonl.gz
 
 Rows are appended to OUT's `.partial` file (first line: the build's settings) as they end, so a stopped build resumes
-with the same settings; the finished table is OUT, compressed, header first (`"held_out": true` for spaces/heldout/).
-"""
+with the same settings; the finished table is OUT, compressed, header first (`"held_out": true` for spaces/heldout/)."""
 
 from __future__ import annotations
 

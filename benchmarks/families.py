@@ -3,8 +3,7 @@
 names its family and a hash of the entry, so an entry changed after the fact no longer matches. An entry may name
 `replays_of`, an earlier family whose replays it reads under another analysis. Provably registered first: the entry
 lands in a commit of its own, unchanged since, and every replay's code (its results' `code`) descends from that
-commit; git's history shows it, and a clone without it gets no verdict.
-"""
+commit; git's history shows it, and a clone without it gets no verdict."""
 
 from __future__ import annotations
 

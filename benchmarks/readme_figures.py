@@ -6,7 +6,7 @@ A figure sits between markers that name its file, the value's place in it (a JSO
     <!-- fig:benchmarks/results/x.json#/peer/search_over_loop;.2f -->1.07<!-- /fig -->
 
 `P1 / P2` gives the ratio of two values, `P * 4` a value times a number. A whole table sits between block markers
-(`arms`, `pairs`: replay_stats' and replay_pairs' results; `pays`: a registered family's):
+(`arms`, `pairs`: replay_stats', replay_pairs' results; `pays`: a family's, about the arm after its file, or `search`):
 
     <!-- block:arms benchmarks/results/x.json -->
     | ... |
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("benchmarks/README.md", "README.md", "docs/spaces.md", "docs/measured.md")  # where figures are quoted
-BLOCK = re.compile(r"<!-- block:(?P<kind>\w+) (?P<file>[^\s]+) -->\n(?P<text>.*?)<!-- /block -->", re.S)
+BLOCK = re.compile(r"<!-- block:(?P<kind>\w+) (?P<file>\S+) ?(?P<arm>\S*) -->\n(?P<text>.*?)<!-- /block -->", re.S)
 MARKER = re.compile(r"<!-- fig:(?P<file>[^#\s]+)#(?P<pointer>[^;]*);(?P<spec>[^;<>]*?) -->(?P<text>.*?)<!-- /fig -->")
 
 
@@ -60,7 +60,7 @@ def figure(match: re.Match) -> str:
 
 def block(match: re.Match) -> str:
     """The table a block's JSON gives, ending in a newline."""
-    return BLOCKS[match["kind"]](_load(match["file"])) + "\n"
+    return BLOCKS[match["kind"]](_load(match["file"]), *[match["arm"]][: bool(match["arm"])]) + "\n"
 
 
 def rewritten(text: str) -> str:
@@ -162,14 +162,18 @@ LABELS = {"search": "**the search** (default then)", "random_asha": "random + AS
 LABELS.update(optuna_tpe_hyperband="TPE + Hyperband", peer_dehb="DEHB", peer_smac="SMAC3")
 LABELS.update(peer_synetune_bohb="Syne Tune BOHB", peer_priorband="NePS PriorBand")
 LABELS["search|asha=promote"] = "the search, `asha=promote`"
+# a table about the default since asha=promote became it: (its name in words, the labels that change)
+DEFAULT = {"search": "`asha=stop` (default then)", "search|asha=promote": "**the default** (`asha=promote`)"}
+OURS = {"search": ("the search", {}), "search|asha=promote": ("the default", DEFAULT)}
 SIDES = ("lower", "higher")
 
 
-def pays_table(stats: dict) -> str:
-    """Per table each arm's regret IQM (points) and median epochs to within 0.5 points at every concurrency; `*`: the
-    search lower after Holm, `!`: higher; last, the search's place by regret IQM as shown (ties share the better).
-    `stats`: replay_stats' verdict, or replay_pairs' (its results read for the arms' figures, `search>B` for B's)."""
-    stats = pays_of_pairs(stats) if isinstance(stats.get("results"), dict) else stats
+def pays_table(stats: dict, ours: str = "search") -> str:
+    """Per table each arm's regret IQM (points) and median epochs to within 0.5 points at every concurrency; `*`: arm
+    `ours` lower after Holm, `!`: higher; last, its place by regret IQM as shown (ties share the better). `stats`:
+    replay_stats' verdict (about the search), or replay_pairs' (its results read for the figures, `ours>B` for B's)."""
+    stats = pays_of_pairs(stats, ours) if isinstance(stats.get("results"), dict) else {"search": stats}[ours]
+    who, labels = OURS[ours][0], {**LABELS, **OURS[ours][1]}
     at_k = list(stats["concurrency"].values())
     names = list(at_k[0]["tables"])
     header = [f"method ({' / '.join(stats['concurrency'])} side by side)"]
@@ -177,25 +181,25 @@ def pays_table(stats: dict) -> str:
     lines, places = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)], []
     for name in names:
         shown = [{a: round(v, 2) for a, v in f["tables"][name]["regret_iqm_pt"].items()} for f in at_k]
-        places += [" / ".join(f"{sum(v < r['search'] for v in r.values()) + 1} of {len(r)}" for r in shown), ""]
+        places += [" / ".join(f"{sum(v < r[ours] for v in r.values()) + 1} of {len(r)}" for r in shown), ""]
     for arm in at_k[0]["tables"][names[0]]["regret_iqm_pt"]:
-        cells = [LABELS.get(arm, f"`{arm}`")]
+        cells = [labels.get(arm, f"`{arm}`")]
         for tables in ([figures["tables"][name] for figures in at_k] for name in names):
             cells.append(" / ".join(f"{t['regret_iqm_pt'][arm]:.2f}{holm_mark(t, arm)}" for t in tables))
             epochs = [t["to_within_pt"]["0.5"][arm]["median_epochs"] for t in tables]
             cells.append(" / ".join("never" if e is None else f"{e:g}" for e in epochs))
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("| " + " | ".join(["the search's place", *places]) + " |")
-    return "\n".join([*lines, "", holm_words([t for figures in at_k for t in figures["tables"].values()])])
+    lines.append("| " + " | ".join([f"{who}'s place", *places]) + " |")
+    return "\n".join([*lines, "", holm_words([t for figures in at_k for t in figures["tables"].values()], who, labels)])
 
 
-def pays_of_pairs(verdict: dict) -> dict:
+def pays_of_pairs(verdict: dict, ours: str = "search") -> dict:
     """replay_pairs' verdict as `pays_table` reads replay_stats': per concurrency and table, its results' arms."""
     several = isinstance(verdict["concurrency"], list)  # each key then ends ", K side by side"
     stats = {"concurrency": {}}
     for where, found in verdict["results"].items():
         k = where.rsplit(", ", 1)[1].split()[0] if several else str(verdict["concurrency"])
-        against = {name.split(">")[1]: pair for name, pair in found["pairs"].items() if name.startswith("search>")}
+        against = {name.split(">")[1]: pair for name, pair in found["pairs"].items() if name.startswith(f"{ours}>")}
         table = {f"p_search_{s}_holm": {b: p[f"p_first_{s}_holm"] for b, p in against.items()} for s in SIDES}
         for arm, figures in _load(found["result"])["concurrency"][k]["arms"].items():
             table.setdefault("regret_iqm_pt", {})[arm] = figures["regret_iqm_pt"]
@@ -204,13 +208,13 @@ def pays_of_pairs(verdict: dict) -> dict:
     return stats
 
 
-def holm_words(tables: list[dict]) -> str:
-    """In words, over every (table, concurrency): the arms the search is lower than after Holm, and higher than."""
+def holm_words(tables: list[dict], who: str = "the search", labels: dict = LABELS) -> str:
+    """In words, over every (table, concurrency): the arms `who` is lower than after Holm, and higher than."""
     said = []
     for side in SIDES:
         counts = Counter(arm for t in tables for arm, p in t[f"p_search_{side}_holm"].items() if p < 0.05)
-        said.append(", ".join(f"{LABELS.get(a, a)} ({n} of {len(tables)})" for a, n in counts.items()) or "no arm")
-    return f"After Holm, the search's final regret is lower than {said[0]}; it is higher than {said[1]}."
+        said.append(", ".join(f"{labels.get(a, a)} ({n} of {len(tables)})" for a, n in counts.items()) or "no arm")
+    return f"After Holm, {who}'s final regret is lower than {said[0]}; it is higher than {said[1]}."
 
 
 def holm_mark(table: dict, arm: str) -> str:

@@ -1,8 +1,7 @@
 """A learning-curve table (benchmarks.curve_table) as the replays read it, and a search replayed on it as the
 command line runs it: the search's own proposal path and ASHA, no training and no Ray.
 
-A held-out table (its header says `"held_out": true`) opens only for a caller that reports rather than tunes.
-"""
+A held-out table (its header says `"held_out": true`) opens only for a caller that reports rather than tunes."""
 
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ from trainables.foundation.schedules import first_rung, schedules_of
 from trainables.foundation.space import Space, load_space
 from trainables.foundation.trial_files import TRIAL_KEY
 
-DEFAULTS = RunConfig()  # the search's defaults: trials, epochs, reduction, sampler
+DEFAULTS = RunConfig()  # trials, epochs, reduction, sampler; not asha (arm search: asha=stop; search|asha=promote)
 FIRST_START_S, START_S = 4.2, 0.2  # the `overhead` benchmark's one-worker trial starts on the 2-core VM (README)
 _REPORTING: set[str] = set()  # held-out tables this process opened for a report (forked workers inherit it)
 

@@ -108,7 +108,7 @@ def flatness(run: dict) -> dict:
 
 def search_run(storage: Path, trials: int, mlflow: bool) -> dict:
     name = f"scale-{trials}-{'mlflow' if mlflow else 'plain'}"
-    words = f"trials={trials} epochs={EPOCHS} grace=1 reduction=3 concurrency={SIDE_BY_SIDE} cpus=0.25 workers=1"
+    words = f"trials={trials} epochs={EPOCHS} grace=1 asha=stop concurrency={SIDE_BY_SIDE} cpus=0.25 workers=1"
     words += f" checkpoints=1 tracking={'mlflow' if mlflow else 'none'} storage={storage} name={name}"
     command = [sys.executable, "-m", "search", "run", f"space={Path(__file__).resolve()}", *words.split()]
     run, summary = sampled_run(command), json.loads((storage / name / "summary.json").read_text())  # in this order

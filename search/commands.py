@@ -142,7 +142,7 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     parsers = {name: functools.partial(parse_loop_key, name) for name in LOOP_KEYS}
     parsers |= {name: functools.partial(coerce_hyperparameter, space, name) for name in space.hyperparameter_names()}
     config = parse_overrides(args, parsers)
-    given = {split_override(arg)[0] for arg in args}
+    given = dict(map(split_override, args))
     config.trials_given = "trials" in given  # kept in the settings: an epoch budget `resume` grows lifts no cap given
     if config.epoch_budget and "trials" not in given:
         config.trials = config.epoch_budget  # the budget decides how many trials: each spends one epoch at least
@@ -157,6 +157,8 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     config.grace = config.grace or first_rung(
         config.epochs, schedules_of(space.constants, space.hyperparameters, config.fixed)
     )
+    if config.grace >= config.epochs and given.get("asha", "auto").strip() == "auto":  # no rung: nothing to pause
+        config.asha = "stop"
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):
         filesystem(config.storage)  # refuses, in one line, a URI pyarrow cannot open

@@ -149,7 +149,7 @@ def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(capsys, tmp_path,
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("search: 12 trials of cnn_mnist, ") and " at a time" in lines[0]
-    assert lines[0].endswith("ASHA from epoch 2 of 9")
+    assert lines[0].endswith("ASHA (promotion variant) from epoch 2 of 9")  # the default, one objective
     assert lines[1] == "stop rule: 12 trials of up to 9 epochs (trials=)"  # the default stop rule: a trial count
     assert lines[2].startswith("estimate: about 44 trial-epochs of 512 images") and "img/s" in lines[2]
     assert (

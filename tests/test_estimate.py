@@ -90,7 +90,9 @@ def test_the_estimates_end_in_whole_words_and_count_asha_only_where_it_stops_tri
 
     words = ["space=mlp_mnist", f"data.root={MNIST_MINI}", "data.limit=512", "epochs=3", f"storage={tmp_path}"]
     searched = estimate_words(*parse_run([*words, "trials=4", "grace=1"]))
-    assert searched.startswith("about 7 trial-epochs of 512 images (ASHA stopping some): ~")
+    assert searched.startswith("about 7 trial-epochs of 512 images (ASHA pausing some): ~")  # the default: promote
+    stopping = estimate_words(*parse_run([*words, "trials=4", "grace=1", "asha=stop"]))
+    assert stopping.startswith("about 7 trial-epochs of 512 images (ASHA stopping some): ~")
     assert searched.endswith(" img/s each; Ray's start and each trial's start come on top")
     pins = ["lr=0.001", "hidden=128", "layers=1", "dropout=0.1", "batch_size=64"]
     one = estimate_words(*parse_run([*words, *pins]))

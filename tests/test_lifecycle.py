@@ -216,6 +216,7 @@ def test_ddp_trials_share_one_trial_process_an_asha_stop_frees_its_workers_and_c
         "trials=4",
         "epochs=2",
         "grace=1",
+        "asha=stop",  # a trial below the rung's cutoff ends stopped_early at once (the promotion variant pauses it)
         "concurrency=1",
         "data.limit=2048",
         "sampler=random",

@@ -197,13 +197,36 @@ def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, 
 @pytest.mark.parametrize(
     "keys,message",
     [
-        ({"asha": "halve"}, "asha=halve: allowed values are stop, promote"),
+        ({"asha": "halve"}, "asha=halve: allowed values are auto, promote, stop"),
         ({"asha": "promote", "objectives": "val_acc,params"}, "one objective only (asha=stop for several)"),
     ],
 )
 def test_a_promotion_setting_it_cannot_run_is_refused(keys, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         RunConfig(space="mlp_mnist", **keys)
+
+
+def test_the_default_asha_promotes_with_one_objective_and_rungs_and_stops_otherwise(tmp_path):
+    """asha=auto (the default): the promotion variant with one objective; several objectives, a search with no rung
+    (every key pinned, or epochs=1) and settings written before the key existed stop."""
+    from search.commands import parse_run
+    from tests.conftest import MNIST_MINI
+
+    assert RunConfig(space="mlp_mnist").asha == "promote" == RunConfig(space="mlp_mnist", asha="auto").asha
+    assert RunConfig(space="cnn_mnist", objectives="val_acc,params").asha == "stop"
+    assert RunConfig.from_dict({"space": "mlp_mnist"}).asha == "stop"  # a search.json of before the key
+    assert RunConfig.from_dict(RunConfig(space="mlp_mnist").to_dict()).asha == "promote"  # as recorded
+    words = ["space=mlp_mnist", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "epochs=3"]
+    pins = ["lr=0.001", "hidden=128", "layers=1", "dropout=0.1", "batch_size=64"]
+    resolved = {
+        (): "promote",
+        ("epochs=1",): "stop",  # no rung: nothing to pause
+        ("epochs=1", "asha=auto"): "stop",
+        ("epochs=1", "asha=promote"): "promote",  # given: kept
+        tuple(pins): "stop",  # one configuration: trained to the end
+        ("objectives=val_acc,params",): "stop",
+    }
+    assert {given: parse_run([*words, *given])[0].asha for given in resolved} == resolved
 
 
 def test_the_searcher_resumes_before_it_proposes_and_ends_once_nothing_runs_and_one_trial_trained_to_the_end():
@@ -360,7 +383,7 @@ def test_the_driver_sees_a_promotion_owed_before_tune_runs_and_a_search_of_sever
     scheduler = scheduler_of(promote, record, space)
     assert promotion_owed(promote, scheduler) and scheduler.promotion() == "c"
     assert scheduler.set_search_properties("val_acc", "max") and not scheduler.set_search_properties("val_loss", None)
-    stop = RunConfig(space="mlp_mnist", epochs=9, grace=1)
+    stop = RunConfig(space="mlp_mnist", epochs=9, grace=1, asha="stop")
     assert not promotion_owed(stop, scheduler_of(stop, record, space))
     several = StudyRecord.in_memory(
         SPACE,

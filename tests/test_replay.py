@@ -265,6 +265,16 @@ def test_the_pays_table_reads_a_pairs_verdict_its_results_and_the_searchs_pairs_
         assert (
             lines[7] == "After Holm, the search's final regret is lower than no arm; it is higher than peer (1 of 1)."
         )
+        # about the default since asha=promote became it: its own pairs mark the rows, the search's stop mattering not
+        lines = pays_table({"concurrency": [4] if several else 4, "results": {where: found}}, "search|asha=promote")
+        assert lines.splitlines()[2:6] == [
+            "| `asha=stop` (default then) | 1.00* | 30 |",
+            "| **the default** (`asha=promote`) | 0.50 | 20 |",
+            "| `peer` | 2.00* | never |",
+            "| the default's place | 1 of 3 |  |",
+        ]
+        said = "After Holm, the default's final regret is lower than peer (1 of 1), `asha=stop` (default then) (1 of 1)"
+        assert lines.splitlines()[7] == said + "; it is higher than no arm."
 
 
 def test_ranks_friedman_and_the_groups_of_a_critical_difference_diagram():

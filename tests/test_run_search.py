@@ -55,7 +55,7 @@ def test_a_ray_that_does_not_start_is_one_line_and_leaves_no_experiment(tmp_path
     blocked = tmp_path / "not_a_folder"
     blocked.write_text("")
     monkeypatch.setenv("RAY_TMPDIR", str(blocked))
-    config = RunConfig(space="mlp_mnist", storage=str(tmp_path / "runs"), name="e", trials=1, epochs=1)
+    config = RunConfig(space="mlp_mnist", storage=str(tmp_path / "runs"), name="e", trials=1, epochs=1, grace=1)
     experiment = experiment_of(config.storage, config.name)
     experiment.local.mkdir(parents=True)  # claimed, as `run` claims it before Ray
     with pytest.raises(RayDidNotStart) as refused:

@@ -25,7 +25,7 @@ RETIRED_KEYS = {"prefetch"}
 PRECISIONS = ("fp32", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 SAMPLERS = ("tpe", "random")
-ASHA_RULES = ("stop", "promote")
+ASHA_RULES = ("auto", "promote", "stop")  # auto: promote with one objective, stop with several
 
 
 @dataclass
@@ -45,11 +45,12 @@ class RunConfig:
     at least 2 in trials of 6 epochs or more."""
     reduction: float = 3.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
-    asha: str = "stop"
-    """ASHA at a rung: stop (Tune's ASHAScheduler: a trial below the rung's cutoff so far stops there), or promote
-    (its promotion variant: a trial pauses at each rung, and a free place first resumes the best paused trial in the
-    top 1/reduction of its rung, from its checkpoint, else starts a new one; once none is left to start and none
-    runs, the best paused one goes on until a trial has ended completed; one objective)."""
+    asha: str = "auto"
+    """ASHA at a rung: promote (auto with one objective; its promotion variant: a trial pauses at each rung, and a
+    free place first resumes the best paused trial in the top 1/reduction of its rung, from its checkpoint, else starts
+    a new one; once none is left to start and none runs, the best paused one goes on until a trial has ended
+    completed), or stop (auto with several objectives; Tune's ASHAScheduler: a trial below the rung's cutoff so far
+    stops there)."""
     rung_cycles: bool = False
     """Restart an annealing lr schedule (onecycle, cosine) at each ASHA rung, so that rungs compare annealed scores."""
     workers: int | None = None
@@ -108,6 +109,8 @@ class RunConfig:
     """Whether the user gave trials= (it then caps an epoch budget); None: settings written before it was recorded."""
 
     def __post_init__(self):
+        if self.asha == "auto":  # the promotion variant ranks by one value; a Pareto search stops
+            self.asha = "stop" if "," in self.objectives else "promote"
         for key in ("trials", "epochs", "enqueue_top", "checkpoints"):
             require(getattr(self, key) >= 1, f"{key}={getattr(self, key)}: must be >= 1")
         require(
@@ -151,6 +154,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, values: dict) -> RunConfig:
         values = {key: value for key, value in values.items() if key not in RETIRED_KEYS}
+        values.setdefault("asha", "stop")  # settings written before the key: every search then stopped at a rung
         values["data"] = DataConfig(**values.get("data", {}))
         values["model"] = ModelConfig(**values.get("model", {}))
         values["tracking"] = TrackingConfig(**values.get("tracking", {}))
