@@ -353,3 +353,17 @@ def test_an_epoch_a_promoted_trial_reports_anew_from_its_files_is_not_shown_twic
     resumed = view_of(record_with({}), 4)  # a later command: nothing of it shown yet
     resumed.on_trial_result(0, [], promoted, {"epoch": 1, "val_acc": 0.5, "images_per_s": 480.0, "recovered": True})
     assert "p1           epoch 1/4  val_acc 0.5000  480 img/s  (recovered from its files)" in capsys.readouterr().out
+
+
+def test_a_promoted_trial_keeps_its_score_in_the_best_while_it_resumes(capsys):
+    """A promoted trial runs again as a continuation (no longer an ended trial of the study): until Tune has its first
+    result, the best so far is its score from the study, not the next ended trial's."""
+    record = record_with({"p1": (1, 0.91, ending_of(1, 4)), "q1": (1, 0.89, ending_of(1, 4))})
+    view = view_of(record, 4)
+    record.continue_trial(record.frozen("p1"), promoted_at=1)
+    resumed = trial("p1", "RUNNING", 0, None)
+    view.on_trial_start(0, [], resumed)
+    out = capsys.readouterr().out
+    assert "trial p1 resumed after epoch 1" in out and "best val_acc 0.9100 p1" in out, out
+    view.trial_ended([], "p1", ending_of(4, 4))
+    assert view.carried == {}

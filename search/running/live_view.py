@@ -61,6 +61,7 @@ class ProgressView(FollowsEnds):
         self.paces: dict[str, tuple[int, float, float]] = {}  # running trial -> (its epoch, epoch_s, seen at)
         self.started: dict[str, object] = {}  # the search's id -> Tune's trial, from its start to its end
         self.shown: set[tuple[str, object]] = set()  # (trial, epoch) trained and shown in this command
+        self.carried: dict[str, float] = {}  # a resumed trial's score so far, until Tune has its first result
         self.line = StatusLine()
 
     @classmethod
@@ -86,6 +87,11 @@ class ProgressView(FollowsEnds):
         self.started[trial_key(trial)] = trial
         frozen = self.record.frozen(trial_key(trial))
         if frozen is not None and CONTINUES_ATTR in frozen.user_attrs:  # promoted at its rung, or grown past a budget
+            steps = sorted(frozen.intermediate_values)
+            values = [value for value in map(frozen.intermediate_values.get, steps) if _number(value) is not None]
+            if values:  # the best so far keeps it while it resumes
+                pick = max if self.mode == "max" else min
+                self.carried[trial_key(trial)] = values[-1] if anneals(trial.config) else pick(values)
             self._show(
                 self._live(), f"trial {trial_key(trial)} resumed after epoch {frozen.user_attrs[INHERITED_ATTR]}"
             )
@@ -109,6 +115,7 @@ class ProgressView(FollowsEnds):
     def trial_ended(self, trials, trial_id: str, ending: Ending, tune_trial=None) -> None:
         self.paces.pop(trial_id, None)
         self.started.pop(trial_id, None)
+        self.carried.pop(trial_id, None)
         standing = "" if ending.failed else self._standing(trial_id)
         paused = self.pauses and ending.status == STOPPED_EARLY  # a promotion may resume it: where it waits
         paused_at = max(epoch_values(self.record.frozen(trial_id)), default=0) if paused else None
@@ -201,6 +208,7 @@ class ProgressView(FollowsEnds):
         for trial in active:  # a running trial's score so far, by the study's rule (search.results.score)
             analysis = trial.metric_analysis.get(self.metric, {})
             value = _number(analysis.get("last" if anneals(trial.config) else self.mode))
+            value = self.carried.get(trial_key(trial)) if value is None else value
             if value is not None:
                 scored.append((value, trial_key(trial)))
         scored += [(_number(r.get(self.metric)), tid) for tid, r in latest.items() if _number(r.get(self.metric))]
