@@ -60,6 +60,7 @@ def search_with_killed_workers(tmp_path, kills: int) -> dict:
         "epochs=3",
         "data.limit=1024",
         "max_failures=1",
+        "asha=stop",  # a trial run on after a pause (the promotion variant) is a new run, with its restarts anew
         env=env,
     )
     try:
