@@ -186,6 +186,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def result_rows(experiment: Path, trial_id: str) -> list[dict]:
+    """A trial's result.json rows, one per epoch it reported."""
+    return [json.loads(line) for line in (experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()]
+
+
 def uri_text(uri: str) -> str:
     """A file's text read through pyarrow (e.g. from the test's S3 endpoint), not through this project's code."""
     return uri_bytes(uri).decode()

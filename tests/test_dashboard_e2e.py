@@ -1,7 +1,6 @@
 """`python -m search dashboard`: optuna-dashboard on the shared search's study, opened in a real headless Chromium
 (from the system's packages; .ci/run installs it where it is missing)."""
 
-import json
 import re
 import shutil
 import signal
@@ -9,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.e2e_helpers import start_search, wait_for_line
+from tests.e2e_helpers import result_rows, start_search, wait_for_line
 
 pytestmark = pytest.mark.e2e
 
@@ -56,20 +55,12 @@ def test_the_dashboard_lists_the_studys_trials_in_a_real_browser(search, tmp_pat
             server.kill()
     # each of the search's trials, and each continuation of a trial ASHA's promotion variant resumed (a trial of its own
     # in the study: Optuna never reopens an ended trial)
-    trials = len(search["summary"]["trials"]) + sum(
-        len([1 for row in rows if row["epoch"] > 1 and row["resumed_from"] == row["epoch"] - 1])
-        for rows in result_rows_of(search)
-    )
+    runs = [
+        {row["resumed_from"] for row in result_rows(search["experiment"], t["trial_id"])}
+        for t in search["summary"]["trials"]
+    ]
+    trials = sum(map(len, runs))  # a trial's runs: the first, and each continuation from a checkpoint
     assert f"{trials} Trials" in page.stdout, page.stdout[-2000:]
     shown = set(re.findall(r"Trial (\d+)", page.stdout))
     assert shown == {str(number) for number in range(trials)}, shown
     assert "Pruned" in page.stdout and "Complete" in page.stdout  # the shared search has both
-
-
-def result_rows_of(search) -> list[list[dict]]:
-    """Each trial's result.json rows."""
-    experiment = search["experiment"]
-    return [
-        [json.loads(line) for line in (experiment / f"trial_{t['trial_id']}" / "result.json").read_text().splitlines()]
-        for t in search["summary"]["trials"]
-    ]

@@ -14,6 +14,7 @@ from tests.e2e_helpers import (
     descendants,
     kill_pids,
     process_title,
+    result_rows,
     run_cli,
     start_search,
     uri_bytes,
@@ -35,10 +36,6 @@ COMMON = [
 ]
 RECIPE = {"lr": 0.06, "weight_decay": 0.0005, "label_smoothing": 0.1, "shift": 3}  # resnet_mnist's, at batch 128 here
 DDP = "workers=2"  # a Ray Train worker group; without it, a trial on these 2 cores trains in its own trial process
-
-
-def result_rows(experiment, trial_id):
-    return [json.loads(line) for line in (experiment / f"trial_{trial_id}" / "result.json").read_text().splitlines()]
 
 
 def search_with_killed_workers(tmp_path, kills: int) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from search.results.score import anneals, is_finite_number
+from search.results.score import anneals, is_finite_number, score
 from search.running.clock import clock_words as _clock
 from search.running.ends.callbacks import FollowsEnds
 from search.running.status_line import StatusLine, fit, terminal_columns
@@ -87,11 +87,10 @@ class ProgressView(FollowsEnds):
         self.started[trial_key(trial)] = trial
         frozen = self.record.frozen(trial_key(trial))
         if frozen is not None and CONTINUES_ATTR in frozen.user_attrs:  # promoted at its rung, or grown past a budget
-            steps = sorted(frozen.intermediate_values)
-            values = [value for value in map(frozen.intermediate_values.get, steps) if _number(value) is not None]
-            if values:  # the best so far keeps it while it resumes
-                pick = max if self.mode == "max" else min
-                self.carried[trial_key(trial)] = values[-1] if anneals(trial.config) else pick(values)
+            rows = [{"epoch": step, self.metric: value} for step, value in sorted(frozen.intermediate_values.items())]
+            carried = score(rows, trial.config, self.metric, self.mode)  # the best so far keeps it while it resumes
+            if carried is not None:
+                self.carried[trial_key(trial)] = carried
             self._show(
                 self._live(), f"trial {trial_key(trial)} resumed after epoch {frozen.user_attrs[INHERITED_ATTR]}"
             )
