@@ -66,8 +66,12 @@ def read_only(app):
 
 
 def serve(study: Path, port: int, host: str = "127.0.0.1", ready=lambda: None) -> None:
-    """Serve until interrupted (blocks); `ready()` is called once the port is bound."""
-    from wsgiref.simple_server import WSGIRequestHandler, make_server
+    """Serve until interrupted (blocks); `ready()` is called once the port is bound. Each request is answered in a
+    thread of its own, so that Ctrl-C (and SIGTERM) always lands in the loop that accepts them: in a request answered
+    by the main thread, wsgiref's handler catches the KeyboardInterrupt (a bare `except:`) and serves on. A request
+    still being sent holds neither the stop nor the exit."""
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
     import optuna_dashboard
     from optuna.storages import JournalStorage
@@ -77,8 +81,12 @@ def serve(study: Path, port: int, host: str = "127.0.0.1", ready=lambda: None) -
         def log_message(self, *args):  # no line per request on the terminal
             pass
 
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        block_on_close = False
+
     app = read_only(optuna_dashboard.wsgi(JournalStorage(JournalFileBackend(str(study)))))
-    with make_server(host, port, app, handler_class=QuietHandler) as server:
+    with make_server(host, port, app, server_class=Server, handler_class=QuietHandler) as server:
         ready()
         server.serve_forever()
 

@@ -5,7 +5,10 @@ The dashboard in a real browser: test_dashboard_e2e.py."""
 import functools
 import http.server
 import re
+import signal
+import socket
 import threading
+import time
 import urllib.request
 
 import optuna
@@ -13,6 +16,7 @@ import optuna_dashboard
 import pytest
 
 from search.viewers import READS, dashboard_address, read_only
+from tests.e2e_helpers import kill_pids, start_search
 from trainables.foundation.errors import UsageError
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -96,3 +100,32 @@ def test_a_port_is_free_again_as_soon_as_the_viewer_on_it_stopped(tmp_path):
     assert dashboard_address(tmp_path, port) == (tmp_path / "study.log", port)
     again = http.server.HTTPServer(("127.0.0.1", port), handler)
     again.server_close()
+
+
+def test_ctrl_c_stops_the_dashboard_while_it_is_sending_a_page(tmp_path):
+    """Ctrl-C lands while the dashboard sends its 6 MB script to a browser that reads slowly (here: not at all, so
+    the send cannot finish): the dashboard stops at once, exit 0. Served in the main thread, wsgiref's handler caught
+    the KeyboardInterrupt (a bare `except:`) and served on; seen when Ctrl-C followed a request closely."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    optuna.create_study(study_name="search", storage=JournalStorage(JournalFileBackend(str(tmp_path / "study.log"))))
+    (tmp_path / "search.json").write_text("{}")
+    log = tmp_path / "dashboard.log"
+    server = start_search(log, str(tmp_path), "port=0", command="dashboard")
+    browser = socket.socket()
+    try:
+        deadline = time.monotonic() + 120
+        while not (url := re.search(r"at http://127\.0\.0\.1:(\d+)/", log.read_text())):
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        browser.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # far less than the script: the send blocks
+        browser.connect(("127.0.0.1", int(url.group(1))))
+        browser.sendall(b"GET /static/bundle.js HTTP/1.0\r\nAccept-Encoding: identity\r\n\r\n")
+        assert browser.recv(64).startswith(b"HTTP/1.0 200"), log.read_text()  # the page is being sent
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0, log.read_text()
+    finally:
+        browser.close()
+        if server.poll() is None:
+            kill_pids([server.pid])

@@ -38,18 +38,56 @@ RECIPE = {"lr": 0.06, "weight_decay": 0.0005, "label_smoothing": 0.1, "shift": 3
 DDP = "workers=2"  # a Ray Train worker group; without it, a trial on these 2 cores trains in its own trial process
 
 
+# resnet_mnist ranked by a metric of its own that is val_acc, but that a DDP worker process computes for its second
+# epoch only once the file `hold` beside it is gone (the driver's calls, preflight's and the test split's, never
+# wait): the kills below land between a run's first reported epoch and its next, however far the driver's lines lag
+# behind the workers (the next epoch was once reported before the kill landed)
+GATED_SPACE = """
+import dataclasses
+
+from spaces.resnet_mnist import SPACE as RESNET_MNIST
+
+SPACE = dataclasses.replace(RESNET_MNIST, name="gated_mnist", metric="gate.py:gated_acc")
+"""
+GATE = """
+import time
+from pathlib import Path
+
+import torch.distributed
+
+HOLD = Path(__file__).with_name("hold")
+epochs = 0
+
+
+def gated_acc(logits, labels):
+    global epochs
+    epochs += 1
+    while epochs > 1 and HOLD.exists() and torch.distributed.is_initialized():  # a DDP worker's, not the driver's
+        time.sleep(0.05)
+    return float((logits.argmax(1) == labels).float().mean())
+"""
+
+
 def search_with_killed_workers(tmp_path, kills: int) -> dict:
     """A one-trial search of 2-worker DDP trials (max_failures=1) whose first worker is SIGKILLed after epoch 1 and,
-    when `kills` is 2, again after the restarted run's epoch 2; returns the trial's summary entry. The search's
-    processes get a temporary folder of their own (Ray's stays in /tmp), which must be left without checkpoint files:
-    a killed trial once left one there (86 MB) each time."""
+    when `kills` is 2, again after the restarted run's epoch 2 (each run's workers held before their second epoch's
+    report: GATE); returns the trial's summary entry. The search's processes get a temporary folder of their own
+    (Ray's stays in /tmp), which must be left without checkpoint files: a killed trial once left one there (86 MB)
+    each time."""
     log = tmp_path / "cli.log"
     temporary = tmp_path / "tmp"
     temporary.mkdir()
+    space = tmp_path / "space" / "gated_mnist.py"
+    space.parent.mkdir()
+    space.write_text(GATED_SPACE)
+    (space.parent / "gate.py").write_text(GATE)
+    hold = space.parent / "hold"
+    hold.touch()
     env = {**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"}
     process = start_search(
         log,
-        *COMMON,
+        f"space={space}",
+        *COMMON[1:],
         DDP,
         f"storage={tmp_path}",
         "name=w",
@@ -72,6 +110,7 @@ def search_with_killed_workers(tmp_path, kills: int) -> dict:
         # exit 0 either way: a failed trial's last checkpoint still counts as a result
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
+        hold.unlink()
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
     assert not list(temporary.rglob("*.pt")), sorted(map(str, temporary.rglob("*.pt")))
