@@ -157,7 +157,8 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     config.grace = config.grace or first_rung(
         config.epochs, schedules_of(space.constants, space.hyperparameters, config.fixed)
     )
-    if config.grace >= config.epochs and given.get("asha", "auto").strip() == "auto":  # no rung: nothing to pause
+    # auto and no rung, or one trial (none to rank it against: the promotion variant would only pause and restart it)
+    if given.get("asha", "auto").strip() == "auto" and (config.grace >= config.epochs or config.trials == 1):
         config.asha = "stop"
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):

@@ -208,7 +208,7 @@ def test_a_promotion_setting_it_cannot_run_is_refused(keys, message):
 
 def test_the_default_asha_promotes_with_one_objective_and_rungs_and_stops_otherwise(tmp_path):
     """asha=auto (the default): the promotion variant with one objective; several objectives, a search with no rung
-    (every key pinned, or epochs=1) and settings written before the key existed stop."""
+    (every key pinned, or epochs=1), a search of one trial and settings written before the key existed stop."""
     from search.commands import parse_run
     from tests.conftest import MNIST_MINI
 
@@ -223,6 +223,10 @@ def test_the_default_asha_promotes_with_one_objective_and_rungs_and_stops_otherw
         ("epochs=1",): "stop",  # no rung: nothing to pause
         ("epochs=1", "asha=auto"): "stop",
         ("epochs=1", "asha=promote"): "promote",  # given: kept
+        ("trials=1",): "stop",  # a lone trial: pausing it would only restart it
+        ("trials=1", "asha=promote"): "promote",
+        ("trials=2",): "promote",
+        ("epoch_budget=1",): "stop",  # the budget's one trial
         tuple(pins): "stop",  # one configuration: trained to the end
         ("objectives=val_acc,params",): "stop",
     }

@@ -25,7 +25,7 @@ RETIRED_KEYS = {"prefetch"}
 PRECISIONS = ("fp32", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 SAMPLERS = ("tpe", "random")
-ASHA_RULES = ("auto", "promote", "stop")  # auto: promote with one objective, stop with several
+ASHA_RULES = ("auto", "promote", "stop")  # auto: promote with one objective (search.commands: a rung, 2+ trials)
 
 
 @dataclass
@@ -46,11 +46,11 @@ class RunConfig:
     reduction: float = 3.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
     asha: str = "auto"
-    """ASHA at a rung: promote (auto with one objective; its promotion variant: a trial pauses at each rung, and a
-    free place first resumes the best paused trial in the top 1/reduction of its rung, from its checkpoint, else starts
-    a new one; once none is left to start and none runs, the best paused one goes on until a trial has ended
-    completed), or stop (auto with several objectives; Tune's ASHAScheduler: a trial below the rung's cutoff so far
-    stops there)."""
+    """ASHA at a rung: promote (auto with one objective, a rung and 2+ trials; its promotion variant: a trial pauses
+    at each rung, and a free place first resumes the best paused trial in the top 1/reduction of its rung, from its
+    checkpoint, else starts a new one; once none is left to start and none runs, the best paused one goes on until a
+    trial has ended completed), or stop (auto otherwise: several objectives, no rung or one trial; Tune's
+    ASHAScheduler: a trial below the rung's cutoff so far stops there)."""
     rung_cycles: bool = False
     """Restart an annealing lr schedule (onecycle, cosine) at each ASHA rung, so that rungs compare annealed scores."""
     workers: int | None = None
