@@ -95,7 +95,8 @@ class RunConfig:
     checkpoints: int = 2
     """Checkpoints kept per trial, the best ones by the metric."""
     max_failures: int = 0
-    """Times a trial restarts its worker group after a worker dies."""
+    """Times a trial restarts its worker group after a worker dies, per run: a trial resumed after an ASHA pause
+    (asha=promote) has them anew."""
     room_wait: float = 60.0
     """Seconds a multi-worker trial waits for its workers' resources before it fails naming what holds them."""
     verbose: int = 0
