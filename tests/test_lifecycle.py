@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import MNIST_MINI
 from tests.e2e_helpers import (
     descendants,
+    gated_space,
     kill_pids,
     process_title,
     result_rows,
@@ -38,55 +39,20 @@ RECIPE = {"lr": 0.06, "weight_decay": 0.0005, "label_smoothing": 0.1, "shift": 3
 DDP = "workers=2"  # a Ray Train worker group; without it, a trial on these 2 cores trains in its own trial process
 
 
-# resnet_mnist ranked by a metric of its own that is val_acc, but that a DDP worker process computes for its second
-# epoch only once the file `hold` beside it is gone (the driver's calls, preflight's and the test split's, never
-# wait): the kills below land between a run's first reported epoch and its next, however far the driver's lines lag
-# behind the workers (the next epoch was once reported before the kill landed)
-GATED_SPACE = """
-import dataclasses
-
-from spaces.resnet_mnist import SPACE as RESNET_MNIST
-
-SPACE = dataclasses.replace(RESNET_MNIST, name="gated_mnist", metric="gate.py:gated_acc")
-"""
-GATE = """
-import time
-from pathlib import Path
-
-import torch.distributed
-
-HOLD = Path(__file__).with_name("hold")
-epochs = 0
-
-
-def gated_acc(logits, labels):
-    global epochs
-    epochs += 1
-    while epochs > 1 and HOLD.exists() and torch.distributed.is_initialized():  # a DDP worker's, not the driver's
-        time.sleep(0.05)
-    return float((logits.argmax(1) == labels).float().mean())
-"""
-
-
 def search_with_killed_workers(tmp_path, kills: int) -> dict:
     """A one-trial search of 2-worker DDP trials (max_failures=1) whose first worker is SIGKILLed after epoch 1 and,
     when `kills` is 2, again after the restarted run's epoch 2 (each run's workers held before their second epoch's
-    report: GATE); returns the trial's summary entry. The search's processes get a temporary folder of their own
-    (Ray's stays in /tmp), which must be left without checkpoint files: a killed trial once left one there (86 MB)
-    each time."""
+    report: e2e_helpers.GATE); returns the trial's summary entry. The search's processes get a temporary folder of
+    their own (Ray's stays in /tmp), which must be left without checkpoint files: a killed trial once left one there
+    (86 MB) each time."""
     log = tmp_path / "cli.log"
     temporary = tmp_path / "tmp"
     temporary.mkdir()
-    space = tmp_path / "space" / "gated_mnist.py"
-    space.parent.mkdir()
-    space.write_text(GATED_SPACE)
-    (space.parent / "gate.py").write_text(GATE)
-    hold = space.parent / "hold"
-    hold.touch()
+    space, hold = gated_space(tmp_path)
     env = {**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"}
     process = start_search(
         log,
-        f"space={space}",
+        space,
         *COMMON[1:],
         DDP,
         f"storage={tmp_path}",
@@ -109,7 +75,7 @@ def search_with_killed_workers(tmp_path, kills: int) -> dict:
         # exit 0 either way: a failed trial's last checkpoint still counts as a result
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
-        hold.unlink()
+        hold.unlink(missing_ok=True)
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
     assert not list(temporary.rglob("*.pt")), sorted(map(str, temporary.rglob("*.pt")))
@@ -147,9 +113,11 @@ def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_the_searc
     log = tmp_path / "run.log"
     temporary = tmp_path / "tmp"
     temporary.mkdir()
+    space, hold = gated_space(tmp_path)
     process = start_search(
         log,
-        *COMMON,
+        space,
+        *COMMON[1:],
         "workers=1",
         f"storage={s3_bucket}/runs",
         "name=s",
@@ -163,12 +131,14 @@ def test_on_s3_a_killed_trial_process_restarts_from_its_checkpoint_and_the_searc
         env={**os.environ, "TMPDIR": str(temporary), "RAY_TMPDIR": "/tmp"},
     )
     try:
-        first = wait_for_line(log, r"(?m)^\s+(\w{8})\s+epoch 1/2", process, poll_s=0.01).group(1)  # epoch 2 is <1 s
+        first = wait_for_line(log, r"(?m)^\s+(\w{8})\s+epoch 1/2", process).group(1)
         trial_processes = [p for p in descendants(process.pid) if "ray::ImplicitFunc" in process_title(p)]
         assert len(trial_processes) == 1, [process_title(p) for p in descendants(process.pid)]
         kill_pids(trial_processes)
+        hold.unlink()  # the restarted run, and the next trial in a trial process kept for it, go on
         assert process.wait(timeout=300) == 0, log.read_text()[-3000:]
     finally:
+        hold.unlink(missing_ok=True)
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
     assert not list(temporary.rglob("*.pt")), sorted(map(str, temporary.rglob("*.pt")))
@@ -215,16 +185,17 @@ def move_uri_folder(source: str, target: str) -> str:
 
 def mlflow_runs(experiment: str, tmp_path) -> dict:
     """{run name: (status, steps logged)} in the MLflow store the search keeps at a URI, read with MLflow's client
-    from a copy: val_acc's steps for a trial's run, best_val_acc's for the search's."""
+    from a copy: the metric's steps (e2e_helpers.GATED_SPACE's gated_acc) for a trial's run, its best's for the
+    search's."""
     from mlflow.tracking import MlflowClient
 
     copy = tmp_path / f"mlflow-{time.monotonic_ns()}.db"
     copy.write_bytes(uri_bytes(f"{experiment}/mlflow/mlflow.db"))
     client = MlflowClient(f"sqlite:///{copy}")
-    found = client.search_runs([client.get_experiment_by_name("resnet_mnist").experiment_id])
+    found = client.search_runs([client.get_experiment_by_name("gated_mnist").experiment_id])
     runs = {}
     for run in found:
-        metric = "val_acc" if run.info.run_name.startswith("trial_") else "best_val_acc"
+        metric = "val_gated_acc" if run.info.run_name.startswith("trial_") else "best_val_gated_acc"
         steps = [m.step for m in client.get_metric_history(run.info.run_id, metric)]
         runs[run.info.run_name] = (run.info.status, steps)
     return runs

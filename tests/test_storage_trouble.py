@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.e2e_helpers import descendants, kill_pids, run_cli, start_search, wait_for_line
+from tests.e2e_helpers import descendants, gated_space, kill_pids, run_cli, start_search, wait_for_line
 
 pytestmark = pytest.mark.e2e
 
@@ -28,13 +28,15 @@ def test_trials_train_side_by_side_one_whose_checkpoint_cannot_be_written_fails_
     finish. Meanwhile a second search with the same name is refused in one line (the race of two started at once:
     test_storage.py). Then `export` and `resume` refuse the best checkpoint once it is damaged."""
     log = tmp_path / "cli.log"
-    args = [*COMMON, f"data.root={mnist_root}", f"storage={tmp_path}", "name=d"]
+    space, hold = gated_space(tmp_path)  # each trial held before its second epoch's checkpoint until `hold` goes
+    args = [space, *COMMON[1:], f"data.root={mnist_root}", f"storage={tmp_path}", "name=d"]
     process = start_search(log, *args, "trials=4", "epochs=3", "grace=3", "cpus=0.5", "data.limit=512")
     try:
         first = wait_for_line(log, r"(?m)^\s+(\w{8})\s+epoch 1/3", process).group(1)
         run_folder = tmp_path / "d" / f"train_{first}"
         shutil.rmtree(run_folder)
         run_folder.write_text("not a folder any more")  # the next checkpoint of this trial cannot be written
+        hold.unlink()
         second = run_cli("run", *args, "trials=1")
         assert second.returncode == 2, second.stdout[-2000:] + second.stderr[-2000:]
         assert second.stderr.strip().splitlines()[-1] == (
@@ -42,10 +44,11 @@ def test_trials_train_side_by_side_one_whose_checkpoint_cannot_be_written_fails_
         )
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
+        hold.unlink(missing_ok=True)
         if process.poll() is None:
             kill_pids([process.pid, *descendants(process.pid)])
     output = log.read_text()
-    assert "4 trials of resnet_mnist, 4 at a time, 1 worker x 0.5 CPUs each" in output
+    assert "4 trials of gated_mnist, 4 at a time, 1 worker x 0.5 CPUs each" in output
     assert (
         f"trial {first} failed: trainables.checkpoints.CheckpointWriteFailed: "
         f"could not write the checkpoint of epoch 2 to {run_folder}" in output
