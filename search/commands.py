@@ -112,6 +112,8 @@ def resumed_config(before: dict, options: dict[str, str]) -> RunConfig:
     if "epoch_budget" in options and "trials" not in options and not trials_given(before):  # trials= caps
         if searched_names(load_run_space(config), config.fixed):  # with nothing to search: its trials, as on `run`
             config.trials = max(config.epoch_budget, before["trials"])  # trials follow from the budget, as on `run`
+    if config.asha_for_one and config.trials > 1:  # grown past the one trial asha=auto stopped for
+        config.asha, config.asha_for_one = "promote", False
     RunConfig.from_dict(config.to_dict())  # the cross-field checks
     return config  # grown by search.running.growth, which knows the trials the study holds
 
@@ -157,9 +159,11 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     config.grace = config.grace or first_rung(
         config.epochs, schedules_of(space.constants, space.hyperparameters, config.fixed)
     )
-    # auto and no rung, or one trial (none to rank it against: the promotion variant would only pause and restart it)
-    if given.get("asha", "auto").strip() == "auto" and (config.grace >= config.epochs or config.trials == 1):
-        config.asha = "stop"
+    if given.get("asha", "auto").strip() == "auto" and config.asha == "promote":
+        if config.grace >= config.epochs:  # no rung: nothing to pause
+            config.asha = "stop"
+        elif config.trials == 1:  # none to rank it against: the promotion variant would only pause and restart it
+            config.asha, config.asha_for_one = "stop", True
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):
         filesystem(config.storage)  # refuses, in one line, a URI pyarrow cannot open

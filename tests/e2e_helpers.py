@@ -230,9 +230,11 @@ def event_data(trial_dir: Path):
 
 
 # resnet_mnist ranked by a metric of its own that is val_acc, but that a trial's process (a Ray actor: a Train worker,
-# or the trial process of a one-worker trial) computes for its second epoch only once the file `hold` beside it is
-# gone; the driver's calls (preflight's, the test split's) never wait. A kill below lands between a run's first
-# reported epoch and its next, however far the driver's lines lag behind (the next epoch was once reported first).
+# or the trial process of a one-worker trial) computes a second time only once the file `hold` beside it is gone: a
+# run in fresh processes is held before its second epoch's report (a process kept for another trial would be held
+# at that trial's first: remove `hold` before one can be). The driver's calls (preflight's, the test split's) never
+# wait. A kill or a broken folder then lands between a run's first reported epoch and its next, however far the
+# driver's lines lag behind (the next epoch was once reported first).
 GATED_SPACE = """
 import dataclasses
 

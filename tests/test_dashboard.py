@@ -120,6 +120,7 @@ def test_ctrl_c_stops_the_dashboard_while_it_is_sending_a_page(tmp_path):
             assert server.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
         browser.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # far less than the script: the send blocks
+        browser.settimeout(60)
         browser.connect(("127.0.0.1", int(url.group(1))))
         browser.sendall(b"GET /static/bundle.js HTTP/1.0\r\nAccept-Encoding: identity\r\n\r\n")
         assert browser.recv(64).startswith(b"HTTP/1.0 200"), log.read_text()  # the page is being sent

@@ -39,12 +39,12 @@ RECIPE = {"lr": 0.06, "weight_decay": 0.0005, "label_smoothing": 0.1, "shift": 3
 DDP = "workers=2"  # a Ray Train worker group; without it, a trial on these 2 cores trains in its own trial process
 
 
-def search_with_killed_workers(tmp_path, kills: int) -> dict:
-    """A one-trial search of 2-worker DDP trials (max_failures=1) whose first worker is SIGKILLed after epoch 1 and,
-    when `kills` is 2, again after the restarted run's epoch 2 (each run's workers held before their second epoch's
-    report: e2e_helpers.GATE); returns the trial's summary entry. The search's processes get a temporary folder of
-    their own (Ray's stays in /tmp), which must be left without checkpoint files: a killed trial once left one there
-    (86 MB) each time."""
+def search_with_killed_workers(tmp_path) -> dict:
+    """A one-trial search of 2-worker DDP trials (max_failures=1) whose first worker is SIGKILLed after epoch 1 and
+    again after the restarted run's epoch 2 (each run's workers held before their second epoch's report:
+    e2e_helpers.GATE, whose `hold` stays: the second kill fails the trial); returns the trial's summary entry. The
+    search's processes get a temporary folder of their own (Ray's stays in /tmp), which must be left without
+    checkpoint files: a killed trial once left one there (86 MB) each time."""
     log = tmp_path / "cli.log"
     temporary = tmp_path / "tmp"
     temporary.mkdir()
@@ -65,7 +65,7 @@ def search_with_killed_workers(tmp_path, kills: int) -> dict:
     )
     try:
         killed: list[int] = []
-        for epoch in range(1, kills + 1):
+        for epoch in (1, 2):
             wait_for_line(log, rf"epoch {epoch}/3", process)
             workers = [p for p in descendants(process.pid) if "ray::RayTrainWorker" in process_title(p)]
             workers = [p for p in workers if p not in killed]
@@ -88,7 +88,7 @@ def test_a_killed_ddp_worker_restarts_the_group_from_its_checkpoint_and_a_second
 ):
     """max_failures=1: the first kill restarts the worker group from epoch 1's checkpoint; the second is beyond the
     bound, and the trial fails with the cause."""
-    trial = search_with_killed_workers(tmp_path, kills=2)
+    trial = search_with_killed_workers(tmp_path)
     assert trial["status"] == "failed" and trial["epochs_run"] == 2, trial
     assert trial["error"].startswith("WorkerDied: a training worker process (pid "), trial["error"]
     rows = result_rows(tmp_path / "w", trial["trial_id"])

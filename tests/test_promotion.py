@@ -233,6 +233,34 @@ def test_the_default_asha_promotes_with_one_objective_and_rungs_and_stops_otherw
     assert {given: parse_run([*words, *given])[0].asha for given in resolved} == resolved
 
 
+def test_a_search_of_one_trial_that_resume_grows_promotes_as_auto_would_have_from_the_start(tmp_path):
+    """asha=auto stopped for a lone trial; `resume` that grows the search past it (trials=, or an epoch budget that
+    decides the trials) promotes; one that does not, or a search given asha=stop, stops as it began."""
+    from search.commands import parse_run, resumed_config
+    from tests.conftest import MNIST_MINI
+
+    words = ["space=mlp_mnist", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "epochs=3"]
+    lone = parse_run([*words, "trials=1"])[0].to_dict()
+    budget = parse_run([*words, "epoch_budget=1"])[0].to_dict()
+    told = parse_run([*words, "trials=1", "asha=stop"])[0].to_dict()
+    assert lone["asha"] == budget["asha"] == told["asha"] == "stop"
+    grown = {
+        "trials=5": resumed_config(lone, {"trials": "5"}).asha,
+        "trials=1": resumed_config(lone, {"trials": "1"}).asha,
+        "time_budget": resumed_config(lone, {"time_budget": "60"}).asha,
+        "epoch_budget=30": resumed_config(budget, {"epoch_budget": "30"}).asha,
+        "told, trials=5": resumed_config(told, {"trials": "5"}).asha,
+    }
+    assert grown == {
+        "trials=5": "promote",
+        "trials=1": "stop",
+        "time_budget": "stop",
+        "epoch_budget=30": "promote",
+        "told, trials=5": "stop",
+    }
+    assert resumed_config(resumed_config(lone, {"trials": "5"}).to_dict(), {"trials": "1"}).asha == "promote"
+
+
 def test_the_searcher_resumes_before_it_proposes_and_ends_once_nothing_runs_and_one_trial_trained_to_the_end():
     from ray.tune.search import Searcher
 

@@ -46,11 +46,11 @@ class RunConfig:
     reduction: float = 3.0
     """ASHA reduction factor: at each rung only the best 1/reduction go on."""
     asha: str = "auto"
-    """ASHA at a rung: promote (auto with one objective, a rung and 2+ trials; its promotion variant: a trial pauses
-    at each rung, and a free place first resumes the best paused trial in the top 1/reduction of its rung, from its
-    checkpoint, else starts a new one; once none is left to start and none runs, the best paused one goes on until a
-    trial has ended completed), or stop (auto otherwise: several objectives, no rung or one trial; Tune's
-    ASHAScheduler: a trial below the rung's cutoff so far stops there)."""
+    """ASHA at a rung: promote (auto with one objective, a rung and 2+ trials, or a one-trial search `resume` grows;
+    its promotion variant: a trial pauses at each rung, and a free place first resumes the best paused trial in the
+    top 1/reduction of its rung, from its checkpoint, else starts a new one; once none is left to start and none
+    runs, the best paused one goes on until a trial has ended completed), or stop (auto otherwise: several
+    objectives, no rung or one trial; Tune's ASHAScheduler: a trial below the rung's cutoff so far stops there)."""
     rung_cycles: bool = False
     """Restart an annealing lr schedule (onecycle, cosine) at each ASHA rung, so that rungs compare annealed scores."""
     workers: int | None = None
@@ -108,6 +108,8 @@ class RunConfig:
     """Hyperparameters of the space fixed with key=value (removed from the search)."""
     trials_given: bool | None = field(default=None, metadata={"cli": False})
     """Whether the user gave trials= (it then caps an epoch budget); None: settings written before it was recorded."""
+    asha_for_one: bool = field(default=False, metadata={"cli": False})
+    """asha=auto stopped because the search had one trial: a `resume` that grows it promotes (search.commands)."""
 
     def __post_init__(self):
         if self.asha == "auto":  # the promotion variant ranks by one value; a Pareto search stops
