@@ -102,10 +102,12 @@ def test_a_port_is_free_again_as_soon_as_the_viewer_on_it_stopped(tmp_path):
     again.server_close()
 
 
-def test_ctrl_c_stops_the_dashboard_while_it_is_sending_a_page(tmp_path):
-    """Ctrl-C lands while the dashboard sends its 6 MB script to a browser that reads slowly (here: not at all, so
-    the send cannot finish): the dashboard stops at once, exit 0. Served in the main thread, wsgiref's handler caught
-    the KeyboardInterrupt (a bare `except:`) and served on; seen when Ctrl-C followed a request closely."""
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_stops_the_dashboard_while_it_is_sending_a_page(tmp_path, stop):
+    """Ctrl-C (or SIGTERM) lands while the dashboard sends its 6 MB script to a browser that reads slowly (here: not
+    at all, so the send cannot finish): the dashboard stops at once, exit 0. Served in the main thread, wsgiref's
+    handler caught the KeyboardInterrupt (a bare `except:`) and served on; seen when Ctrl-C followed a request
+    closely."""
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
@@ -124,7 +126,7 @@ def test_ctrl_c_stops_the_dashboard_while_it_is_sending_a_page(tmp_path):
         browser.connect(("127.0.0.1", int(url.group(1))))
         browser.sendall(b"GET /static/bundle.js HTTP/1.0\r\nAccept-Encoding: identity\r\n\r\n")
         assert browser.recv(64).startswith(b"HTTP/1.0 200"), log.read_text()  # the page is being sent
-        server.send_signal(signal.SIGINT)
+        server.send_signal(stop)
         assert server.wait(timeout=30) == 0, log.read_text()
     finally:
         browser.close()
