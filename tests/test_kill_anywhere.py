@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from search.running.study.queries import epoch_values
+from search.running.study.queries import CONTINUES_ATTR, epoch_values
 from tests.conftest import REPO
 from tests.e2e_helpers import descendants, kill_pids, run_cli
 
@@ -163,17 +163,26 @@ def study_trials(experiment: Path) -> list:
 
 
 def assert_study_agrees_with_files(experiment: Path, finished: bool) -> None:
-    """No trial twice; every epoch a trial's files hold is in the study with the same value (always, once the search
-    finished: a killed driver's study may lag its files until the next resume); none left RUNNING at the end."""
+    """No trial twice: a trial the study holds more than once is one chain, each later entry the continuation of the
+    one before (ASHA's promotion variant resumes a paused trial so: Optuna never reopens an ended trial), every one
+    but the last ended. Every epoch a trial's files hold is in the study, its chain's last entry, with the same value
+    (always, once the search finished: a killed driver's study may lag its files until the next resume); none left
+    RUNNING at the end."""
     everything = [t for t in study_trials(experiment) if t.state.name != "WAITING"]
-    trials = [t for t in everything if "trial_id" in t.user_attrs]  # a proposal a kill cut short has no id yet
-    ids = [t.user_attrs["trial_id"] for t in trials]
-    assert len(ids) == len(set(ids)), ids
+    chains: dict[str, list] = {}
+    for trial in everything:  # a proposal a kill cut short has no id yet
+        if "trial_id" in trial.user_attrs:
+            chains.setdefault(trial.user_attrs["trial_id"], []).append(trial)
+    for trial_id, chain in chains.items():
+        links = [(t.number, t.user_attrs.get(CONTINUES_ATTR), t.state.name) for t in chain]
+        for before, after in zip(chain, chain[1:]):
+            assert after.user_attrs.get(CONTINUES_ATTR) == before.number, (trial_id, links)
+            assert before.state.name != "RUNNING", (trial_id, links)
     if not finished:
         return
     assert not [t for t in everything if t.state.name == "RUNNING"], [(t.number, t.user_attrs) for t in everything]
-    for trial in trials:
-        trial_id = trial.user_attrs["trial_id"]
+    for trial_id, chain in chains.items():
+        trial = chain[-1]
         recorded = rows_of(experiment, trial_id) if (experiment / f"trial_{trial_id}" / "result.json").exists() else {}
         assert {e: r["val_acc"] for e, r in recorded.items()} == epoch_values(trial), trial.user_attrs
 
