@@ -8,7 +8,6 @@ import re
 import signal
 import socket
 import threading
-import time
 import urllib.request
 
 import optuna
@@ -16,7 +15,7 @@ import optuna_dashboard
 import pytest
 
 from search.viewers import READS, dashboard_address, read_only
-from tests.e2e_helpers import kill_pids, start_search
+from tests.e2e_helpers import kill_pids, start_search, wait_for_line
 from trainables.foundation.errors import UsageError
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -117,10 +116,7 @@ def test_ctrl_c_or_sigterm_stops_the_dashboard_while_it_is_sending_a_page(tmp_pa
     server = start_search(log, str(tmp_path), "port=0", command="dashboard")
     browser = socket.socket()
     try:
-        deadline = time.monotonic() + 120
-        while not (url := re.search(r"at http://127\.0\.0\.1:(\d+)/", log.read_text())):
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+        url = wait_for_line(log, r"at http://127\.0\.0\.1:(\d+)/", server, timeout=120)  # printed once it listens
         browser.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # far less than the script: the send blocks
         browser.settimeout(60)
         browser.connect(("127.0.0.1", int(url.group(1))))
