@@ -14,8 +14,7 @@ def portable(path: str | os.PathLike) -> str:
     resolved = Path(os.path.expanduser(str(path))).resolve()
     if resolved.is_relative_to(REPOSITORY):
         return str(resolved.relative_to(REPOSITORY))
-    home = Path.home().resolve()
-    return f"~/{resolved.relative_to(home)}" if resolved.is_relative_to(home) else str(path)
+    return f"~/{resolved.relative_to(home)}" if resolved.is_relative_to(home := Path.home().resolve()) else str(path)
 
 
 def git(folder: Path, *args: str) -> subprocess.CompletedProcess | None:

@@ -10,6 +10,7 @@ with the same settings; the finished table is OUT, compressed, header first (`"h
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib.util
 import itertools
@@ -35,10 +36,9 @@ def held_out(space_ref: str) -> bool:
     if space_ref.endswith(".py") or "/" in space_ref:
         path = Path(space_ref)
     else:
-        try:
+        spec = None
+        with contextlib.suppress(ImportError):
             spec = importlib.util.find_spec(space_ref) if "." in space_ref else None
-        except ImportError:
-            spec = None
         if spec is None or not spec.origin:
             return False
         path = Path(spec.origin)
@@ -97,11 +97,9 @@ def rows_done(partial: Path) -> dict[str, dict]:
     done = {}
     if partial.exists():
         for line in partial.read_text().splitlines():
-            try:
+            with contextlib.suppress(json.JSONDecodeError):  # a line cut short by the stop
                 row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            done["" if "settings" in row else key_of(row["config"], row["seed"])] = row
+                done["" if "settings" in row else key_of(row["config"], row["seed"])] = row
     return done
 
 

@@ -3,6 +3,7 @@ memory and CPU time, by role (from the titles Ray gives its processes)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -23,10 +24,8 @@ def _descendants(root: int) -> list[int]:
         pid = stack.pop()
         seen.append(pid)
         for task in Path(f"/proc/{pid}/task").glob("*"):  # each thread's children
-            try:
+            with contextlib.suppress(OSError):
                 stack += [int(child) for child in (task / "children").read_text().split()]
-            except OSError:
-                pass
     return seen
 
 

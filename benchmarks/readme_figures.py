@@ -210,10 +210,8 @@ def pays_of_pairs(verdict: dict, ours: str = "search") -> dict:
 
 def holm_words(tables: list[dict], who: str = "the search", labels: dict = LABELS) -> str:
     """In words, over every (table, concurrency): the arms `who` is lower than after Holm, and higher than."""
-    said = []
-    for side in SIDES:
-        counts = Counter(arm for t in tables for arm, p in t[f"p_search_{side}_holm"].items() if p < 0.05)
-        said.append(", ".join(f"{labels.get(a, a)} ({n} of {len(tables)})" for a, n in counts.items()) or "no arm")
+    counts = [Counter(a for t in tables for a, p in t[f"p_search_{side}_holm"].items() if p < 0.05) for side in SIDES]
+    said = [", ".join(f"{labels.get(a, a)} ({n} of {len(tables)})" for a, n in c.items()) or "no arm" for c in counts]
     return f"After Holm, {who}'s final regret is lower than {said[0]}; it is higher than {said[1]}."
 
 
@@ -231,8 +229,7 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 on any difference")
     args, failed = parser.parse_args(), False
     for name in DOCUMENTS:
-        path = ROOT / name
-        if not path.exists():
+        if not (path := ROOT / name).exists():
             continue
         text = path.read_text()
         if args.check:

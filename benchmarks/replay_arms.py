@@ -14,6 +14,8 @@ Every arm has the search's random start and, where it stops trials, the search's
 
 from __future__ import annotations
 
+import math
+
 import optuna
 from optuna.trial import TrialState
 
@@ -33,9 +35,10 @@ from trainables.foundation.trial_files import TRIAL_KEY
 ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
 ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh")
 VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
-VARIANT_KEYS += ("space", "once", "late", "asha")  # space=choices: a grid as choices; once=0: no OnceEach; late=K
+VARIANT_KEYS += ("space", "once", "late", "asha", "gamma", "known")  # space=choices: a grid; once=0: no OnceEach
 ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "liar": ("0",), "grow": ("1",)}
 ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789"), "asha": ("promote",)}
+ALLOWED |= {"gamma": ("0.05", "0.2"), "known": ("1",)}  # with asha=promote: TPE's settings (parse_variant)
 
 
 class SideBySideArm:
@@ -83,11 +86,15 @@ class SideBySideArm:
 class PromotingArm:
     """ASHA's promotion variant: a trial pauses at each rung; a free slot resumes the best paused one in the top 1/3 of
     its rung not yet promoted (top rung first), else starts a new one, proposed by the search's TPE over a study built
-    anew for each ask (finished: complete, at the score `run` writes; paused: pruned; running: running)."""
+    anew for each ask (finished: complete, at the score `run` writes; paused: pruned; running: running, but with
+    known=1: one that has reported is pruned where it stands); `settings`: parse_variant's."""
 
-    def __init__(self, space: Space, seed: int, trials: int, epochs: int):
-        self.space, self.coding = space, coding_for(RunConfig(), space)
-        self.sampler, self.sign = search_sampler("tpe", space, seed, startup_trials(trials)), SIGN[space.mode]
+    def __init__(self, space: Space, seed: int, trials: int, epochs: int, settings: dict | None = None):
+        settings, self.space, self.coding = settings or {}, space, coding_for(RunConfig(), space)
+        startup, share = int(settings.get("startup", startup_trials(trials))), float(settings.get("gamma", 0.1))
+        self.known = settings.get("known") == "1"
+        tpe = {"gamma": lambda n: min(math.ceil(share * n), 25)} if "gamma" in settings else {}
+        self.sampler, self.sign = search_sampler("tpe", space, seed, startup, **tpe), SIGN[space.mode]
         self.rungs = {rung: {} for rung in rungs_of(space, epochs)[:-1]}  # rung -> trial id -> signed value there
         self.trials, self.promotions = {}, set()  # trial id -> {"config", "values", "state"}; (rung, trial id)
 
@@ -100,6 +107,7 @@ class PromotingArm:
         study = optuna.create_study(direction=direction(self.space), sampler=self.sampler)
         for trial in self.trials.values():
             state, values, config = trial["state"], trial["values"], {**self.space.constants, **trial["config"]}
+            state = TrialState.PRUNED if self.known and state == TrialState.RUNNING and values else state
             rows = [{"epoch": epoch, "m": value} for epoch, value in values.items()]
             value = standing_row(rows, config, "m", self.space.mode)["m"] if state == TrialState.COMPLETE else None
             made = dict(params=self.coding.to_params(trial["config"]), value=value, intermediate_values=values)
@@ -180,13 +188,14 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
     the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
     trial side by side), space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none),
-    asha=promote (PromotingArm; no other key)."""
+    asha=promote (PromotingArm; alone or with startup, gamma: TPE's good share, at most 25 trials, and known=1)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = any(value not in ALLOWED.get(key, (value,)) for key, value in settings.items())
     bad_value = bad_value or "late" in settings and (name != "search" or settings.get("tpe") == "optuna")
-    bad_value = bad_value or "asha" in settings and (len(settings) > 1 or name != "search")  # alone, on the search
+    promoting = "asha" in settings and not settings.keys() - {"asha", "startup", "gamma", "known"} and name == "search"
+    bad_value = bad_value or ("asha" in settings or "gamma" in settings) and not promoting
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "
@@ -201,7 +210,7 @@ def make_arm(arm: str, space: Space, seed: int, trials: int, epochs: int, concur
     if arm in PEERS:  # the field's optimizers, their own code (benchmarks.replay_peers)
         return make_peer(arm, space, seed, epochs)
     if settings.get("asha") == "promote":
-        return PromotingArm(space, seed, trials, epochs)
+        return PromotingArm(space, seed, trials, epochs, settings)
     if arm in ("search", "random_asha", "search_no_asha", "random"):  # a variant's settings: search, random_asha only
         sampler, asha = "random" if arm.startswith("random") else DEFAULTS.sampler, arm in ("search", "random_asha")
         return SideBySideArm(space, sampler, seed, trials, epochs, asha, settings, concurrency)

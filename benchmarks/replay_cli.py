@@ -110,10 +110,9 @@ def measure(
     figures |= {"held_out": True} if table.held_out else {}  # a workload no default was chosen on (benchmarks.replay)
     figures["exhaustive_floor_pt"] = table.exhaustive_floor_pt()  # what no method can beat but by chance
     figures |= {"peers": versions()} if PEERS.keys() & set(arms) else {}  # the field's optimizers' versions
-    figures["seeds"] = seeds
     figures["replayed_seconds"] = {"cores": CORES, "slowdown": {str(k): max(1.0, k / CORES) for k in concurrencies}}
     seed_set = next((name for name, known in SEED_SETS.items() if known == replayed), "other")  # other: none exactly
-    figures.update(first_seed=first_seed, seed_set=seed_set)
+    figures.update(seeds=seeds, first_seed=first_seed, seed_set=seed_set)
     figures.update({f"{name}_seeds": f"{known.start}-{known.stop - 1}" for name, known in SEED_SETS.items()})
     figures.update(trials=trials, epoch_budget=epoch_budget, concurrency={})
     for k in concurrencies:
@@ -169,8 +168,7 @@ def print_table(figures: dict) -> None:
             f"{figures['first_seed']}: regret in points, IQM [95%]; p of the search lower (higher)"
         )
         for arm, f in at_k["arms"].items():
-            low, high = f["interval"]
-            share = f["share_of_wall_to_random_asha_final_median"]
+            (low, high), share = f["interval"], f["share_of_wall_to_random_asha_final_median"]
             p = f" p {f['p_search_lower']:.3g} ({f['p_search_higher']:.3g})" if "p_search_lower" in f else ""
             print(
                 f"  {arm:22s} {f['regret_iqm_pt']:.3f} [{low:.3f}, {high:.3f}], wall {f['median_wall_s']:.1f} s, "

@@ -587,11 +587,20 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     }
     assert run["epochs"] == 5 and replay(table, [A, B, C], seed=0)[0] == [3, 3, 1]
     assert parse_variant("search|asha=promote") == ("search", {"asha": "promote"})
-    for bad in ("search|asha=promote|grace=2", "search|asha=stop", "random_asha|asha=promote"):
+    tpe = {"asha": "promote", "startup": "2", "gamma": "0.05", "known": "1"}  # TPE's settings under the variant
+    assert parse_variant("search|asha=promote|startup=2|gamma=0.05|known=1") == ("search", tpe)
+    for bad in ("search|asha=promote|grace=2", "search|asha=stop", "random_asha|asha=promote") + (
+        "search|gamma=0.05",  # TPE's good share only where the variant's arm reads it
+        "search|asha=promote|gamma=0.3",
+        "search|asha=promote|known=0",
+    ):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
-    again = replay_cli(("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz", "search|asha=promote", 1, 24, 2, 24))
-    assert again["epochs"] == 24 and 0 <= again["regret"] < 0.5
+    path = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
+    again = replay_cli((path, "search|asha=promote", 1, 48, 2, 48))
+    assert again["epochs"] == 48 and 0 <= again["regret"] < 0.5
+    for variant in ("startup=2", "gamma=0.05", "known=1"):  # each reaches the proposals
+        assert replay_cli((path, f"search|asha=promote|{variant}", 1, 48, 2, 48))["trace"] != again["trace"]
 
 
 def test_the_promotion_variant_resumes_the_top_rung_first_once_each_and_shows_tpe_each_trial_as_it_stands(
