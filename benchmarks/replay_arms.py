@@ -195,7 +195,7 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     bad_value = any(value not in ALLOWED.get(key, (value,)) for key, value in settings.items())
     bad_value = bad_value or "late" in settings and (name != "search" or settings.get("tpe") == "optuna")
     promoting = "asha" in settings and not settings.keys() - {"asha", "startup", "gamma", "known"} and name == "search"
-    bad_value = bad_value or ("asha" in settings or "gamma" in settings) and not promoting
+    bad_value = bad_value or bool({"asha", "gamma", "known"} & settings.keys()) and not promoting
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "

@@ -110,9 +110,10 @@ def measure(
     figures |= {"held_out": True} if table.held_out else {}  # a workload no default was chosen on (benchmarks.replay)
     figures["exhaustive_floor_pt"] = table.exhaustive_floor_pt()  # what no method can beat but by chance
     figures |= {"peers": versions()} if PEERS.keys() & set(arms) else {}  # the field's optimizers' versions
+    figures["seeds"] = seeds
     figures["replayed_seconds"] = {"cores": CORES, "slowdown": {str(k): max(1.0, k / CORES) for k in concurrencies}}
     seed_set = next((name for name, known in SEED_SETS.items() if known == replayed), "other")  # other: none exactly
-    figures.update(seeds=seeds, first_seed=first_seed, seed_set=seed_set)
+    figures.update(first_seed=first_seed, seed_set=seed_set)
     figures.update({f"{name}_seeds": f"{known.start}-{known.stop - 1}" for name, known in SEED_SETS.items()})
     figures.update(trials=trials, epoch_budget=epoch_budget, concurrency={})
     for k in concurrencies:

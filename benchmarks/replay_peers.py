@@ -88,8 +88,7 @@ class SyneTuneArm:
         def domain(d):
             if isinstance(d, CategoricalDistribution):
                 return choice([str(c) for c in d.choices])
-            kind = randint if isinstance(d, IntDistribution) else loguniform if d.log else uniform
-            return kind(d.low, d.high)
+            return (randint if isinstance(d, IntDistribution) else loguniform if d.log else uniform)(d.low, d.high)
 
         domains = {name: domain(d) for name, d in space.hyperparameters.items()}
         random.seed(seed), numpy.random.seed(seed)  # its density model samples from the global generators too

@@ -590,7 +590,9 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     tpe = {"asha": "promote", "startup": "2", "gamma": "0.05", "known": "1"}  # TPE's settings under the variant
     assert parse_variant("search|asha=promote|startup=2|gamma=0.05|known=1") == ("search", tpe)
     for bad in ("search|asha=promote|grace=2", "search|asha=stop", "random_asha|asha=promote") + (
-        "search|gamma=0.05",  # TPE's good share only where the variant's arm reads it
+        "search|gamma=0.05",  # TPE's settings only where the variant's arm reads them
+        "search|known=1",
+        "random_asha|known=1",
         "search|asha=promote|gamma=0.3",
         "search|asha=promote|known=0",
     ):
