@@ -26,7 +26,7 @@ from search.running.asha.study_asha import SIGN
 from search.running.proposals.late_random import LateRandomShare, late_random_every
 from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
-from search.running.proposals.window import RecentAndBest
+from search.running.proposals.window import GOOD, RecentAndBest
 from search.running.study.coding import SpaceCoding, ordered_choices
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
@@ -91,9 +91,9 @@ class PromotingArm:
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int, settings: dict | None = None):
         settings, self.space, self.coding = settings or {}, space, coding_for(RunConfig(), space)
-        startup, share = int(settings.get("startup", startup_trials(trials))), float(settings.get("gamma", 0.1))
-        self.known = settings.get("known") == "1"
-        tpe = {"gamma": lambda n: min(math.ceil(share * n), 25)} if "gamma" in settings else {}
+        startup, self.known = int(settings.get("startup", startup_trials(trials))), settings.get("known") == "1"
+        share = float(settings.get("gamma", 0))  # TPE's good group: the best `share`, capped as Optuna caps it
+        tpe = {"gamma": lambda n: min(math.ceil(share * n), GOOD)} if share else {}
         self.sampler, self.sign = search_sampler("tpe", space, seed, startup, **tpe), SIGN[space.mode]
         self.rungs = {rung: {} for rung in rungs_of(space, epochs)[:-1]}  # rung -> trial id -> signed value there
         self.trials, self.promotions = {}, set()  # trial id -> {"config", "values", "state"}; (rung, trial id)
