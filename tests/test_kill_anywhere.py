@@ -5,9 +5,10 @@ its life (one of 2-worker DDP trials and two objectives at the four where their 
 `run` or `resume` before it, and resumed after each; a last resume finishes it, after the study's journal is cut
 short mid-line with Optuna's lock left held, as a kill during the driver's append leaves it. After every kill the
 files are snapshotted and the study holds no trial twice. At the end the study holds every epoch the files hold and
-no trial RUNNING, every epoch a trial reported before a kill is still there with the same metrics, files were only
-ever grown or added, every trial ended completed, stopped early or failed, the best is the best by the documented
-rule, and it exports.
+no trial RUNNING, every epoch a trial reported before a kill is still there with the same metrics, results files
+were only ever grown or added and event files never lost an epoch (a trial that ends again takes its earlier end out
+of them), every trial ended completed, stopped early or failed, the best is the best by the documented rule, and it
+exports.
 """
 
 import hashlib
@@ -133,16 +134,29 @@ def kill_group(process: subprocess.Popen) -> None:
 
 
 def snapshot(experiment: Path) -> dict:
-    """What the files hold now: each result.json's text, each event file's size, each complete checkpoint's hash."""
+    """What the files hold now: each result.json's text, each event file's epochs, each complete checkpoint's hash."""
     return {
         "results": {p.parent.name: p.read_text() for p in experiment.glob("trial_*/result.json")},
-        "events": {str(p): p.stat().st_size for p in experiment.glob("trial_*/events.out.tfevents.*")},
+        "events": {str(p): epoch_scalars(p) for p in experiment.glob("trial_*/events.out.tfevents.*")},
         "checkpoints": {
             str(folder): hashlib.sha256((folder / "model.pt").read_bytes()).hexdigest()
             for folder in experiment.glob("train_*/checkpoint_epoch_*")
             if (folder / ".complete").exists()
         },
     }
+
+
+def epoch_scalars(path: Path, ends: bool = False) -> set[tuple[str, int, float]]:
+    """An event file's epochs: every scalar but a trial's end (its HParams summary and `hparams/` values, which a
+    trial that ends again takes out of its earlier files: TensorBoard shows a run's first end it reads); `ends`:
+    the end's values only."""
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+
+    from search.results.tensorboard import END_TAGS
+
+    events = LegacyEventFileLoader(str(path)).Load()
+    values = ((event.step, value) for event in events for value in event.summary.value)
+    return {(v.tag, step, v.simple_value) for step, v in values if v.tag.startswith(END_TAGS) == ends}
 
 
 def cut_study_journal(experiment: Path) -> None:
@@ -243,13 +257,17 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
     for trial_id, epoch, value in reported:
         assert trial_id in trials, f"trial {trial_id} reported epoch {epoch}, then vanished ({kills})"
         assert f"{rows_of(experiment, trial_id)[int(epoch)]['val_acc']:.4f}" == value, (trial_id, epoch)
-    # files only grew or were added; a complete checkpoint is never rewritten (pruning may remove it)
+    # files only grew or were added (an event file may lose a trial's end, never an epoch); a complete checkpoint is
+    # never rewritten (pruning may remove it)
     now = snapshot(experiment)
     for before in snapshots:
         for name, text in before["results"].items():
             assert now["results"][name].startswith(text), f"{name}/result.json lost lines"
-        for path, size in before["events"].items():
-            assert Path(path).stat().st_size >= size, f"{path} shrank"
+        for path, epochs in before["events"].items():
+            assert epochs <= epoch_scalars(Path(path)), f"{path} lost epochs"
+    for folder in experiment.glob("trial_*"):  # TensorBoard shows a run's first end it reads: one at most
+        ends = [path.name for path in folder.glob("events.out.tfevents.*") if epoch_scalars(path, ends=True)]
+        assert len(ends) <= 1, (folder.name, ends)
         for path, digest in before["checkpoints"].items():
             assert path not in now["checkpoints"] or now["checkpoints"][path] == digest, f"{path} was rewritten"
     # the best by the documented rule: a trial that finished its OneCycle schedule, by its final epoch
