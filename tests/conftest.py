@@ -31,7 +31,7 @@ def search(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def python_searches(tmp_path_factory) -> dict:
-    """README.md's example and two more searches from Python in one process (tests/python_searches.py), run once."""
+    """README.md's example and three more searches from Python in one process (tests/python_searches.py), run once."""
     from tests.python_searches import python_searches
 
     return python_searches(tmp_path_factory)

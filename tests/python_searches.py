@@ -1,6 +1,7 @@
-"""Three searches from Python in one process, for the end-to-end tests that read them (tests/conftest.py's
-`python_searches`): README.md's `search.api` example as it is, then a space of three configurations and a fully pinned
-search of two repeats, each on the Ray instance the first started (one start for the three)."""
+"""Four searches from Python in one process, for the end-to-end tests that read them (tests/conftest.py's
+`python_searches`): README.md's `search.api` example as it is, then a space of three configurations, a fully pinned
+search of two repeats and a search under ASHA's promotion variant, each on the Ray instance the first started (one
+start for the four)."""
 
 import os
 import re
@@ -15,6 +16,11 @@ SMALL = {"limit": 256, "val_limit": 64}
 THREE = dict(lr=0.001, layers=1, dropout=0.1, batch_size=64)
 # every searched key pinned, lr outside its range (kept, with a warning): two repeats of one configuration
 PINNED = dict(lr=0.02, hidden=128, layers=1, dropout=0.1, batch_size=64)
+
+# ASHA's promotion variant, one trial at a time (tests/test_promotion_e2e.py replays its rule on the values met)
+PROMOTE = dict(trials=6, epochs=4, grace=1, concurrency=1, seed=3, asha="promote", tracking="mlflow")
+PROMOTE_DATA = {"limit": 256, "val_limit": 400}
+PROMOTION = "THE PROMOTION SEARCH"  # printed before it: its output is what follows
 
 # Run after the README's example in its process: the next searches reuse the Ray instance the first started (no
 # second start), and the first left no trial's actor or placement group behind for them.
@@ -35,14 +41,16 @@ print("LEFT", alive, sorted({{group["state"] for group in placement_group_table(
 search.api.run("mlp_mnist", trials=5, epochs=1, name="three", data={SMALL!r}, **{THREE!r})
 one = search.api.run("mlp_mnist", trials=2, epochs=1, name="one", data={SMALL!r}, **{PINNED!r})
 print_result(one.summary, one.experiment)  # the table `run` prints after a search, with the repeats' spread
+print({PROMOTION!r})
+search.api.run("mlp_mnist", name="promote", data={PROMOTE_DATA!r}, **{PROMOTE!r})
 print("AGAIN", session() == first, search.api.shutdown(), ray.is_initialized())
 """
 
 
 def python_searches(tmp_path_factory) -> dict:
     """Run README.md's example and NEXT_SEARCHES in one Python process, in a working folder of their own: its runs/
-    holds notebook/, three/ and one/. Ray's door to warm workers preloads torch, as a user sets it in the environment
-    (the example's code runs as README.md has it)."""
+    holds notebook/, three/, one/ and promote/. Ray's door to warm workers preloads torch, as a user sets it in the
+    environment (the example's code runs as README.md has it)."""
     readme = (REPO / "README.md").read_text()
     example = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if "search.api" in block)
     root = tmp_path_factory.mktemp("python")

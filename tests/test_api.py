@@ -72,7 +72,7 @@ def test_a_dry_run_from_python_plans_and_returns_nothing(tmp_path, capsys):
 
 @pytest.mark.e2e
 def test_the_readme_example_runs_a_search_and_exports_its_best(python_searches):
-    """README.md's example run as it is (tests/python_searches.py), then two more searches in its process."""
+    """README.md's example run as it is (tests/python_searches.py), then three more searches in its process."""
     cwd, lines = python_searches["cwd"], python_searches["stdout"].strip().splitlines()
     left = next(number for number, line in enumerate(lines) if line.startswith("LEFT "))
     best, trials = lines[left - 2 : left]
@@ -88,9 +88,9 @@ def test_the_readme_example_runs_a_search_and_exports_its_best(python_searches):
     assert set(ast.literal_eval(actors + "]")) <= {"AutoscalingCoordinator"}, lines[left]  # Ray Train's, cluster-wide
     assert ast.literal_eval("[" + groups) == ["REMOVED"], lines[left]
     assert sum("starting a local Ray instance" in line for line in lines) == 1
-    assert sum("Ray is up (kept from this process's last search)" in line for line in lines[left:]) == 2
+    assert sum("Ray is up (kept from this process's last search)" in line for line in lines[left:]) == 3
     assert lines[-1] == "AGAIN True True False", lines[-1]
-    assert sorted(path.name for path in (cwd / "runs").iterdir()) == ["notebook", "one", "three"]
+    assert sorted(path.name for path in (cwd / "runs").iterdir()) == ["notebook", "one", "promote", "three"]
 
 
 def test_a_result_exports_only_within_well_formed_bounds(tmp_path):

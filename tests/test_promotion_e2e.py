@@ -10,8 +10,8 @@ from optuna.storages.journal import JournalFileBackend
 
 from search.running.asha.study_asha import StudyASHA
 from search.running.study.queries import CONTINUES_ATTR, StudyQueries, epoch_values, rung_decisions, trial_id_of
-from tests.conftest import MNIST_MINI
-from tests.e2e_helpers import VAL_LIMIT, event_data, run_search
+from tests.e2e_helpers import event_data
+from tests.python_searches import PROMOTION
 from trainables.foundation.trial_files import TrialFiles
 
 pytestmark = pytest.mark.e2e
@@ -40,13 +40,10 @@ def replayed_by_the_rule(values: dict[str, dict[int, float]], order: list[str], 
                 break
 
 
-def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_rule_decides(tmp_path):
-    log = tmp_path / "cli.log"
-    args = ("space=mlp_mnist", f"data.root={MNIST_MINI}", f"storage={tmp_path}", "name=promote", "trials=6")
-    args += ("epochs=4", "grace=1", "data.limit=256", f"data.val_limit={VAL_LIMIT}", "concurrency=1", "seed=3")
-    result = run_search(log, *args, "asha=promote", "tracking=mlflow")
-    output = log.read_text()
-    assert result.returncode == 0, output[-4000:]
+def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_rule_decides(python_searches):
+    """mlp_mnist, 6 trials of 4 epochs one at a time, tracked in MLflow (tests/python_searches.py's PROMOTE), run in
+    the process of README.md's example."""
+    output = python_searches["stdout"].split(PROMOTION + "\n", 1)[1]
     assert "ASHA (promotion variant) from epoch 1 of 4" in output
     assert "resumed after epoch 1" in output and "resumed after epoch 3" in output  # the live view names each
     assert "recovered from its files" not in output  # a resumed trial's earlier epochs, shown once as trained
@@ -54,7 +51,7 @@ def test_a_promotion_search_resumes_paused_trials_from_their_checkpoints_as_the_
         "paused after epoch 1 (ASHA's rung: it goes on if promoted)" in output
         and "finished: stopped_early" not in output
     )
-    experiment = tmp_path / "promote"
+    experiment = python_searches["runs"] / "promote"
     storage = JournalStorage(JournalFileBackend(str(experiment / "study.log")))
     record = StudyQueries(optuna.load_study(study_name="search", storage=storage))
     proposed = record.proposed()

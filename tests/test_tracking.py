@@ -17,7 +17,7 @@ from search.running.ends.decider import Decider
 from search.running.ends.reconcile import continue_stopped_by_budget
 from search.running.study.endings import EndFacts, Ending, ending_of
 from search.running.study.record import StudyRecord
-from search.running.tracking.mlflow_store import mlflow_ui_words
+from search.running.tracking.mlflow_store import mlflow_client, mlflow_ui_words
 from search.running.tracking.tracker import MlflowTracker, start_tracker
 from trainables.foundation.config import RunConfig, TrackingConfig
 from trainables.foundation.storage import Experiment
@@ -250,10 +250,10 @@ def test_a_tracking_failure_is_named_once_and_never_raises(tmp_path, capsys, mon
 
 def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(tmp_path, capsys, monkeypatch):
     """Tune's callbacks (an epoch, a trial's end) hand their calls to the tracker's thread: they return within a
-    second while the server has not answered at all; the driver's own calls wait for them, then the failure is
-    named once."""
+    second while the server, reached once the store is open, has not answered at all; the driver's own calls wait for
+    them, then the failure is named once."""
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")  # a callback that called the server would wait it out
     answer = threading.Event()
 
     class Stalled(AlwaysFailing):
@@ -265,7 +265,14 @@ def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(t
 
     with a_search_tracked_by(Stalled, tmp_path) as (experiment, record, config):
         try:
-            tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
+            # MlflowTracker.start, the store opened (in the driver's main thread) on the experiment's own database:
+            # a store that opened, then stopped answering, its next calls going to the stalled server
+            stalled, config.tracking.uri = config.tracking.uri, ""
+            tracker = MlflowTracker(config, "cnn_mnist", experiment, "val_acc")
+            tracker.open()
+            assert tracker.parent and not tracker.broken
+            tracker.client = mlflow_client(stalled)
+            tracker.start_worker(lambda: tracker.catch_up(record), "mlflow-tracker")
             callback = Tracking(tracker, record)
             trial = SimpleNamespace(trial_id="tune-id", config={TRIAL_KEY: "t1", "lr": 0.1})
             Decider.without_files(record).end("t1", EndFacts(0, written=Ending("completed")))
@@ -280,7 +287,7 @@ def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(t
             assert not tune.is_alive(), "Tune's callbacks are waiting for a tracking server that does not answer"
             assert not answer.is_set() and tracker.worker.is_alive()  # the server has answered nothing yet
             answer.set()
-            assert tracker.ready() is False  # waits for the queued calls: the store could not be opened
+            assert tracker.ready() is False  # waits for the queued calls: the server failed them
             tracker.finish({"trials": [], "best": None})
         finally:
             answer.set()  # before the server shuts down
