@@ -146,17 +146,17 @@ def snapshot(experiment: Path) -> dict:
     }
 
 
-def epoch_scalars(path: Path, ends: bool = False) -> set[tuple[str, int, float]]:
+def epoch_scalars(path: Path, ends: bool = False) -> set[tuple[str, int, str]]:
     """An event file's epochs: every scalar but a trial's end (its HParams summary and `hparams/` values, which a
     trial that ends again takes out of its earlier files: TensorBoard shows a run's first end it reads); `ends`:
-    the end's values only."""
+    the end's values only. Values as text: a diverged epoch's NaN equals itself."""
     from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
 
     from search.results.tensorboard import END_TAGS
 
     events = LegacyEventFileLoader(str(path)).Load()
     values = ((event.step, value) for event in events for value in event.summary.value)
-    return {(v.tag, step, v.simple_value) for step, v in values if v.tag.startswith(END_TAGS) == ends}
+    return {(v.tag, step, repr(v.simple_value)) for step, v in values if v.tag.startswith(END_TAGS) == ends}
 
 
 def cut_study_journal(experiment: Path) -> None:
@@ -265,11 +265,12 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
             assert now["results"][name].startswith(text), f"{name}/result.json lost lines"
         for path, epochs in before["events"].items():
             assert epochs <= epoch_scalars(Path(path)), f"{path} lost epochs"
+        for path, digest in before["checkpoints"].items():
+            assert path not in now["checkpoints"] or now["checkpoints"][path] == digest, f"{path} was rewritten"
+    assert any(epochs for before in snapshots for epochs in before["events"].values())  # epochs were there to lose
     for folder in experiment.glob("trial_*"):  # TensorBoard shows a run's first end it reads: one at most
         ends = [path.name for path in folder.glob("events.out.tfevents.*") if epoch_scalars(path, ends=True)]
         assert len(ends) <= 1, (folder.name, ends)
-        for path, digest in before["checkpoints"].items():
-            assert path not in now["checkpoints"] or now["checkpoints"][path] == digest, f"{path} was rewritten"
     # the best by the documented rule: a trial that finished its OneCycle schedule, by its final epoch
     finishers = [t for t in trials.values() if t["status"] == "completed"]
     if finishers:

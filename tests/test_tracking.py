@@ -287,7 +287,7 @@ def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(t
             assert not tune.is_alive(), "Tune's callbacks are waiting for a tracking server that does not answer"
             assert not answer.is_set() and tracker.worker.is_alive()  # the server has answered nothing yet
             answer.set()
-            assert tracker.ready() is False  # waits for the queued calls: the server failed them
+            assert tracker.ready() is False  # the server failed the thread's first call
             tracker.finish({"trials": [], "best": None})
         finally:
             answer.set()  # before the server shuts down
