@@ -137,7 +137,7 @@ def snapshot(experiment: Path) -> dict:
     """What the files hold now: each result.json's text, each event file's epochs, each complete checkpoint's hash."""
     return {
         "results": {p.parent.name: p.read_text() for p in experiment.glob("trial_*/result.json")},
-        "events": {str(p): epoch_scalars(p) for p in experiment.glob("trial_*/events.out.tfevents.*")},
+        "events": {str(p): scalars_of(p) for p in experiment.glob("trial_*/events.out.tfevents.*")},
         "checkpoints": {
             str(folder): hashlib.sha256((folder / "model.pt").read_bytes()).hexdigest()
             for folder in experiment.glob("train_*/checkpoint_epoch_*")
@@ -146,7 +146,7 @@ def snapshot(experiment: Path) -> dict:
     }
 
 
-def epoch_scalars(path: Path, ends: bool = False) -> set[tuple[str, int, str]]:
+def scalars_of(path: Path, ends: bool = False) -> set[tuple[str, int, str]]:
     """An event file's epochs: every scalar but a trial's end (its HParams summary and `hparams/` values, which a
     trial that ends again takes out of its earlier files: TensorBoard shows a run's first end it reads); `ends`:
     the end's values only. Values as text: a diverged epoch's NaN equals itself."""
@@ -264,12 +264,12 @@ def test_a_search_killed_at_every_moment_resumes_without_losing_anything(tmp_pat
         for name, text in before["results"].items():
             assert now["results"][name].startswith(text), f"{name}/result.json lost lines"
         for path, epochs in before["events"].items():
-            assert epochs <= epoch_scalars(Path(path)), f"{path} lost epochs"
+            assert epochs <= scalars_of(Path(path)), f"{path} lost epochs"
         for path, digest in before["checkpoints"].items():
             assert path not in now["checkpoints"] or now["checkpoints"][path] == digest, f"{path} was rewritten"
     assert any(epochs for before in snapshots for epochs in before["events"].values())  # epochs were there to lose
     for folder in experiment.glob("trial_*"):  # TensorBoard shows a run's first end it reads: one at most
-        ends = [path.name for path in folder.glob("events.out.tfevents.*") if epoch_scalars(path, ends=True)]
+        ends = [path.name for path in folder.glob("events.out.tfevents.*") if scalars_of(path, ends=True)]
         assert len(ends) <= 1, (folder.name, ends)
     # the best by the documented rule: a trial that finished its OneCycle schedule, by its final epoch
     finishers = [t for t in trials.values() if t["status"] == "completed"]

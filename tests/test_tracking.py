@@ -265,14 +265,18 @@ def test_a_tracking_server_that_stops_answering_never_holds_up_tunes_callbacks(t
 
     with a_search_tracked_by(Stalled, tmp_path) as (experiment, record, config):
         try:
-            # MlflowTracker.start, the store opened (in the driver's main thread) on the experiment's own database:
-            # a store that opened, then stopped answering, its next calls going to the stalled server
+            # the store opens (in the driver's main thread) on the experiment's own database, then stops answering:
+            # the thread's calls go to the stalled server
             stalled, config.tracking.uri = config.tracking.uri, ""
-            tracker = MlflowTracker(config, "cnn_mnist", experiment, "val_acc")
-            tracker.open()
-            assert tracker.parent and not tracker.broken
-            tracker.client = mlflow_client(stalled)
-            tracker.start_worker(lambda: tracker.catch_up(record), "mlflow-tracker")
+            opens = MlflowTracker.open
+
+            def open_then_stall(self):
+                opens(self)
+                assert self.parent and not self.broken
+                self.client = mlflow_client(stalled)
+
+            monkeypatch.setattr(MlflowTracker, "open", open_then_stall)
+            tracker = start_tracker(config, "cnn_mnist", experiment, "val_acc", record)
             callback = Tracking(tracker, record)
             trial = SimpleNamespace(trial_id="tune-id", config={TRIAL_KEY: "t1", "lr": 0.1})
             Decider.without_files(record).end("t1", EndFacts(0, written=Ending("completed")))
