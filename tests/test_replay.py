@@ -567,7 +567,7 @@ def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_r
 
 def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_third_where_it_paused(table):
     from benchmarks.replay import _table, table_space
-    from benchmarks.replay_arms import PromotingArm, parse_variant, rungs_of
+    from benchmarks.replay_arms import PromotingArm, make_arm, parse_variant, rungs_of, sobol_params
 
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
     assert rungs_of(space, 9) == [2, 6, 9] and rungs_of(space, 3) == [1, 3]  # the rungs a trial pauses at
@@ -595,14 +595,24 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
         "random_asha|known=1",
         "search|asha=promote|gamma=0.3",
         "search|asha=promote|known=0",
+        "search|qmc=all",
+        "search|asha=promote|qmc=start",
     ):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
     path = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     again = replay_cli((path, "search|asha=promote", 1, 48, 2, 48))
     assert again["epochs"] == 48 and 0 <= again["regret"] < 0.5
-    for variant in ("startup=2", "gamma=0.05", "known=1"):  # each reaches the proposals
+    for variant in ("startup=2", "gamma=0.05", "known=1", "qmc=all"):  # each reaches the proposals
         assert replay_cli((path, f"search|asha=promote|{variant}", 1, 48, 2, 48))["trace"] != again["trace"]
+    arm = make_arm("search|asha=promote|qmc=all|startup=3", table_space(_table(path)), 5, 36, 9)
+    points = [arm.coding.to_config(params) for params in sobol_params(arm.coding.distributions, 5)]
+    starts = [arm.propose(trial_id) for trial_id in "0123"]  # nothing finished yet: the Sobol sequence's, in order
+    assert starts == points[:4] and arm.draws == 4
+    for trial_id in "012":  # three finished, TPE's start is over: TPE proposes, no Sobol point is drawn
+        arm.tell(trial_id, 1, 0.5)
+        arm.end(trial_id, completed=False)
+    assert arm.propose("4") not in points and arm.draws == 4
 
 
 def test_the_promotion_variant_resumes_the_top_rung_first_once_each_and_shows_tpe_each_trial_as_it_stands(
