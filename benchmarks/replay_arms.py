@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import optuna
+from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
 from benchmarks.replay import DEFAULTS, _Named, asha_stops, end_in_study, grace_of, search_asha, study_searcher
@@ -185,15 +186,20 @@ def rungs_of(space: Space, epochs: int) -> list[int]:
 
 def sobol_params(distributions: dict, seed: int) -> list[dict]:
     """1,024 points of a scrambled Sobol sequence (scipy's) over `distributions`, as the study's params: a choice or
-    an integer by its share of the unit interval, a float range evenly (a log range in its logarithm). Optuna's
-    QMCSampler leaves choices to random draws and counts its points in the study, which PromotingArm rebuilds."""
+    an integer by its share of the unit interval, a range evenly (a log range in its logarithm, an integer one rounded,
+    a float one with a step to the step). Optuna's QMCSampler leaves choices to random draws and counts its points in
+    the study, which PromotingArm rebuilds."""
     from scipy.stats import qmc
 
     def value(distribution, u: float):
-        if (values := choices_of(distribution)) is not None:
-            return values[min(int(u * len(values)), len(values) - 1)]
-        low, high = distribution.low, distribution.high
-        return math.exp(math.log(low) + u * math.log(high / low)) if distribution.log else low + u * (high - low)
+        if (values := choices_of(distribution)) is not None and not getattr(distribution, "log", False):
+            return values[min(int(u * len(values)), len(values) - 1)]  # a choice, an integer range
+        low, high, step = distribution.low, distribution.high, distribution.step
+        if distribution.log:
+            x = math.exp(math.log(low) + u * math.log(high / low))
+            return min(max(round(x), low), high) if isinstance(distribution, IntDistribution) else x
+        count = None if step is None else round((high - low) / step) + 1  # a float range's steps, each as likely
+        return low + u * (high - low) if step is None else low + min(int(u * count), count - 1) * step
 
     points = qmc.Sobol(d=len(distributions), scramble=True, seed=seed).random_base2(10)
     return [{name: value(d, u) for (name, d), u in zip(distributions.items(), point)} for point in points]

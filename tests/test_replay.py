@@ -3,9 +3,11 @@ hand-made tables: the search's ASHA stops and promotes as Tune's rungs say, the 
 by the replayed seed's score and judged by the mean test score, and the statistics are right on known samples. No
 Ray instance (ASHA is Tune's object)."""
 
+import collections
 import dataclasses
 import gzip
 import json
+import statistics
 import zlib
 
 import numpy as np
@@ -566,6 +568,8 @@ def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_r
 
 
 def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_third_where_it_paused(table):
+    from optuna.trial import TrialState
+
     from benchmarks.replay import _table, table_space
     from benchmarks.replay_arms import PromotingArm, make_arm, parse_variant, rungs_of, sobol_params
 
@@ -605,14 +609,34 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     assert again["epochs"] == 48 and 0 <= again["regret"] < 0.5
     for variant in ("startup=2", "gamma=0.05", "known=1", "qmc=all"):  # each reaches the proposals
         assert replay_cli((path, f"search|asha=promote|{variant}", 1, 48, 2, 48))["trace"] != again["trace"]
-    arm = make_arm("search|asha=promote|qmc=all|startup=3", table_space(_table(path)), 5, 36, 9)
+    arm = make_arm("search|asha=promote|qmc=all|startup=3", table_space(_table(path), as_choices=True), 5, 40, 9)
     points = [arm.coding.to_config(params) for params in sobol_params(arm.coding.distributions, 5)]
-    starts = [arm.propose(trial_id) for trial_id in "0123"]  # nothing finished yet: the Sobol sequence's, in order
-    assert starts == points[:4] and arm.draws == 4
-    for trial_id in "012":  # three finished, TPE's start is over: TPE proposes, no Sobol point is drawn
-        arm.tell(trial_id, 1, 0.5)
-        arm.end(trial_id, completed=False)
-    assert arm.propose("4") not in points and arm.draws == 4
+    arm.trials["held"] = {"config": points[0], "values": {1: 0.5}, "state": TrialState.RUNNING}
+    starts = [arm.propose(str(number)) for number in range(1, 4)]  # none finished: the sequence's, a held one passed
+    assert starts == points[1:4] and arm.draws == 4
+    for number in range(1, 37):  # three finished: TPE's start is over, TPE proposes up to trial number 36
+        if number > 3:
+            arm.propose(str(number))
+        arm.end(str(number), completed=False)
+        assert arm.draws == 4
+    assert arm.propose("37") == points[4] and arm.draws == 5  # past trial 36, the late draws are the sequence's
+
+
+def test_the_sobol_points_cover_each_range_as_its_scale_has_it():
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    from benchmarks.replay_arms import sobol_params
+
+    keys = dict(c=CategoricalDistribution((1, 2, 3)), i=IntDistribution(1, 6), il=IntDistribution(1, 1024, log=True))
+    keys |= dict(fs=FloatDistribution(0, 0.5, step=0.1), fl=FloatDistribution(1e-4, 1e-2, log=True))
+    points = sobol_params(keys | {"f": FloatDistribution(2, 4)}, seed=0)
+    for name, distribution in keys.items():  # each value one its key can take, every choice or step about as often
+        values = [point[name] for point in points]
+        assert all(distribution._contains(distribution.to_internal_repr(value)) for value in values), name
+    for name, count in (("c", 3), ("i", 6), ("fs", 6)):
+        assert max(collections.Counter(point[name] for point in points).values()) <= 1024 // count + 1, name
+    middle = {name: statistics.median(point[name] for point in points) for name in ("il", "fl", "f")}
+    assert 16 <= middle["il"] <= 64 and 5e-4 < middle["fl"] < 2e-3 and 2.9 < middle["f"] < 3.1  # log: the geometric
 
 
 def test_the_promotion_variant_resumes_the_top_rung_first_once_each_and_shows_tpe_each_trial_as_it_stands(
