@@ -122,7 +122,7 @@ class PromotingArm:
         trials = study.get_trials(deepcopy=False)
         finished = sum(trial.state in (TrialState.COMPLETE, TrialState.PRUNED) for trial in trials)
         at_random = finished < self.startup or len(trials) > AFTER and len(trials) % EVERY == EVERY - 1
-        held = {tuple(sorted(trial.params.items())) for trial in trials}
+        held = {tuple(sorted(trial.params.items())) for trial in trials} if at_random else set()
         while at_random and self.draws < len(self.sobol):
             self.draws, params = self.draws + 1, self.sobol[self.draws]
             if tuple(sorted(params.items())) not in held:
@@ -192,14 +192,13 @@ def sobol_params(distributions: dict, seed: int) -> list[dict]:
     from scipy.stats import qmc
 
     def value(distribution, u: float):
-        if (values := choices_of(distribution)) is not None and not getattr(distribution, "log", False):
-            return values[min(int(u * len(values)), len(values) - 1)]  # a choice, an integer range
-        low, high, step = distribution.low, distribution.high, distribution.step
-        if distribution.log:
-            x = math.exp(math.log(low) + u * math.log(high / low))
-            return min(max(round(x), low), high) if isinstance(distribution, IntDistribution) else x
-        count = None if step is None else round((high - low) / step) + 1  # a float range's steps, each as likely
-        return low + u * (high - low) if step is None else low + min(int(u * count), count - 1) * step
+        values, low, high = choices_of(distribution), getattr(distribution, "low", 0), getattr(distribution, "high", 0)
+        if values is None and getattr(distribution, "step", None):  # a float range with a step: its steps
+            values = [low + k * distribution.step for k in range(round((high - low) / distribution.step) + 1)]
+        if values is not None and not getattr(distribution, "log", False):  # a choice, an integer range, steps
+            return values[min(int(u * len(values)), len(values) - 1)]
+        x = math.exp(math.log(low) + u * math.log(high / low)) if distribution.log else low + u * (high - low)
+        return min(max(round(x), low), high) if isinstance(distribution, IntDistribution) else x
 
     points = qmc.Sobol(d=len(distributions), scramble=True, seed=seed).random_base2(10)
     return [{name: value(d, u) for (name, d), u in zip(distributions.items(), point)} for point in points]

@@ -568,10 +568,8 @@ def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_r
 
 
 def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_third_where_it_paused(table):
-    from optuna.trial import TrialState
-
     from benchmarks.replay import _table, table_space
-    from benchmarks.replay_arms import PromotingArm, make_arm, parse_variant, rungs_of, sobol_params
+    from benchmarks.replay_arms import PromotingArm, parse_variant, rungs_of
 
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
     assert rungs_of(space, 9) == [2, 6, 9] and rungs_of(space, 3) == [1, 3]  # the rungs a trial pauses at
@@ -609,6 +607,15 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     assert again["epochs"] == 48 and 0 <= again["regret"] < 0.5
     for variant in ("startup=2", "gamma=0.05", "known=1", "qmc=all"):  # each reaches the proposals
         assert replay_cli((path, f"search|asha=promote|{variant}", 1, 48, 2, 48))["trace"] != again["trace"]
+
+
+def test_the_sobol_start_draws_the_sequence_in_turn_past_held_configurations_and_again_past_trial_36():
+    from optuna.trial import TrialState
+
+    from benchmarks.replay import _table, table_space
+    from benchmarks.replay_arms import make_arm, sobol_params
+
+    path = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     arm = make_arm("search|asha=promote|qmc=all|startup=3", table_space(_table(path), as_choices=True), 5, 40, 9)
     points = [arm.coding.to_config(params) for params in sobol_params(arm.coding.distributions, 5)]
     arm.trials["held"] = {"config": points[0], "values": {1: 0.5}, "state": TrialState.RUNNING}
