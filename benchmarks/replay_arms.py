@@ -41,7 +41,7 @@ VARIANT_KEYS += ("space", "once", "late", "asha", "gamma", "known", "qmc")  # sp
 ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "liar": ("0",), "grow": ("1",)}
 ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789"), "asha": ("promote",)}
 ALLOWED |= {"gamma": ("0.05", "0.2"), "known": ("1",), "qmc": ("all",)}
-PROMOTING = ("gamma", "known", "qmc")  # PromotingArm's own settings: with asha=promote alone (parse_variant)
+PROMOTING = ("gamma", "known", "qmc", "grace", "reduction")  # PromotingArm's settings: with asha=promote alone
 
 
 class SideBySideArm:
@@ -102,7 +102,9 @@ class PromotingArm:
         share = float(settings.get("gamma", 0))  # TPE's good group: the best `share`, capped as Optuna caps it
         tpe = {"gamma": lambda n: min(math.ceil(share * n), GOOD)} if share else {}
         self.sampler, self.sign = search_sampler("tpe", space, seed, startup, **tpe), SIGN[space.mode]
-        self.rungs = {rung: {} for rung in rungs_of(space, epochs)[:-1]}  # rung -> trial id -> signed value there
+        self.reduction, grace = int(settings.get("reduction", DEFAULTS.reduction)), int(settings.get("grace", 0))
+        rungs = rungs_of(space, epochs, self.reduction, min(grace, epochs))[:-1]
+        self.rungs = {rung: {} for rung in rungs}  # rung -> trial id -> signed value there
         self.trials, self.promotions = {}, set()  # trial id -> {"config", "values", "state"}; (rung, trial id)
 
     def propose(self, trial_id: str) -> dict:
@@ -132,7 +134,7 @@ class PromotingArm:
     def promoted(self) -> str | None:
         for rung, points in sorted(self.rungs.items(), reverse=True):
             ranked = sorted(points, key=lambda trial_id: (-points[trial_id], int(trial_id)))
-            waiting = [t for t in ranked[: len(points) // int(DEFAULTS.reduction)] if (rung, t) not in self.promotions]
+            waiting = [t for t in ranked[: len(points) // self.reduction] if (rung, t) not in self.promotions]
             if waiting:
                 self.promotions.add((rung, waiting[0]))
                 self.trials[waiting[0]]["state"] = TrialState.RUNNING
@@ -175,12 +177,12 @@ class OptunaArm:
             self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
 
 
-def rungs_of(space: Space, epochs: int) -> list[int]:
+def rungs_of(space: Space, epochs: int, reduction=DEFAULTS.reduction, grace=0) -> list[int]:
     """The epochs at which the search's ASHA compares trials (grace x reduction^k below the last), and the last."""
-    rungs, rung = [], grace_of(space, epochs)
+    rungs, rung = [], grace or grace_of(space, epochs)
     while rung < epochs:
         rungs.append(rung)
-        rung = int(rung * DEFAULTS.reduction)
+        rung = int(rung * reduction)
     return [*rungs, epochs]
 
 
@@ -223,7 +225,8 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
     the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
     trial side by side), space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none),
-    asha=promote (PromotingArm; alone or with startup, gamma: TPE's good share, at most 25 trials, known=1, qmc=all)."""
+    asha=promote (PromotingArm; alone or with startup, gamma: TPE's good share, at most 25 trials, known=1, qmc=all,
+    grace, reduction: its rungs and the share of each that goes on)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)

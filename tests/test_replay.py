@@ -573,6 +573,7 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
 
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
     assert rungs_of(space, 9) == [2, 6, 9] and rungs_of(space, 3) == [1, 3]  # the rungs a trial pauses at
+    assert rungs_of(space, 9, reduction=2) == [2, 4, 8, 9] and rungs_of(space, 9, grace=3) == [3, 9]
 
     class Given(PromotingArm):
         def ask(self) -> dict:
@@ -591,7 +592,7 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     assert parse_variant("search|asha=promote") == ("search", {"asha": "promote"})
     tpe = {"asha": "promote", "startup": "2", "gamma": "0.05", "known": "1"}  # TPE's settings under the variant
     assert parse_variant("search|asha=promote|startup=2|gamma=0.05|known=1") == ("search", tpe)
-    for bad in ("search|asha=promote|grace=2", "search|asha=stop", "random_asha|asha=promote") + (
+    for bad in ("search|asha=promote|trials=2", "search|asha=stop", "random_asha|asha=promote") + (
         "search|gamma=0.05",  # TPE's settings only where the variant's arm reads them
         "search|known=1",
         "random_asha|known=1",
@@ -605,7 +606,7 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     path = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     again = replay_cli((path, "search|asha=promote", 1, 48, 2, 48))
     assert again["epochs"] == 48 and 0 <= again["regret"] < 0.5
-    for variant in ("startup=2", "gamma=0.05", "known=1", "qmc=all"):  # each reaches the proposals
+    for variant in ("startup=2", "gamma=0.05", "known=1", "qmc=all", "grace=2", "reduction=2"):  # each reaches it
         assert replay_cli((path, f"search|asha=promote|{variant}", 1, 48, 2, 48))["trace"] != again["trace"]
 
 
