@@ -17,31 +17,29 @@ from __future__ import annotations
 import math
 
 import optuna
-from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
 from benchmarks.replay import DEFAULTS, _Named, asha_stops, end_in_study, grace_of, search_asha, study_searcher
 from benchmarks.replay_peers import PEERS, make_peer
 from search.results.score import standing_row
 from search.running.asha.study_asha import SIGN
-from search.running.proposals.late_random import AFTER, EVERY, LateRandomShare, late_random_every
-from search.running.proposals.sampler import OrderedTPESampler, make_sampler, startup_trials
+from search.running.proposals.late_random import LateRandomShare, late_random_every
+from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
-from search.running.proposals.unrun import choices_of
 from search.running.proposals.window import GOOD, RecentAndBest
-from search.running.study.coding import SpaceCoding, ordered_choices
+from search.running.study.coding import SpaceCoding
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
 from trainables.foundation.trial_files import TRIAL_KEY
 
 ARMS = ("search", "random_asha", "random", "search_no_asha", "search_hyperband")
 ARMS += ("optuna_tpe_sh", "optuna_tpe_hyperband", "optuna_tpe_ordered_sh")
-VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "liar", "grow")
-VARIANT_KEYS += ("space", "once", "late", "asha", "gamma", "known", "qmc")  # space=choices: a grid; once=0: no OnceEach
-ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "liar": ("0",), "grow": ("1",)}
+VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budget", "tpe", "coding", "grow")
+VARIANT_KEYS += ("space", "once", "late", "asha", "gamma")  # space=choices: a grid; once=0: no OnceEach
+ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "grow": ("1",)}
 ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789"), "asha": ("promote",)}
-ALLOWED |= {"gamma": ("0.05", "0.2"), "known": ("1",), "qmc": ("all",)}
-PROMOTING = ("gamma", "known", "qmc", "grace", "reduction")  # PromotingArm's settings: with asha=promote alone
+ALLOWED |= {"gamma": ("0.05", "0.2")}
+PROMOTING = ("gamma", "grace", "reduction")  # PromotingArm's settings: with asha=promote alone (parse_variant)
 
 
 class SideBySideArm:
@@ -53,11 +51,7 @@ class SideBySideArm:
         settings = settings or {}
         startup = int(settings.get("startup", startup_trials(trials))) + (concurrency - 1) * ("grow" in settings)
         every = 0 if settings.get("tpe") == "optuna" else int(settings.get("late", late_random_every(sampler, 1)))
-        if settings.get("liar") == "0":
-            coding = coding_for(RunConfig(sampler=sampler), space)
-            ordered = {} if coding.ordered else ordered_choices(coding.space)  # as sampler_for models them
-            proposer = OrderedTPESampler(ordered, seed=seed, n_startup_trials=startup, constant_liar=False)
-        elif settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding, under its ASHA
+        if settings.get("tpe") == "optuna":  # Optuna's TPE as it comes, on the search's encoding, under its ASHA
             proposer = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         elif "coding" in settings:  # the search's TPE over the coding as given, numbers unordered in `values`
             proposer = make_sampler(sampler, seed, startup)
@@ -65,7 +59,7 @@ class SideBySideArm:
             tpe = {"consider_endpoints": True} if settings.get("tpe") == "endpoints" else {}  # tpe=endpoints
             proposer = search_sampler(sampler, space, seed, startup, every=every, **tpe)
             proposer = getattr(proposer, "base", proposer) if settings.get("once") == "0" else proposer
-        proposer = LateRandomShare(proposer, seed, every) if every and {"liar", "coding"} & set(settings) else proposer
+        proposer = LateRandomShare(proposer, seed, every) if every and "coding" in settings else proposer
         self.searcher = study_searcher(space, proposer, epochs, order_numbers=coding_orders(settings, sampler, space))
         self.scheduler, self.metric = (search_asha(space, epochs, settings) if asha else None), space.metric
 
@@ -87,18 +81,14 @@ class SideBySideArm:
 
 
 class PromotingArm:
-    """ASHA's promotion variant: a trial pauses at each rung; a free slot resumes the best paused one in the top 1/3 of
-    its rung not yet promoted (top rung first), else starts a new one, proposed by the search's TPE over a study built
-    anew for each ask (finished: complete, at the score `run` writes; paused: pruned; running: running, but with
-    known=1: one that has reported is pruned where it stands); `settings`: parse_variant's. qmc=all: every proposal
-    TPE would draw at random (its start: fewer finished trials than `startup`; past trial AFTER) is the next point of
-    a scrambled Sobol sequence over the searched keys that no trial holds (`sobol_params`), TPE's own otherwise."""
+    """ASHA's promotion variant: a trial pauses at each rung; a free slot resumes the best paused one in the top
+    1/reduction of its rung not yet promoted (top rung first), else starts a new one, proposed by the search's TPE over
+    a study built anew for each ask (finished: complete, at the score `run` writes; paused: pruned; running: running);
+    `settings`: parse_variant's."""
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int, settings: dict | None = None):
         settings, self.space, self.coding = settings or {}, space, coding_for(RunConfig(), space)
-        startup, self.known = int(settings.get("startup", startup_trials(trials))), settings.get("known") == "1"
-        self.startup, self.draws = startup, 0
-        self.sobol = sobol_params(self.coding.distributions, seed) if settings.get("qmc") == "all" else []
+        startup = int(settings.get("startup", startup_trials(trials)))
         share = float(settings.get("gamma", 0))  # TPE's good group: the best `share`, capped as Optuna caps it
         tpe = {"gamma": lambda n: min(math.ceil(share * n), GOOD)} if share else {}
         self.sampler, self.sign = search_sampler("tpe", space, seed, startup, **tpe), SIGN[space.mode]
@@ -116,19 +106,10 @@ class PromotingArm:
         study = optuna.create_study(direction=direction(self.space), sampler=self.sampler)
         for trial in self.trials.values():
             state, values, config = trial["state"], trial["values"], {**self.space.constants, **trial["config"]}
-            state = TrialState.PRUNED if self.known and state == TrialState.RUNNING and values else state
             rows = [{"epoch": epoch, "m": value} for epoch, value in values.items()]
             value = standing_row(rows, config, "m", self.space.mode)["m"] if state == TrialState.COMPLETE else None
             made = dict(params=self.coding.to_params(trial["config"]), value=value, intermediate_values=values)
             study.add_trial(optuna.trial.create_trial(state=state, distributions=self.coding.distributions, **made))
-        trials = study.get_trials(deepcopy=False)
-        finished = sum(trial.state in (TrialState.COMPLETE, TrialState.PRUNED) for trial in trials)
-        at_random = finished < self.startup or len(trials) > AFTER and len(trials) % EVERY == EVERY - 1
-        held = {tuple(sorted(trial.params.items())) for trial in trials} if at_random else set()
-        while at_random and self.draws < len(self.sobol):
-            self.draws, params = self.draws + 1, self.sobol[self.draws]
-            if tuple(sorted(params.items())) not in held:
-                return self.coding.to_config(params)
         return self.coding.to_config(study.ask(self.coding.distributions).params)
 
     def promoted(self) -> str | None:
@@ -186,26 +167,6 @@ def rungs_of(space: Space, epochs: int, reduction=DEFAULTS.reduction, grace=0) -
     return [*rungs, epochs]
 
 
-def sobol_params(distributions: dict, seed: int) -> list[dict]:
-    """1,024 points of a scrambled Sobol sequence (scipy's) over `distributions`, as the study's params: a choice or
-    an integer by its share of the unit interval, a range evenly (a log range in its logarithm, an integer one rounded,
-    a float one with a step to the step). Optuna's QMCSampler leaves choices to random draws and counts its points in
-    the study, which PromotingArm rebuilds."""
-    from scipy.stats import qmc
-
-    def value(distribution, u: float):
-        values, low, high = choices_of(distribution), getattr(distribution, "low", 0), getattr(distribution, "high", 0)
-        if values is None and getattr(distribution, "step", None):  # a float range with a step: its steps
-            values = [low + k * distribution.step for k in range(round((high - low) / distribution.step) + 1)]
-        if values is not None and not getattr(distribution, "log", False):  # a choice, an integer range, steps
-            return values[min(int(u * len(values)), len(values) - 1)]
-        x = math.exp(math.log(low) + u * math.log(high / low)) if distribution.log else low + u * (high - low)
-        return min(max(round(x), low), high) if isinstance(distribution, IntDistribution) else x
-
-    points = qmc.Sobol(d=len(distributions), scramble=True, seed=seed).random_base2(10)
-    return [{name: value(d, u) for (name, d), u in zip(distributions.items(), point)} for point in points]
-
-
 def search_sampler(sampler: str, space: Space, seed: int, startup: int, **tpe):
     """The search's sampler as `run` sets it up, its late random share too (`tpe`: TPESampler's settings, `every`)."""
     tpe, coding = {"every": late_random_every(sampler, 1), **tpe}, coding_for(RunConfig(sampler=sampler), space)
@@ -223,9 +184,9 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
-    the study holds numeric choices), liar=0 (no constant liar), grow=1 (a random start one trial longer per extra
+    the study holds numeric choices), grow=1 (a random start one trial longer per extra
     trial side by side), space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none),
-    asha=promote (PromotingArm; alone or with startup, gamma: TPE's good share, at most 25 trials, known=1, qmc=all,
+    asha=promote (PromotingArm; alone or with startup, gamma: TPE's good share, at most 25 trials,
     grace, reduction: its rungs and the share of each that goes on)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
@@ -233,7 +194,7 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     bad_value = any(value not in ALLOWED.get(key, (value,)) for key, value in settings.items())
     bad_value = bad_value or "late" in settings and (name != "search" or settings.get("tpe") == "optuna")
     promoting = name == "search" and "asha" in settings and not settings.keys() - {"asha", "startup", *PROMOTING}
-    bad_value = bad_value or bool({"asha", *PROMOTING} & settings.keys()) and not promoting
+    bad_value = bad_value or bool({"asha", "gamma"} & settings.keys()) and not promoting
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "

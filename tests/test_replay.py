@@ -3,11 +3,9 @@ hand-made tables: the search's ASHA stops and promotes as Tune's rungs say, the 
 by the replayed seed's score and judged by the mean test score, and the statistics are right on known samples. No
 Ray instance (ASHA is Tune's object)."""
 
-import collections
 import dataclasses
 import gzip
 import json
-import statistics
 import zlib
 
 import numpy as np
@@ -478,7 +476,7 @@ def test_the_search_arm_is_the_products_sampler_values_held_numbers_modelled_in_
     assert held.searcher.record.study.trials[0].params["batch_size"] == config["batch_size"]
 
 
-def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
+def test_the_concurrency_variant_grows_the_random_start_and_the_late_rule_reaches_the_proposals():
     from benchmarks.replay import _table, table_space
     from benchmarks.replay_arms import make_arm
     from search.running.proposals.late_random import LateRandomShare
@@ -488,12 +486,10 @@ def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
     sampler = lambda arm: getattr(arm.searcher.record.study.sampler, "model", arm.searcher.record.study.sampler)  # noqa: E731
     assert sampler(product)._constant_liar and sampler(product)._n_startup_trials == 3  # Optuna 5's default: on
     assert sampler(grown)._n_startup_trials == 3 + 4 - 1  # one more for each trial side by side beyond the first
-    assert not sampler(make_arm("search|liar=0", space, 0, 12, 3, 4))._constant_liar
     share = lambda arm: arm.searcher.record.study.sampler  # noqa: E731 - run's random share past trial 36, or none
     assert isinstance(share(product), LateRandomShare) and isinstance(share(grown), LateRandomShare)
     before = make_arm("search|late=2", space, 0, 12, 3, 4)  # run's default before: every 2nd proposal past trial 36
     assert share(product).every == 1 and share(before).every == 2  # run's: every proposal past trial 36
-    assert isinstance(share(make_arm("search|liar=0", space, 0, 12, 3, 4)), LateRandomShare)
     assert not isinstance(share(make_arm("search|late=0", space, 0, 12, 3, 4)), LateRandomShare)
     assert not isinstance(share(make_arm("search|tpe=optuna", space, 0, 12, 3, 4)), LateRandomShare)
     assert not isinstance(share(make_arm("search|tpe=optuna|coding=values", space, 0, 12, 3, 4)), LateRandomShare)
@@ -504,7 +500,7 @@ def test_the_concurrency_variants_turn_off_the_liar_and_grow_the_random_start():
         with pytest.raises(ValueError, match="KEY=VALUE"):
             make_arm(bad, space, 0, 12, 3)
     with pytest.raises(ValueError, match="KEY=VALUE"):
-        make_arm("search|liar=1", space, 0, 12, 3)
+        make_arm("search|liar=0", space, 0, 12, 3)  # retired (benchmarks/HISTORY.md, "Retired studies")
 
 
 def test_the_anytime_figure_of_a_space_named_by_its_path_is_named_by_the_files_stem():
@@ -590,61 +586,25 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
     }
     assert run["epochs"] == 5 and replay(table, [A, B, C], seed=0)[0] == [3, 3, 1]
     assert parse_variant("search|asha=promote") == ("search", {"asha": "promote"})
-    tpe = {"asha": "promote", "startup": "2", "gamma": "0.05", "known": "1"}  # TPE's settings under the variant
-    assert parse_variant("search|asha=promote|startup=2|gamma=0.05|known=1") == ("search", tpe)
+    assert parse_variant("search|reduction=2") == ("search", {"reduction": "2"})  # Tune's ASHA, as before
+    tpe = {"asha": "promote", "startup": "2", "gamma": "0.05", "reduction": "2"}  # settings under the variant
+    assert parse_variant("search|asha=promote|startup=2|gamma=0.05|reduction=2") == ("search", tpe)
     for bad in ("search|asha=promote|trials=2", "search|asha=stop", "random_asha|asha=promote") + (
         "search|gamma=0.05",  # TPE's settings only where the variant's arm reads them
-        "search|known=1",
-        "random_asha|known=1",
+        "search|asha=promote|tpe=optuna",  # the variant's TPE is the search's
+        "random_asha|grace=2|asha=promote",
         "search|asha=promote|gamma=0.3",
         "search|asha=promote|known=0",
-        "search|qmc=all",
-        "search|asha=promote|qmc=start",
+        "search|asha=promote|known=1",  # retired, as qmc=all (benchmarks/HISTORY.md, "Retired studies")
+        "search|asha=promote|qmc=all",
     ):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
     path = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     again = replay_cli((path, "search|asha=promote", 1, 48, 2, 48))
     assert again["epochs"] == 48 and 0 <= again["regret"] < 0.5
-    for variant in ("startup=2", "gamma=0.05", "known=1", "qmc=all", "grace=2", "reduction=2"):  # each reaches it
+    for variant in ("startup=2", "gamma=0.05", "grace=2", "reduction=2"):  # each reaches the replay
         assert replay_cli((path, f"search|asha=promote|{variant}", 1, 48, 2, 48))["trace"] != again["trace"]
-
-
-def test_the_sobol_start_draws_the_sequence_in_turn_past_held_configurations_and_again_past_trial_36():
-    from optuna.trial import TrialState
-
-    from benchmarks.replay import _table, table_space
-    from benchmarks.replay_arms import make_arm, sobol_params
-
-    path = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
-    arm = make_arm("search|asha=promote|qmc=all|startup=3", table_space(_table(path), as_choices=True), 5, 40, 9)
-    points = [arm.coding.to_config(params) for params in sobol_params(arm.coding.distributions, 5)]
-    arm.trials["held"] = {"config": points[0], "values": {1: 0.5}, "state": TrialState.RUNNING}
-    starts = [arm.propose(str(number)) for number in range(1, 4)]  # none finished: the sequence's, a held one passed
-    assert starts == points[1:4] and arm.draws == 4
-    for number in range(1, 37):  # three finished: TPE's start is over, TPE proposes up to trial number 36
-        if number > 3:
-            arm.propose(str(number))
-        arm.end(str(number), completed=False)
-        assert arm.draws == 4
-    assert arm.propose("37") == points[4] and arm.draws == 5  # past trial 36, the late draws are the sequence's
-
-
-def test_the_sobol_points_cover_each_range_as_its_scale_has_it():
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-
-    from benchmarks.replay_arms import sobol_params
-
-    keys = dict(c=CategoricalDistribution((1, 2, 3)), i=IntDistribution(1, 6), il=IntDistribution(1, 1024, log=True))
-    keys |= dict(fs=FloatDistribution(0, 0.5, step=0.1), fl=FloatDistribution(1e-4, 1e-2, log=True))
-    points = sobol_params(keys | {"f": FloatDistribution(2, 4)}, seed=0)
-    for name, distribution in keys.items():  # each value one its key can take, every choice or step about as often
-        values = [point[name] for point in points]
-        assert all(distribution._contains(distribution.to_internal_repr(value)) for value in values), name
-    for name, count in (("c", 3), ("i", 6), ("fs", 6)):
-        assert max(collections.Counter(point[name] for point in points).values()) <= 1024 // count + 1, name
-    middle = {name: statistics.median(point[name] for point in points) for name in ("il", "fl", "f")}
-    assert 16 <= middle["il"] <= 64 and 5e-4 < middle["fl"] < 2e-3 and 2.9 < middle["f"] < 3.1  # log: the geometric
 
 
 def test_the_promotion_variant_resumes_the_top_rung_first_once_each_and_shows_tpe_each_trial_as_it_stands(
