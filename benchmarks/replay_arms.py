@@ -38,7 +38,7 @@ VARIANT_KEYS = ("grace", "reduction", "startup", "trials", "budget", "epoch_budg
 VARIANT_KEYS += ("space", "once", "late", "asha", "gamma")  # space=choices: a grid; once=0: no OnceEach
 ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "grow": ("1",)}
 ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789"), "asha": ("promote",)}
-ALLOWED |= {"gamma": ("0.05", "0.2")}
+ALLOWED |= {"gamma": ("0.05", "0.2"), "grace": tuple("0123456789"), "reduction": tuple("23456789")}
 PROMOTING = ("gamma", "grace", "reduction")  # PromotingArm's settings: with asha=promote alone (parse_variant)
 
 

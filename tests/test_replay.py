@@ -565,7 +565,7 @@ def test_the_grid_as_choices_is_a_finite_space_whose_configurations_the_search_r
 
 def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_third_where_it_paused(table):
     from benchmarks.replay import _table, table_space
-    from benchmarks.replay_arms import PromotingArm, parse_variant, rungs_of
+    from benchmarks.replay_arms import PromotingArm, make_arm, parse_variant, rungs_of
 
     space = table_space(_table("benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"))
     assert rungs_of(space, 9) == [2, 6, 9] and rungs_of(space, 3) == [1, 3]  # the rungs a trial pauses at
@@ -597,12 +597,20 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
         "search|asha=promote|known=0",
         "search|asha=promote|known=1",  # retired, as qmc=all (benchmarks/HISTORY.md, "Retired studies")
         "search|asha=promote|qmc=all",
+        "search|asha=promote|reduction=1",  # rungs that never grow: refused, not a replay that hangs
+        "search|asha=promote|reduction=1.5",
+        "search|grace=-1",
     ):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_variant(bad)
     path = "benchmarks/results/tables/mlp_mnist-3ep.jsonl.gz"
     again = replay_cli((path, "search|asha=promote", 1, 48, 2, 48))
     assert again["epochs"] == 48 and 0 <= again["regret"] < 0.5
+    halves = make_arm("search|asha=promote|reduction=2", space, 0, 36, 9)  # rungs at 2, 4 and 8: half goes on
+    for trial_id, value in zip("0123", (0.1, 0.6, 0.3, 0.5)):
+        halves.trials[trial_id] = {"config": {}, "values": {}, "state": None}
+        halves.tell(trial_id, 2, value)
+    assert [halves.promoted() for _ in range(3)] == ["1", "3", None]
     for variant in ("startup=2", "gamma=0.05", "grace=2", "reduction=2"):  # each reaches the replay
         assert replay_cli((path, f"search|asha=promote|{variant}", 1, 48, 2, 48))["trace"] != again["trace"]
 
