@@ -39,7 +39,7 @@ VARIANT_KEYS += ("space", "once", "late", "asha", "gamma")  # space=choices: a g
 ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "grow": ("1",)}
 ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789"), "asha": ("promote",)}
 ALLOWED |= {"gamma": ("0.05", "0.2"), "grace": tuple("0123456789"), "reduction": tuple("23456789")}
-PROMOTING = ("gamma", "grace", "reduction")  # PromotingArm's settings: with asha=promote alone (parse_variant)
+PROMOTING = ("gamma",)  # read by PromotingArm alone: with asha=promote (and startup, grace, reduction) only
 
 
 class SideBySideArm:
@@ -184,17 +184,18 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     """`search|reduction=2|grace=2` -> ("search", {"reduction": "2", "grace": "2"}); keys: grace, reduction,
     startup (the random start in trials), the stop rule (trials, budget: so many full trials' epochs, epoch_budget),
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
-    the study holds numeric choices), grow=1 (a random start one trial longer per extra
-    trial side by side), space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none),
-    asha=promote (PromotingArm; alone or with startup, gamma: TPE's good share, at most 25 trials,
-    grace, reduction: its rungs and the share of each that goes on)."""
+    the study holds numeric choices), grow=1 (a random start one trial longer per extra trial side by side),
+    space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none), asha=promote (PromotingArm;
+    alone or with startup, gamma: TPE's good share, at most 25 trials, grace, reduction: its rungs and the share of
+    each that goes on)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)
     bad_value = any(value not in ALLOWED.get(key, (value,)) for key, value in settings.items())
     bad_value = bad_value or "late" in settings and (name != "search" or settings.get("tpe") == "optuna")
-    promoting = name == "search" and "asha" in settings and not settings.keys() - {"asha", "startup", *PROMOTING}
-    bad_value = bad_value or bool({"asha", "gamma"} & settings.keys()) and not promoting
+    shared = {"asha", "startup", "grace", "reduction", *PROMOTING}  # what the variant's arm reads
+    promoting = name == "search" and "asha" in settings and not settings.keys() - shared
+    bad_value = bad_value or bool({"asha", *PROMOTING} & settings.keys()) and not promoting
     if unknown or bad_value or (pairs and name not in ("search", "random_asha")) or name not in ARMS + tuple(PEERS):
         raise ValueError(
             f"{arm}: an arm of {', '.join(ARMS + tuple(PEERS))}, or search|KEY=VALUE|... with keys "
