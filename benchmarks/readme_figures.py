@@ -26,6 +26,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.replay_arms import RUNGS
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("benchmarks/README.md", "README.md", "docs/spaces.md", "docs/measured.md")  # where figures are quoted
 BLOCK = re.compile(r"<!-- block:(?P<kind>\w+) (?P<file>\S+) ?(?P<arm>\S*) -->\n(?P<text>.*?)<!-- /block -->", re.S)
@@ -165,6 +167,7 @@ LABELS["search|asha=promote"] = "the search, `asha=promote`"
 # a table about the default since asha=promote became it: (its name in words, the labels that change)
 DEFAULT = {"search": "`asha=stop` (default then)", "search|asha=promote": "**the default** (`asha=promote`)"}
 OURS = {"search": ("the search", {}), "search|asha=promote": ("the default", DEFAULT)}
+OURS[RUNGS] = ("the default", {RUNGS: DEFAULT["search|asha=promote"], "search|asha=promote": "`asha=promote` then"})
 SIDES = ("lower", "higher")
 
 

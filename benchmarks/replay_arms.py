@@ -14,8 +14,6 @@ Every arm has the search's random start and, where it stops trials, the search's
 
 from __future__ import annotations
 
-import math
-
 import optuna
 from optuna.trial import TrialState
 
@@ -26,7 +24,7 @@ from search.running.asha.study_asha import SIGN
 from search.running.proposals.late_random import LateRandomShare, late_random_every
 from search.running.proposals.sampler import make_sampler, startup_trials
 from search.running.proposals.study_setup import coding_for, sampler_for
-from search.running.proposals.window import GOOD, RecentAndBest
+from search.running.proposals.window import RecentAndBest
 from search.running.study.coding import SpaceCoding
 from trainables.foundation.config import RunConfig
 from trainables.foundation.space import Space
@@ -39,6 +37,7 @@ VARIANT_KEYS += ("space", "once", "late", "asha", "gamma")  # space=choices: a g
 ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "grow": ("1",)}
 ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789"), "asha": ("promote",)}
 ALLOWED |= {"gamma": ("0.05", "0.2"), "grace": tuple("0123456789"), "reduction": tuple("23456789")}
+RUNGS = "search|asha=promote|reduction=2|grace=1|gamma=0.05|startup=4"  # `run`'s asha=promote since its verdict
 PROMOTING = ("gamma",)  # read by PromotingArm alone: with asha=promote (and startup, grace, reduction) only
 
 
@@ -84,14 +83,13 @@ class PromotingArm:
     """ASHA's promotion variant: a trial pauses at each rung; a free slot resumes the best paused one in the top
     1/reduction of its rung not yet promoted (top rung first), else starts a new one, proposed by the search's TPE over
     a study built anew for each ask (finished: complete, at the score `run` writes; paused: pruned; running: running);
-    `settings`: parse_variant's."""
+    `settings`: parse_variant's (none: `run`'s before RUNGS, as families named it; RUNGS: `run`'s, no lr warm-up)."""
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int, settings: dict | None = None):
         settings, self.space, self.coding = settings or {}, space, coding_for(RunConfig(), space)
-        startup = int(settings.get("startup", startup_trials(trials)))
-        share = float(settings.get("gamma", 0))  # TPE's good group: the best `share`, capped as Optuna caps it
-        tpe = {"gamma": lambda n: min(math.ceil(share * n), GOOD)} if share else {}
-        self.sampler, self.sign = search_sampler("tpe", space, seed, startup, **tpe), SIGN[space.mode]
+        startup = int(settings.get("startup", startup_trials(trials)))  # unset: a quarter, 2 to 10 (before RUNGS)
+        share = float(settings.get("gamma", 0))  # TPE's good group: the best `share`, at most 25 (0: Optuna's)
+        self.sampler, self.sign = search_sampler("tpe", space, seed, startup, good_share=share), SIGN[space.mode]
         self.reduction, grace = int(settings.get("reduction", DEFAULTS.reduction)), int(settings.get("grace", 0))
         rungs = rungs_of(space, epochs, self.reduction, min(grace, epochs))[:-1]
         self.rungs = {rung: {} for rung in rungs}  # rung -> trial id -> signed value there
@@ -186,8 +184,7 @@ def parse_variant(arm: str) -> tuple[str, dict]:
     tpe=optuna (Optuna's TPESampler defaults) or endpoints (consider_endpoints=True), coding (values or ordered: how
     the study holds numeric choices), grow=1 (a random start one trial longer per extra trial side by side),
     space=choices (a grid), once=0 (not once each), late=K (K-th past 36 random; 0 none), asha=promote (PromotingArm;
-    alone or with startup, gamma: TPE's good share, at most 25 trials, grace, reduction: its rungs and the share of
-    each that goes on)."""
+    alone or with startup, gamma: TPE's good share, at most 25, grace, reduction: its rungs, the share that goes on)."""
     name, *pairs = arm.split("|")
     settings = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     unknown = settings.keys() - VARIANT_KEYS or len(settings) < len(pairs)

@@ -18,7 +18,7 @@ from trainables.foundation.loop_keys import LOOP_KEYS, parse_loop_key
 from trainables.foundation.objectives import objectives_of
 from trainables.foundation.pins import describe_distribution
 from trainables.foundation.repeats import searched_names
-from trainables.foundation.schedules import first_rung, schedules_of
+from trainables.foundation.schedules import PROMOTING_REDUCTION, first_rung, schedules_of
 from trainables.foundation.space import Space, builtin_space_names, coerce_hyperparameter, load_run_space, load_space
 from trainables.foundation.storage import Experiment, filesystem, is_uri
 
@@ -156,14 +156,15 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
     if os.path.exists(config.space):
         config.space = str(Path(config.space).resolve())
     config.name = config.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    config.grace = config.grace or first_rung(
-        config.epochs, schedules_of(space.constants, space.hyperparameters, config.fixed)
-    )
+    schedules = schedules_of(space.constants, space.hyperparameters, config.fixed)
+    config.grace = config.grace or first_rung(config.epochs, schedules, promoting=config.asha == "promote")
     if given.get("asha", "auto").strip() == "auto" and config.asha == "promote":
         if config.grace >= config.epochs:  # no rung: nothing to pause
             config.asha = "stop"
         elif config.trials == 1:  # none to rank it against: the promotion variant would only pause and restart it
             config.asha, config.asha_for_one = "stop", True
+    if "reduction" not in given and (config.asha == "promote" or config.asha_for_one):
+        config.reduction = PROMOTING_REDUCTION  # the promotion variant's rungs: half goes on
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):
         filesystem(config.storage)  # refuses, in one line, a URI pyarrow cannot open

@@ -133,9 +133,12 @@ def test_the_plan_names_asha_as_the_searchs_first_line_does(tmp_path):
         "rung_cycles=true",
         f"storage={tmp_path}",
     ]
-    for asha, variant, saving in (("stop", "ASHA", "stopping"), ("promote", "ASHA (promotion variant)", "pausing")):
+    for asha, variant, saving, ends in (
+        ("stop", "ASHA", "stopping", "1, 3"),  # a third goes on: rungs at 1 and 3
+        ("promote", "ASHA (promotion variant)", "pausing", "1, 2"),  # half goes on: rungs at 1 and 2
+    ):
         config, space = parse_run([*words, f"asha={asha}"])
-        said = f"{variant} from epoch 1 of 4 (lr cycles end at epoch 1, 3)"
+        said = f"{variant} from epoch 1 of 4 (lr cycles end at epoch {ends})"
         assert shape_words(config, space).endswith(f", {said}") and asha_words(config) == f"{said}, "
         assert saving_words(config) == f", ASHA {saving} some"
     config, space = parse_run([*words, "grace=4"])
@@ -151,7 +154,7 @@ def test_the_dry_run_checks_plans_and_starts_no_ray_nor_writes(capsys, tmp_path,
     assert lines[0].startswith("search: 12 trials of cnn_mnist, ") and " at a time" in lines[0]
     assert lines[0].endswith("ASHA (promotion variant) from epoch 2 of 9")  # the default, one objective
     assert lines[1] == "stop rule: 12 trials of up to 9 epochs (trials=)"  # the default stop rule: a trial count
-    assert lines[2].startswith("estimate: about 44 trial-epochs of 512 images") and "img/s" in lines[2]
+    assert lines[2].startswith("estimate: about 50 trial-epochs of 512 images") and "img/s" in lines[2]
     assert (
         lines[3]
         == f"dry run: nothing started, nothing written; without --dry-run this search goes to {tmp_path}/runs/x"

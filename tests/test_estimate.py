@@ -6,6 +6,7 @@ import re
 import pytest
 import torch
 
+from search.commands import parse_run
 from search.running.estimate import (
     TIMED,
     asha_epoch_share,
@@ -77,6 +78,8 @@ def test_under_an_epoch_budget_the_estimate_is_the_budget_not_the_lifted_trials(
     assert expected_epochs(budget) == 60  # not 60 trials x 20 epochs x ASHA's share
     capped = parse_overrides(["space=resnet_mnist", "trials=2", "epochs=3", "epoch_budget=60", "grace=1"])
     assert expected_epochs(capped) == pytest.approx(2 * 3 * asha_epoch_share(3, 1, 3.0))  # the trials cap it first
+    alone = parse_run(["space=resnet_mnist", "trials=1", "epochs=9", "lr_schedule=none"])[0]  # rungs at 1, 2, 4, 8
+    assert (alone.grace, alone.reduction, expected_epochs(alone)) == (1, 2, 9)  # none to rank it against: all 9
     info = MNIST.info("", {})
     line = long_search_line(budget, load_space("resnet_mnist"), 54_000, info, 2)
     assert "no GPU (60 trial-epochs of 54,000 images at ~" in line

@@ -20,12 +20,12 @@ from trainables.foundation.errors import UsageError
 SPACE = {"lr": FloatDistribution(1e-4, 1.0, log=True)}
 
 
-def promoting(max_t: int = 9, grace: int = 1, history=(), record=None) -> StudyASHA:
+def promoting(max_t: int = 9, grace: int = 1, history=(), record=None, reduction: float = 3) -> StudyASHA:
     scheduler = StudyASHA(
         time_attr="epoch",
         max_t=max_t,
         grace_period=grace,
-        reduction_factor=3,
+        reduction_factor=reduction,
         history=history,
         record=record,
         promote=True,
@@ -148,13 +148,13 @@ def test_tpe_reads_a_promoted_trial_once():
 
 @pytest.mark.parametrize("table,trials", [("cnn_mnist-9ep-4seeds", 24), ("mlp_mnist-3ep-4seeds", 12)])
 def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, table, trials):
-    """The replays' `search|asha=promote` arm (benchmarks.replay_arms.PromotingArm) measured the variant; the product
+    """The replays' promotion arm (benchmarks.replay_arms.PromotingArm, as RUNGS) measured the variant; the product
     decides with StudyASHA, equal points ranked by proposal as the arm ranks them (the study's first numbers; here
     the arm's trial ids). Both replay the same searches, epoch for epoch, ties and all, when a resumption costs no
     start (the product resumes the trial a free place would take without a pause)."""
     import benchmarks.replay as replay
-    from benchmarks.replay import _table, grace_of, replay_search, table_space
-    from benchmarks.replay_arms import make_arm
+    from benchmarks.replay import _table, replay_search, table_space
+    from benchmarks.replay_arms import RUNGS, make_arm
 
     monkeypatch.setattr(replay, "START_S", 0.0)
     curves = _table(f"benchmarks/results/tables/{table}.jsonl.gz")
@@ -163,7 +163,7 @@ def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, 
     class Product:  # the arm proposes (TPE over its trials), the product's StudyASHA decides
         def __init__(self, arm):
             self.arm, self.resumed = arm, 0
-            self.asha = promoting(max_t=curves.epochs, grace=grace_of(space, curves.epochs))
+            self.asha = promoting(max_t=curves.epochs, grace=1, reduction=2)  # RUNGS': `run`'s without a warm-up
             self.asha.order_of = int  # the arm's trial ids count its proposals
 
         def propose(self, trial_id):
@@ -185,9 +185,9 @@ def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, 
             return trial_id
 
     for seed in range(3):
-        arm = make_arm("search|asha=promote", space, seed, trials, curves.epochs)
+        arm = make_arm(RUNGS, space, seed, trials, curves.epochs)
         arm_run = replay_search(curves, space, arm, seed, trials, concurrency=2)
-        product = Product(make_arm("search|asha=promote", space, seed, trials, curves.epochs))
+        product = Product(make_arm(RUNGS, space, seed, trials, curves.epochs))
         product_run = replay_search(curves, space, product, seed, trials, concurrency=2)
         epochs_of = lambda run: {t: [r["epoch"] for r in trial["rows"]] for t, trial in run["trials"].items()}  # noqa: E731
         assert epochs_of(product_run) == epochs_of(arm_run) and product_run["regret"] == arm_run["regret"]

@@ -615,6 +615,32 @@ def test_the_promotion_variant_pauses_every_trial_at_a_rung_and_resumes_the_top_
         assert replay_cli((path, f"search|asha=promote|{variant}", 1, 48, 2, 48))["trace"] != again["trace"]
 
 
+@pytest.mark.parametrize("epochs", [3, 6, 9, 20])
+def test_the_replayed_default_is_runs_rungs_random_start_and_good_group(tmp_path, epochs):
+    """RUNGS replays what `run` sets up for one objective under asha=promote on a table without an lr warm-up (the
+    held-out tables): the rungs `parse_run` resolves, the random start and TPE's good group `open_search_study`
+    records; `search|asha=promote` alone, what `run` set up before (rungs from epoch 2 in long trials, a third on)."""
+    from benchmarks.replay_arms import RUNGS, make_arm
+    from search.commands import parse_run
+    from search.running.proposals.study_setup import open_search_study
+    from search.running.study.queries import GOOD_SHARE_ATTR, STARTUP_ATTR
+    from trainables.foundation.schedules import rung_milestones
+    from trainables.foundation.storage import Experiment
+
+    words = ["space=mlp_mnist", f"epochs={epochs}", "trials=40", "lr_schedule=none", f"storage={tmp_path}", "name=e"]
+    config, space = parse_run(words)
+    trained = dataclasses.replace(space, constants=config.constants(space))  # as a table's rows trained
+    arm, before = (make_arm(arm, trained, 0, 40, epochs) for arm in (RUNGS, "search|asha=promote"))
+    assert config.asha == "promote" and sorted(arm.rungs) == rung_milestones(epochs, config.grace, config.reduction)
+    assert sorted(before.rungs) == rung_milestones(epochs, 2 if epochs >= 6 else 1, 3)
+    (tmp_path / "e").mkdir()
+    study = open_search_study(config, space, Experiment.at(str(tmp_path / "e"))).study
+    model = arm.sampler.model
+    assert model._n_startup_trials == study.user_attrs[STARTUP_ATTR] == study.sampler.model._n_startup_trials == 4
+    assert [model._gamma(n) for n in (20, 100, 600)] == [study.sampler.model._gamma(n) for n in (20, 100, 600)]
+    assert study.user_attrs[GOOD_SHARE_ATTR] == 0.05 and before.sampler.model._gamma is None
+
+
 def test_the_promotion_variant_resumes_the_top_rung_first_once_each_and_shows_tpe_each_trial_as_it_stands(
     monkeypatch,
 ):

@@ -154,3 +154,54 @@ def test_a_new_search_takes_a_random_share_past_trial_36_and_one_begun_before_pr
     reopened = open_search_study(config, SPACE, experiment)
     assert reopened.study.user_attrs[LATE_RANDOM_ATTR]["every"] == 0
     assert not isinstance(reopened.study.sampler, LateRandomShare)
+    from search.running.study.queries import GOOD_SHARE_ATTR  # nor, under asha=promote, the good group of the best 5%
+
+    assert reopened.study.user_attrs[GOOD_SHARE_ATTR] == 0 and reopened.study.sampler._gamma is None
+
+
+def test_a_new_promoting_search_records_a_random_start_of_4_and_tpes_good_group_as_its_best_5_percent(tmp_path):
+    """Under asha=promote a new search records TPE's random start (at most 4 trials) and good group (its best 5%, at
+    most 25; Optuna's default is a tenth) in its study, and its TPE proposes as Optuna's TPE given that good group
+    does, with no deprecation warning; asha=stop keeps a quarter of the trials (2 to 10) and Optuna's good group, and
+    so does a study begun before the setting, when it is resumed, though it stopped before its first trial."""
+    import math
+    import warnings
+
+    from search.running.proposals.study_setup import coding_for
+    from search.running.study.queries import GOOD_SHARE_ATTR
+    from trainables.foundation.objectives import objectives_of
+
+    def opened(name: str, **keys) -> StudyRecord:
+        experiment = Experiment.at(str(tmp_path / name))
+        experiment.local.mkdir(exist_ok=True)
+        config = RunConfig(space="mlp_mnist", storage=str(tmp_path), name=name, trials=40, epochs=3, **keys)
+        return open_search_study(config, SPACE, experiment)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Optuna 5 warns of TPESampler(gamma=...) with a FutureWarning
+        promoting = opened("promote")
+    tpe, attrs = promoting.study.sampler.model, promoting.study.user_attrs
+    assert (attrs[STARTUP_ATTR], attrs[GOOD_SHARE_ATTR], tpe._n_startup_trials) == (4, 0.05, 4)
+    assert [tpe._gamma(n) for n in (1, 20, 21, 100, 499, 501, 1000)] == [1, 1, 2, 5, 25, 25, 25]
+
+    def proposals(sampler) -> list[float]:
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(lambda trial: (trial.suggest_float("x", -3, 3) - 1) ** 2, n_trials=30)
+        return [trial.params["x"] for trial in study.trials]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        optunas = optuna.samplers.TPESampler(seed=5, n_startup_trials=4, gamma=lambda n: min(math.ceil(0.05 * n), 25))
+    ours = proposals(make_sampler("tpe", 5, 4, good_share=0.05))
+    assert ours == proposals(optunas) != proposals(make_sampler("tpe", 5, 4))  # as Optuna's own gamma, not its default
+    lone = opened("lone", asha="stop", asha_for_one=True)  # one trial: stopped, promoting once `resume` grows it
+    assert lone.study.user_attrs[GOOD_SHARE_ATTR] == 0.05
+    stopping = opened("stop", asha="stop")
+    assert (stopping.study.user_attrs[STARTUP_ATTR], stopping.study.user_attrs[GOOD_SHARE_ATTR]) == (10, 0)
+    assert stopping.study.sampler.model._gamma is None  # Optuna's own, a tenth
+    config = configured(tmp_path, trials=40, epochs=3)  # a study with trials begun before: test_..._proposes_as_it_did
+    (tmp_path / "early").mkdir()  # begun before the setting and stopped before its first trial: its start recorded
+    early = StudyRecord.in_folder(tmp_path / "early", coding_for(config, SPACE), objectives_of(config, SPACE), 3, {})
+    early.study.set_user_attr(STARTUP_ATTR, 10)
+    resumed = open_search_study(config, SPACE, Experiment.at(str(tmp_path / "early"))).study
+    assert (resumed.user_attrs[STARTUP_ATTR], resumed.user_attrs[GOOD_SHARE_ATTR]) == (10, 0)

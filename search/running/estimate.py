@@ -81,8 +81,9 @@ def timed_steps(model, batch: int, info, threads: int) -> float:
 
 def expected_epochs(config) -> float:
     """The trial-epochs a search is expected to train: ASHA's share of its trials' epochs, and under an epoch
-    budget the budget itself (the epochs ASHA saves buy more trials) unless its trials cap it first."""
-    share = asha_epoch_share(config.epochs, config.grace, config.reduction)
+    budget the budget itself (the epochs ASHA saves buy more trials) unless its trials cap it first. A lone trial has
+    none to be ranked against: it trains every epoch."""
+    share = 1.0 if config.trials == 1 else asha_epoch_share(config.epochs, config.grace, config.reduction)
     epochs = config.trials * config.epochs * share
     return min(epochs, config.epoch_budget) if config.epoch_budget else epochs
 

@@ -42,9 +42,10 @@ class RunConfig:
     """Maximum epochs per trial."""
     grace: int = 0
     """ASHA grace period: epochs every trial runs before it may be stopped; 0: one epoch past the lr warm-up, and
-    at least 2 in trials of 6 epochs or more."""
+    at least 2 in trials of 6 epochs or more where the search cannot promote (asha=stop, unless it is one trial)."""
     reduction: float = 3.0
-    """ASHA reduction factor: at each rung only the best 1/reduction go on."""
+    """ASHA reduction factor: at each rung only the best 1/reduction go on (3; 2 where the search may promote:
+    asha=promote, or one trial, which `resume` may grow into it)."""
     asha: str = "auto"
     """ASHA at a rung: promote (auto with one objective, a rung and 2+ trials, or a one-trial search `resume` grows;
     its promotion variant: a trial pauses at each rung, and a free place first resumes the best paused trial in the
@@ -72,8 +73,9 @@ class RunConfig:
     compile_mode: str = "default"
     """torch.compile's mode: default, reduce-overhead (CUDA graphs: small models on a GPU) or max-autotune."""
     sampler: str = "tpe"
-    """How Optuna proposes trials: tpe (a quarter of the trials, 2 to 10, at random, then Optuna's TPE; with one
-    objective, TPE up to the 37th trial and every trial from the 38th on at random), random."""
+    """How Optuna proposes trials: tpe (a quarter of the trials, 2 to 10, at random, then Optuna's TPE; under
+    asha=promote 2 to 4, and TPE's good group the best 5%; with one objective, TPE up to the 37th trial and every trial
+    from the 38th on at random), random."""
     objectives: str = ""
     """What to optimize, primary first: the space's metric alone (default), or several of val_acc, val_loss, params,
     macs, latency_ms, e.g. val_acc,params: a multi-objective search with a Pareto front."""

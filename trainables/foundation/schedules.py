@@ -7,7 +7,8 @@ import math
 LR_SCHEDULES = ("none", "plateau", "onecycle", "cosine")
 ANNEALING_SCHEDULES = ("onecycle", "cosine")  # learning rates that end near zero
 ONECYCLE_WARMUP = 0.25  # of all the steps: OneCycle's pct_start
-LONG_RUN = 6  # trials of this many epochs are first compared at epoch 2 at the earliest
+LONG_RUN = 6  # under asha=stop, trials of this many epochs are first compared at epoch 2 at the earliest
+PROMOTING_REDUCTION = 2.0  # under asha=promote, half of a rung goes on (benchmarks/HISTORY.md, heldout20k-rungs-tpe-*)
 
 
 def warmup_epochs(schedule: str, epochs: int) -> float:
@@ -15,13 +16,16 @@ def warmup_epochs(schedule: str, epochs: int) -> float:
     return {"onecycle": ONECYCLE_WARMUP * epochs, "cosine": min(1.0, epochs)}.get(schedule, 0.0)
 
 
-def first_rung(epochs: int, schedules: list[str]) -> int:
-    """ASHA's grace period: the first epoch that ends past every warm-up (1 without one; at most `epochs`), and in
-    trials of `LONG_RUN` epochs or more at least epoch 2: on a tuning MLP the first epoch ranked configurations unlike
-    the last, and the search's TPE learnt that ranking from the trials stopped there (benchmarks/HISTORY.md, families
-    `grace-tuning`, `heldout20k-grace-confirm`; measured at 9 epochs, kept at 1 for 3: 4-8 and 10+ are not)."""
+def first_rung(epochs: int, schedules: list[str], promoting: bool = False) -> int:
+    """ASHA's grace period: the first epoch that ends past every warm-up (1 without one; at most `epochs`). Under
+    ASHA's stopping variant (`promoting` false), in trials of `LONG_RUN` epochs or more at least epoch 2: on a tuning
+    MLP the first epoch ranked configurations unlike the last, and the search's TPE learnt that ranking from the trials
+    stopped there (benchmarks/HISTORY.md, families `grace-tuning`, `heldout20k-grace-confirm`; measured at 9 epochs,
+    kept at 1 for 3: 4-8 and 10+ are not). Under the promotion variant a trial paused at a rung is not ended, and
+    rungs from epoch 1 with half going on got within 0.5 points sooner (`heldout20k-rungs-tpe-peers-324`)."""
     warm = max((warmup_epochs(s, epochs) for s in schedules), default=0.0)
-    return max(2 if epochs >= LONG_RUN else 1, min(epochs, math.floor(warm) + 1))
+    floor = 2 if epochs >= LONG_RUN and not promoting else 1
+    return max(floor, min(epochs, math.floor(warm) + 1))
 
 
 def rung_milestones(epochs: int, grace: int, reduction: float) -> list[float]:

@@ -1,7 +1,7 @@
 """How Optuna proposes, fit for a search's budget: Optuna's `TPESampler` as it comes, but for its random start (a
-quarter of the trials, 2 to 10, plus the configurations given first), a choice among numbers modelled in order, and,
-past 250 trials, a model of the best and the most recent trials rather than of all (search.running.proposals.window;
-docs/design.md, "How the sampler is set up"). No Ray.
+quarter of the trials, 2 to 10, plus the configurations given first; under asha=promote 2 to 4, and a good group of the
+best 5%), a choice among numbers modelled in order, and, past 250 trials, a model of the best and the most recent
+trials rather than of all (search.running.proposals.window; docs/design.md, "How the sampler is set up"). No Ray.
 """
 
 from __future__ import annotations
@@ -10,12 +10,15 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.samplers import RandomSampler, TPESampler
 
 from search.running.proposals.window import RecentAndBest
-from search.running.study.optuna_private import PastParamsHook, TrialsReadHook
+from search.running.study.optuna_private import GoodShareHook, PastParamsHook, TrialsReadHook
+
+PROMOTING_STARTUP = 4  # under asha=promote, TPE's random start is at most 4 trials (benchmarks/HISTORY.md,
+PROMOTING_GOOD_SHARE = 0.05  # `heldout20k-rungs-tpe-peers-324`), and its good group their best 5%, at most 25
 
 
-class WindowTPESampler(TrialsReadHook, TPESampler):
+class WindowTPESampler(TrialsReadHook, GoodShareHook, TPESampler):
     """Optuna's TPE, whose model reads every trial up to 250 and then the best and the 250 most recent: each proposal
-    costs the same at any size of study (search.running.proposals.window)."""
+    costs the same at any size of study (search.running.proposals.window); `good_share`: GoodShareHook's."""
 
     def __init__(self, **tpe):
         super().__init__(**tpe)
@@ -63,9 +66,10 @@ class OrderedTPESampler(PastParamsHook, WindowTPESampler):
         return choices.index(value) if choices is not None and value in choices else value
 
 
-def startup_trials(trials: int) -> int:
-    """TPE's random start: a quarter of the budget, at least 2 and at most Optuna's default of 10."""
-    return max(2, min(10, trials // 4))
+def startup_trials(trials: int, promoting: bool = False) -> int:
+    """TPE's random start: a quarter of the budget, at least 2 and at most Optuna's default of 10 (under the promotion
+    variant, `promoting`, at most `PROMOTING_STARTUP`)."""
+    return max(2, min(PROMOTING_STARTUP if promoting else 10, trials // 4))
 
 
 def make_sampler(
@@ -73,7 +77,7 @@ def make_sampler(
 ) -> RandomSampler | TPESampler:
     """`startup`: TPE's random start in finished trials (`startup_trials`, plus the configurations given first);
     `ordered`: the choices among numbers the study holds as values, which TPE models in order; `tpe`: more of
-    `TPESampler`'s settings (the benchmarks' variants)."""
+    `TPESampler`'s settings (the benchmarks' variants), and `good_share` (GoodShareHook)."""
     if sampler == "random":
         return RandomSampler(seed=seed)
     if ordered:

@@ -14,10 +14,16 @@ from optuna.distributions import IntDistribution
 
 from search.results.summary import SUMMARY_FILE
 from search.running.proposals.late_random import AFTER, LateRandomShare, late_random_every
-from search.running.proposals.sampler import make_sampler, startup_trials
+from search.running.proposals.sampler import PROMOTING_GOOD_SHARE, make_sampler, startup_trials
 from search.running.proposals.unrun import configuration_count, held_configurations, once_each
 from search.running.study.coding import SpaceCoding, contains, ordered_choices
-from search.running.study.queries import COUNT_DEFAULT_ATTR, LATE_RANDOM_ATTR, SEARCH_ID_ATTR, STARTUP_ATTR
+from search.running.study.queries import (
+    COUNT_DEFAULT_ATTR,
+    GOOD_SHARE_ATTR,
+    LATE_RANDOM_ATTR,
+    SEARCH_ID_ATTR,
+    STARTUP_ATTR,
+)
 from search.running.study.record import StudyRecord
 from trainables.foundation.config import RunConfig
 from trainables.foundation.errors import UsageError
@@ -52,16 +58,23 @@ def open_search_study(
     if LATE_RANDOM_ATTR not in study.user_attrs:  # a search begun before the rule goes on proposing as it did
         every = late_random_every(config.sampler, len(objectives)) if not trials else 0
         study.set_user_attr(LATE_RANDOM_ATTR, {"every": every, "after": AFTER})
+    promoting = config.asha == "promote" or config.asha_for_one  # its TPE settings (search.running.proposals.sampler)
+    new = not trials and STARTUP_ATTR not in study.user_attrs  # not one begun before, even if it ran no trial yet
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         expected = min(expected_trials(config), search_trials(config, space))
-        study.set_user_attr(STARTUP_ATTR, startup_trials(expected) + len(enqueued))
+        study.set_user_attr(STARTUP_ATTR, startup_trials(expected, promoting) + len(enqueued))
+    if GOOD_SHARE_ATTR not in study.user_attrs:  # a search begun before the setting keeps Optuna's good group
+        study.set_user_attr(GOOD_SHARE_ATTR, PROMOTING_GOOD_SHARE if promoting and new else 0)
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
     late = study.user_attrs[LATE_RANDOM_ATTR]  # as recorded: {"every", "after"}, no other key reaches the sampler
     every, after = int(late["every"]), int(late["after"])
     promotions = lambda: record.promotions  # noqa: E731 - the count as it grows
-    study.sampler = sampler_for(config.sampler, coding, seed, startup, every=every, after=after, promotions=promotions)
+    tpe = {"good_share": float(study.user_attrs[GOOD_SHARE_ATTR])} if config.sampler == "tpe" else {}
+    study.sampler = sampler_for(
+        config.sampler, coding, seed, startup, every=every, after=after, promotions=promotions, **tpe
+    )
     return record
 
 

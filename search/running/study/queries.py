@@ -22,6 +22,7 @@ INHERITED_ATTR = "inherited_epochs"  # the epochs a continuation took over from 
 SEARCH_ID_ATTR = "search_id"  # the study's: the search's identity wherever its folder moves
 STARTUP_ATTR = "startup_trials"  # the sampler's random start, fixed when the search first ran (a grown one keeps it)
 LATE_RANDOM_ATTR = "late_random"  # {"every", "after"} of search.running.proposals.late_random, fixed likewise
+GOOD_SHARE_ATTR = "tpe_good_share"  # TPE's good group as a share of the trials (0: Optuna's own), fixed likewise
 # The study's, set when it is created since the default stop rule became a trial count: a search that has it was not
 # started under the former default epoch budget (search.running.growth), whatever budget its settings hold
 COUNT_DEFAULT_ATTR = "default_stop_rule"
