@@ -157,13 +157,15 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
         config.space = str(Path(config.space).resolve())
     config.name = config.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     schedules = schedules_of(space.constants, space.hyperparameters, config.fixed)
-    config.grace = config.grace or first_rung(config.epochs, schedules, promoting=config.asha == "promote")
+    rungs_given = "grace" in given or "reduction" in given  # either given: the other as under asha=stop
+    promoting = config.asha == "promote" and not rungs_given
+    config.grace = config.grace or first_rung(config.epochs, schedules, promoting=promoting)
     if given.get("asha", "auto").strip() == "auto" and config.asha == "promote":
         if config.grace >= config.epochs:  # no rung: nothing to pause
             config.asha = "stop"
         elif config.trials == 1:  # none to rank it against: the promotion variant would only pause and restart it
             config.asha, config.asha_for_one = "stop", True
-    if "reduction" not in given and (config.asha == "promote" or config.asha_for_one):
+    if not rungs_given and (config.asha == "promote" or config.asha_for_one):
         config.reduction = PROMOTING_REDUCTION  # the promotion variant's rungs: half goes on
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):

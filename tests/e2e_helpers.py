@@ -89,7 +89,6 @@ def main_search(tmp_path_factory) -> dict:
             "trials=6",
             "epochs=4",
             "grace=1",
-            "reduction=3",  # rungs at epochs 1 and 3, where rung_cycles ends a cycle (test_e2e.py)
             "data.limit=256",
             f"data.val_limit={VAL_LIMIT}",
             "seed=1",

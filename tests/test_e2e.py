@@ -81,8 +81,8 @@ def test_a_trial_reports_how_warm_it_started_and_a_slots_later_trials_start_warm
 
 
 def test_rung_cycles_anneal_the_learning_rate_at_every_rung(search):
-    """rung_cycles=true with grace=1, reduction=3, epochs=4: ASHA (the default's promotion variant, one objective)
-    judges at epochs 1 and 3, and the schedule ends a cycle there."""
+    """rung_cycles=true with grace=1, epochs=4: ASHA (the default's promotion variant, one objective) judges at epochs
+    1 and 3, and the schedule ends a cycle there."""
     assert "ASHA (promotion variant) from epoch 1 of 4 (lr cycles end at epoch 1, 3)," in search["output"]
     for trial in search["summary"]["trials"]:
         lines = (search["experiment"] / f"trial_{trial['trial_id']}" / "result.json").read_text().splitlines()

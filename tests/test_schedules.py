@@ -51,8 +51,8 @@ def test_a_pinned_schedule_wins_over_the_space_and_a_searched_one_gives_its_choi
         (["epochs=8", "lr_schedule=none", "asha=stop"], "stop", 2, 3),  # stopping: epoch 2 in long trials, a third
         (["epochs=8", "lr_schedule=none", "objectives=val_acc,params"], "stop", 2, 3),  # a Pareto search stops
         (["epochs=5", "lr_schedule=none", "asha=stop"], "stop", 1, 3),
-        (["epochs=8", "grace=2"], "promote", 2, 2),  # what is given is kept
-        (["epochs=8", "reduction=3"], "promote", 3, 3),
+        (["epochs=8", "grace=2"], "promote", 2, 3),  # either given: it is kept, the other as under asha=stop
+        (["epochs=8", "lr_schedule=none", "reduction=2"], "promote", 2, 2),
         (["epochs=8", "lr_schedule=none", "trials=1"], "stop", 1, 2),  # one trial: a `resume` that grows it promotes
     ],
 )

@@ -42,10 +42,10 @@ class RunConfig:
     """Maximum epochs per trial."""
     grace: int = 0
     """ASHA grace period: epochs every trial runs before it may be stopped; 0: one epoch past the lr warm-up, and
-    at least 2 in trials of 6 epochs or more where the search cannot promote (asha=stop, unless it is one trial)."""
+    at least 2 in trials of 6 epochs or more, but where the search may promote and reduction= is not given."""
     reduction: float = 3.0
-    """ASHA reduction factor: at each rung only the best 1/reduction go on (3; 2 where the search may promote:
-    asha=promote, or one trial, which `resume` may grow into it)."""
+    """ASHA reduction factor: at each rung only the best 1/reduction go on (3; 2 where the search may promote,
+    asha=promote or one trial `resume` may grow into it, and neither grace= nor reduction= is given)."""
     asha: str = "auto"
     """ASHA at a rung: promote (auto with one objective, a rung and 2+ trials, or a one-trial search `resume` grows;
     its promotion variant: a trial pauses at each rung, and a free place first resumes the best paused trial in the
