@@ -60,13 +60,14 @@ def open_search_study(
         study.set_user_attr(LATE_RANDOM_ATTR, {"every": every, "after": AFTER})
     promoting = config.asha == "promote" or config.asha_for_one  # its TPE settings (search.running.proposals.sampler)
     new = not trials and STARTUP_ATTR not in study.user_attrs  # not one begun before, even if it ran no trial yet
+    # the share before the start: a search stopped between the two records keeps its share when resumed
+    if GOOD_SHARE_ATTR not in study.user_attrs:  # a search begun before the setting keeps Optuna's good group
+        study.set_user_attr(GOOD_SHARE_ATTR, PROMOTING_GOOD_SHARE if promoting and new else 0)
     if STARTUP_ATTR not in study.user_attrs:
         for configuration in enqueued:
             study.enqueue_trial(coding.to_params(configuration))
         expected = min(expected_trials(config), search_trials(config, space))
         study.set_user_attr(STARTUP_ATTR, startup_trials(expected, promoting) + len(enqueued))
-    if GOOD_SHARE_ATTR not in study.user_attrs:  # a search begun before the setting keeps Optuna's good group
-        study.set_user_attr(GOOD_SHARE_ATTR, PROMOTING_GOOD_SHARE if promoting and new else 0)
     seed, startup = config.seed + len(record.proposed()), study.user_attrs[STARTUP_ATTR]
     late = study.user_attrs[LATE_RANDOM_ATTR]  # as recorded: {"every", "after"}, no other key reaches the sampler
     every, after = int(late["every"]), int(late["after"])
