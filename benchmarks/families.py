@@ -16,6 +16,7 @@ from benchmarks import git
 from trainables.foundation.errors import UsageError
 
 REGISTRY = Path(__file__).resolve().parent / "families.json"
+RUNGS = "search|asha=promote|reduction=2|grace=1|gamma=0.05|startup=4"  # `run`'s asha=promote since its verdict
 KINDS = ("arms", "pairs")  # arms: every arm against the search (replay_stats); pairs: A against B (replay_pairs)
 REQUIRED = ("kind", "registered", "tables", "seeds", "concurrency", "trials", "test", "correction")
 # Registered before the rule (a commit of its own before the replays), so git cannot show their order: their hash alone

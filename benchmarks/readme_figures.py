@@ -26,7 +26,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.replay_arms import RUNGS
+from benchmarks.families import RUNGS
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("benchmarks/README.md", "README.md", "docs/spaces.md", "docs/measured.md")  # where figures are quoted

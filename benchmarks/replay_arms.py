@@ -37,7 +37,6 @@ VARIANT_KEYS += ("space", "once", "late", "asha", "gamma")  # space=choices: a g
 ALLOWED = {"tpe": ("optuna", "endpoints"), "coding": ("values", "ordered"), "grow": ("1",)}
 ALLOWED |= {"space": ("choices",), "once": ("0",), "late": tuple("0123456789"), "asha": ("promote",)}
 ALLOWED |= {"gamma": ("0.05", "0.2"), "grace": tuple("0123456789"), "reduction": tuple("23456789")}
-RUNGS = "search|asha=promote|reduction=2|grace=1|gamma=0.05|startup=4"  # `run`'s asha=promote since its verdict
 PROMOTING = ("gamma",)  # read by PromotingArm alone: with asha=promote (and startup, grace, reduction) only
 
 
@@ -83,7 +82,7 @@ class PromotingArm:
     """ASHA's promotion variant: a trial pauses at each rung; a free slot resumes the best paused one in the top
     1/reduction of its rung not yet promoted (top rung first), else starts a new one, proposed by the search's TPE over
     a study built anew for each ask (finished: complete, at the score `run` writes; paused: pruned; running: running);
-    `settings`: parse_variant's (none: `run`'s before RUNGS, as families named it; RUNGS: `run`'s, no lr warm-up)."""
+    `settings`: parse_variant's (none: `run`'s before families.RUNGS, as families named it; RUNGS: `run`'s since)."""
 
     def __init__(self, space: Space, seed: int, trials: int, epochs: int, settings: dict | None = None):
         settings, self.space, self.coding = settings or {}, space, coding_for(RunConfig(), space)

@@ -165,7 +165,7 @@ def parse_run(args: list[str]) -> tuple[RunConfig, Space]:
             config.asha = "stop"
         elif config.trials == 1:  # none to rank it against: the promotion variant would only pause and restart it
             config.asha, config.asha_for_one = "stop", True
-    if not rungs_given and (config.asha == "promote" or config.asha_for_one):
+    if not rungs_given and config.may_promote():
         config.reduction = PROMOTING_REDUCTION  # the promotion variant's rungs: half goes on
     config.data.root = str(Path(config.data.root).expanduser().resolve())
     if is_uri(config.storage):

@@ -153,8 +153,9 @@ def test_the_products_rule_replays_the_searches_of_the_replays_arm(monkeypatch, 
     the arm's trial ids). Both replay the same searches, epoch for epoch, ties and all, when a resumption costs no
     start (the product resumes the trial a free place would take without a pause)."""
     import benchmarks.replay as replay
+    from benchmarks.families import RUNGS
     from benchmarks.replay import _table, replay_search, table_space
-    from benchmarks.replay_arms import RUNGS, make_arm
+    from benchmarks.replay_arms import make_arm
 
     monkeypatch.setattr(replay, "START_S", 0.0)
     curves = _table(f"benchmarks/results/tables/{table}.jsonl.gz")

@@ -620,7 +620,8 @@ def test_the_replayed_default_is_runs_rungs_random_start_and_good_group(tmp_path
     """RUNGS replays what `run` sets up for one objective under asha=promote on a table without an lr warm-up (the
     held-out tables): the rungs `parse_run` resolves, the random start and TPE's good group `open_search_study`
     records; `search|asha=promote` alone, what `run` set up before (rungs from epoch 2 in long trials, a third on)."""
-    from benchmarks.replay_arms import RUNGS, make_arm
+    from benchmarks.families import RUNGS
+    from benchmarks.replay_arms import make_arm
     from search.commands import parse_run
     from search.running.proposals.study_setup import open_search_study
     from search.running.study.queries import GOOD_SHARE_ATTR, STARTUP_ATTR

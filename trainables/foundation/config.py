@@ -145,6 +145,10 @@ class RunConfig:
             f"name={self.name}: use letters, digits, '.', '_' and '-' only",
         )
 
+    def may_promote(self) -> bool:
+        """Whether the search promotes, or is one trial that a `resume` which grows it makes promote."""
+        return self.asha == "promote" or self.asha_for_one
+
     def lr_cycle_ends(self) -> tuple[int, ...]:
         """Epochs where a trial's lr schedule ends a cycle: ASHA's rungs before the last epoch with `rung_cycles`."""
         return cycle_ends(self.epochs, self.grace, self.reduction) if self.rung_cycles else ()

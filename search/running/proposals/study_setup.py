@@ -58,7 +58,7 @@ def open_search_study(
     if LATE_RANDOM_ATTR not in study.user_attrs:  # a search begun before the rule goes on proposing as it did
         every = late_random_every(config.sampler, len(objectives)) if not trials else 0
         study.set_user_attr(LATE_RANDOM_ATTR, {"every": every, "after": AFTER})
-    promoting = config.asha == "promote" or config.asha_for_one  # its TPE settings (search.running.proposals.sampler)
+    promoting = config.may_promote()  # the promotion variant's TPE settings (search.running.proposals.sampler)
     new = not trials and STARTUP_ATTR not in study.user_attrs  # not one begun before, even if it ran no trial yet
     # the share before the start: a search stopped between the two records keeps its share when resumed
     if GOOD_SHARE_ATTR not in study.user_attrs:  # a search begun before the setting keeps Optuna's good group
